@@ -1,0 +1,3 @@
+//! ipc-proto: everything the scheduler and the fabric need to talk.
+pub mod time;
+pub use time::Time;
