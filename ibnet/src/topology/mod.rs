@@ -14,8 +14,8 @@
 //! - `fdb` of a switch is indexed by destination LID; the value is the
 //!   0-based output port; `NO_ROUTE` (255) means no route. Element 0 is
 //!   `NO_ROUTE` by convention.
-//! - `ranks` maps MPI rank r to an index into `hcas()` order... no: to a
-//!   node index of an HCA. Default: rank r is the r-th HCA in node order.
+//! - `ranks` maps MPI rank r to the node index of an HCA.
+//!   Default (empty): rank r is the r-th HCA in node order.
 
 /// Forwarding-table value meaning "no route".
 pub const NO_ROUTE: u16 = 255;
