@@ -1,0 +1,5 @@
+//! End-to-end tests: the binaries (`loggopsim`, `ibnet`, `ipc-proto`) and the
+//! scripts driven as a user would drive them. One test binary, shared helpers
+//! in `util`, one module per capability.
+
+mod util;

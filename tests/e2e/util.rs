@@ -1,0 +1,52 @@
+//! Shared helpers: locate (and build, once) the workspace's binaries, find
+//! the shared data directory, run commands with a timeout.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The repository root (where the workspace Cargo.toml lives).
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `../shared` next to the checkout (specs, thesis data, reference network).
+pub fn shared_dir() -> PathBuf {
+    repo_root().join("..").join("shared")
+}
+
+/// Path of a workspace binary, built once per test run with the same profile
+/// as this test binary so the tests never run a stale executable.
+pub fn bin(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let exe = std::env::current_exe().expect("current_exe");
+    // target/<profile>/deps/e2e-xxxx -> target/<profile>
+    let profile_dir = exe.parent().and_then(Path::parent).expect("profile dir").to_path_buf();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(repo_root()).args(["build", "--workspace", "--bins"]);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "building the workspace binaries failed");
+    });
+    let path = profile_dir.join(name);
+    assert!(path.exists(), "binary {} not found", path.display());
+    path
+}
+
+/// Run a command to completion and return its output (stdout, stderr, status).
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"))
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
