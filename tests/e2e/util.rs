@@ -27,8 +27,13 @@ pub fn bin(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.current_dir(repo_root()).args(["build", "--workspace", "--bins"]);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
+        // target/debug is the dev profile; any other directory is named
+        // after its profile (release, ci).
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => {}
+            Some(profile) => {
+                cmd.args(["--profile", profile]);
+            }
         }
         let status = cmd.status().expect("run cargo build");
         assert!(status.success(), "building the workspace binaries failed");
