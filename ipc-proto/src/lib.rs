@@ -1,3 +1,66 @@
-//! ipc-proto: everything the scheduler and the fabric need to talk.
+//! ipc-proto: everything the scheduler (`loggopsim`) and the fabric
+//! (`ibnet`) need to talk, and nothing about scheduling or networks.
+//! The public wire specification is `docs/protocol.md`; the contract it
+//! implements is the project's cosim-protocol spec.
+//!
+//! # API overview
+//!
+//! - Records: [`Record`] (`Hello`, `Insert`, `NoMoreInserts`, `Query`,
+//!   `Reply`, `Arrival`, `ArrivalBatchEnd`, `Finish`, `Error`), each a
+//!   64-byte little-endian layout ([`Record::encode`], [`Record::decode`],
+//!   [`decode_message`]); [`PROTOCOL_VERSION`], [`Protocol`] (`Query`,
+//!   `Notify`), [`Role`] (`Scheduler`, `Fabric`), [`ErrorCode`].
+//! - Endpoints: [`Channel`] (aliases [`SchedulerEnd`], [`FabricEnd`]) with
+//!   `send` (buffered, up to 128 records per queue message), `flush`,
+//!   `recv` (blocking; fails with [`ProtoError::PeerDied`] within ~1 s of
+//!   the peer's death; optional overall timeout via `set_timeout` gives
+//!   [`ProtoError::TimedOut`]), `recv_timeout`, `try_recv`.
+//! - Transports: the [`Transport`] trait, POSIX message queues
+//!   ([`mq::MqTransport`], built by the session functions) and in-process
+//!   crossbeam channels ([`inproc::pair`]).
+//! - Sessions over POSIX IPC: [`create_fabric`] (exclusive creation of the
+//!   queues and the control segment `/<key>.ctl`) -> [`FabricSession`];
+//!   [`open_scheduler`] (bounded wait for readiness) -> [`SchedulerSession`];
+//!   both `.connect()` into a [`Channel`]. The objects are unlinked when the
+//!   channel (or session) is dropped, when it fails, and on
+//!   SIGINT/SIGTERM/SIGHUP (exit status 128 + signal). [`cleanup`] removes
+//!   the leftovers of a killed run.
+//!
+//! A program that installs its own `ctrlc` handler before creating a
+//! session disables ours; it must call [`signals::unlink_registered`] from
+//! its handler.
+//!
+//! ```
+//! use ipc_proto::{inproc, Protocol, Record, Time};
+//! let (mut s, mut f) = inproc::pair(Protocol::Notify).unwrap();
+//! s.send(Record::Insert { handle: 1, time: Time(5), src: 0, dst: 1, size: 8, tag: 0 }).unwrap();
+//! s.send(Record::NoMoreInserts { time: Time(5) }).unwrap();
+//! s.flush().unwrap();
+//! assert!(matches!(f.recv().unwrap(), Record::Insert { handle: 1, .. }));
+//! assert!(matches!(f.recv().unwrap(), Record::NoMoreInserts { .. }));
+//! f.send(Record::Arrival { handle: 1, time: Time(900) }).unwrap();
+//! f.send(Record::ArrivalBatchEnd { time: Time(900), count: 1 }).unwrap();
+//! assert_eq!(s.recv().unwrap(), Record::Arrival { handle: 1, time: Time(900) });
+//! ```
+
+pub mod channel;
+pub mod control;
+pub mod error;
+pub mod inproc;
+pub mod mq;
+pub mod names;
+pub mod record;
+pub mod session;
+pub mod signals;
 pub mod time;
+pub mod transport;
+
+pub use channel::{Channel, ChannelStats, FabricEnd, PeerHello, SchedulerEnd};
+pub use error::ProtoError;
+pub use names::{Lane, SessionKey};
+pub use record::{decode_message, ErrorCode, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE};
+pub use session::{cleanup, create_fabric, object_exists, open_scheduler, FabricSession, SchedulerSession};
 pub use time::Time;
+pub use transport::Transport;
+#[doc(hidden)]
+pub mod selftest;

@@ -1,3 +1,54 @@
 //! loggopsim: the LogGOPS scheduler (sans-I/O engine, GOAL parser, binary
 //! schedule format, network backends).
+//!
+//! Layout:
+//! - [`schedule`]: the compact in-memory schedule (struct of arrays) and its builder;
+//! - [`goal`]: GOAL text reader (hand-written, streaming) and writer;
+//! - [`binfmt`]: the reference's binary layout (magic 4223) reader and writer;
+//! - [`matching`]: receive/unexpected queues with sublinear FIFO-with-wildcards matching;
+//! - [`network`]: the `Network` trait and the built-in LogGP backend;
+//! - [`engine`]: the simulator itself (state, ordering rules, handlers);
+//! - [`noise`]: optional CPU noise from a trace;
+//! - [`report`]: the reference's text output and the JSON report.
 pub use ipc_proto::Time;
+
+pub mod binfmt;
+pub mod engine;
+pub mod goal;
+pub mod hash;
+pub mod matching;
+pub mod network;
+pub mod noise;
+pub mod report;
+pub mod schedule;
+
+/// Reads a schedule from a file, detecting the binary layout by its magic.
+pub fn load_schedule(path: &std::path::Path) -> Result<schedule::Schedule, goal::LoadError> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| goal::LoadError::Io {
+        file: path.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    let mut head = [0u8; 8];
+    let mut n = 0;
+    while n < 8 {
+        match f.read(&mut head[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) => {
+                return Err(goal::LoadError::Io {
+                    file: path.display().to_string(),
+                    msg: e.to_string(),
+                })
+            }
+        }
+    }
+    drop(f);
+    if n == 8 {
+        let magic = u64::from_le_bytes(head);
+        if magic == binfmt::MAGIC || magic == binfmt::MAGIC_CONSUMED {
+            return binfmt::read_file(path);
+        }
+    }
+    goal::parse_file(path)
+}

@@ -1,4 +1,358 @@
+//! `loggopsim`: command line of the LogGOPS simulator.
+//!
+//! Exit codes: 0 success; 1 simulation failure (unmatched receive/unexpected
+//! queues at the end, operations that never completed, network error);
+//! 2 usage or input errors (bad options, unreadable or malformed schedule).
+
+use anyhow::Context;
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use loggopsim::engine::{NoTrace, Params, Sim, TraceEvent, Tracer};
+use loggopsim::network::{LogGp, Network};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "loggopsim",
+    version,
+    about = "LogGOPS simulator of GOAL schedules (same per-host finish times as LogGOPSim)",
+    long_about = "Simulates a GOAL schedule (text, or LogGOPSim's binary layout, detected by content) \
+with the LogGOPS model and prints per-host finish times in LogGOPSim's format.\n\n\
+Examples:\n  loggopsim -f app.goal\n  loggopsim -f app.goal -L 2500 -o 1500 --json\n  \
+loggopsim convert app.goal app.bin\n  loggopsim gen dissemination -s 8\n\n\
+Exit codes: 0 ok, 1 simulation failure (unmatched queues, network error), 2 usage/input error.",
+    disable_version_flag = true,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    sim: SimArgs,
+    /// Print the version.
+    #[arg(long = "version", action = ArgAction::Version)]
+    version: Option<bool>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Generate a GOAL schedule from a pattern (LogGOPSim's Schedgen).
+    Gen(schedgen::cli::GenArgs),
+    /// Translate liballprof MPI traces into a GOAL schedule.
+    #[command(name = "trace2goal")]
+    Trace2Goal(schedgen::cli::Trace2GoalArgs),
+    /// Convert a schedule between GOAL text and the binary layout (magic 4223).
+    Convert(ConvertArgs),
+}
+
+#[derive(Args, Debug)]
+struct ConvertArgs {
+    /// Input schedule (text or binary, detected by content).
+    input: PathBuf,
+    /// Output file.
+    output: PathBuf,
+    /// Output format; default: the other one.
+    #[arg(long, value_enum)]
+    to: Option<Format>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    Text,
+    Binary,
+}
+
+/// Network backends. Adding one = a variant here and a match arm in `make_network`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum NetworkKind {
+    /// Built-in LogGP model (the reference's).
+    Loggp,
+}
+
+#[derive(Args, Debug)]
+struct SimArgs {
+    /// Schedule to simulate (GOAL text or binary layout).
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// Latency L.
+    #[arg(short = 'L', default_value_t = 2500)]
+    l: u64,
+    /// Per-message CPU overhead o.
+    #[arg(short = 'o', default_value_t = 1500)]
+    o: u64,
+    /// Gap between messages g (NIC).
+    #[arg(short = 'g', default_value_t = 1000)]
+    g: u64,
+    /// Gap per byte G (NIC).
+    #[arg(short = 'G', default_value_t = 6)]
+    big_g: u64,
+    /// CPU overhead per byte O.
+    #[arg(short = 'O', default_value_t = 0)]
+    big_o: u64,
+    /// Eager threshold S in bytes (larger messages use rendezvous).
+    #[arg(short = 'S', default_value_t = 65535)]
+    s: u64,
+    /// Second parameter set: o for messages above --large-threshold.
+    #[arg(long = "o-large")]
+    o_large: Option<u64>,
+    /// Second parameter set: O for messages above --large-threshold.
+    #[arg(long = "O-large")]
+    big_o_large: Option<u64>,
+    /// Threshold of the second parameter set (default: S).
+    #[arg(long = "large-threshold")]
+    large_threshold: Option<u64>,
+    /// Print a trace line for every event (stdout).
+    #[arg(short = 'v', long)]
+    verbose: bool,
+    /// Write a timeline (osend/orecv/loclop/transmission lines) to FILE.
+    #[arg(short = 'V', long = "timeline", value_name = "FILE")]
+    timeline: Option<PathBuf>,
+    /// Show a progress bar on stderr.
+    #[arg(long)]
+    progress: bool,
+    /// CPU noise trace (lines `start<TAB>duration`).
+    #[arg(long = "noise-trace", value_name = "FILE")]
+    noise_trace: Option<PathBuf>,
+    /// Seed of the per-host offsets into the noise trace.
+    #[arg(long = "noise-seed", default_value_t = 0)]
+    noise_seed: u64,
+    /// Write per-host maximum RQ/UQ lengths to PREFIX.qstat.
+    #[arg(long, value_name = "PREFIX")]
+    qstat: Option<String>,
+    /// Print only the maximum finishing time.
+    #[arg(long)]
+    batchmode: bool,
+    /// Print a JSON report instead of the text output.
+    #[arg(long)]
+    json: bool,
+    /// Network backend.
+    #[arg(long, value_enum, default_value = "loggp")]
+    network: NetworkKind,
+}
+
+/// An error that exits with a specific code.
+#[derive(Debug)]
+struct Exit(i32, String);
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.1)
+    }
+}
+impl std::error::Error for Exit {}
+
 fn main() {
-    eprintln!("loggopsim: not built yet");
-    std::process::exit(2);
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Some(Cmd::Gen(a)) => schedgen::cli::run_gen(&a).map(|_| 0),
+        Some(Cmd::Trace2Goal(a)) => schedgen::cli::run_trace2goal(&a).map(|_| 0),
+        Some(Cmd::Convert(a)) => convert(&a).map(|_| 0),
+        None => simulate(&cli.sim),
+    };
+    match r {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            let code = e.downcast_ref::<Exit>().map(|x| x.0).unwrap_or(2);
+            eprintln!("loggopsim: error: {e:#}");
+            std::process::exit(code);
+        }
+    }
+}
+
+fn input_err(e: impl std::fmt::Display) -> anyhow::Error {
+    Exit(2, e.to_string()).into()
+}
+
+fn convert(a: &ConvertArgs) -> anyhow::Result<()> {
+    let s = loggopsim::load_schedule(&a.input).map_err(input_err)?;
+    let is_bin = {
+        use std::io::Read;
+        let mut b = [0u8; 8];
+        let mut f = std::fs::File::open(&a.input)?;
+        f.read(&mut b)? == 8 && u64::from_le_bytes(b) == loggopsim::binfmt::MAGIC
+    };
+    let to = a.to.unwrap_or(if is_bin { Format::Text } else { Format::Binary });
+    let f = std::fs::File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    match to {
+        Format::Text => loggopsim::goal::write_goal(&s, &mut w)?,
+        Format::Binary => loggopsim::binfmt::write(&s, &mut w)?,
+    }
+    w.flush()?;
+    Ok(())
+}
+
+fn params(a: &SimArgs) -> Params {
+    Params {
+        l: a.l,
+        o: a.o,
+        g: a.g,
+        big_g: a.big_g,
+        big_o: a.big_o,
+        s: a.s,
+        o_large: a.o_large,
+        big_o_large: a.big_o_large,
+        large_threshold: a.large_threshold,
+    }
+}
+
+fn make_network(a: &SimArgs) -> anyhow::Result<Box<dyn Network>> {
+    Ok(match a.network {
+        NetworkKind::Loggp => Box::new(LogGp::new()),
+    })
+}
+
+/// Tracer for -v and -V.
+struct CliTracer {
+    verbose: Option<std::io::BufWriter<std::io::Stdout>>,
+    timeline: Option<std::io::BufWriter<std::fs::File>>,
+    p: Params,
+    err: Option<std::io::Error>,
+}
+
+impl CliTracer {
+    fn write(&mut self, e: &TraceEvent) -> std::io::Result<()> {
+        if let Some(v) = &mut self.verbose {
+            writeln!(v, "{e:?}")?;
+        }
+        if let Some(t) = &mut self.timeline {
+            match *e {
+                TraceEvent::Calc { host, cpu, start, end, .. } => writeln!(t, "loclop {host} {cpu} {start} {end} 0.0 0.0 1.0;")?,
+                TraceEvent::Send { host, cpu, start, end, .. } => writeln!(t, "osend {host} {cpu} {start} {end} 1.0 0.0 0.0;")?,
+                TraceEvent::MsgReceived { host, cpu, src, size, sent, arrived, start, end, .. } => {
+                    writeln!(t, "orecv {host} {cpu} {start} {end} 0.0 1.0 0.0;")?;
+                    let o = self.p.overheads(size).0;
+                    writeln!(t, "transmission {src} {host} {} {arrived} {size} {} 0.0 0.0 0.0;", sent + o, self.p.big_g)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Tracer for CliTracer {
+    fn event(&mut self, e: &TraceEvent) {
+        if self.err.is_none() {
+            if let Err(x) = self.write(e) {
+                self.err = Some(x);
+            }
+        }
+    }
+}
+
+fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
+    let Some(file) = &a.file else {
+        return Err(Exit(2, "no schedule given: use -f FILE (see --help)".into()).into());
+    };
+    let p = params(a);
+    let sched = loggopsim::load_schedule(file).map_err(input_err)?;
+    let noise = match &a.noise_trace {
+        Some(nf) => {
+            let text = std::fs::read_to_string(nf).map_err(|e| input_err(format!("{}: {e}", nf.display())))?;
+            Some(loggopsim::noise::Noise::parse(&nf.display().to_string(), &text, sched.num_ranks(), a.noise_seed).map_err(input_err)?)
+        }
+        None => None,
+    };
+    let net = make_network(a)?;
+    if a.verbose || a.timeline.is_some() {
+        let tl = match &a.timeline {
+            Some(f) => Some(std::io::BufWriter::new(
+                std::fs::File::create(f).map_err(|e| input_err(format!("{}: {e}", f.display())))?,
+            )),
+            None => None,
+        };
+        let tr = CliTracer {
+            verbose: a.verbose.then(|| std::io::BufWriter::new(std::io::stdout())),
+            timeline: tl,
+            p,
+            err: None,
+        };
+        let sim = Sim::with_tracer(sched, p, net, tr)?;
+        run(sim, a, noise, |t| {
+            if let Some(e) = t.err.take() {
+                return Err(e);
+            }
+            if let Some(v) = &mut t.verbose {
+                v.flush()?;
+            }
+            if let Some(v) = &mut t.timeline {
+                v.flush()?;
+            }
+            Ok(())
+        })
+    } else {
+        let sim = Sim::with_tracer(sched, p, net, NoTrace)?;
+        run(sim, a, noise, |_| Ok(()))
+    }
+}
+
+fn run<T: Tracer>(
+    mut sim: Sim<Box<dyn Network>, T>,
+    a: &SimArgs,
+    noise: Option<loggopsim::noise::Noise>,
+    flush: impl FnOnce(&mut T) -> std::io::Result<()>,
+) -> anyhow::Result<i32> {
+    if let Some(n) = noise {
+        sim.set_noise(n);
+    }
+    let bar = a.progress.then(|| {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap());
+        b
+    });
+    let t0 = Instant::now();
+    let mut res = Ok(());
+    loop {
+        match sim.step() {
+            Ok(Some(t)) => {
+                if let Some(b) = &bar {
+                    if sim.processed() % (1 << 18) == 0 {
+                        b.set_message(format!("{} events, simulated time {}", sim.events(), t));
+                        b.tick();
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                res = Err(e);
+                break;
+            }
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    flush(sim.tracer_mut()).context("writing the trace/timeline")?;
+    res.map_err(|e| Exit(1, format!("simulation failed: {e}")))?;
+    let rep = sim.report();
+    let name = sim.network().name().to_string();
+    let params = *sim.params();
+    if let Some(prefix) = &a.qstat {
+        let path = format!("{prefix}.qstat");
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).with_context(|| format!("cannot create {path}"))?);
+        writeln!(f, "# host max_rq max_uq")?;
+        for h in 0..rep.num_hosts as usize {
+            writeln!(f, "{h} {} {}", rep.max_rq[h], rep.max_uq[h])?;
+        }
+        f.flush()?;
+    }
+    let out = if a.json {
+        loggopsim::report::json(&name, &rep, &params, wall)
+    } else {
+        loggopsim::report::text(&name, &rep, &params, wall, a.batchmode)
+    };
+    let mut so = std::io::stdout().lock();
+    so.write_all(out.as_bytes())?;
+    so.flush()?;
+    if !rep.leftovers.is_empty() {
+        eprintln!("loggopsim: error: unmatched receive/unexpected queues at the end of the run");
+        return Ok(1);
+    }
+    if rep.incomplete_ops > 0 {
+        eprintln!("loggopsim: error: {} operations never completed", rep.incomplete_ops);
+        return Ok(1);
+    }
+    Ok(0)
 }

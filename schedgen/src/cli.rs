@@ -1,25 +1,262 @@
 //! Command-line entry points, wired into the `loggopsim` binary as the
 //! `gen` and `trace2goal` subcommands.
 
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::calib::linkmodel::LinkModel;
+use crate::calib::overheads::suggested_loggopsim_command;
+use crate::calib::pinning::{PinningModel, DEFAULT_PIN_A_US, DEFAULT_PIN_B_US_PER_BYTE};
+use crate::goal::{GoalWriter, Prelude};
+use crate::patterns::{self, PatternOptions};
+use crate::trace::{self, TraceOptions};
+
+/// Options shared by the reference's trace mode (schedgen.md 1 and 4) and
+/// our calibration flags (docs/calibration.md).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TraceArgs {
+    /// Stop each rank after this many translated collectives (0 = all).
+    #[arg(long = "traces-nops", default_value_t = 0)]
+    pub traces_nops: u64,
+    /// Extrapolation factor: replicate the traced ranks this many times.
+    #[arg(long = "traces-extr", default_value_t = 1)]
+    pub traces_extr: u32,
+    /// Non-zero: add `/* ... begin/end */` comments around translated calls.
+    #[arg(long = "traces-print", default_value_t = 0)]
+    pub traces_print: i32,
+    /// Ignore point-to-point calls (and waits).
+    #[arg(long = "traces-nop2p")]
+    pub traces_nop2p: bool,
+    /// Ignore collective calls.
+    #[arg(long = "traces-nocolls")]
+    pub traces_nocolls: bool,
+    /// Start blocking collectives this many trace time units earlier.
+    #[arg(long = "traces-nbcify", default_value_t = 0)]
+    pub traces_nbcify: i64,
+    /// Unknown MPI calls are errors instead of warnings.
+    #[arg(long)]
+    pub strict: bool,
+    /// Thesis Schedgen1.1 tags: p2p tags exactly as traced, collectives
+    /// 1000000+n (the reference folds the communicator into the tag).
+    #[arg(long = "raw-tags")]
+    pub raw_tags: bool,
+    /// Fail (instead of warning) when the traces describe more ranks than
+    /// there are trace files; the missing file names are listed.
+    #[arg(long = "require-all")]
+    pub require_all: bool,
+    /// Calibration 1: insert a memory-pinning calc (a + b * new bytes)
+    /// before point-to-point transfers that use not-yet-seen buffer bytes.
+    #[arg(long)]
+    pub pinning: bool,
+    /// Pinning constant a, microseconds.
+    #[arg(long = "pin-a", default_value_t = DEFAULT_PIN_A_US)]
+    pub pin_a: f64,
+    /// Pinning per-byte cost b, microseconds per byte.
+    #[arg(long = "pin-b", default_value_t = DEFAULT_PIN_B_US_PER_BYTE)]
+    pub pin_b: f64,
+    /// Calibration 2: print the loggopsim command line with the thesis's
+    /// fitted processing overheads (small: o=25979800 O=155; large:
+    /// o=32000000 O=65) to stderr.
+    #[arg(long = "print-overheads")]
+    pub print_overheads: bool,
+    /// Calibration 3: each MPI call's duration minus the link-layer time of
+    /// its sends/receives (analytic model of the fabric preset) becomes a calc.
+    #[arg(long)]
+    pub durations: bool,
+    /// Fabric preset of the link model used by --durations.
+    #[arg(long, default_value = "thesis-ddr", value_parser = ["thesis-ddr"])]
+    pub preset: String,
+    /// Calibration 4: read all ranks together and delay early ranks so all
+    /// enter each collective's communication at the same simulated time.
+    #[arg(long = "sync-collectives")]
+    pub sync_collectives: bool,
+}
+
 /// Arguments of `loggopsim gen PATTERN [options]`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GenArgs {
-    /// Pattern name (see schedgen.md section 3).
+    /// Pattern name (schedgen.md section 3), or `trace` for the reference's
+    /// trace mode (timemult default 1000 as in the reference).
     pub pattern: String,
+    /// Number of ranks P.
+    #[arg(short = 's', long, default_value_t = 8)]
+    pub commsize: i32,
+    /// Bytes per basic message.
+    #[arg(short = 'd', long, default_value_t = 1)]
+    pub datasize: i32,
+    /// Output GOAL file (`-` for stdout; the summary then goes to stderr).
+    #[arg(short = 'o', long = "filename", visible_alias = "output", default_value = "schedule.goal")]
+    pub filename: PathBuf,
+    /// Root rank R of rooted patterns.
+    #[arg(long, default_value_t = 0)]
+    pub root: i32,
+    /// Segment size of the pipelined rings.
+    #[arg(long, default_value_t = 1)]
+    pub segmentsize: i32,
+    /// Fan-out of nwaydissemination (>= 1).
+    #[arg(long, default_value_t = 1)]
+    pub nway: i32,
+    /// If given (even 0): local-work prelude of this length in every rank.
+    #[arg(long)]
+    pub nb: Option<i64>,
+    /// Split the prelude into calcs of this length.
+    #[arg(long = "nb-poll", default_value_t = 0)]
+    pub nb_poll: i64,
+    /// CPU index; non-zero switches on the `cpu` suffix of CPU calcs.
+    #[arg(long, default_value_t = 0)]
+    pub cpu: u64,
+    /// allreduce_recdoub: replace dependencies by fixed calcs of this length.
+    #[arg(long = "rpl-dep-cmp", default_value_t = -1, allow_hyphen_values = true)]
+    pub rpl_dep_cmp: i64,
+    /// linear_alltoallv: skew ratio.
+    #[arg(long = "a2av-skew-ratio", default_value_t = 1)]
+    pub a2av_skew_ratio: i32,
+    /// linear_alltoallv: the rank after the root sends d to everyone.
+    #[arg(long)]
+    pub outcast: bool,
+    /// Seed of random_bisect* (default: the current time in seconds, as the
+    /// reference).
+    #[arg(long)]
+    pub seed: Option<u32>,
+    /// Trace mode: rank 0's trace file.
+    #[arg(long)]
+    pub traces: Option<PathBuf>,
+    /// Trace mode: multiplier from trace microseconds to schedule units.
+    #[arg(long, default_value_t = 1000.0)]
+    pub timemult: f64,
+    #[command(flatten)]
+    pub trace: TraceArgs,
 }
 
 /// Arguments of `loggopsim trace2goal --traces FIRST_TRACE_FILE -o OUT.goal`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Trace2GoalArgs {
-    /// First trace file (pmpi-trace-rank-0.txt); the others are found by name.
+    /// First trace file (pmpi-trace-rank-0.txt); the others are found by
+    /// name (`-0` replaced by `-1`, `-2`, ... while the files exist).
     #[arg(long)]
     pub traces: std::path::PathBuf,
+    /// Multiplier from trace microseconds to schedule picoseconds.
+    #[arg(long, default_value_t = 1_000_000.0)]
+    pub timemult: f64,
+    /// Output GOAL file (`-` for stdout).
+    #[arg(short = 'o', long = "output", visible_alias = "filename", default_value = "schedule.goal")]
+    pub output: PathBuf,
+    /// If given (even 0): local-work prelude of this length in every rank.
+    #[arg(long)]
+    pub nb: Option<i64>,
+    /// Split the prelude into calcs of this length.
+    #[arg(long = "nb-poll", default_value_t = 0)]
+    pub nb_poll: i64,
+    /// CPU index; non-zero switches on the `cpu` suffix of CPU calcs.
+    #[arg(long, default_value_t = 0)]
+    pub cpu: u64,
+    #[command(flatten)]
+    pub trace: TraceArgs,
+}
+
+fn prelude(nb: Option<i64>, poll: i64) -> Option<Prelude> {
+    nb.map(|nb| Prelude { nb, poll })
+}
+
+fn write_output(path: &Path, text: &str, summary: &str) -> anyhow::Result<()> {
+    if path == Path::new("-") {
+        std::io::stdout().write_all(text.as_bytes())?;
+        eprintln!("{summary}");
+    } else {
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        println!("{summary}");
+    }
+    Ok(())
+}
+
+/// Builds the library's trace options from the command line.
+pub fn trace_options(t: &TraceArgs, timemult: f64, cpu: u64, pre: Option<Prelude>) -> anyhow::Result<TraceOptions> {
+    if !(timemult.is_finite() && timemult > 0.0) {
+        anyhow::bail!("--timemult must be a positive number (got {timemult})");
+    }
+    if t.pinning && !(t.pin_a >= 0.0 && t.pin_b >= 0.0) {
+        anyhow::bail!("--pin-a and --pin-b must be non-negative");
+    }
+    Ok(TraceOptions {
+        timemult,
+        nops: t.traces_nops,
+        extr: t.traces_extr,
+        print: t.traces_print != 0,
+        nop2p: t.traces_nop2p,
+        nocolls: t.traces_nocolls,
+        nbcify: t.traces_nbcify,
+        cpu,
+        prelude: pre,
+        strict: t.strict,
+        raw_tags: t.raw_tags,
+        pinning: t.pinning.then_some(PinningModel { a_us: t.pin_a, b_us_per_byte: t.pin_b }),
+        durations: t.durations.then(LinkModel::thesis_ddr),
+        sync_collectives: t.sync_collectives,
+        require_all: t.require_all,
+    })
+}
+
+fn run_trace(first: &Path, out: &Path, t: &TraceArgs, o: TraceOptions) -> anyhow::Result<()> {
+    let tr = trace::translate(first, &o)?;
+    for wmsg in &tr.warnings {
+        eprintln!("warning: {wmsg}");
+    }
+    write_output(out, &tr.goal, &tr.counts.to_string())?;
+    if t.print_overheads {
+        eprintln!(
+            "processing-overhead calibration (thesis 5.3): {}",
+            suggested_loggopsim_command(&out.display().to_string())
+        );
+    }
+    Ok(())
 }
 
 pub fn run_gen(args: &GenArgs) -> anyhow::Result<()> {
-    anyhow::bail!("gen {}: not implemented yet", args.pattern)
+    let pre = prelude(args.nb, args.nb_poll);
+    if args.pattern == "trace" {
+        let Some(first) = &args.traces else {
+            anyhow::bail!("trace mode needs --traces FILE (rank 0's trace, e.g. pmpi-trace-rank-0.txt)");
+        };
+        let o = trace_options(&args.trace, args.timemult, args.cpu, pre)?;
+        return run_trace(first, &args.filename, &args.trace, o);
+    }
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as u32).unwrap_or(0)
+    });
+    let o = PatternOptions {
+        commsize: args.commsize,
+        datasize: args.datasize,
+        root: args.root,
+        segmentsize: args.segmentsize,
+        nway: args.nway,
+        rpl_dep_cmp: args.rpl_dep_cmp,
+        a2av_skew_ratio: args.a2av_skew_ratio,
+        outcast: args.outcast,
+        seed,
+    };
+    let text = generate(&args.pattern, &o, args.cpu, pre)?;
+    let (goal, summary) = text;
+    write_output(&args.filename, &goal, &summary)
+}
+
+/// Generates a pattern's GOAL text and the reference's console summary.
+pub fn generate(name: &str, o: &PatternOptions, cpu: u64, pre: Option<Prelude>) -> anyhow::Result<(String, String)> {
+    patterns::validate(name, o)?;
+    let p = patterns::effective_ranks(name, o.commsize);
+    let mut w = GoalWriter::new(p as i64, cpu, pre);
+    patterns::write_pattern(&mut w, name, o)?;
+    let (goal, counts) = w.finish();
+    let summary = if name == "resnet" {
+        format!("create resnet with {} nodes\n{counts}", o.commsize)
+    } else {
+        counts.to_string()
+    };
+    Ok((goal, summary))
 }
 
 pub fn run_trace2goal(args: &Trace2GoalArgs) -> anyhow::Result<()> {
-    anyhow::bail!("trace2goal {}: not implemented yet", args.traces.display())
+    let o = trace_options(&args.trace, args.timemult, args.cpu, prelude(args.nb, args.nb_poll))?;
+    run_trace(&args.traces, &args.output, &args.trace, o)
 }

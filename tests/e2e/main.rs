@@ -3,3 +3,4 @@
 //! in `util`, one module per capability.
 
 mod util;
+mod tracer;

@@ -1,0 +1,2107 @@
+//! State and event handlers of the fabric engine. See `engine/mod.rs` for
+//! the ordering rules; section numbers refer to ibfabric.md.
+
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use ipc_proto::Time;
+use thiserror::Error;
+
+use super::trace::{TraceKind, TraceRec};
+use crate::params::{parse_arb_table, ArbEntry, ConfigError, Params, Timing};
+use crate::stats::*;
+use crate::topology::{NodeKind, Topology};
+
+/// Identifier of a message: its index in injection/creation order.
+pub type MsgId = u64;
+
+/// Errors at run time (API misuse or a fatal model condition).
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum FabricError {
+    #[error("inject at {at} ps is before the fabric's current time {now} ps")]
+    InPast { at: u64, now: u64 },
+    #[error("HCA index {0} out of range ({1} HCAs)")]
+    NoSuchHca(usize, usize),
+    #[error("a message from HCA {0} to itself cannot be sent (it would loop back at the switch)")]
+    SelfSend(usize),
+    #[error("no route from {src} to LID {lid}: {detail}")]
+    Unroutable { src: String, lid: u16, detail: String },
+    #[error("bad message: {0}")]
+    BadMessage(String),
+    #[error("obuf overflow at {node} port {port}, t = {t} ps: {len} flits queued, size {size} (Q4; set elastic_obuf = true to let it grow)")]
+    ObufOverflow { node: String, port: u16, t: u64, len: usize, size: usize },
+    #[error("fatal model condition at t = {t} ps: {msg}")]
+    Fatal { t: u64, msg: String },
+    #[error("traffic must be configured before the simulation starts")]
+    AlreadyStarted,
+}
+
+/// Standalone destination modes of the reference app (sec. 5.1).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrafficMode {
+    /// `param` mode with dstLid = 0: the app never sends.
+    Silent,
+    /// `param` mode with a fixed destination LID.
+    Param { dst_lid: u16 },
+    SeqOnce(Vec<u16>),
+    SeqLoop(Vec<u16>),
+    /// Uniform random entry each time (seeded by `Params::seed` and the HCA).
+    SeqRand(Vec<u16>),
+}
+
+const SEQ_SHIFT: u32 = 20;
+const NONE: u32 = u32::MAX;
+const NS: u64 = 1000;
+
+// flit flags
+const F_NOSW: u8 = 1;
+const F_FECN: u8 = 2;
+const F_BECN: u8 = 4;
+const F_CNP: u8 = 8;
+const F_CAND: u8 = 16;
+
+#[derive(Clone, Copy, Debug)]
+struct Flit {
+    msg: u32,
+    pkt: u32,
+    inject: u64,
+    /// arrival at the current switch ibuf (ISW reference, FCFS stamp)
+    t_in: u64,
+    serial: u32,
+    src: u16,
+    dst: u16,
+    sn: u16,
+    pkt_flits: u16,
+    bytes: u16,
+    vl: u8,
+    flags: u8,
+}
+
+impl Flit {
+    #[inline]
+    fn last(&self) -> bool {
+        self.sn + 1 == self.pkt_flits
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    AppStart { h: u32 },
+    AppInject { h: u32, msg: u32 },
+    AppDone { h: u32 },
+    GenMsg { h: u32, msg: u32 },
+    GenPush { h: u32 },
+    GenSent { h: u32, vl: u8 },
+    ArbFlit { port: u32, input: u16, flit: Flit },
+    ArbPop { port: u32 },
+    ArbTxCred { port: u32, vl: u8, limit: u64 },
+    /// "done" from a switch ibuf or "free" from the obuf: both just arbitrate.
+    ArbKick { port: u32 },
+    ObufFlit { port: u32, flit: Flit },
+    ObufRxCred { port: u32, vl: u8, limit: u64 },
+    ObufTick { port: u32 },
+    ObufPop { port: u32 },
+    IbufFlit { port: u32, flit: Flit },
+    IbufFc { port: u32, vl: u8, fctbs: u64, fccl: u64 },
+    IbufSent { port: u32, vl: u8, last: bool, out: u16 },
+    SinkFlit { h: u32, flit: Flit },
+    SinkDrain { h: u32 },
+    SinkHiccup { h: u32 },
+    CctiTimer { h: u32 },
+}
+
+impl Ev {
+    /// Background events that can never complete a message by themselves.
+    #[inline]
+    fn background(&self) -> bool {
+        matches!(self, Ev::SinkHiccup { .. } | Ev::ObufTick { .. } | Ev::CctiTimer { .. })
+    }
+}
+
+struct Entry {
+    key: u128,
+    ev: Ev,
+}
+impl PartialEq for Entry {
+    fn eq(&self, o: &Self) -> bool {
+        self.key == o.key
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.key.cmp(&self.key) // min-heap
+    }
+}
+
+struct Msg {
+    src: u32,
+    dst_hca: u32,
+    dst_lid: u16,
+    vl: u8,
+    bytes: u64,
+    npkts: u32,
+    full_pkt: u32,
+    last_pkt: u32,
+    injected: u64,
+    first_stamp: Option<u64>,
+    arrived_pkts: u32,
+    consumed_pkts: u32,
+    net_latency: Option<u64>,
+    done: Option<u64>,
+}
+
+#[derive(Default)]
+struct App {
+    mode: Option<TrafficMode>,
+    pos: usize,
+    busy: bool,
+    queue: VecDeque<u32>,
+    rng: u64,
+    msgs_made: u64,
+}
+
+struct Gen {
+    cur: u32,
+    pkt: u32,
+    sn: u16,
+    pkt_flits: u16,
+    pkt_last_bytes: u16,
+    vlq: Vec<VecDeque<Flit>>,
+    cnpq: VecDeque<Flit>,
+    push_pending: bool,
+    serial: HashMap<u16, u32>,
+    bytes_sent: u64,
+    flits_sent: u64,
+    first_flit: Option<u64>,
+}
+
+#[derive(Default)]
+struct SinkSt {
+    fifo: VecDeque<Flit>,
+    drain_pending: bool,
+    hiccup_on: bool,
+    lat: Stat,
+    f2f: Stat,
+    pft: Stat,
+    wait: Stat,
+    last_consumed: u64,
+    bytes_after_start: u64,
+    vl_flits: [u64; 8],
+    ooo_next: HashMap<u16, u32>,
+    ooo_window: Stat,
+    ooo: u64,
+    inorder: u64,
+    cnps_in: u64,
+    cnps_out: u64,
+    enough_lat: Stat,
+    enough_gap: Stat,
+}
+
+struct Cc {
+    ccti: u32,
+    ccti_max: u32,
+    first_inj: Option<u64>,
+    timer_pending: bool,
+}
+
+struct Hca {
+    node: u32,
+    lid: u16,
+    port: u32,
+    app: App,
+    gen: Gen,
+    sink: SinkSt,
+    cc: Cc,
+}
+
+struct Obuf {
+    q: VecDeque<Flit>,
+    size: usize,
+    pop_pending: bool,
+    inside: bool,
+    fctbs: [u64; 8],
+    fccl: [u64; 8],
+    sent_fctbs: [u64; 8],
+    sent_fccl: [u64; 8],
+    fc_vl: u8,
+    prev_data: bool,
+    dormant: bool,
+    last_tick: u64,
+    bytes: u64,
+    data_flits: u64,
+    fc_pkts: u64,
+    busy: u64,
+    first_tx: Option<u64>,
+    qdepth: Stat,
+    sources: Stat,
+    overflows: u64,
+}
+
+struct Ibuf {
+    free: [i64; 8],
+    max_free: [i64; 8],
+    abr: [u64; 8],
+    /// Q[out * nvl + vl]
+    q: Vec<VecDeque<Flit>>,
+    cur_msg: u32,
+    cur_pkt: u32,
+    cur_src: u16,
+    cur_out: u16,
+    nbs: u32,
+    last: u64,
+    free_stat: Vec<Stat>,
+    drops: u64,
+}
+
+struct Arb {
+    inputs: u16,
+    hoq: Vec<Option<Flit>>,
+    t_arr: Vec<u64>,
+    res: Vec<bool>,
+    fccl: [u64; 8],
+    fctbs: [u64; 8],
+    pop_pending: bool,
+    inside: bool,
+    last_vl: u8,
+    last_port: [u16; 8],
+    last: u64,
+    // table arbitration (maxVL > 0)
+    high: [ArbEntry; 8],
+    low: [ArbEntry; 8],
+    used_high: [u32; 8],
+    used_low: [u32; 8],
+    idx_high: usize,
+    idx_low: usize,
+    last_high: bool,
+    high_left: i64,
+    // CC marking
+    mark_ctr: u32,
+}
+
+struct Port {
+    node: u32,
+    local: u16,
+    /// HCA index, or NONE for a switch port
+    hca: u32,
+    /// switch index, or NONE
+    sw: u32,
+    /// global index of port 0 of this node
+    base: u32,
+    nports: u16,
+    peer: u32,
+    ob: Obuf,
+    ib: Ibuf,
+    arb: Arb,
+}
+
+/// The fabric: topology state plus the event queue.
+pub struct Fabric {
+    p: Params,
+    tm: Timing,
+    nvl: usize,
+    topo_name: String,
+    node_names: Vec<String>,
+    ports: Vec<Port>,
+    hcas: Vec<Hca>,
+    lfts: Vec<Vec<u16>>,
+    lid_to_hca: Vec<u32>,
+    msgs: Vec<Msg>,
+    completions: Vec<(MsgId, Time)>,
+    in_flight: usize,
+    heap: BinaryHeap<Entry>,
+    counter: u64,
+    cur_seq: u64,
+    now: u64,
+    started: bool,
+    events: u64,
+    fg_pending: u64,
+    lazy: bool,
+    next_boundary: u64,
+    bk_counter: u64,
+    fatal: Option<FabricError>,
+    trace: Option<Vec<TraceRec>>,
+    flits_generated: u64,
+    flits_consumed: u64,
+    flits_dropped: u64,
+    /// messages completed but not yet returned by take_completions
+    pending_done: usize,
+}
+
+#[inline]
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Fabric {
+    /// Build the fabric and schedule the initialisation events (sec. 1.4).
+    /// Every configuration error is reported here.
+    pub fn new(topo: &Topology, params: &Params) -> Result<Fabric, ConfigError> {
+        let tm = Timing::new(params)?;
+        let p = params.clone();
+        let nvl = p.max_vl as usize + 1;
+        check_topology(topo)?;
+        // Q10: a packet must fit the HCA and switch obuf (strictly) and the
+        // peer's static credits, else the source hangs silently.
+        let max_pkt = p.packets(p.msg_mtu as u64 + (p.msg_mtu as u64) * 2).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let (pf, _) = p.flits_of(max_pkt[0]);
+        let min_static = (0..nvl).map(|v| p.max_static[v] as u64 * p.width as u64 / 4).min().unwrap_or(0);
+        let has_switch = topo.nodes.iter().any(|n| n.is_switch());
+        if pf as u64 >= p.obuf_size_hca as u64 {
+            return Err(ConfigError::Invalid(format!(
+                "a packet of {pf} flits (MTU {} B) can never start at an HCA: the obuf holds {} flits and admission needs strictly more free slots than the packet (Q10)",
+                p.msg_mtu, p.obuf_size_hca
+            )));
+        }
+        if has_switch && pf as u64 >= p.obuf_size_switch as u64 {
+            return Err(ConfigError::Invalid(format!(
+                "a packet of {pf} flits (MTU {} B) can never start at a switch: obuf_size_switch is {} (Q10)",
+                p.msg_mtu, p.obuf_size_switch
+            )));
+        }
+        if pf as u64 > min_static {
+            return Err(ConfigError::Invalid(format!(
+                "a packet of {pf} flits (MTU {} B) exceeds the static credits ({min_static} flits per VL) and could never be sent (Q10)",
+                p.msg_mtu
+            )));
+        }
+        if p.cc_enabled && p.flit_size as u64 > u16::MAX as u64 {
+            return Err(ConfigError::Invalid("flit_size too large for CC".into()));
+        }
+        let high = parse_arb_table("high_vl_arb_entries", &p.high_vl_arb_entries)?;
+        let low = parse_arb_table("low_vl_arb_entries", &p.low_vl_arb_entries)?;
+        // Lazy credit timer is exact only when every delay that reaches an
+        // obuf is shorter than the credit period (see mod.rs).
+        let lazy = p.lazy_credit_timer
+            && tm.cred > NS
+            && tm.vsw + 64 * NS < tm.cred
+            && tm.wire.iter().all(|&w| w < tm.cred)
+            && tm.wire_fc < tm.cred;
+
+        let max_lid = topo.max_lid() as usize;
+        let mut lid_to_hca = vec![NONE; max_lid + 1];
+        let mut ports: Vec<Port> = Vec::new();
+        let mut hcas: Vec<Hca> = Vec::new();
+        let mut lfts: Vec<Vec<u16>> = Vec::new();
+        let mut node_base = vec![0u32; topo.nodes.len()];
+        let mk_ob = |size: u32| Obuf {
+            q: VecDeque::new(),
+            size: size as usize,
+            pop_pending: false,
+            inside: false,
+            fctbs: [0; 8],
+            fccl: [0; 8],
+            sent_fctbs: [u64::MAX; 8],
+            sent_fccl: [u64::MAX; 8],
+            fc_vl: 0,
+            prev_data: false,
+            dormant: false,
+            last_tick: 0,
+            bytes: 0,
+            data_flits: 0,
+            fc_pkts: 0,
+            busy: 0,
+            first_tx: None,
+            qdepth: Stat::default(),
+            sources: Stat::default(),
+            overflows: 0,
+        };
+        let statics: Vec<i64> = (0..8)
+            .map(|v| p.max_static.get(v).copied().unwrap_or(0) as i64 * p.width as i64 / 4)
+            .collect();
+        let mk_ib = |nout: usize| {
+            let mut free = [0i64; 8];
+            free[..nvl].copy_from_slice(&statics[..nvl]);
+            Ibuf {
+                free,
+                max_free: free,
+                abr: [0; 8],
+                q: (0..nout * nvl).map(|_| VecDeque::new()).collect(),
+                cur_msg: NONE,
+                cur_pkt: 0,
+                cur_src: 0,
+                cur_out: 0,
+                nbs: 0,
+                last: 0,
+                free_stat: vec![Stat::default(); nvl],
+                drops: 0,
+            }
+        };
+        let mk_arb = |inputs: u16| Arb {
+            inputs,
+            hoq: vec![None; inputs as usize * nvl],
+            t_arr: vec![0; inputs as usize * nvl],
+            res: vec![false; inputs as usize * nvl],
+            fccl: [0; 8],
+            fctbs: [0; 8],
+            pop_pending: false,
+            inside: false,
+            last_vl: 0,
+            last_port: [0; 8],
+            last: 0,
+            high,
+            low,
+            used_high: [0; 8],
+            used_low: [0; 8],
+            idx_high: 0,
+            idx_low: 0,
+            last_high: false,
+            high_left: p.vl_high_limit as i64 * 64,
+            mark_ctr: 0,
+        };
+        for (ni, n) in topo.nodes.iter().enumerate() {
+            node_base[ni] = ports.len() as u32;
+            match &n.kind {
+                NodeKind::Hca { lid } => {
+                    let h = hcas.len() as u32;
+                    lid_to_hca[*lid as usize] = h;
+                    hcas.push(Hca {
+                        node: ni as u32,
+                        lid: *lid,
+                        port: ports.len() as u32,
+                        app: App {
+                            rng: p.seed ^ ((h as u64 + 1) * 0x1000_0000_01B3),
+                            ..App::default()
+                        },
+                        gen: Gen {
+                            cur: NONE,
+                            pkt: 0,
+                            sn: 0,
+                            pkt_flits: 0,
+                            pkt_last_bytes: 0,
+                            vlq: (0..nvl).map(|_| VecDeque::new()).collect(),
+                            cnpq: VecDeque::new(),
+                            push_pending: false,
+                            serial: HashMap::new(),
+                            bytes_sent: 0,
+                            flits_sent: 0,
+                            first_flit: None,
+                        },
+                        sink: SinkSt::default(),
+                        cc: Cc { ccti: 0, ccti_max: 0, first_inj: None, timer_pending: false },
+                    });
+                    ports.push(Port {
+                        node: ni as u32,
+                        local: 0,
+                        hca: h,
+                        sw: NONE,
+                        base: ports.len() as u32,
+                        nports: 1,
+                        peer: NONE,
+                        ob: mk_ob(p.obuf_size_hca),
+                        ib: mk_ib(1),
+                        arb: mk_arb(1),
+                    });
+                }
+                NodeKind::Switch { ports: np, fdb } => {
+                    let s = lfts.len() as u32;
+                    lfts.push(fdb.clone());
+                    let base = ports.len() as u32;
+                    for i in 0..*np {
+                        ports.push(Port {
+                            node: ni as u32,
+                            local: i,
+                            hca: NONE,
+                            sw: s,
+                            base,
+                            nports: *np,
+                            peer: NONE,
+                            ob: mk_ob(p.obuf_size_switch),
+                            ib: mk_ib(*np as usize),
+                            arb: mk_arb(*np),
+                        });
+                    }
+                }
+            }
+        }
+        for l in &topo.links {
+            let a = node_base[l.a.node] + l.a.port as u32;
+            let b = node_base[l.b.node] + l.b.port as u32;
+            ports[a as usize].peer = b;
+            ports[b as usize].peer = a;
+        }
+        let mut f = Fabric {
+            p,
+            tm,
+            nvl,
+            topo_name: topo.name.clone(),
+            node_names: topo.nodes.iter().map(|n| n.name.clone()).collect(),
+            ports,
+            hcas,
+            lfts,
+            lid_to_hca,
+            msgs: Vec::new(),
+            completions: Vec::new(),
+            in_flight: 0,
+            heap: BinaryHeap::with_capacity(1024),
+            counter: 0,
+            cur_seq: 0,
+            now: 0,
+            started: false,
+            events: 0,
+            fg_pending: 0,
+            lazy,
+            next_boundary: 0,
+            bk_counter: 0,
+            fatal: None,
+            trace: None,
+            flits_generated: 0,
+            flits_consumed: 0,
+            flits_dropped: 0,
+            pending_done: 0,
+        };
+        f.init_events(topo);
+        Ok(f)
+    }
+
+    /// Initialisation, depth-first in declaration order (sec. 1.4): HCA =
+    /// app, gen, sink, obuf, ibuf, vlarb; switch = ports, each obuf, ibuf.
+    fn init_events(&mut self, topo: &Topology) {
+        let mut pi = 0usize;
+        for n in &topo.nodes {
+            let np = n.num_ports() as usize;
+            for _ in 0..np {
+                let port = &self.ports[pi];
+                let hca = port.hca;
+                let connected = port.peer != NONE;
+                if hca != NONE && port.local == 0 {
+                    self.sched(0, Ev::AppStart { h: hca });
+                    self.sched(NS, Ev::SinkHiccup { h: hca });
+                }
+                if connected {
+                    self.sched(0, Ev::ObufTick { port: pi as u32 });
+                    for v in 0..self.nvl {
+                        let ib = &self.ports[pi].ib;
+                        let l = ib.abr[v] + ib.free[v] as u64;
+                        self.sched(NS, Ev::ObufRxCred { port: pi as u32, vl: v as u8, limit: l });
+                    }
+                }
+                pi += 1;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // event queue
+
+    #[inline]
+    fn sched(&mut self, at: u64, ev: Ev) {
+        let seq = self.counter << SEQ_SHIFT;
+        self.counter += 1;
+        self.push_key(at, seq, ev);
+    }
+
+    #[inline]
+    fn push_key(&mut self, at: u64, seq: u64, ev: Ev) {
+        if !ev.background() {
+            self.fg_pending += 1;
+        }
+        self.heap.push(Entry { key: ((at as u128) << 64) | seq as u128, ev });
+    }
+
+    /// Virtual sequence number of an event inserted by the (possibly
+    /// skipped) credit tick of obuf `pi` in the current period.
+    #[inline]
+    fn virt_seq(&self, pi: usize) -> u64 {
+        ((self.bk_counter.max(1) - 1) << SEQ_SHIFT) | (1 + pi as u64)
+    }
+
+    // ------------------------------------------------------------------
+    // public API
+
+    /// Current simulated time.
+    pub fn now(&self) -> Time {
+        Time(self.now)
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.p
+    }
+
+    /// Number of HCAs (in node order).
+    pub fn num_hcas(&self) -> usize {
+        self.hcas.len()
+    }
+
+    /// LID of HCA number `h`.
+    pub fn hca_lid(&self, h: usize) -> u16 {
+        self.hcas[h].lid
+    }
+
+    /// HCA number of a LID.
+    pub fn hca_of_lid(&self, lid: u16) -> Option<usize> {
+        self.lid_to_hca.get(lid as usize).copied().filter(|&h| h != NONE).map(|h| h as usize)
+    }
+
+    /// Record every flit checkpoint (tests; costs memory).
+    pub fn enable_trace(&mut self) {
+        self.trace = Some(Vec::new());
+    }
+
+    pub fn take_trace(&mut self) -> Vec<TraceRec> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The fatal error that stopped the simulation, if any.
+    pub fn error(&self) -> Option<&FabricError> {
+        self.fatal.as_ref()
+    }
+
+    /// Configure the standalone app of HCA `h` (before the first event).
+    pub fn set_traffic(&mut self, h: usize, mode: TrafficMode) -> Result<(), FabricError> {
+        if self.started {
+            return Err(FabricError::AlreadyStarted);
+        }
+        if h >= self.hcas.len() {
+            return Err(FabricError::NoSuchHca(h, self.hcas.len()));
+        }
+        let dsts: Vec<u16> = match &mode {
+            TrafficMode::Silent => vec![],
+            TrafficMode::Param { dst_lid } => {
+                if *dst_lid == 0 {
+                    vec![]
+                } else {
+                    vec![*dst_lid]
+                }
+            }
+            TrafficMode::SeqOnce(v) | TrafficMode::SeqLoop(v) | TrafficMode::SeqRand(v) => v.clone(),
+        };
+        for d in dsts {
+            self.check_route(h, d)?;
+        }
+        // one message sizing check (fails early for legacy B < M)
+        if !matches!(mode, TrafficMode::Silent) && self.p.msg_len_mode == "param" {
+            self.p.packets(self.p.msg_length).map_err(|e| FabricError::BadMessage(e.to_string()))?;
+        }
+        self.hcas[h].app.mode = Some(mode);
+        Ok(())
+    }
+
+    fn check_route(&self, h: usize, lid: u16) -> Result<usize, FabricError> {
+        let src = self.node_names[self.hcas[h].node as usize].clone();
+        let err = |d: String| FabricError::Unroutable { src: src.clone(), lid, detail: d };
+        let Some(dh) = self.hca_of_lid(lid) else {
+            return Err(err("no HCA has this LID".into()));
+        };
+        if dh == h {
+            return Err(FabricError::SelfSend(h));
+        }
+        let mut pi = self.hcas[h].port as usize;
+        let mut switches = 0usize;
+        for _ in 0..=self.ports.len() {
+            let peer = self.ports[pi].peer;
+            if peer == NONE {
+                return Err(err(format!("port {} of {} is not connected", self.ports[pi].local, self.node_names[self.ports[pi].node as usize])));
+            }
+            let q = &self.ports[peer as usize];
+            if q.hca != NONE {
+                if q.hca as usize == dh {
+                    return Ok(switches);
+                }
+                return Err(err(format!("route ends at HCA {}", self.node_names[q.node as usize])));
+            }
+            switches += 1;
+            let lft = &self.lfts[q.sw as usize];
+            let out = lft.get(lid as usize).copied().unwrap_or(255);
+            let name = &self.node_names[q.node as usize];
+            if out >= q.nports {
+                return Err(err(format!("switch {name} has no route (table entry {out})")));
+            }
+            if q.nports > 1 && out == q.local && switches > 1 {
+                return Err(err(format!("switch {name} sends it back out of its arrival port {out}")));
+            }
+            pi = (q.base + out as u32) as usize;
+        }
+        Err(err("forwarding loop".into()))
+    }
+
+    /// External traffic: at `at` the app of HCA `src_hca` receives a message
+    /// of `bytes` for HCA `dst_hca`. Messages queue FIFO in the app; the app
+    /// hands one at a time to the generator, `msg2msg_gap` after it arrives
+    /// (idle app) or after the generator reported the previous one fully
+    /// generated ("done"), exactly as the reference app paces its messages.
+    pub fn inject(&mut self, at: Time, src_hca: usize, dst_hca: usize, bytes: u64) -> Result<MsgId, FabricError> {
+        if at.0 < self.now {
+            return Err(FabricError::InPast { at: at.0, now: self.now });
+        }
+        let n = self.hcas.len();
+        if src_hca >= n {
+            return Err(FabricError::NoSuchHca(src_hca, n));
+        }
+        if dst_hca >= n {
+            return Err(FabricError::NoSuchHca(dst_hca, n));
+        }
+        let lid = self.hcas[dst_hca].lid;
+        self.check_route(src_hca, lid)?;
+        let id = self.new_msg(src_hca as u32, lid, bytes, at.0).map_err(FabricError::BadMessage)?;
+        self.sched(at.0, Ev::AppInject { h: src_hca as u32, msg: id });
+        Ok(id as MsgId)
+    }
+
+    fn new_msg(&mut self, src: u32, dst_lid: u16, bytes: u64, t: u64) -> Result<u32, String> {
+        let pk = self.p.packets(bytes).map_err(|e| e.to_string())?;
+        let id = self.msgs.len() as u32;
+        self.msgs.push(Msg {
+            src,
+            dst_hca: self.lid_to_hca[dst_lid as usize],
+            dst_lid,
+            vl: self.p.msg_sq,
+            bytes,
+            npkts: pk.len() as u32,
+            full_pkt: pk[0],
+            last_pkt: *pk.last().unwrap(),
+            injected: t,
+            first_stamp: None,
+            arrived_pkts: 0,
+            consumed_pkts: 0,
+            net_latency: None,
+            done: None,
+        });
+        self.in_flight += 1;
+        Ok(id)
+    }
+
+    /// Process every event with time <= t; afterwards now() == max(now, t).
+    pub fn run_until(&mut self, t: Time) {
+        while self.fatal.is_none() {
+            match self.heap.peek() {
+                Some(e) if (e.key >> 64) as u64 <= t.0 => {
+                    self.step();
+                }
+                _ => break,
+            }
+        }
+        if self.fatal.is_none() && t.0 > self.now {
+            self.now = t.0;
+        }
+    }
+
+    /// Run until at least one message completes (last flit consumed), then
+    /// finish that instant; return the instant and the messages completed at
+    /// it (they are removed from the `take_completions` buffer). None when
+    /// nothing is in flight or no pending event can complete a message
+    /// (deadlock), or after a fatal error.
+    pub fn run_until_completion(&mut self) -> Option<(Time, Vec<MsgId>)> {
+        let mark = self.completions.len();
+        let mut found: Option<u64> = None;
+        loop {
+            if self.fatal.is_some() {
+                break;
+            }
+            let Some(e) = self.heap.peek() else { break };
+            let t = (e.key >> 64) as u64;
+            if let Some(ft) = found {
+                if t > ft {
+                    break;
+                }
+            } else if self.in_flight == 0 || self.fg_pending == 0 {
+                return None;
+            }
+            self.step();
+            if found.is_none() && self.completions.len() > mark {
+                found = Some(self.now);
+            }
+        }
+        let ft = found?;
+        let done: Vec<(MsgId, Time)> = self.completions.drain(mark..).collect();
+        let ids: Vec<MsgId> = done.iter().filter(|(_, t)| t.0 == ft).map(|(i, _)| *i).collect();
+        Some((Time(ft), ids))
+    }
+
+    /// Completions since the last call, in order.
+    pub fn take_completions(&mut self) -> Vec<(MsgId, Time)> {
+        std::mem::take(&mut self.completions)
+    }
+
+    /// Messages injected (or created by standalone apps) and not completed.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    pub fn next_event_time(&self) -> Option<Time> {
+        self.heap.peek().map(|e| Time((e.key >> 64) as u64))
+    }
+
+    pub fn events_processed(&self) -> u64 {
+        self.events
+    }
+
+    /// Message record: (network latency, completion time) if known.
+    pub fn message_times(&self, id: MsgId) -> Option<(Option<Time>, Option<Time>)> {
+        self.msgs.get(id as usize).map(|m| (m.net_latency.map(Time), m.done.map(Time)))
+    }
+
+    /// Ids of the messages still in flight (for deadlock reports).
+    pub fn in_flight_ids(&self) -> Vec<MsgId> {
+        (0..self.msgs.len()).filter(|&i| self.msgs[i].done.is_none()).map(|i| i as MsgId).collect()
+    }
+
+    // ------------------------------------------------------------------
+    // main loop
+
+    #[inline]
+    fn step(&mut self) {
+        let Some(Entry { key, ev }) = self.heap.pop() else { return };
+        let t = (key >> 64) as u64;
+        self.cur_seq = key as u64;
+        if !self.started {
+            self.started = true;
+        }
+        if !ev.background() {
+            self.fg_pending -= 1;
+        }
+        debug_assert!(t >= self.now);
+        self.now = t;
+        if t >= self.next_boundary {
+            let k = t / self.tm.cred;
+            self.bk_counter = self.counter;
+            self.next_boundary = (k + 1) * self.tm.cred;
+        }
+        self.events += 1;
+        match ev {
+            Ev::AppStart { h } => self.app_next(h as usize),
+            Ev::AppInject { h, msg } => {
+                self.hcas[h as usize].app.queue.push_back(msg);
+                if !self.hcas[h as usize].app.busy {
+                    self.app_next(h as usize);
+                }
+            }
+            Ev::AppDone { h } => {
+                self.hcas[h as usize].app.busy = false;
+                self.app_next(h as usize);
+            }
+            Ev::GenMsg { h, msg } => self.gen_new_msg(h as usize, msg),
+            Ev::GenPush { h } => {
+                self.hcas[h as usize].gen.push_pending = false;
+                self.gen_one(h as usize);
+            }
+            Ev::GenSent { h, vl } => self.gen_sent(h as usize, vl as usize),
+            Ev::ArbFlit { port, input, flit } => self.arb_flit(port as usize, input as usize, flit),
+            Ev::ArbPop { port } => {
+                self.ports[port as usize].arb.pop_pending = false;
+                self.arbitrate(port as usize);
+            }
+            Ev::ArbTxCred { port, vl, limit } => {
+                self.ports[port as usize].arb.fccl[vl as usize] = limit;
+                self.arbitrate(port as usize);
+            }
+            Ev::ArbKick { port } => self.arbitrate(port as usize),
+            Ev::ObufFlit { port, flit } => self.obuf_flit(port as usize, flit),
+            Ev::ObufRxCred { port, vl, limit } => {
+                let pi = port as usize;
+                if self.ports[pi].ob.dormant {
+                    self.obuf_wake(pi);
+                }
+                self.ports[pi].ob.fccl[vl as usize] = limit;
+            }
+            Ev::ObufTick { port } => self.obuf_tick(port as usize),
+            Ev::ObufPop { port } => self.obuf_pop(port as usize),
+            Ev::IbufFlit { port, flit } => self.ibuf_flit(port as usize, flit),
+            Ev::IbufFc { port, vl, fctbs, fccl } => {
+                let pi = port as usize;
+                self.sched(t, Ev::ArbTxCred { port, vl, limit: fccl });
+                let ib = &mut self.ports[pi].ib;
+                let v = vl as usize;
+                if ib.abr[v] < fctbs {
+                    ib.abr[v] = fctbs;
+                }
+                let l = ib.abr[v] + ib.free[v] as u64;
+                self.sched(t, Ev::ObufRxCred { port, vl, limit: l });
+            }
+            Ev::IbufSent { port, vl, last, out } => self.ibuf_sent(port as usize, vl as usize, last, out as usize),
+            Ev::SinkFlit { h, flit } => self.sink_flit(h as usize, flit),
+            Ev::SinkDrain { h } => self.sink_drain(h as usize),
+            Ev::SinkHiccup { h } => self.sink_hiccup(h as usize),
+            Ev::CctiTimer { h } => self.ccti_timer(h as usize),
+        }
+    }
+
+    fn fail(&mut self, msg: String) {
+        if self.fatal.is_none() {
+            self.fatal = Some(FabricError::Fatal { t: self.now, msg });
+        }
+    }
+
+    #[inline]
+    fn trace(&mut self, kind: TraceKind, pi: usize, f: &Flit) {
+        if let Some(tr) = self.trace.as_mut() {
+            let port = &self.ports[pi];
+            tr.push(TraceRec { t: self.now, kind, node: port.node, port: port.local, msg: f.msg, pkt: f.pkt, sn: f.sn });
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // app (sec. 5.1)
+
+    fn app_next(&mut self, h: usize) {
+        let now = self.now;
+        let app = &mut self.hcas[h].app;
+        let msg = if let Some(m) = app.queue.pop_front() {
+            Some(m)
+        } else {
+            let dst = match &app.mode {
+                None | Some(TrafficMode::Silent) => None,
+                Some(TrafficMode::Param { dst_lid }) => (*dst_lid != 0).then_some(*dst_lid),
+                Some(TrafficMode::SeqOnce(v)) => {
+                    let d = v.get(app.pos).copied();
+                    app.pos += 1;
+                    d
+                }
+                Some(TrafficMode::SeqLoop(v)) => {
+                    if v.is_empty() {
+                        None
+                    } else {
+                        let d = v[app.pos % v.len()];
+                        app.pos += 1;
+                        Some(d)
+                    }
+                }
+                Some(TrafficMode::SeqRand(v)) => {
+                    if v.is_empty() {
+                        None
+                    } else {
+                        let r = splitmix(&mut app.rng);
+                        Some(v[(r % v.len() as u64) as usize])
+                    }
+                }
+            };
+            match dst {
+                None => None,
+                Some(d) => {
+                    let bytes = if self.p.msg_len_mode == "set" {
+                        let r = splitmix(&mut app.rng);
+                        let u = (r >> 11) as f64 / (1u64 << 53) as f64;
+                        let tot: f64 = self.p.msg_len_prob.iter().sum();
+                        let mut acc = 0.0;
+                        let mut pick = *self.p.msg_len_set.last().unwrap();
+                        for (i, pr) in self.p.msg_len_prob.iter().enumerate() {
+                            acc += pr / tot;
+                            if u < acc {
+                                pick = self.p.msg_len_set[i];
+                                break;
+                            }
+                        }
+                        pick
+                    } else {
+                        self.p.msg_length
+                    };
+                    app.msgs_made += 1;
+                    match self.new_msg(h as u32, d, bytes, now) {
+                        Ok(m) => Some(m),
+                        Err(e) => {
+                            self.fail(format!("app of HCA {h}: {e}"));
+                            None
+                        }
+                    }
+                }
+            }
+        };
+        if let Some(m) = msg {
+            self.hcas[h].app.busy = true;
+            self.sched(now + self.tm.gap, Ev::GenMsg { h: h as u32, msg: m });
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // generator (sec. 5.2)
+
+    fn gen_new_msg(&mut self, h: usize, m: u32) {
+        let msg = &self.msgs[m as usize];
+        let (pf, pl) = self.p.flits_of(if msg.npkts == 1 { msg.last_pkt } else { msg.full_pkt });
+        let g = &mut self.hcas[h].gen;
+        g.cur = m;
+        g.pkt = 0;
+        g.sn = 0;
+        g.pkt_flits = pf as u16;
+        g.pkt_last_bytes = pl as u16;
+        if g.push_pending {
+            return;
+        }
+        self.gen_one(h);
+    }
+
+    fn gen_one(&mut self, h: usize) {
+        let now = self.now;
+        let hca = &mut self.hcas[h];
+        let g = &mut hca.gen;
+        if g.cur == NONE {
+            return;
+        }
+        let m = &self.msgs[g.cur as usize];
+        let v = m.vl as usize;
+        if g.vlq[v].len() >= self.p.max_queued_per_vl as usize {
+            return;
+        }
+        // create the flit
+        let last_in_pkt = g.sn + 1 == g.pkt_flits;
+        let serial = if g.sn == 0 {
+            let s = g.serial.entry(m.dst_lid).or_insert(0);
+            *s += 1;
+            *s
+        } else {
+            0
+        };
+        let flit = Flit {
+            msg: g.cur,
+            pkt: g.pkt,
+            inject: 0,
+            t_in: 0,
+            serial,
+            src: hca.lid,
+            dst: m.dst_lid,
+            sn: g.sn,
+            pkt_flits: g.pkt_flits,
+            bytes: if last_in_pkt { g.pkt_last_bytes } else { self.p.flit_size as u16 },
+            vl: v as u8,
+            flags: F_NOSW,
+        };
+        // advance
+        let mut msg_done = false;
+        if last_in_pkt {
+            g.pkt += 1;
+            g.sn = 0;
+            if g.pkt == m.npkts {
+                msg_done = true;
+                g.cur = NONE;
+            } else {
+                let b = if g.pkt + 1 == m.npkts { m.last_pkt } else { m.full_pkt };
+                let (pf, pl) = self.p.flits_of(b);
+                g.pkt_flits = pf as u16;
+                g.pkt_last_bytes = pl as u16;
+            }
+        } else {
+            g.sn += 1;
+        }
+        self.flits_generated += 1;
+        let port = hca.port as usize;
+        if self.hcas[h].gen.vlq[v].is_empty() && self.hoq_free(port, 0, v) {
+            self.gen_send_flit(h, flit);
+        } else {
+            self.hcas[h].gen.vlq[v].push_back(flit);
+        }
+        if msg_done {
+            self.sched(now, Ev::AppDone { h: h as u32 });
+        }
+        self.hcas[h].gen.push_pending = true;
+        let period = self.push_period(h);
+        self.sched(now + period, Ev::GenPush { h: h as u32 });
+    }
+
+    #[inline]
+    fn push_period(&self, h: usize) -> u64 {
+        if self.p.cc_enabled {
+            self.tm.cc_base + self.tm.cct[self.hcas[h].cc.ccti as usize]
+        } else {
+            self.tm.push
+        }
+    }
+
+    fn gen_send_flit(&mut self, h: usize, mut flit: Flit) {
+        let now = self.now;
+        let d = self.tm.gpop[flit.bytes as usize];
+        flit.inject = now + d;
+        let port = self.hcas[h].port;
+        {
+            let g = &mut self.hcas[h].gen;
+            g.bytes_sent += flit.bytes as u64;
+            g.flits_sent += 1;
+            if g.first_flit.is_none() {
+                g.first_flit = Some(now);
+            }
+        }
+        if flit.flags & F_CNP == 0 && flit.pkt == 0 && flit.sn == 0 {
+            self.msgs[flit.msg as usize].first_stamp = Some(flit.inject);
+        }
+        if self.p.cc_enabled && self.hcas[h].cc.first_inj.is_none() {
+            self.hcas[h].cc.first_inj = Some(now);
+        }
+        self.trace(TraceKind::Inject, port as usize, &flit);
+        self.sched(now + d, Ev::ArbFlit { port, input: 0, flit });
+    }
+
+    fn gen_sent(&mut self, h: usize, v: usize) {
+        let port = self.hcas[h].port as usize;
+        // CNPs are served first (sec. 12.3, thesis structure).
+        if v == 0 && !self.hcas[h].gen.cnpq.is_empty() {
+            if self.hoq_free(port, 0, 0) {
+                let f = self.hcas[h].gen.cnpq.pop_front().unwrap();
+                self.gen_send_flit(h, f);
+            }
+            return;
+        }
+        if self.hcas[h].gen.vlq[v].is_empty() || !self.hoq_free(port, 0, v) {
+            return;
+        }
+        let f = self.hcas[h].gen.vlq[v].pop_front().unwrap();
+        self.gen_send_flit(h, f);
+        if !self.hcas[h].gen.push_pending {
+            self.hcas[h].gen.push_pending = true;
+            let period = self.push_period(h);
+            self.sched(self.now + period, Ev::GenPush { h: h as u32 });
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // VL arbiter (sec. 5.3)
+
+    /// isHoQFree: true iff empty and unreserved; reserves on success.
+    #[inline]
+    fn hoq_free(&mut self, port: usize, input: usize, v: usize) -> bool {
+        let a = &mut self.ports[port].arb;
+        let i = input * self.nvl + v;
+        if a.hoq[i].is_none() && !a.res[i] {
+            a.res[i] = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn arb_flit(&mut self, pi: usize, input: usize, flit: Flit) {
+        let nvl = self.nvl;
+        let a = &mut self.ports[pi].arb;
+        let i = input * nvl + flit.vl as usize;
+        if !a.res[i] || a.hoq[i].is_some() {
+            let msg = format!("arbiter HoQ ({input}, {}) not reserved or occupied", flit.vl);
+            self.fail(msg);
+            return;
+        }
+        a.hoq[i] = Some(flit);
+        a.t_arr[i] = self.now;
+        a.res[i] = false;
+        self.arbitrate(pi);
+    }
+
+    /// Round-robin input pick for VL v from `last_port + 1`, wrapping.
+    #[inline]
+    fn rr_pick(a: &Arb, nvl: usize, v: usize, start_after: u16, credits: i64) -> Option<usize> {
+        let n = a.inputs as usize;
+        let mut p = start_after as usize;
+        for _ in 0..n {
+            p += 1;
+            if p == n {
+                p = 0;
+            }
+            if let Some(f) = &a.hoq[p * nvl + v] {
+                if f.sn == 0 && f.pkt_flits as i64 <= credits {
+                    return Some(p);
+                }
+            }
+        }
+        None
+    }
+
+    fn fcfs_pick(a: &Arb, nvl: usize, v: usize, start_after: u16, credits: i64) -> Option<usize> {
+        let n = a.inputs as usize;
+        let mut p = start_after as usize;
+        let mut best: Option<(u64, usize)> = None;
+        for _ in 0..n {
+            p += 1;
+            if p == n {
+                p = 0;
+            }
+            if let Some(f) = &a.hoq[p * nvl + v] {
+                if f.sn == 0 && best.is_none_or(|(t, _)| f.t_in < t) {
+                    best = Some((f.t_in, p));
+                }
+            }
+        }
+        let (_, p) = best?;
+        (a.hoq[p * nvl + v].as_ref().unwrap().pkt_flits as i64 <= credits).then_some(p)
+    }
+
+    fn pick(&self, a: &Arb, v: usize, start: u16) -> Option<usize> {
+        let credits = a.fccl[v] as i64 - a.fctbs[v] as i64;
+        if self.p.use_fcfs_rq_arb {
+            Self::fcfs_pick(a, self.nvl, v, start, credits)
+        } else {
+            Self::rr_pick(a, self.nvl, v, start, credits)
+        }
+    }
+
+    /// Table arbitration (maxVL > 0), Q6 reproduced.
+    fn table_select(&mut self, pi: usize) -> Option<(usize, usize)> {
+        let n = self.nvl;
+        let high_first = self.ports[pi].arb.high_left > 0;
+        for pass in 0..2 {
+            let use_high = high_first == (pass == 0);
+            let mut a = std::mem::replace(&mut self.ports[pi].arb, dummy_arb());
+            let start = a.last_port[a.last_vl as usize];
+            let idx = if use_high { a.idx_high } else { a.idx_low };
+            let mut res = None;
+            for i in 0..=n {
+                let e = (idx + i) % n;
+                let (ent, used) = if use_high { (a.high[e], &mut a.used_high[e]) } else { (a.low[e], &mut a.used_low[e]) };
+                if i >= 1 {
+                    *used = 0;
+                }
+                if ent.weight == 0 || *used > ent.weight || ent.vl as usize >= n {
+                    continue;
+                }
+                let v = ent.vl as usize;
+                if let Some(p) = self.pick(&a, v, start) {
+                    res = Some((p, v, e));
+                    break;
+                }
+            }
+            if let Some((p, v, e)) = res {
+                if use_high {
+                    a.idx_high = e;
+                } else {
+                    a.idx_low = e;
+                }
+                a.last_high = use_high;
+                self.ports[pi].arb = a;
+                return Some((p, v));
+            }
+            self.ports[pi].arb = a;
+        }
+        None
+    }
+
+    fn arbitrate(&mut self, pi: usize) {
+        let nvl = self.nvl;
+        if self.ports[pi].arb.pop_pending {
+            return;
+        }
+        let (p, v, first);
+        if self.ports[pi].arb.inside {
+            let a = &mut self.ports[pi].arb;
+            v = a.last_vl as usize;
+            p = a.last_port[v] as usize;
+            let Some(f) = &a.hoq[p * nvl + v] else { return };
+            let is_last = f.last();
+            if is_last {
+                a.inside = false;
+            }
+            if nvl > 1 {
+                if a.last_high {
+                    a.high_left -= 1;
+                } else if is_last && a.high_left == 0 {
+                    a.high_left = self.p.vl_high_limit as i64 * 64;
+                }
+            }
+            first = false;
+        } else {
+            let sel = if nvl == 1 {
+                let a = &self.ports[pi].arb;
+                self.pick(a, 0, a.last_port[0]).map(|p| (p, 0))
+            } else {
+                self.table_select(pi)
+            };
+            let Some((sp, sv)) = sel else { return };
+            p = sp;
+            v = sv;
+            let port = &self.ports[pi];
+            let f = port.arb.hoq[p * nvl + v].as_ref().unwrap();
+            let pkt_flits = f.pkt_flits as usize;
+            let inside = !f.last();
+            // validity (a): obuf free space strictly greater than the packet
+            let free = port.ob.size as isize - port.ob.q.len() as isize;
+            let ok_a = free > pkt_flits as isize;
+            let mut ok = ok_a;
+            if ok_a && port.hca == NONE {
+                // (b) the chosen input may start one more packet
+                let ii = (port.base as usize) + p;
+                let ib = &mut self.ports[ii].ib;
+                if ib.nbs < self.p.max_being_sent {
+                    ib.nbs += 1;
+                } else {
+                    ok = false;
+                }
+            }
+            if !ok {
+                self.ports[pi].arb.inside = false;
+                return;
+            }
+            self.ports[pi].arb.inside = inside;
+            first = true;
+        }
+        // send the flit (step 5)
+        let now = self.now;
+        let is_sw = self.ports[pi].hca == NONE;
+        let cc = self.p.cc_enabled;
+        let markrate = self.p.cc_markrate;
+        let a = &mut self.ports[pi].arb;
+        if first {
+            a.last_vl = v as u8;
+            a.last_port[v] = p as u16;
+        }
+        let i = p * nvl + v;
+        let mut flit = a.hoq[i].take().unwrap();
+        let t_arr = a.t_arr[i];
+        if nvl > 1 {
+            if a.last_high {
+                a.used_high[a.idx_high] += 1;
+            } else {
+                a.used_low[a.idx_low] += 1;
+            }
+        }
+        if first && is_sw && cc {
+            if flit.flags & F_CAND != 0 && a.mark_ctr == 0 {
+                flit.flags |= F_FECN;
+            }
+            flit.flags &= !F_CAND;
+            a.mark_ctr = (a.mark_ctr + 1) % markrate;
+        }
+        let tarb = if is_sw { self.tm.arb_sw[flit.bytes as usize] } else { self.tm.arb_hca[flit.bytes as usize] };
+        a.pop_pending = true;
+        let to_obuf = if is_sw {
+            let mut target = t_arr + self.tm.vsw;
+            if target <= a.last {
+                target = a.last + NS;
+            }
+            if target > now {
+                a.last = target;
+                target
+            } else {
+                a.last = now;
+                now
+            }
+        } else {
+            now
+        };
+        a.fctbs[v] += 1;
+        a.res[i] = false;
+        let last = flit.last();
+        self.sched(now + tarb, Ev::ArbPop { port: pi as u32 });
+        self.sched(to_obuf, Ev::ObufFlit { port: pi as u32, flit });
+        if is_sw {
+            let ii = self.ports[pi].base + p as u32;
+            self.sched(now, Ev::IbufSent { port: ii, vl: v as u8, last, out: self.ports[pi].local });
+        } else {
+            let h = self.ports[pi].hca;
+            self.sched(now, Ev::GenSent { h, vl: v as u8 });
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // output buffer (sec. 5.4)
+
+    fn obuf_wake(&mut self, pi: usize) {
+        let cred = self.tm.cred;
+        let now = self.now;
+        let seq = self.virt_seq(pi);
+        let cur = self.cur_seq;
+        let ob = &mut self.ports[pi].ob;
+        ob.dormant = false;
+        let kt = now / cred;
+        let skipped = kt - ob.last_tick / cred;
+        if skipped > 0 {
+            ob.qdepth.add_n(0, skipped);
+            ob.fc_vl = 0;
+            ob.last_tick = kt * cred;
+        }
+        let tstar = kt * cred;
+        let pend = now < tstar + NS || (now == tstar + NS && cur < seq);
+        if pend {
+            ob.pop_pending = true;
+            self.push_key(tstar + NS, seq, Ev::ObufPop { port: pi as u32 });
+        }
+        self.push_key(tstar + cred, seq, Ev::ObufTick { port: pi as u32 });
+    }
+
+    fn obuf_tick(&mut self, pi: usize) {
+        let now = self.now;
+        let cred = self.tm.cred;
+        let k = now / cred;
+        let virt = self.lazy && k >= 1;
+        let seq = self.virt_seq(pi);
+        let ob = &mut self.ports[pi].ob;
+        ob.fc_vl = 0;
+        ob.last_tick = now;
+        if virt && !ob.pop_pending && ob.q.is_empty() && (ob.inside || synced(ob, self.nvl)) {
+            ob.dormant = true;
+            ob.qdepth.add(0);
+            return;
+        }
+        let need_pop = !ob.pop_pending;
+        if need_pop {
+            ob.pop_pending = true;
+        }
+        let qlen = ob.q.len() as u64;
+        ob.qdepth.add(qlen);
+        if virt {
+            if need_pop {
+                self.push_key(now + NS, seq, Ev::ObufPop { port: pi as u32 });
+            }
+            self.push_key(now + cred, seq, Ev::ObufTick { port: pi as u32 });
+        } else {
+            if need_pop {
+                self.sched(now + NS, Ev::ObufPop { port: pi as u32 });
+            }
+            self.sched(now + cred, Ev::ObufTick { port: pi as u32 });
+        }
+    }
+
+    fn obuf_flit(&mut self, pi: usize, flit: Flit) {
+        if self.ports[pi].ob.dormant {
+            self.obuf_wake(pi);
+        }
+        let ob = &mut self.ports[pi].ob;
+        if ob.pop_pending {
+            if ob.q.len() >= ob.size {
+                if self.p.elastic_obuf {
+                    ob.overflows += 1;
+                } else {
+                    let port = &self.ports[pi];
+                    self.fatal = Some(FabricError::ObufOverflow {
+                        node: self.node_names[port.node as usize].clone(),
+                        port: port.local,
+                        t: self.now,
+                        len: port.ob.q.len(),
+                        size: port.ob.size,
+                    });
+                    return;
+                }
+            }
+            self.ports[pi].ob.q.push_back(flit);
+        } else {
+            self.obuf_transmit_data(pi, flit);
+        }
+    }
+
+    fn obuf_transmit_data(&mut self, pi: usize, flit: Flit) {
+        let now = self.now;
+        let peer = self.ports[pi].peer;
+        let ob = &mut self.ports[pi].ob;
+        if flit.sn == 0 && flit.pkt_flits > 1 {
+            ob.inside = true;
+        }
+        if flit.last() {
+            ob.inside = false;
+        }
+        ob.fctbs[flit.vl as usize] += 1;
+        let w = self.tm.wire[flit.bytes as usize];
+        ob.bytes += flit.bytes as u64;
+        ob.data_flits += 1;
+        ob.busy += w;
+        ob.sources.add(flit.src as u64);
+        if ob.first_tx.is_none() {
+            ob.first_tx = Some(now);
+        }
+        ob.pop_pending = true;
+        self.trace(TraceKind::Send, pi, &flit);
+        if peer == NONE {
+            let msg = format!("flit for LID {} routed to unconnected port {} of {}", flit.dst, self.ports[pi].local, self.node_names[self.ports[pi].node as usize]);
+            self.fail(msg);
+            return;
+        }
+        self.sched(now, Ev::IbufFlit { port: peer, flit });
+        self.sched(now + w, Ev::ObufPop { port: pi as u32 });
+    }
+
+    fn obuf_pop(&mut self, pi: usize) {
+        let now = self.now;
+        let nvl = self.nvl;
+        let ob = &mut self.ports[pi].ob;
+        ob.pop_pending = false;
+        if ob.prev_data {
+            self.sched(now, Ev::ArbKick { port: pi as u32 });
+        }
+        let ob = &mut self.ports[pi].ob;
+        if !ob.inside {
+            while (ob.fc_vl as usize) < nvl {
+                let v = ob.fc_vl as usize;
+                ob.fc_vl += 1;
+                if ob.fctbs[v] != ob.sent_fctbs[v] || ob.fccl[v] != ob.sent_fccl[v] {
+                    ob.sent_fctbs[v] = ob.fctbs[v];
+                    ob.sent_fccl[v] = ob.fccl[v];
+                    let (fctbs, fccl) = (ob.fctbs[v], ob.fccl[v]);
+                    let w = self.tm.wire_fc;
+                    ob.bytes += 8;
+                    ob.fc_pkts += 1;
+                    ob.busy += w;
+                    if ob.first_tx.is_none() {
+                        ob.first_tx = Some(now);
+                    }
+                    ob.pop_pending = true;
+                    ob.prev_data = false;
+                    let peer = self.ports[pi].peer;
+                    self.sched(now, Ev::IbufFc { port: peer, vl: v as u8, fctbs, fccl });
+                    self.sched(now + w, Ev::ObufPop { port: pi as u32 });
+                    return;
+                }
+            }
+        }
+        let ob = &mut self.ports[pi].ob;
+        if let Some(f) = ob.q.pop_front() {
+            ob.prev_data = true;
+            self.obuf_transmit_data(pi, f);
+        } else {
+            ob.prev_data = false;
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // input buffer (sec. 5.5)
+
+    fn ibuf_flit(&mut self, pi: usize, mut flit: Flit) {
+        let now = self.now;
+        let nvl = self.nvl;
+        let v = flit.vl as usize;
+        flit.t_in = now;
+        self.trace(TraceKind::Recv, pi, &flit);
+        let is_sw = self.ports[pi].hca == NONE;
+        let nports = self.ports[pi].nports;
+        let local = self.ports[pi].local;
+        if flit.sn == 0 {
+            if flit.dst == 0 {
+                self.fail("data packet with destination LID 0".into());
+                return;
+            }
+            let out = if is_sw && nports > 1 {
+                let lft = &self.lfts[self.ports[pi].sw as usize];
+                let Some(&o) = lft.get(flit.dst as usize) else {
+                    let msg = format!("LID {} beyond the forwarding table of {}", flit.dst, self.node_names[self.ports[pi].node as usize]);
+                    self.fail(msg);
+                    return;
+                };
+                if flit.flags & F_NOSW == 0 && o == local {
+                    let msg = format!("loopback: LID {} routed back out of arrival port {} of {}", flit.dst, local, self.node_names[self.ports[pi].node as usize]);
+                    self.fail(msg);
+                    return;
+                }
+                o
+            } else {
+                0
+            };
+            let ib = &mut self.ports[pi].ib;
+            if (flit.pkt_flits as i64) > ib.free[v] && !self.p.lossy_mode {
+                let msg = format!("packet of {} flits does not fit the {} free credits of VL {v}", flit.pkt_flits, ib.free[v]);
+                self.fail(msg);
+                return;
+            }
+            ib.cur_msg = flit.msg;
+            ib.cur_pkt = flit.pkt;
+            ib.cur_src = flit.src;
+            ib.cur_out = out;
+            // CC detection (sec. 12.1): flits queued toward (out, vl) across
+            // all input buffers of the switch, excluding this one.
+            if self.p.cc_enabled && is_sw && out < nports && flit.flags & (F_CNP | F_FECN) == 0 {
+                let base = self.ports[pi].base as usize;
+                let mut q = 0usize;
+                for j in 0..nports as usize {
+                    q += self.ports[base + j].ib.q[out as usize * nvl + v].len();
+                }
+                if q > self.p.cc_threshold as usize {
+                    flit.flags |= F_CAND;
+                }
+            }
+        } else {
+            let ib = &self.ports[pi].ib;
+            if ib.cur_msg != flit.msg || ib.cur_pkt != flit.pkt || ib.cur_src != flit.src {
+                self.fail("continuation flit of a packet other than the current one".into());
+                return;
+            }
+        }
+        if is_sw {
+            flit.flags &= !F_NOSW;
+        }
+        let out = self.ports[pi].ib.cur_out;
+        if out >= nports {
+            self.ports[pi].ib.drops += 1;
+            self.flits_dropped += 1;
+            return;
+        }
+        if self.p.lossy_mode && flit.sn == 0 && (flit.pkt_flits as i64) > self.ports[pi].ib.free[v] {
+            // lossy: drop the whole packet
+            self.ports[pi].ib.cur_out = u16::MAX;
+            self.ports[pi].ib.drops += 1;
+            self.flits_dropped += 1;
+            return;
+        }
+        let ib = &mut self.ports[pi].ib;
+        ib.free[v] -= 1;
+        ib.abr[v] += 1;
+        ib.q[out as usize * nvl + v].push_back(flit);
+        let l = ib.abr[v] + ib.free[v] as u64;
+        let fs = ib.free[v] as u64;
+        ib.free_stat[v].add(fs);
+        let l = if self.p.lossy_mode { ib.abr[v] + ib.max_free[v] as u64 } else { l };
+        self.sched(now, Ev::ObufRxCred { port: pi as u32, vl: v as u8, limit: l });
+        self.ibuf_handoff(pi, out as usize, v);
+    }
+
+    fn ibuf_handoff(&mut self, pi: usize, o: usize, v: usize) {
+        let nvl = self.nvl;
+        let qi = o * nvl + v;
+        if self.ports[pi].ib.q[qi].is_empty() {
+            return;
+        }
+        let now = self.now;
+        if self.ports[pi].hca != NONE {
+            let f = self.ports[pi].ib.q[qi].pop_front().unwrap();
+            let h = self.ports[pi].hca;
+            self.sched(now, Ev::SinkFlit { h, flit: f });
+            return;
+        }
+        let op = self.ports[pi].base as usize + o;
+        let local = self.ports[pi].local as usize;
+        if !self.hoq_free(op, local, v) {
+            return;
+        }
+        let ib = &mut self.ports[pi].ib;
+        let f = ib.q[qi].pop_front().unwrap();
+        let mut target = f.t_in + self.tm.isw;
+        if target <= ib.last {
+            target = ib.last + NS;
+        }
+        let at = if target > now {
+            ib.last = target;
+            target
+        } else {
+            ib.last = now;
+            now
+        };
+        self.sched(at, Ev::ArbFlit { port: op as u32, input: local as u16, flit: f });
+    }
+
+    fn ibuf_sent(&mut self, pi: usize, v: usize, last: bool, o: usize) {
+        let now = self.now;
+        let ib = &mut self.ports[pi].ib;
+        ib.free[v] += 1;
+        if ib.free[v] > ib.max_free[v] {
+            self.fail(format!("credits above the maximum on VL {v}"));
+            return;
+        }
+        let l = if self.p.lossy_mode { ib.abr[v] + ib.max_free[v] as u64 } else { ib.abr[v] + ib.free[v] as u64 };
+        self.sched(now, Ev::ObufRxCred { port: pi as u32, vl: v as u8, limit: l });
+        if self.ports[pi].hca == NONE {
+            if last {
+                self.ports[pi].ib.nbs -= 1;
+                let base = self.ports[pi].base;
+                for j in 0..self.ports[pi].nports as u32 {
+                    self.sched(now, Ev::ArbKick { port: base + j });
+                }
+            }
+            self.ibuf_handoff(pi, o, v);
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // sink (sec. 5.6) and statistics (sec. 8)
+
+    fn sink_flit(&mut self, h: usize, flit: Flit) {
+        let now = self.now;
+        if flit.dst != self.hcas[h].lid {
+            self.fail(format!("flit for LID {} reached the sink of LID {}", flit.dst, self.hcas[h].lid));
+            return;
+        }
+        let pi = self.hcas[h].port as usize;
+        if flit.flags & F_CNP != 0 {
+            // BECN: raise the CCT index; consumed at once, credit freed.
+            let cc = &mut self.hcas[h].cc;
+            if cc.ccti < self.p.cc_cct_limit {
+                cc.ccti += 1;
+            }
+            cc.ccti_max = cc.ccti_max.max(cc.ccti);
+            self.hcas[h].sink.cnps_in += 1;
+            self.ccti_timer_arm(h);
+            self.sched(now, Ev::IbufSent { port: pi as u32, vl: flit.vl, last: true, out: 0 });
+            return;
+        }
+        let start = self.tm.start_stat;
+        let m = &mut self.msgs[flit.msg as usize];
+        let s = &mut self.hcas[h].sink;
+        if now >= start {
+            s.bytes_after_start += flit.bytes as u64;
+        }
+        if flit.sn == 0 {
+            // out-of-order bookkeeping per source
+            let next = s.ooo_next.entry(flit.src).or_insert(1);
+            if flit.serial == *next {
+                s.inorder += 1;
+                *next += 1;
+            } else if flit.serial > *next {
+                s.ooo += 1;
+                s.ooo_window.add((flit.serial - *next) as u64);
+                *next = flit.serial + 1;
+            } else {
+                self.fatal = Some(FabricError::Fatal { t: now, msg: format!("repeated packet serial {} from LID {}", flit.serial, flit.src) });
+                return;
+            }
+            if flit.pkt + 1 == m.npkts {
+                if let Some(st) = m.first_stamp {
+                    s.f2f.add(now - st);
+                }
+            }
+        }
+        if flit.last() {
+            m.arrived_pkts += 1;
+            if self.p.rep_first_packets > 0 && m.arrived_pkts == self.p.rep_first_packets {
+                if let Some(st) = m.first_stamp {
+                    s.enough_lat.add(now - st);
+                }
+            }
+            if m.arrived_pkts == m.npkts {
+                if let Some(st) = m.first_stamp {
+                    s.lat.add(now - st);
+                    m.net_latency = Some(now - st);
+                }
+            }
+        }
+        // CC notification: FECN-marked head -> CNP back to the source
+        let fecn = self.p.cc_enabled && flit.sn == 0 && flit.flags & F_FECN != 0;
+        if !s.drain_pending {
+            s.drain_pending = true;
+            let d = self.tm.drain[flit.bytes as usize];
+            self.sched(now + d, Ev::SinkDrain { h: h as u32 });
+        }
+        self.hcas[h].sink.fifo.push_back(flit);
+        if fecn {
+            self.send_cnp(h, flit.src, flit.vl);
+        }
+    }
+
+    fn send_cnp(&mut self, h: usize, to: u16, _vl: u8) {
+        self.hcas[h].sink.cnps_out += 1;
+        let f = Flit {
+            msg: NONE,
+            pkt: 0,
+            inject: 0,
+            t_in: 0,
+            serial: 0,
+            src: self.hcas[h].lid,
+            dst: to,
+            sn: 0,
+            pkt_flits: 1,
+            bytes: self.p.flit_size as u16,
+            vl: 0,
+            flags: F_NOSW | F_CNP | F_BECN,
+        };
+        let port = self.hcas[h].port as usize;
+        if self.hcas[h].gen.cnpq.is_empty() && self.hoq_free(port, 0, 0) {
+            self.gen_send_flit(h, f);
+        } else {
+            self.hcas[h].gen.cnpq.push_back(f);
+        }
+    }
+
+    fn sink_drain(&mut self, h: usize) {
+        let now = self.now;
+        let s = &mut self.hcas[h].sink;
+        s.drain_pending = false;
+        if s.hiccup_on || s.fifo.is_empty() {
+            return;
+        }
+        let f = s.fifo.pop_front().unwrap();
+        s.drain_pending = true;
+        let d = self.tm.drain[f.bytes as usize];
+        self.sched(now + d, Ev::SinkDrain { h: h as u32 });
+        self.consume(h, f);
+    }
+
+    fn consume(&mut self, h: usize, f: Flit) {
+        let now = self.now;
+        let pi = self.hcas[h].port;
+        self.trace(TraceKind::Consume, pi as usize, &f);
+        self.flits_consumed += 1;
+        let start = self.tm.start_stat;
+        let s = &mut self.hcas[h].sink;
+        s.vl_flits[f.vl as usize] += 1;
+        s.last_consumed = now;
+        if now > start {
+            s.wait.add(now - f.inject);
+            if f.last() {
+                s.pft.add(now - f.inject);
+            }
+        }
+        if f.last() {
+            let m = &mut self.msgs[f.msg as usize];
+            m.consumed_pkts += 1;
+            if m.consumed_pkts == m.npkts {
+                m.done = Some(now);
+                self.in_flight -= 1;
+                self.completions.push((f.msg as MsgId, Time(now)));
+                self.pending_done += 1;
+            }
+        }
+        self.sched(now, Ev::IbufSent { port: pi, vl: f.vl, last: f.last(), out: 0 });
+    }
+
+    fn sink_hiccup(&mut self, h: usize) {
+        let now = self.now;
+        let s = &mut self.hcas[h].sink;
+        if !s.hiccup_on {
+            s.hiccup_on = true;
+            self.sched(now + self.tm.hiccup_on, Ev::SinkHiccup { h: h as u32 });
+        } else {
+            s.hiccup_on = false;
+            let start_drain = !s.drain_pending;
+            if start_drain {
+                s.drain_pending = true;
+            }
+            self.sched(now + self.tm.hiccup_off, Ev::SinkHiccup { h: h as u32 });
+            if start_drain {
+                self.sched(now + NS, Ev::SinkDrain { h: h as u32 });
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // congestion control timers (sec. 12.1 item 6), armed only while the
+    // index is above its minimum, on the phase of the first injection.
+
+    fn ccti_timer_arm(&mut self, h: usize) {
+        let cc = &self.hcas[h].cc;
+        if cc.timer_pending || cc.ccti <= self.p.cc_cct_min || self.tm.cc_timer == 0 {
+            return;
+        }
+        let t0 = cc.first_inj.unwrap_or(0);
+        let per = self.tm.cc_timer;
+        let k = (self.now.saturating_sub(t0)) / per + 1;
+        self.hcas[h].cc.timer_pending = true;
+        self.sched(t0 + k * per, Ev::CctiTimer { h: h as u32 });
+    }
+
+    fn ccti_timer(&mut self, h: usize) {
+        let cc = &mut self.hcas[h].cc;
+        cc.timer_pending = false;
+        if cc.ccti > self.p.cc_cct_min {
+            cc.ccti -= 1;
+        }
+        self.ccti_timer_arm(h);
+    }
+
+    // ------------------------------------------------------------------
+    // report
+
+    /// Statistics of sec. 8, per-port utilisation and counters.
+    pub fn report(&self) -> Report {
+        self.report_with(false)
+    }
+
+    /// As [`Fabric::report`], optionally with every message's timing.
+    pub fn report_with(&self, messages: bool) -> Report {
+        let now = self.now;
+        let start = self.tm.start_stat;
+        let sinks = self
+            .hcas
+            .iter()
+            .map(|h| {
+                let s = &h.sink;
+                let bw = if now > start { s.bytes_after_start as f64 / ((now - start) as f64 * 1e-12) / 1e6 } else { 0.0 };
+                SinkReport {
+                    name: self.node_names[h.node as usize].clone(),
+                    lid: h.lid,
+                    msg_network_latency_ps: s.lat.summary(),
+                    msg_first2first_network_latency_ps: s.f2f.summary(),
+                    packet_fabric_time_ps: s.pft.summary(),
+                    waiting_time_ps: s.wait.summary(),
+                    time_last_packet_consumed_ps: s.last_consumed,
+                    sink_bw_mbps: bw,
+                    bytes_arrived_after_start: s.bytes_after_start,
+                    vl_total_flits: s.vl_flits[..self.nvl].to_vec(),
+                    ooo_window_pkts: s.ooo_window.summary(),
+                    ooo_packets: s.ooo,
+                    in_order_packets: s.inorder,
+                    oo_io_packets_ratio: if s.inorder == 0 { 0.0 } else { s.ooo as f64 / s.inorder as f64 },
+                    num_srcs: s.ooo_next.len() as u64,
+                    enough_pkts_network_latency_ps: s.enough_lat.summary(),
+                    last_to_enough_pkt_arrival_ps: s.enough_gap.summary(),
+                    cnps_received: s.cnps_in,
+                    cnps_sent: s.cnps_out,
+                    ccti: h.cc.ccti,
+                    ccti_max: h.cc.ccti_max,
+                }
+            })
+            .collect();
+        let generators = self
+            .hcas
+            .iter()
+            .map(|h| GenReport {
+                name: self.node_names[h.node as usize].clone(),
+                bytes_sent: h.gen.bytes_sent,
+                flits_sent: h.gen.flits_sent,
+                bw_bytes_per_sec: match h.gen.first_flit {
+                    Some(t0) if now > t0 => h.gen.bytes_sent as f64 / ((now - t0) as f64 * 1e-12),
+                    _ => 0.0,
+                },
+            })
+            .collect();
+        let mut obufs = Vec::new();
+        let mut ibufs = Vec::new();
+        for port in &self.ports {
+            if port.peer == NONE {
+                continue;
+            }
+            let ob = &port.ob;
+            let peer = &self.ports[port.peer as usize];
+            // samples of skipped ticks of a dormant obuf are zeros
+            let mut qd = ob.qdepth.clone();
+            if ob.dormant {
+                qd.add_n(0, now / self.tm.cred - ob.last_tick / self.tm.cred);
+            }
+            obufs.push(ObufReport {
+                node: self.node_names[port.node as usize].clone(),
+                port: port.local,
+                peer: Some(format!("{}[{}]", self.node_names[peer.node as usize], peer.local)),
+                output_bw_bytes_per_sec: match ob.first_tx {
+                    Some(t0) if now > t0 => ob.bytes as f64 / ((now - t0) as f64 * 1e-12),
+                    _ => 0.0,
+                },
+                bytes_sent: ob.bytes,
+                data_flits_sent: ob.data_flits,
+                fc_packets_sent: ob.fc_pkts,
+                utilisation: if now > 0 { ob.busy.min(now) as f64 / now as f64 } else { 0.0 },
+                busy_ps: ob.busy,
+                queue_depth: qd.summary(),
+                flits_sources: ob.sources.summary(),
+                elastic_overflows: ob.overflows,
+            });
+            ibufs.push(IbufReport {
+                node: self.node_names[port.node as usize].clone(),
+                port: port.local,
+                free_credits: port.ib.free_stat.iter().map(|s| s.summary()).collect(),
+                dropped_flits: port.ib.drops,
+            });
+        }
+        let completed = self.msgs.iter().filter(|m| m.done.is_some()).count() as u64;
+        Report {
+            topology: self.topo_name.clone(),
+            now_ps: now,
+            events_processed: self.events,
+            flits_generated: self.flits_generated,
+            flits_consumed: self.flits_consumed,
+            flits_in_flight: self.flits_generated - self.flits_consumed - self.flits_dropped,
+            flits_dropped: self.flits_dropped,
+            messages_injected: self.msgs.len() as u64,
+            messages_completed: completed,
+            messages_in_flight: self.in_flight as u64,
+            sinks,
+            generators,
+            obufs,
+            ibufs,
+            messages: messages.then(|| {
+                self.msgs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| MsgReport {
+                        id: i as u64,
+                        src_lid: self.hcas[m.src as usize].lid,
+                        dst_lid: m.dst_lid,
+                        bytes: m.bytes,
+                        injected_ps: m.injected,
+                        first_flit_stamp_ps: m.first_stamp,
+                        network_latency_ps: m.net_latency,
+                        completed_ps: m.done,
+                    })
+                    .collect()
+            }),
+        }
+    }
+
+    /// Zero-load latency (injection to last flit consumed) of a lone
+    /// message, derived from the timing rules without simulation. See
+    /// `crate::zeroload` for the derivation and its assumptions.
+    pub fn zero_load_latency(&self, src_hca: usize, dst_hca: usize, bytes: u64) -> Time {
+        let switches = self.check_route(src_hca, self.hcas[dst_hca].lid).unwrap_or(0);
+        Time(crate::zeroload::latency(&self.p, &self.tm, switches, bytes))
+    }
+
+    /// Route length in switches between two HCAs.
+    pub fn switches_between(&self, src_hca: usize, dst_hca: usize) -> Result<usize, FabricError> {
+        self.check_route(src_hca, self.hcas[dst_hca].lid)
+    }
+
+    #[doc(hidden)]
+    pub fn lazy_credit_timer_active(&self) -> bool {
+        self.lazy
+    }
+
+    #[doc(hidden)]
+    pub fn msg_dst_hca(&self, id: MsgId) -> usize {
+        self.msgs[id as usize].dst_hca as usize
+    }
+
+    #[doc(hidden)]
+    pub fn msg_src_hca(&self, id: MsgId) -> usize {
+        self.msgs[id as usize].src as usize
+    }
+}
+
+fn synced(ob: &Obuf, nvl: usize) -> bool {
+    (0..nvl).all(|v| ob.fctbs[v] == ob.sent_fctbs[v] && ob.fccl[v] == ob.sent_fccl[v])
+}
+
+fn dummy_arb() -> Arb {
+    Arb {
+        inputs: 0,
+        hoq: Vec::new(),
+        t_arr: Vec::new(),
+        res: Vec::new(),
+        fccl: [0; 8],
+        fctbs: [0; 8],
+        pop_pending: false,
+        inside: false,
+        last_vl: 0,
+        last_port: [0; 8],
+        last: 0,
+        high: [ArbEntry::default(); 8],
+        low: [ArbEntry::default(); 8],
+        used_high: [0; 8],
+        used_low: [0; 8],
+        idx_high: 0,
+        idx_low: 0,
+        last_high: false,
+        high_left: 0,
+        mark_ctr: 0,
+    }
+}
+
+/// Structural checks the engine relies on (the topology module validates
+/// routes; these keep the engine from indexing out of bounds).
+fn check_topology(t: &Topology) -> Result<(), ConfigError> {
+    let err = |m: String| Err(ConfigError::Topology(m));
+    if !t.nodes.iter().any(|n| n.is_hca()) {
+        return err(format!("{}: no HCA", t.name));
+    }
+    let mut seen_lid = std::collections::HashSet::new();
+    for n in &t.nodes {
+        match &n.kind {
+            NodeKind::Hca { lid } => {
+                if *lid == 0 {
+                    return err(format!("HCA {} has LID 0", n.name));
+                }
+                if !seen_lid.insert(*lid) {
+                    return err(format!("LID {lid} is used twice (again by {})", n.name));
+                }
+            }
+            NodeKind::Switch { ports, .. } => {
+                if *ports == 0 {
+                    return err(format!("switch {} has no ports", n.name));
+                }
+            }
+        }
+    }
+    let mut used = std::collections::HashSet::new();
+    for l in &t.links {
+        for e in [l.a, l.b] {
+            let Some(n) = t.nodes.get(e.node) else {
+                return err(format!("link to node index {} which does not exist", e.node));
+            };
+            if e.port >= n.num_ports() {
+                return err(format!("link to port {} of {} which has {} ports", e.port, n.name, n.num_ports()));
+            }
+            if !used.insert(e) {
+                return err(format!("port {} of {} is cabled twice", e.port, n.name));
+            }
+        }
+    }
+    for n in t.nodes.iter().filter(|n| n.is_hca()) {
+        let i = t.nodes.iter().position(|x| std::ptr::eq(x, n)).unwrap();
+        if !used.contains(&crate::topology::PortRef { node: i, port: 0 }) {
+            return err(format!("HCA {} is not connected", n.name));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,647 @@
+//! Parameters of the fabric (ibfabric.md section 7, congestion control of
+//! section 12, quirk switches of section 10) and the shipped presets.
+//!
+//! Every delay given "per byte" is in ns per byte; every other delay is in
+//! ns (fractions allowed). They are converted to integer picoseconds by
+//! [`ps`] (round to nearest, halves up, sec. 1.2), each delay on its own.
+//!
+//! Overrides: a TOML file (`[params]`-less flat table of the keys below) and
+//! `key=value` strings. Unknown keys are errors naming the key.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Errors in parameters or configuration (all reported by [`crate::Fabric::new`]
+/// or the parameter loaders, never at run time).
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ConfigError {
+    #[error("unknown preset `{0}` (known: qdr, thesis-ddr, hcyang99)")]
+    UnknownPreset(String),
+    #[error("unknown parameter `{key}`{hint}")]
+    UnknownKey { key: String, hint: String },
+    #[error("parameter `{key}`: {msg}")]
+    BadValue { key: String, msg: String },
+    #[error("{file}: {msg}")]
+    File { file: String, msg: String },
+    #[error("malformed override `{0}`: expected key=value")]
+    MalformedOverride(String),
+    #[error("topology: {0}")]
+    Topology(String),
+    #[error("invalid parameters: {0}")]
+    Invalid(String),
+}
+
+/// All fabric parameters. Field names are the TOML keys.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    // ---- data units -------------------------------------------------
+    /// Flit size in bytes (one credit).
+    pub flit_size: u32,
+    /// ibuf width: the statics are scaled by width/4.
+    pub width: u32,
+    /// Highest VL index in use (0 = one data VL). At most 7.
+    pub max_vl: u8,
+    // ---- generator --------------------------------------------------
+    /// Push period per byte (push = round(flit_size * this)).
+    pub gen_dly_per_byte_ns: f64,
+    /// Generator-to-arbiter delay per byte (Tgpop).
+    pub gen_pop_dly_per_byte_ns: f64,
+    pub max_queued_per_vl: u32,
+    /// Accepted, never limits a single app (Q9).
+    pub max_cont_pkts: u32,
+    // ---- app defaults -------------------------------------------------
+    /// App-to-generator delay of every message.
+    pub msg2msg_gap_ns: f64,
+    /// MTU in bytes (payload bytes per packet).
+    pub msg_mtu: u32,
+    /// Message length in bytes for the `param` length mode.
+    pub msg_length: u64,
+    /// `param` (use msg_length) or `set` (draw from msg_len_set with msg_len_prob).
+    pub msg_len_mode: String,
+    pub msg_len_set: Vec<u64>,
+    pub msg_len_prob: Vec<f64>,
+    /// Send queue = SL = VL of every message.
+    pub msg_sq: u8,
+    /// Seed for `seq_rand` and `set` draws.
+    pub seed: u64,
+    // ---- sink ---------------------------------------------------------
+    pub sink_pop_dly_per_byte_ns: f64,
+    pub hiccup_duration_ns: f64,
+    pub hiccup_delay_ns: f64,
+    pub start_stat_col_ns: f64,
+    pub rep_first_packets: u32,
+    // ---- obuf ---------------------------------------------------------
+    pub obuf_size_switch: u32,
+    pub obuf_size_hca: u32,
+    pub cred_min_time_ns: f64,
+    pub obuf_enabled: bool,
+    // ---- ibuf ---------------------------------------------------------
+    /// Static credits per VL (maxStatic0..7), in flits.
+    pub max_static: Vec<u32>,
+    pub total_buffer_size: u32,
+    pub max_being_sent: u32,
+    pub lossy_mode: bool,
+    // ---- switch -------------------------------------------------------
+    pub isw_delay_ns: f64,
+    pub vsw_delay_ns: f64,
+    // ---- vlarb --------------------------------------------------------
+    pub core_freq_switch_mhz: f64,
+    pub core_freq_hca_mhz: f64,
+    pub bus_width_switch: u32,
+    pub bus_width_hca: u32,
+    /// In 4 KiB units (highLeft starts at vl_high_limit * 64 flits).
+    pub vl_high_limit: u32,
+    pub high_vl_arb_entries: String,
+    pub low_vl_arb_entries: String,
+    pub use_fcfs_rq_arb: bool,
+    // ---- links --------------------------------------------------------
+    /// Lanes per link (4x).
+    pub link_width: u32,
+    /// Lane speed: "SDR", "DDR", "QDR", "FDR" or a number of Gb/s.
+    pub link_speed: String,
+    // ---- packetisation (sec. 3.3, 13) ---------------------------------
+    /// Header bytes added to every packet (thesis preset: 20).
+    pub pkt_header_bytes: u32,
+    /// Last flit of a packet is short (thesis preset) instead of padded.
+    pub short_last_flit: bool,
+    // ---- quirk switches (sec. 10) -------------------------------------
+    /// Q1: `floor(B/M)` packets as the reference (a message shorter than
+    /// the MTU is then a configuration error instead of a crash).
+    pub legacy_packet_count: bool,
+    /// Q4: let an obuf exceed its size (counted) instead of a fatal error.
+    pub elastic_obuf: bool,
+    // ---- engine -------------------------------------------------------
+    /// Idle obufs stop their credit timer and catch up on activity
+    /// (identical timing, sec. "idle fabric"). `false` = always tick.
+    pub lazy_credit_timer: bool,
+    // ---- congestion control (sec. 12) ---------------------------------
+    pub cc_enabled: bool,
+    /// Marking candidate when more than this many flits are queued for the
+    /// same (output, VL) across the switch's input buffers.
+    pub cc_threshold: u32,
+    pub cc_markrate: u32,
+    pub cc_cct_limit: u32,
+    pub cc_cct_min: u32,
+    pub cc_timer_ns: f64,
+    /// CCT[i] = i^2 * cc_cct_coeff_ns.
+    pub cc_cct_coeff_ns: f64,
+    /// Injection interval per unit (flit) in CC mode before the CCT delay.
+    pub cc_base_interval_ns: f64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params::qdr()
+    }
+}
+
+/// Names of the shipped presets.
+pub const PRESETS: &[&str] = &["qdr", "thesis-ddr", "hcyang99"];
+
+impl Params {
+    /// The reference defaults (4x QDR), sec. 7.1 effective values.
+    pub fn qdr() -> Params {
+        Params {
+            flit_size: 64,
+            width: 4,
+            max_vl: 0,
+            gen_dly_per_byte_ns: 0.3077,
+            gen_pop_dly_per_byte_ns: 0.25,
+            max_queued_per_vl: 4,
+            max_cont_pkts: 10,
+            msg2msg_gap_ns: 1.0,
+            msg_mtu: 2048,
+            msg_length: 131072,
+            msg_len_mode: "param".into(),
+            msg_len_set: vec![],
+            msg_len_prob: vec![],
+            msg_sq: 0,
+            seed: 1,
+            sink_pop_dly_per_byte_ns: 0.3077,
+            hiccup_duration_ns: 1.0,
+            hiccup_delay_ns: 10_000_000.0,
+            start_stat_col_ns: 100_000.0,
+            rep_first_packets: 0,
+            obuf_size_switch: 78,
+            obuf_size_hca: 36,
+            cred_min_time_ns: 256.0,
+            obuf_enabled: true,
+            max_static: vec![200; 8],
+            total_buffer_size: 1000,
+            max_being_sent: 3,
+            lossy_mode: false,
+            isw_delay_ns: 50.0,
+            vsw_delay_ns: 50.0,
+            core_freq_switch_mhz: 250.0,
+            core_freq_hca_mhz: 200.0,
+            bus_width_switch: 24,
+            bus_width_hca: 16,
+            vl_high_limit: 16,
+            high_vl_arb_entries: "0:1 1:20 2:40 3:80".into(),
+            low_vl_arb_entries: "0:1 1:20 2:40 3:80".into(),
+            use_fcfs_rq_arb: false,
+            link_width: 4,
+            link_speed: "QDR".into(),
+            pkt_header_bytes: 0,
+            short_last_flit: false,
+            legacy_packet_count: false,
+            elastic_obuf: false,
+            lazy_credit_timer: true,
+            cc_enabled: false,
+            cc_threshold: 0,
+            cc_markrate: 3,
+            cc_cct_limit: 127,
+            cc_cct_min: 0,
+            cc_timer_ns: 10_000.0,
+            cc_cct_coeff_ns: 3300.0 / 6889.0,
+            cc_base_interval_ns: 512.0,
+        }
+    }
+
+    /// Thesis-era preset (sec. 13): 4x DDR, sink 0.525 ns/B, 2176-byte
+    /// packets with a 20-byte header, short last flit.
+    pub fn thesis_ddr() -> Params {
+        Params {
+            link_speed: "DDR".into(),
+            sink_pop_dly_per_byte_ns: 0.525,
+            msg_mtu: 2156,
+            pkt_header_bytes: 20,
+            short_last_flit: true,
+            ..Params::qdr()
+        }
+    }
+
+    /// Congestion-control preset from the public CC fork (sec. 12.2).
+    pub fn hcyang99() -> Params {
+        Params {
+            flit_size: 2048,
+            msg_mtu: 2048,
+            obuf_size_switch: 5,
+            obuf_size_hca: 5,
+            max_static: vec![32; 8],
+            cred_min_time_ns: 4096.0,
+            max_being_sent: 1,
+            core_freq_switch_mhz: 1200.0,
+            core_freq_hca_mhz: 1000.0,
+            bus_width_switch: 24,
+            bus_width_hca: 16,
+            gen_pop_dly_per_byte_ns: 0.25,
+            gen_dly_per_byte_ns: 0.25,
+            max_vl: 1,
+            cc_enabled: true,
+            cc_threshold: 0,
+            cc_markrate: 3,
+            cc_cct_limit: 127,
+            cc_cct_min: 0,
+            cc_timer_ns: 10_000.0,
+            cc_cct_coeff_ns: 3300.0 / 6889.0,
+            cc_base_interval_ns: 512.0,
+            ..Params::qdr()
+        }
+    }
+
+    pub fn preset(name: &str) -> Result<Params, ConfigError> {
+        match name {
+            "qdr" | "default" => Ok(Params::qdr()),
+            "thesis-ddr" | "thesis" => Ok(Params::thesis_ddr()),
+            "hcyang99" | "cc" => Ok(Params::hcyang99()),
+            _ => Err(ConfigError::UnknownPreset(name.to_string())),
+        }
+    }
+
+    fn to_table(&self) -> toml::Table {
+        match toml::Value::try_from(self) {
+            Ok(toml::Value::Table(t)) => t,
+            _ => unreachable!("Params serialises to a table"),
+        }
+    }
+
+    fn from_table(t: toml::Table, origin: &str) -> Result<Params, ConfigError> {
+        toml::Value::Table(t)
+            .try_into::<Params>()
+            .map_err(|e| ConfigError::File { file: origin.to_string(), msg: e.to_string() })
+    }
+
+    /// Apply a TOML configuration text (flat table of parameter keys; an
+    /// optional `preset = "name"` key first selects a base preset).
+    pub fn apply_toml(&self, text: &str, origin: &str) -> Result<Params, ConfigError> {
+        let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let (line, col) = e
+                .span()
+                .map(|s| line_col(text, s.start))
+                .unwrap_or((0, 0));
+            ConfigError::File {
+                file: format!("{origin}:{line}:{col}"),
+                msg: e.message().trim().to_string(),
+            }
+        })?;
+        let mut base = self.clone();
+        if let Some(p) = doc.get("preset") {
+            let name = p.as_str().ok_or_else(|| ConfigError::BadValue {
+                key: "preset".into(),
+                msg: "expected a string".into(),
+            })?;
+            base = Params::preset(name)?;
+        }
+        let mut t = base.to_table();
+        for (k, v) in doc {
+            if k == "preset" {
+                continue;
+            }
+            if !t.contains_key(&k) {
+                return Err(ConfigError::UnknownKey { key: k.clone(), hint: format!(" in {origin}") });
+            }
+            t.insert(k, v);
+        }
+        Params::from_table(t, origin)
+    }
+
+    /// Apply one `key=value` override. The value is read as TOML (numbers,
+    /// booleans, arrays, quoted strings); a bare word is taken as a string.
+    pub fn apply_override(&self, kv: &str) -> Result<Params, ConfigError> {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| ConfigError::MalformedOverride(kv.to_string()))?;
+        let key = k.trim().replace('-', "_");
+        let mut t = self.to_table();
+        let old = t.get(&key).ok_or_else(|| ConfigError::UnknownKey {
+            key: key.clone(),
+            hint: String::new(),
+        })?;
+        let raw = v.trim();
+        let value = if old.is_str() && !raw.starts_with('"') {
+            toml::Value::String(raw.to_string())
+        } else {
+            let doc: toml::Table = format!("x = {raw}").parse().map_err(|_| ConfigError::BadValue {
+                key: key.clone(),
+                msg: format!("cannot parse `{raw}`"),
+            })?;
+            let mut v = doc["x"].clone();
+            // integers given for float parameters
+            if old.is_float() {
+                if let Some(i) = v.as_integer() {
+                    v = toml::Value::Float(i as f64);
+                }
+            }
+            v
+        };
+        if std::mem::discriminant(old) != std::mem::discriminant(&value) {
+            return Err(ConfigError::BadValue {
+                key,
+                msg: format!("`{raw}` has the wrong type (expected {})", old.type_str()),
+            });
+        }
+        t.insert(key.clone(), value);
+        Params::from_table(t, &format!("--set {key}"))
+    }
+
+    /// Wire rate in bits per second: width x speed x 0.8 (8b/10b, also for FDR, Q11).
+    pub fn wire_rate_bps(&self) -> Result<f64, ConfigError> {
+        let s = self.link_speed.trim();
+        let gbps = match s.to_ascii_uppercase().as_str() {
+            "SDR" => 2.5,
+            "DDR" => 5.0,
+            "QDR" => 10.0,
+            "FDR" => 14.0,
+            other => other.parse::<f64>().map_err(|_| ConfigError::BadValue {
+                key: "link_speed".into(),
+                msg: format!("`{s}`: expected SDR, DDR, QDR, FDR or Gb/s per lane"),
+            })?,
+        };
+        if !(gbps > 0.0 && gbps.is_finite()) {
+            return Err(ConfigError::BadValue { key: "link_speed".into(), msg: "must be > 0".into() });
+        }
+        Ok(self.link_width as f64 * gbps * 1e9 * 0.8)
+    }
+}
+
+fn line_col(text: &str, off: usize) -> (usize, usize) {
+    let before = &text[..off.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// Convert a real delay in ns to integer ps: round to nearest, halves up.
+pub fn ps(ns: f64) -> u64 {
+    (ns * 1000.0 + 0.5).floor() as u64
+}
+
+/// One VL arbitration table entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ArbEntry {
+    pub vl: u8,
+    pub weight: u32,
+}
+
+/// Parse `"0:1 1:20 2:40 3:80"`; missing entries have weight 0 (8 entries).
+pub fn parse_arb_table(key: &str, s: &str) -> Result<[ArbEntry; 8], ConfigError> {
+    let mut out = [ArbEntry::default(); 8];
+    let bad = |msg: String| ConfigError::BadValue { key: key.to_string(), msg };
+    for (i, tok) in s.split(|c: char| c.is_whitespace() || c == ',').filter(|t| !t.is_empty()).enumerate() {
+        if i >= 8 {
+            return Err(bad("more than 8 entries".into()));
+        }
+        let (v, w) = tok.split_once(':').ok_or_else(|| bad(format!("entry `{tok}`: expected VL:weight")))?;
+        let vl: u32 = v.parse().map_err(|_| bad(format!("entry `{tok}`: bad VL")))?;
+        let weight: u32 = w.parse().map_err(|_| bad(format!("entry `{tok}`: bad weight")))?;
+        if vl > 8 {
+            return Err(bad(format!("entry `{tok}`: VL above 8")));
+        }
+        if weight > 255 {
+            return Err(bad(format!("entry `{tok}`: weight above 255")));
+        }
+        out[i] = ArbEntry { vl: vl as u8, weight };
+    }
+    Ok(out)
+}
+
+/// Delays derived from the parameters, in ps, indexed by flit byte size.
+#[derive(Clone, Debug)]
+pub struct Timing {
+    pub push: u64,
+    pub gpop: Vec<u64>,
+    pub arb_hca: Vec<u64>,
+    pub arb_sw: Vec<u64>,
+    pub wire: Vec<u64>,
+    pub wire_fc: u64,
+    pub drain: Vec<u64>,
+    pub isw: u64,
+    pub vsw: u64,
+    pub cred: u64,
+    pub gap: u64,
+    pub hiccup_on: u64,
+    pub hiccup_off: u64,
+    pub start_stat: u64,
+    pub cc_timer: u64,
+    pub cc_base: u64,
+    pub cct: Vec<u64>,
+}
+
+impl Timing {
+    pub fn new(p: &Params) -> Result<Timing, ConfigError> {
+        p.check()?;
+        let rate = p.wire_rate_bps()?;
+        let n = p.flit_size as usize;
+        let per = |f: &dyn Fn(f64) -> f64| (0..=n).map(|b| ps(f(b as f64))).collect::<Vec<u64>>();
+        let arb = |bw: u32, mhz: f64| per(&|b| b / (bw as f64 * mhz * 1e6) * 1e9);
+        let cct = (0..=p.cc_cct_limit as u64)
+            .map(|i| ps((i * i) as f64 * p.cc_cct_coeff_ns))
+            .collect();
+        Ok(Timing {
+            push: ps(p.flit_size as f64 * p.gen_dly_per_byte_ns),
+            gpop: per(&|b| b * p.gen_pop_dly_per_byte_ns),
+            arb_hca: arb(p.bus_width_hca, p.core_freq_hca_mhz),
+            arb_sw: arb(p.bus_width_switch, p.core_freq_switch_mhz),
+            wire: per(&|b| 8.0 * b / rate * 1e9),
+            wire_fc: ps(64.0 / rate * 1e9),
+            drain: per(&|b| b * p.sink_pop_dly_per_byte_ns),
+            isw: ps(p.isw_delay_ns),
+            vsw: ps(p.vsw_delay_ns),
+            cred: ps(p.cred_min_time_ns),
+            gap: ps(p.msg2msg_gap_ns),
+            hiccup_on: ps(p.hiccup_duration_ns),
+            hiccup_off: ps(p.hiccup_delay_ns),
+            start_stat: ps(p.start_stat_col_ns),
+            cc_timer: ps(p.cc_timer_ns),
+            cc_base: ps(p.cc_base_interval_ns),
+            cct,
+        })
+    }
+}
+
+impl Params {
+    /// Consistency checks that do not need the topology.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, msg: &str| Err(ConfigError::BadValue { key: key.into(), msg: msg.into() });
+        for (key, v) in [
+            ("gen_dly_per_byte_ns", self.gen_dly_per_byte_ns),
+            ("gen_pop_dly_per_byte_ns", self.gen_pop_dly_per_byte_ns),
+            ("msg2msg_gap_ns", self.msg2msg_gap_ns),
+            ("sink_pop_dly_per_byte_ns", self.sink_pop_dly_per_byte_ns),
+            ("hiccup_duration_ns", self.hiccup_duration_ns),
+            ("hiccup_delay_ns", self.hiccup_delay_ns),
+            ("start_stat_col_ns", self.start_stat_col_ns),
+            ("cred_min_time_ns", self.cred_min_time_ns),
+            ("isw_delay_ns", self.isw_delay_ns),
+            ("vsw_delay_ns", self.vsw_delay_ns),
+            ("cc_timer_ns", self.cc_timer_ns),
+            ("cc_cct_coeff_ns", self.cc_cct_coeff_ns),
+            ("cc_base_interval_ns", self.cc_base_interval_ns),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(key, "must be a finite number >= 0");
+            }
+        }
+        for (key, v) in [
+            ("core_freq_switch_mhz", self.core_freq_switch_mhz),
+            ("core_freq_hca_mhz", self.core_freq_hca_mhz),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(key, "must be > 0");
+            }
+        }
+        if self.flit_size == 0 || self.flit_size > 65535 {
+            return bad("flit_size", "must be 1..=65535 bytes");
+        }
+        if self.max_vl > 7 {
+            return bad("max_vl", "at most 7");
+        }
+        if self.msg_sq > self.max_vl {
+            return bad("msg_sq", "must not exceed max_vl (SL = VL)");
+        }
+        if self.max_static.len() < self.max_vl as usize + 1 {
+            return bad("max_static", "needs one entry per VL 0..=max_vl");
+        }
+        if self.width == 0 || self.link_width == 0 {
+            return bad("width", "must be > 0");
+        }
+        if self.bus_width_hca == 0 || self.bus_width_switch == 0 {
+            return bad("bus_width_hca", "bus widths must be > 0");
+        }
+        if self.max_queued_per_vl == 0 {
+            return bad("max_queued_per_vl", "must be > 0");
+        }
+        if self.max_being_sent == 0 {
+            return bad("max_being_sent", "must be > 0 (0 would stall every switch input)");
+        }
+        if self.msg_mtu == 0 {
+            return bad("msg_mtu", "must be > 0");
+        }
+        if self.cred_min_time_ns <= 0.0 {
+            return bad("cred_min_time_ns", "must be > 0");
+        }
+        if !self.obuf_enabled {
+            return bad("obuf_enabled", "false is not supported: no credits would ever flow and every sender would hang");
+        }
+        let statics: u64 = self.max_static[..=self.max_vl as usize].iter().map(|&s| s as u64).sum();
+        if statics * self.width as u64 / 4 > self.total_buffer_size as u64 * self.width as u64 / 4 {
+            return bad("max_static", "static credits exceed total_buffer_size");
+        }
+        match self.msg_len_mode.as_str() {
+            "param" => {}
+            "set" => {
+                if self.msg_len_set.is_empty() || self.msg_len_set.len() != self.msg_len_prob.len() {
+                    return bad("msg_len_set", "set mode needs msg_len_set and msg_len_prob of equal, non-zero length (Q2)");
+                }
+            }
+            _ => return bad("msg_len_mode", "expected `param` or `set`"),
+        }
+        if self.cc_enabled && self.cc_markrate == 0 {
+            return bad("cc_markrate", "must be > 0");
+        }
+        if self.cc_cct_min > self.cc_cct_limit {
+            return bad("cc_cct_min", "must not exceed cc_cct_limit");
+        }
+        parse_arb_table("high_vl_arb_entries", &self.high_vl_arb_entries)?;
+        parse_arb_table("low_vl_arb_entries", &self.low_vl_arb_entries)?;
+        self.wire_rate_bps()?;
+        Ok(())
+    }
+
+    /// Packetisation of a message: the byte size of every packet (header
+    /// included). Errors for a message the reference cannot send.
+    pub fn packets(&self, bytes: u64) -> Result<Vec<u32>, ConfigError> {
+        if bytes == 0 {
+            return Err(ConfigError::BadValue { key: "msg_length".into(), msg: "a message needs at least 1 byte".into() });
+        }
+        let m = self.msg_mtu as u64;
+        let h = self.pkt_header_bytes;
+        let (n, last) = if self.legacy_packet_count {
+            let n = bytes / m;
+            if n == 0 {
+                return Err(ConfigError::BadValue {
+                    key: "msg_length".into(),
+                    msg: format!("{bytes} B is below the MTU {m} B: the reference (legacy_packet_count) would send 0 packets and crash (Q1)"),
+                });
+            }
+            let r = bytes % m;
+            (n, if r == 0 { m } else { r })
+        } else {
+            let n = bytes.div_ceil(m);
+            (n, bytes - (n - 1) * m)
+        };
+        let mut v = vec![(m as u32) + h; n as usize];
+        *v.last_mut().unwrap() = last as u32 + h;
+        Ok(v)
+    }
+
+    /// Flits of a packet of `b` bytes and the byte size of its last flit.
+    pub fn flits_of(&self, b: u32) -> (u32, u32) {
+        let f = self.flit_size;
+        let n = b.div_ceil(f).max(1);
+        let last = if self.short_last_flit { b - f * (n - 1) } else { f };
+        (n, last.max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounding_examples() {
+        assert_eq!(ps(64.0 / (24.0 * 250e6) * 1e9), 10667);
+        assert_eq!(ps(64.0 * 0.3077), 19693);
+        assert_eq!(ps(512.0 / 44.8e9 * 1e9), 11429);
+        let t = Timing::new(&Params::qdr()).unwrap();
+        assert_eq!((t.push, t.gpop[64], t.arb_hca[64], t.arb_sw[64]), (19693, 16000, 20000, 10667));
+        assert_eq!((t.wire[64], t.wire_fc, t.drain[64], t.cred), (16000, 2000, 19693, 256000));
+        let d = Timing::new(&Params::thesis_ddr()).unwrap();
+        assert_eq!((d.wire[64], d.wire_fc, d.drain[64], d.drain[20]), (32000, 4000, 33600, 10500));
+        let c = Timing::new(&Params::hcyang99()).unwrap();
+        assert_eq!(c.cct[127], ps(127.0 * 127.0 * 3300.0 / 6889.0));
+    }
+
+    #[test]
+    fn packetisation() {
+        let p = Params::qdr();
+        assert_eq!(p.packets(131072).unwrap().len(), 64);
+        let mut q = p.clone();
+        q.msg_mtu = 1600;
+        assert_eq!(q.packets(400000).unwrap().len(), 250);
+        q.msg_mtu = 2048;
+        let v = q.packets(400000).unwrap();
+        assert_eq!((v.len(), *v.last().unwrap()), (196, 400000 - 195 * 2048));
+        q.legacy_packet_count = true;
+        let v = q.packets(400000).unwrap();
+        assert_eq!((v.len(), *v.last().unwrap()), (195, 400000 % 2048));
+        assert!(q.packets(100).is_err());
+        let t = Params::thesis_ddr();
+        let v = t.packets(10000).unwrap();
+        assert_eq!(v, vec![2176, 2176, 2176, 1396]);
+        assert_eq!(t.flits_of(2176), (34, 64));
+        assert_eq!(t.flits_of(2068), (33, 20));
+        assert_eq!(t.flits_of(20), (1, 20));
+    }
+
+    #[test]
+    fn overrides() {
+        let p = Params::qdr().apply_override("isw_delay_ns=40").unwrap();
+        assert_eq!(p.isw_delay_ns, 40.0);
+        let p = p.apply_override("link_speed=DDR").unwrap();
+        assert_eq!(p.link_speed, "DDR");
+        let e = p.apply_override("no_such=1").unwrap_err();
+        assert!(e.to_string().contains("no_such"), "{e}");
+        assert!(p.apply_override("isw_delay_ns").is_err());
+        assert!(p.apply_override("isw_delay_ns=abc").is_err());
+        assert!(p.apply_override("max_vl=true").is_err());
+        let e = p.apply_toml("isw_delay_ns = 3\nbogus = 2\n", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("bogus"), "{e}");
+        let q = p.apply_toml("preset = \"thesis-ddr\"\nvsw_delay_ns = 7.5\n", "x.toml").unwrap();
+        assert_eq!((q.vsw_delay_ns, q.pkt_header_bytes), (7.5, 20));
+        let e = p.apply_toml("isw_delay_ns = \n", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("x.toml:1"), "{e}");
+    }
+
+    #[test]
+    fn arb_tables() {
+        let t = parse_arb_table("k", "0:1 1:20 2:40 3:80").unwrap();
+        assert_eq!(t[3], ArbEntry { vl: 3, weight: 80 });
+        assert_eq!(t[4].weight, 0);
+        assert!(parse_arb_table("k", "9:1").is_err());
+        assert!(parse_arb_table("k", "1:256").is_err());
+        assert!(parse_arb_table("k", "1-2").is_err());
+    }
+}

@@ -1,0 +1,181 @@
+//! Statistics accumulators and the serialisable report (ibfabric.md section 8).
+
+use serde::Serialize;
+
+/// count/mean/stddev/min/max/sum/sum-of-squares of integer samples (ps or
+/// counts), accumulated exactly.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Stat {
+    pub n: u64,
+    pub sum: u128,
+    pub sumsq: u128,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Stat {
+    #[inline]
+    pub fn add(&mut self, x: u64) {
+        if self.n == 0 || x < self.min {
+            self.min = x;
+        }
+        if x > self.max {
+            self.max = x;
+        }
+        self.n += 1;
+        self.sum += x as u128;
+        self.sumsq += (x as u128) * (x as u128);
+    }
+    /// Add `k` samples of value `x`.
+    pub fn add_n(&mut self, x: u64, k: u64) {
+        if k == 0 {
+            return;
+        }
+        if self.n == 0 || x < self.min {
+            self.min = x;
+        }
+        if x > self.max {
+            self.max = x;
+        }
+        self.n += k;
+        self.sum += x as u128 * k as u128;
+        self.sumsq += (x as u128) * (x as u128) * k as u128;
+    }
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.n as f64
+        }
+    }
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        let m = self.sum as f64 / n;
+        let var = (self.sumsq as f64 - n * m * m) / (n - 1.0);
+        var.max(0.0).sqrt()
+    }
+    pub fn summary(&self) -> StatSummary {
+        StatSummary {
+            count: self.n,
+            mean: self.mean(),
+            stddev: self.stddev(),
+            min: if self.n == 0 { 0 } else { self.min },
+            max: self.max,
+            sum: self.sum.to_string(),
+        }
+    }
+}
+
+/// Serialised form of a [`Stat`] (values in the unit of the statistic).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StatSummary {
+    pub count: u64,
+    pub mean: f64,
+    pub stddev: f64,
+    pub min: u64,
+    pub max: u64,
+    /// Exact sum, as a decimal string (may exceed 2^64).
+    pub sum: String,
+}
+
+/// Per-HCA sink statistics (times in ps).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SinkReport {
+    pub name: String,
+    pub lid: u16,
+    pub msg_network_latency_ps: StatSummary,
+    pub msg_first2first_network_latency_ps: StatSummary,
+    pub packet_fabric_time_ps: StatSummary,
+    pub waiting_time_ps: StatSummary,
+    pub time_last_packet_consumed_ps: u64,
+    pub sink_bw_mbps: f64,
+    pub bytes_arrived_after_start: u64,
+    pub vl_total_flits: Vec<u64>,
+    pub ooo_window_pkts: StatSummary,
+    pub ooo_packets: u64,
+    pub in_order_packets: u64,
+    pub oo_io_packets_ratio: f64,
+    pub num_srcs: u64,
+    pub enough_pkts_network_latency_ps: StatSummary,
+    pub last_to_enough_pkt_arrival_ps: StatSummary,
+    pub cnps_received: u64,
+    pub cnps_sent: u64,
+    pub ccti: u32,
+    pub ccti_max: u32,
+}
+
+/// Per-port output buffer statistics and utilisation.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ObufReport {
+    pub node: String,
+    pub port: u16,
+    pub peer: Option<String>,
+    pub output_bw_bytes_per_sec: f64,
+    pub bytes_sent: u64,
+    pub data_flits_sent: u64,
+    pub fc_packets_sent: u64,
+    /// Fraction of the run the link was transmitting (data and FC).
+    pub utilisation: f64,
+    pub busy_ps: u64,
+    pub queue_depth: StatSummary,
+    pub flits_sources: StatSummary,
+    pub elastic_overflows: u64,
+}
+
+/// Per-port input buffer statistics.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct IbufReport {
+    pub node: String,
+    pub port: u16,
+    /// Free credits sampled after each arrival, per VL (the reference's
+    /// "Used Static Credits", Q14).
+    pub free_credits: Vec<StatSummary>,
+    pub dropped_flits: u64,
+}
+
+/// Generator summary per HCA.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct GenReport {
+    pub name: String,
+    pub bytes_sent: u64,
+    pub flits_sent: u64,
+    pub bw_bytes_per_sec: f64,
+}
+
+/// One message's timing (ps).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct MsgReport {
+    pub id: u64,
+    pub src_lid: u16,
+    pub dst_lid: u16,
+    pub bytes: u64,
+    pub injected_ps: u64,
+    /// Injection stamp of the first flit (Msg-Network-Latency origin).
+    pub first_flit_stamp_ps: Option<u64>,
+    pub network_latency_ps: Option<u64>,
+    pub completed_ps: Option<u64>,
+}
+
+/// Everything [`crate::Fabric::report`] returns.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    pub topology: String,
+    pub now_ps: u64,
+    pub events_processed: u64,
+    pub flits_generated: u64,
+    pub flits_consumed: u64,
+    pub flits_in_flight: u64,
+    pub flits_dropped: u64,
+    pub messages_injected: u64,
+    pub messages_completed: u64,
+    pub messages_in_flight: u64,
+    pub sinks: Vec<SinkReport>,
+    pub generators: Vec<GenReport>,
+    pub obufs: Vec<ObufReport>,
+    pub ibufs: Vec<IbufReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<MsgReport>>,
+}

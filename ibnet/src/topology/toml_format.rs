@@ -1,0 +1,518 @@
+//! ibnet's own TOML topology format (docs/topology.md), its writer, and the
+//! `load` entry point that also accepts IBDM `.topo` files and TOML files
+//! with an `[ibdm]` table.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::error::{read_text, Loc, TopoError};
+use super::ibdm::{self, IbdmFiles};
+use super::{route, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions, NO_ROUTE};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTopo {
+    name: Option<String>,
+    routing: Option<Spanned<String>>,
+    allow_unroutable: Option<bool>,
+    nodes: Option<Vec<Spanned<RawNode>>>,
+    links: Option<Vec<Spanned<String>>>,
+    ranks: Option<Vec<Spanned<String>>>,
+    rank_file: Option<Spanned<String>>,
+    fdb: Option<BTreeMap<Spanned<String>, Spanned<Vec<u16>>>>,
+    ibdm: Option<RawIbdm>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    hca: Option<String>,
+    switch: Option<String>,
+    lid: Option<u16>,
+    ports: Option<u16>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIbdm {
+    topo: String,
+    hcas: Option<String>,
+    fdbs: Option<String>,
+    fdbs_ini: Option<String>,
+}
+
+/// Load a topology file: `*.topo` is imported as IBDM (sibling files by
+/// naming convention, see [`IbdmFiles::by_convention`]); anything else is
+/// read as ibnet TOML (which may itself point at IBDM files with an
+/// `[ibdm]` table). The result is routed and validated.
+pub fn load(path: &Path) -> Result<Topology, TopoError> {
+    if path.extension().is_some_and(|e| e == "topo") {
+        let files = IbdmFiles::by_convention(path)?;
+        return ibdm::load_files(&files, None, &ValidateOptions::default());
+    }
+    load_toml_str(&read_text(path)?, path)
+}
+
+/// Command-line convenience: `spec` is a path to a topology file (see
+/// [`load`]) if such a file exists, else a built-in name (see
+/// [`super::builtin`]).
+pub fn open(spec: &str) -> Result<Topology, TopoError> {
+    let path = Path::new(spec);
+    if path.exists() {
+        return load(path);
+    }
+    match super::builtin(spec) {
+        Err(TopoError::UnknownBuiltin(_)) => Err(TopoError::Invalid(format!(
+            "{spec:?} is neither an existing file nor a built-in topology \
+             (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, fattree:P:L, chain:N)"
+        ))),
+        r => r,
+    }
+}
+
+/// Parse ibnet TOML text; `path` names the file in messages and is the base
+/// for relative paths inside it.
+pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
+    let at = |span: std::ops::Range<usize>| Loc::at_offset(path, text, span.start);
+    let raw: RawTopo = toml::from_str(text).map_err(|e| {
+        let loc = match e.span() {
+            Some(s) => at(s),
+            None => Loc::file(path),
+        };
+        TopoError::parse(loc, e.message().trim().replace('\n', ": "))
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let rel = |p: &str| -> PathBuf { base.join(p) };
+    let opts = ValidateOptions {
+        allow_unroutable: raw.allow_unroutable.unwrap_or(false),
+    };
+    let routing = match &raw.routing {
+        None => None,
+        Some(r) => Some(Routing::parse(r.get_ref()).ok_or_else(|| {
+            TopoError::parse(
+                at(r.span()),
+                format!(
+                    "routing must be \"minhop\", \"updown\" or \"tables\", found {:?}",
+                    r.get_ref()
+                ),
+            )
+        })?),
+    };
+
+    let mut t = if let Some(ib) = &raw.ibdm {
+        if raw.nodes.is_some() || raw.links.is_some() || raw.fdb.is_some() {
+            return Err(TopoError::parse(
+                Loc::file(path),
+                "a file with an [ibdm] table must not also have nodes, links or fdb",
+            ));
+        }
+        let topo = rel(&ib.topo);
+        let mut files = match &ib.hcas {
+            Some(h) => IbdmFiles {
+                topo: topo.clone(),
+                hcas: rel(h),
+                fdbs: None,
+                fdbs_ini: None,
+            },
+            None => IbdmFiles::by_convention(&topo)?,
+        };
+        match (&ib.fdbs, &ib.fdbs_ini) {
+            (Some(f), Some(i)) => {
+                files.fdbs = Some(rel(f));
+                files.fdbs_ini = Some(rel(i));
+            }
+            (None, None) => {
+                if ib.hcas.is_some() {
+                    files.fdbs = None;
+                    files.fdbs_ini = None;
+                }
+            }
+            _ => {
+                return Err(TopoError::parse(
+                    Loc::file(path),
+                    "[ibdm]: fdbs and fdbs_ini must be given together",
+                ))
+            }
+        }
+        let mut t = ibdm::load_files(&files, routing, &opts)?;
+        if let Some(n) = &raw.name {
+            t.name = n.clone();
+        }
+        t
+    } else {
+        build_native(&raw, text, path, routing)?
+    };
+
+    // ranks
+    match (&raw.ranks, &raw.rank_file) {
+        (Some(_), Some(f)) => {
+            return Err(TopoError::parse(
+                at(f.span()),
+                "give either ranks or rank_file, not both",
+            ))
+        }
+        (Some(list), None) => {
+            let mut placed: HashMap<usize, usize> = HashMap::new();
+            for (r, name) in list.iter().enumerate() {
+                let node = match t.node_by_name(name.get_ref()) {
+                    Some(n) if t.nodes[n].is_hca() => n,
+                    Some(_) => {
+                        return Err(TopoError::parse(
+                            at(name.span()),
+                            format!("rank {r}: {} is a switch", name.get_ref()),
+                        ))
+                    }
+                    None => {
+                        return Err(TopoError::parse(
+                            at(name.span()),
+                            format!("rank {r}: no HCA named {:?}", name.get_ref()),
+                        ))
+                    }
+                };
+                if let Some(q) = placed.insert(node, r) {
+                    return Err(TopoError::parse(
+                        at(name.span()),
+                        format!(
+                            "ranks {q} and {r} are both mapped to HCA {}",
+                            name.get_ref()
+                        ),
+                    ));
+                }
+                t.ranks.push(node);
+            }
+        }
+        (None, Some(f)) => t.ranks = super::load_rank_file(&rel(f.get_ref()), &t)?,
+        (None, None) => {}
+    }
+    t.validate_with(&opts).map_err(|e| e.in_file(path))?;
+    Ok(t)
+}
+
+fn build_native(
+    raw: &RawTopo,
+    text: &str,
+    path: &Path,
+    routing: Option<Routing>,
+) -> Result<Topology, TopoError> {
+    let at = |span: std::ops::Range<usize>| Loc::at_offset(path, text, span.start);
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut explicit_lids: HashMap<u16, usize> = HashMap::new();
+    let mut wants_lid: Vec<usize> = Vec::new();
+    for rn in raw.nodes.iter().flatten() {
+        let loc = || at(rn.span());
+        let n = rn.get_ref();
+        let (name, kind) = match (&n.hca, &n.switch) {
+            (Some(h), None) => {
+                if n.ports.is_some() {
+                    return Err(TopoError::parse(
+                        loc(),
+                        format!("HCA {h}: HCAs have one port; drop `ports`"),
+                    ));
+                }
+                let lid = match n.lid {
+                    Some(0) => {
+                        return Err(TopoError::parse(
+                            loc(),
+                            format!("HCA {h}: LID 0 is invalid (LIDs start at 1)"),
+                        ))
+                    }
+                    Some(l) => {
+                        if let Some(&o) = explicit_lids.get(&l) {
+                            return Err(TopoError::parse(
+                                loc(),
+                                format!("HCA {h}: LID {l} is already used by {}", nodes[o].name),
+                            ));
+                        }
+                        explicit_lids.insert(l, nodes.len());
+                        l
+                    }
+                    None => {
+                        wants_lid.push(nodes.len());
+                        0
+                    }
+                };
+                (h.clone(), NodeKind::Hca { lid })
+            }
+            (None, Some(s)) => {
+                if n.lid.is_some() {
+                    return Err(TopoError::parse(
+                        loc(),
+                        format!("switch {s}: switches have no LID in this model"),
+                    ));
+                }
+                let ports = match n.ports {
+                    Some(p) if (1..=255).contains(&p) => p,
+                    Some(p) => {
+                        return Err(TopoError::parse(
+                            loc(),
+                            format!("switch {s}: ports = {p}, must be 1..=255"),
+                        ))
+                    }
+                    None => {
+                        return Err(TopoError::parse(
+                            loc(),
+                            format!("switch {s}: missing `ports`"),
+                        ))
+                    }
+                };
+                (
+                    s.clone(),
+                    NodeKind::Switch {
+                        ports,
+                        fdb: Vec::new(),
+                    },
+                )
+            }
+            _ => {
+                return Err(TopoError::parse(
+                    loc(),
+                    "a node needs exactly one of `hca = \"name\"` or `switch = \"name\"`",
+                ))
+            }
+        };
+        if name.is_empty() || name.contains(char::is_whitespace) || name.contains("<->") {
+            return Err(TopoError::parse(
+                loc(),
+                format!("bad node name {name:?} (no whitespace, not empty)"),
+            ));
+        }
+        if by_name.insert(name.clone(), nodes.len()).is_some() {
+            return Err(TopoError::parse(
+                loc(),
+                format!("node name {name:?} declared twice"),
+            ));
+        }
+        nodes.push(Node { name, kind });
+    }
+    // HCAs without a LID get the lowest free LIDs, in node order.
+    let mut next = 1u16;
+    for i in wants_lid {
+        while explicit_lids.contains_key(&next) {
+            next = next
+                .checked_add(1)
+                .ok_or_else(|| TopoError::parse(Loc::file(path), "more HCAs than LIDs (65535)"))?;
+        }
+        nodes[i].kind = NodeKind::Hca { lid: next };
+        explicit_lids.insert(next, i);
+    }
+
+    // links
+    let mut links = Vec::new();
+    let mut used: HashMap<PortRef, usize> = HashMap::new();
+    for (k, ls) in raw.links.iter().flatten().enumerate() {
+        let loc = || at(ls.span());
+        let s = ls.get_ref();
+        let Some((l, r)) = s.split_once("<->") else {
+            return Err(TopoError::parse(
+                loc(),
+                format!("link {s:?}: expected \"node:port <-> node:port\""),
+            ));
+        };
+        let mut end = |e: &str| -> Result<PortRef, TopoError> {
+            let e = e.trim();
+            let Some((name, port)) = e.rsplit_once(':') else {
+                return Err(TopoError::parse(
+                    loc(),
+                    format!("link {s:?}: {e:?} is not `node:port`"),
+                ));
+            };
+            let Some(&node) = by_name.get(name.trim()) else {
+                return Err(TopoError::parse(
+                    loc(),
+                    format!("link {s:?}: unknown node {:?}", name.trim()),
+                ));
+            };
+            let port: u16 = port.trim().parse().map_err(|_| {
+                TopoError::parse(
+                    loc(),
+                    format!("link {s:?}: port {:?} is not a number", port.trim()),
+                )
+            })?;
+            let np = nodes[node].num_ports();
+            if port >= np {
+                return Err(TopoError::parse(
+                    loc(),
+                    format!(
+                        "link {s:?}: port {port} of {} is out of range (ports 0..={})",
+                        nodes[node].name,
+                        np - 1
+                    ),
+                ));
+            }
+            let p = PortRef { node, port };
+            if let Some(j) = used.insert(p, k) {
+                return Err(TopoError::parse(
+                    loc(),
+                    format!(
+                        "link {s:?}: port {port} of {} is already used by link {:?}",
+                        nodes[node].name,
+                        raw.links.as_ref().unwrap()[j].get_ref()
+                    ),
+                ));
+            }
+            Ok(p)
+        };
+        let a = end(l)?;
+        let b = end(r)?;
+        links.push(Link { a, b });
+    }
+
+    // tables
+    let max_lid = nodes.iter().filter_map(Node::lid).max().unwrap_or(0) as usize;
+    let has_fdb = raw.fdb.as_ref().is_some_and(|f| !f.is_empty());
+    let routing = routing.unwrap_or(if has_fdb {
+        Routing::Tables
+    } else {
+        Routing::MinHop
+    });
+    if routing != Routing::Tables && has_fdb {
+        return Err(TopoError::parse(
+            Loc::file(path),
+            format!(
+                "[fdb] tables are given, but routing = \"{}\" would replace them; drop one",
+                routing.as_str()
+            ),
+        ));
+    }
+    for (name, table) in raw.fdb.iter().flatten() {
+        let loc = at(name.span());
+        let Some(&i) = by_name.get(name.get_ref()) else {
+            return Err(TopoError::parse(
+                loc,
+                format!("[fdb]: unknown switch {:?}", name.get_ref()),
+            ));
+        };
+        let NodeKind::Switch { ports, fdb } = &mut nodes[i].kind else {
+            return Err(TopoError::parse(
+                loc,
+                format!("[fdb]: {} is an HCA", name.get_ref()),
+            ));
+        };
+        let v = table.get_ref();
+        if v.len() <= max_lid {
+            return Err(TopoError::parse(
+                loc,
+                format!(
+                    "[fdb] {}: {} entries, must cover LIDs 0..={max_lid}",
+                    name.get_ref(),
+                    v.len()
+                ),
+            ));
+        }
+        if let Some((lid, p)) = v
+            .iter()
+            .enumerate()
+            .find(|(_, &p)| p >= *ports && p != NO_ROUTE)
+        {
+            return Err(TopoError::parse(
+                loc,
+                format!(
+                    "[fdb] {}: LID {lid} -> port {p}, but the switch has {ports} ports (use 255 for no route)",
+                    name.get_ref()
+                ),
+            ));
+        }
+        *fdb = v.clone();
+    }
+    if routing == Routing::Tables {
+        if let Some(n) = nodes
+            .iter()
+            .find(|n| matches!(&n.kind, NodeKind::Switch { fdb, .. } if fdb.is_empty()))
+        {
+            return Err(TopoError::parse(
+                Loc::file(path),
+                format!(
+                    "routing = \"tables\" but switch {} has no [fdb] entry",
+                    n.name
+                ),
+            ));
+        }
+    }
+    let name = raw.name.clone().unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let mut t = Topology {
+        name,
+        nodes,
+        links,
+        ranks: Vec::new(),
+    };
+    route(&mut t, routing).map_err(|e| e.in_file(path))?;
+    Ok(t)
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+/// Write `t` in ibnet's TOML format with explicit forwarding tables
+/// (`routing = "tables"`), so that loading the text gives back `t`.
+pub fn to_toml(t: &Topology) -> String {
+    write_toml(t, None)
+}
+
+/// Write `t` without tables, with `routing = "<routing>"`: the file then
+/// describes the cabling and the routing algorithm (used for
+/// configs/topologies/). Loading it recomputes the tables.
+pub fn to_toml_routed(t: &Topology, routing: Routing) -> String {
+    write_toml(t, Some(routing))
+}
+
+fn write_toml(t: &Topology, routing: Option<Routing>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# ibnet topology (format: docs/topology.md)");
+    let _ = writeln!(s, "name = {}", quote(&t.name));
+    let _ = writeln!(
+        s,
+        "routing = \"{}\"",
+        routing.unwrap_or(Routing::Tables).as_str()
+    );
+    let _ = writeln!(s, "\n# node order = engine initialisation order");
+    let _ = writeln!(s, "nodes = [");
+    for n in &t.nodes {
+        match &n.kind {
+            NodeKind::Hca { lid } => {
+                let _ = writeln!(s, "  {{ hca = {}, lid = {lid} }},", quote(&n.name));
+            }
+            NodeKind::Switch { ports, .. } => {
+                let _ = writeln!(s, "  {{ switch = {}, ports = {ports} }},", quote(&n.name));
+            }
+        }
+    }
+    let _ = writeln!(s, "]\n\n# \"node:port <-> node:port\", ports 0-based");
+    let _ = writeln!(s, "links = [");
+    for l in &t.links {
+        let e = |p: PortRef| format!("{}:{}", t.nodes[p.node].name, p.port);
+        let _ = writeln!(s, "  {},", quote(&format!("{} <-> {}", e(l.a), e(l.b))));
+    }
+    let _ = writeln!(s, "]");
+    if !t.ranks.is_empty() {
+        let names: Vec<String> = t.ranks.iter().map(|&h| quote(&t.nodes[h].name)).collect();
+        let _ = writeln!(
+            s,
+            "\n# rank r runs on ranks[r]\nranks = [{}]",
+            names.join(", ")
+        );
+    }
+    if routing.is_none() {
+        let _ = writeln!(
+            s,
+            "\n# forwarding tables: entry L = output port for LID L (255 = none)"
+        );
+        let _ = writeln!(s, "[fdb]");
+        for n in &t.nodes {
+            if let NodeKind::Switch { fdb, .. } = &n.kind {
+                let v: Vec<String> = fdb.iter().map(u16::to_string).collect();
+                let _ = writeln!(s, "{} = [{}]", quote(&n.name), v.join(", "));
+            }
+        }
+    }
+    s
+}

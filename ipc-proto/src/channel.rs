@@ -1,0 +1,366 @@
+//! [`Channel`]: one side's endpoint of a session, over any [`Transport`].
+//!
+//! - `send` buffers records per outgoing queue and ships a buffer as one
+//!   message when the next record would not fit (`max_message_size`, 8192
+//!   bytes = 128 records); `flush` ships all buffers (the `.ins` queue
+//!   first); `recv`/`try_recv` flush first, so a Query is never left behind.
+//! - Each side's first record is a Hello (sent by `Channel::new`, checked and
+//!   consumed by the first `recv`): version, protocol and role must match.
+//! - Query protocol, fabric side: Inserts (`.ins`) and Queries (`.qry`)
+//!   travel on different queues, so a Query is held back until the number
+//!   of Inserts delivered reaches its `inserts_sent`. `recv` therefore
+//!   returns records in the order the scheduler sent them.
+//! - Every received record is checked against the routing table (which
+//!   record may travel on which queue); anything else is a `Violation`.
+
+use crate::error::{ProtoError, Result};
+use crate::names::Lane;
+use crate::record::{decode_message, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE};
+use crate::transport::{Transport, LIVENESS_INTERVAL};
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// Counters of one channel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChannelStats {
+    pub records_sent: u64,
+    pub messages_sent: u64,
+    pub records_received: u64,
+    pub messages_received: u64,
+}
+
+/// What the peer said in its Hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerHello {
+    pub version: u32,
+    pub pid: u32,
+}
+
+/// The scheduler's endpoint (same type as the fabric's; the role is inside).
+pub type SchedulerEnd = Channel;
+/// The fabric's endpoint.
+pub type FabricEnd = Channel;
+
+pub struct Channel {
+    transport: Box<dyn Transport>,
+    protocol: Protocol,
+    role: Role,
+    max_msg: usize,
+    out_lanes: Vec<Lane>,
+    out_bufs: Vec<Vec<u8>>,
+    in_lanes: Vec<Lane>,
+    in_queues: Vec<VecDeque<Record>>,
+    peer_hello: Option<PeerHello>,
+    inserts_sent: u64,
+    inserts_delivered: u64,
+    arrivals_unterminated_sent: u32,
+    arrivals_unterminated_recv: u32,
+    timeout: Option<Duration>,
+    stats: ChannelStats,
+    failed: bool,
+}
+
+impl Channel {
+    /// Wrap a transport and send this side's Hello.
+    pub fn new(transport: Box<dyn Transport>, protocol: Protocol, role: Role) -> Result<Channel> {
+        let max_msg = transport.max_message_size() / RECORD_SIZE * RECORD_SIZE;
+        if max_msg == 0 {
+            return Err(ProtoError::Violation(format!(
+                "transport message size {} is smaller than one record ({RECORD_SIZE} bytes)",
+                transport.max_message_size()
+            )));
+        }
+        let out_lanes = Lane::outgoing(protocol, role);
+        let in_lanes = Lane::incoming(protocol, role);
+        let mut ch = Channel {
+            transport,
+            protocol,
+            role,
+            max_msg,
+            out_bufs: vec![Vec::with_capacity(max_msg); out_lanes.len()],
+            out_lanes,
+            in_queues: vec![VecDeque::new(); in_lanes.len()],
+            in_lanes,
+            peer_hello: None,
+            inserts_sent: 0,
+            inserts_delivered: 0,
+            arrivals_unterminated_sent: 0,
+            arrivals_unterminated_recv: 0,
+            timeout: None,
+            stats: ChannelStats::default(),
+            failed: false,
+        };
+        let hello = Record::Hello {
+            version: PROTOCOL_VERSION,
+            protocol,
+            role,
+            pid: std::process::id(),
+        };
+        ch.push(Lane::outgoing(protocol, role)[0], &hello)?;
+        ch.flush()?;
+        Ok(ch)
+    }
+
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+    pub fn role(&self) -> Role {
+        self.role
+    }
+    pub fn stats(&self) -> ChannelStats {
+        self.stats
+    }
+    /// Number of Insert records sent so far (what a Query must carry).
+    pub fn inserts_sent(&self) -> u64 {
+        self.inserts_sent
+    }
+    /// The peer's Hello, once the first record has been received.
+    pub fn peer_hello(&self) -> Option<PeerHello> {
+        self.peer_hello
+    }
+    /// Records per queue message at most.
+    pub fn records_per_message(&self) -> usize {
+        self.max_msg / RECORD_SIZE
+    }
+    /// Overall bound for `recv` (None: wait as long as the peer lives).
+    pub fn set_timeout(&mut self, timeout: Option<Duration>) {
+        self.timeout = timeout;
+    }
+    pub fn transport_name(&self) -> &'static str {
+        self.transport.name()
+    }
+
+    /// Buffer one record; ships the buffer first if the record does not fit.
+    pub fn send(&mut self, rec: Record) -> Result<()> {
+        let k = rec.kind();
+        if matches!(rec, Record::Hello { .. }) {
+            return Err(ProtoError::Violation(
+                "Hello is sent by the channel itself, not by the caller".into(),
+            ));
+        }
+        let lane = Lane::route(self.protocol, self.role, k).ok_or_else(|| {
+            ProtoError::Violation(format!(
+                "the {} may not send {} in the {} protocol",
+                self.role,
+                rec.kind_name(),
+                self.protocol
+            ))
+        })?;
+        match rec {
+            Record::Insert { .. } => self.inserts_sent += 1,
+            Record::Query { inserts_sent, .. } if inserts_sent != self.inserts_sent => {
+                return Err(ProtoError::Violation(format!(
+                    "Query carries inserts_sent={inserts_sent} but {} Inserts were sent",
+                    self.inserts_sent
+                )));
+            }
+            Record::Arrival { .. } => self.arrivals_unterminated_sent += 1,
+            Record::ArrivalBatchEnd { count, .. } => {
+                if count != self.arrivals_unterminated_sent {
+                    return Err(ProtoError::Violation(format!(
+                        "ArrivalBatchEnd count={count} but {} Arrivals precede it",
+                        self.arrivals_unterminated_sent
+                    )));
+                }
+                self.arrivals_unterminated_sent = 0;
+            }
+            _ => {}
+        }
+        self.push(lane, &rec)
+    }
+
+    fn push(&mut self, lane: Lane, rec: &Record) -> Result<()> {
+        let i = self.out_lanes.iter().position(|&l| l == lane).unwrap();
+        if self.out_bufs[i].len() + RECORD_SIZE > self.max_msg {
+            self.flush_lane(i)?;
+        }
+        self.out_bufs[i].extend_from_slice(&rec.encode());
+        self.stats.records_sent += 1;
+        Ok(())
+    }
+
+    fn flush_lane(&mut self, i: usize) -> Result<()> {
+        if self.out_bufs[i].is_empty() {
+            return Ok(());
+        }
+        let lane = self.out_lanes[i];
+        if let Err(e) = self.transport.send_message(lane, &self.out_bufs[i]) {
+            return Err(self.fatal(e));
+        }
+        self.out_bufs[i].clear();
+        self.stats.messages_sent += 1;
+        Ok(())
+    }
+
+    /// Ship every buffered record (`.ins` before `.qry`).
+    pub fn flush(&mut self) -> Result<()> {
+        for i in 0..self.out_lanes.len() {
+            self.flush_lane(i)?;
+        }
+        Ok(())
+    }
+
+    /// Blocking receive (flushes first). Never hangs: fails with `PeerDied`
+    /// within about a second of the peer's death, and with `TimedOut` after
+    /// the timeout set by `set_timeout`, if any.
+    pub fn recv(&mut self) -> Result<Record> {
+        let t = self.timeout;
+        self.recv_inner(t)?.ok_or_else(|| ProtoError::TimedOut {
+            waited: t.unwrap_or_default(),
+            what: format!("a record from the {}", self.role.peer()),
+        })
+    }
+
+    /// Receive with an explicit bound; `Ok(None)` when it runs out.
+    pub fn recv_timeout(&mut self, wait: Duration) -> Result<Option<Record>> {
+        self.recv_inner(Some(wait))
+    }
+
+    /// Non-blocking receive (flushes first).
+    pub fn try_recv(&mut self) -> Result<Option<Record>> {
+        self.recv_inner(Some(Duration::ZERO))
+    }
+
+    fn recv_inner(&mut self, timeout: Option<Duration>) -> Result<Option<Record>> {
+        self.flush()?;
+        let start = Instant::now();
+        loop {
+            if let Some(r) = self.next_ready()? {
+                return Ok(Some(r));
+            }
+            let wait = match timeout {
+                None => LIVENESS_INTERVAL,
+                Some(t) => t.saturating_sub(start.elapsed()).min(LIVENESS_INTERVAL),
+            };
+            match self.transport.recv_message(wait) {
+                Ok(Some((lane, msg))) => {
+                    if let Err(e) = self.accept(lane, &msg) {
+                        return Err(self.fatal(e));
+                    }
+                }
+                Ok(None) => {
+                    if let Some(t) = timeout {
+                        if start.elapsed() >= t {
+                            return Ok(None);
+                        }
+                    }
+                }
+                Err(e) => return Err(self.fatal(e)),
+            }
+        }
+    }
+
+    fn fatal(&mut self, e: ProtoError) -> ProtoError {
+        if !self.failed {
+            self.failed = true;
+            self.transport.on_fatal();
+        }
+        e
+    }
+
+    /// Decode one incoming message and check each record's queue.
+    fn accept(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
+        let i = self.in_lanes.iter().position(|&l| l == lane).ok_or_else(|| {
+            ProtoError::Violation(format!("message on queue .{} which the {} does not read", lane.suffix(), self.role))
+        })?;
+        let before = self.in_queues[i].len();
+        let n = decode_message(msg, &mut self.in_queues[i])?;
+        self.stats.messages_received += 1;
+        self.stats.records_received += n as u64;
+        let peer = self.role.peer();
+        for rec in self.in_queues[i].range(before..) {
+            if Lane::route(self.protocol, peer, rec.kind()) != Some(lane) {
+                return Err(ProtoError::Violation(format!(
+                    "{} received on queue .{} ({} protocol): not allowed there",
+                    rec.kind_name(),
+                    lane.suffix(),
+                    self.protocol
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The next record in protocol order, if one is complete.
+    fn next_ready(&mut self) -> Result<Option<Record>> {
+        if self.peer_hello.is_none() {
+            match self.in_queues[0].pop_front() {
+                None => return Ok(None),
+                Some(Record::Hello {
+                    version,
+                    protocol,
+                    role,
+                    pid,
+                }) => {
+                    if version != PROTOCOL_VERSION {
+                        return Err(self.fatal(ProtoError::VersionMismatch {
+                            ours: PROTOCOL_VERSION,
+                            theirs: version,
+                        }));
+                    }
+                    if protocol != self.protocol || role != self.role.peer() {
+                        return Err(self.fatal(ProtoError::Violation(format!(
+                            "peer says it is the {role} speaking the {protocol} protocol; expected the {} speaking {}",
+                            self.role.peer(),
+                            self.protocol
+                        ))));
+                    }
+                    self.peer_hello = Some(PeerHello { version, pid });
+                }
+                Some(other) => {
+                    return Err(self.fatal(ProtoError::Violation(format!(
+                        "expected Hello as the peer's first record, got {}",
+                        other.kind_name()
+                    ))))
+                }
+            }
+        }
+        let rec = if self.in_queues.len() == 2 {
+            // Fabric side of the query protocol: [.ins, .qry].
+            let query_ready = matches!(
+                self.in_queues[1].front(),
+                Some(Record::Query { inserts_sent, .. }) if *inserts_sent <= self.inserts_delivered
+            );
+            if query_ready {
+                self.in_queues[1].pop_front()
+            } else {
+                self.in_queues[0].pop_front()
+            }
+        } else {
+            self.in_queues[0].pop_front()
+        };
+        match rec {
+            Some(Record::Hello { .. }) => Err(self.fatal(ProtoError::Violation(
+                "second Hello from the peer".into(),
+            ))),
+            Some(Record::Insert { .. }) => {
+                self.inserts_delivered += 1;
+                Ok(rec)
+            }
+            Some(Record::Arrival { .. }) => {
+                self.arrivals_unterminated_recv += 1;
+                Ok(rec)
+            }
+            Some(Record::ArrivalBatchEnd { count, .. }) => {
+                let seen = std::mem::take(&mut self.arrivals_unterminated_recv);
+                if count != seen {
+                    return Err(self.fatal(ProtoError::Violation(format!(
+                        "ArrivalBatchEnd count={count} but {seen} Arrivals preceded it"
+                    ))));
+                }
+                Ok(rec)
+            }
+            other => Ok(other),
+        }
+    }
+}
+
+impl Drop for Channel {
+    /// Best effort: ship what is still buffered (a Finish must not be lost
+    /// because the caller forgot `flush`). Errors are ignored here.
+    fn drop(&mut self) {
+        if !self.failed {
+            let _ = self.flush();
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! The control segment `/<key>.ctl`: one page of POSIX shared memory with
+//! atomics at fixed offsets (layout in docs/protocol.md, frozen by tests).
+
+use crate::error::{ProtoError, Result};
+use crate::record::Protocol;
+use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+use std::num::NonZeroUsize;
+use std::os::fd::OwnedFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Size of the segment (one page); only the first 48 bytes are used.
+pub const SEGMENT_SIZE: usize = 4096;
+/// "IBCOSCTL" read as a little-endian u64.
+pub const SEGMENT_MAGIC: u64 = u64::from_le_bytes(*b"IBCOSCTL");
+
+/// Byte offsets of the segment fields.
+pub mod offset {
+    pub const MAGIC: usize = 0; // u64
+    pub const VERSION: usize = 8; // u32
+    pub const PROTOCOL: usize = 12; // u32: 0 query, 1 notify
+    pub const ENDPOINTS: usize = 16; // u32
+    pub const READY: usize = 20; // u32: 0 not yet, 1 ready
+    pub const FABRIC_PID: usize = 24; // u32
+    pub const SCHEDULER_PID: usize = 28; // u32: 0 until the scheduler attaches
+    pub const RECORD_SIZE: usize = 32; // u32
+    pub const MESSAGE_SIZE: usize = 36; // u32: mq_msgsize of every queue
+    pub const QUEUE_DEPTH: usize = 40; // u32: mq_maxmsg of every queue
+}
+
+/// A mapped control segment.
+pub struct ControlSegment {
+    ptr: NonNull<u8>,
+}
+
+// The mapping is shared memory accessed only through atomics.
+unsafe impl Send for ControlSegment {}
+unsafe impl Sync for ControlSegment {}
+
+impl ControlSegment {
+    /// Map `SEGMENT_SIZE` bytes of `fd` (the caller checked the size).
+    pub(crate) fn map(fd: &OwnedFd, name: &str) -> Result<ControlSegment> {
+        let p = unsafe {
+            mmap(
+                None,
+                NonZeroUsize::new(SEGMENT_SIZE).unwrap(),
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                fd,
+                0,
+            )
+        }
+        .map_err(|e| ProtoError::os("mmap", name, e))?;
+        Ok(ControlSegment { ptr: p.cast() })
+    }
+
+    fn u32_at(&self, off: usize) -> &AtomicU32 {
+        debug_assert!(off % 4 == 0 && off + 4 <= SEGMENT_SIZE);
+        unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU32) }
+    }
+    fn u64_at(&self, off: usize) -> &AtomicU64 {
+        debug_assert!(off % 8 == 0 && off + 8 <= SEGMENT_SIZE);
+        unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU64) }
+    }
+
+    pub fn magic(&self) -> u64 {
+        self.u64_at(offset::MAGIC).load(Ordering::Acquire)
+    }
+    pub fn version(&self) -> u32 {
+        self.u32_at(offset::VERSION).load(Ordering::Acquire)
+    }
+    pub fn protocol_raw(&self) -> u32 {
+        self.u32_at(offset::PROTOCOL).load(Ordering::Acquire)
+    }
+    pub fn endpoints(&self) -> u32 {
+        self.u32_at(offset::ENDPOINTS).load(Ordering::Acquire)
+    }
+    pub fn ready(&self) -> bool {
+        self.u32_at(offset::READY).load(Ordering::Acquire) == 1
+    }
+    pub fn fabric_pid(&self) -> u32 {
+        self.u32_at(offset::FABRIC_PID).load(Ordering::Acquire)
+    }
+    pub fn scheduler_pid(&self) -> u32 {
+        self.u32_at(offset::SCHEDULER_PID).load(Ordering::Acquire)
+    }
+    pub fn message_size(&self) -> u32 {
+        self.u32_at(offset::MESSAGE_SIZE).load(Ordering::Acquire)
+    }
+    pub fn queue_depth(&self) -> u32 {
+        self.u32_at(offset::QUEUE_DEPTH).load(Ordering::Acquire)
+    }
+    pub fn record_size(&self) -> u32 {
+        self.u32_at(offset::RECORD_SIZE).load(Ordering::Acquire)
+    }
+
+    /// Fabric: fill in everything, the magic after the version (so a reader
+    /// that sees the magic can trust the version), the ready flag last.
+    pub(crate) fn publish(
+        &self,
+        version: u32,
+        protocol: Protocol,
+        endpoints: u32,
+        fabric_pid: u32,
+        message_size: u32,
+        queue_depth: u32,
+    ) {
+        let r = Ordering::Release;
+        self.u32_at(offset::VERSION).store(version, r);
+        self.u64_at(offset::MAGIC).store(SEGMENT_MAGIC, r);
+        self.u32_at(offset::PROTOCOL).store(protocol as u32, r);
+        self.u32_at(offset::ENDPOINTS).store(endpoints, r);
+        self.u32_at(offset::FABRIC_PID).store(fabric_pid, r);
+        self.u32_at(offset::RECORD_SIZE)
+            .store(crate::record::RECORD_SIZE as u32, r);
+        self.u32_at(offset::MESSAGE_SIZE).store(message_size, r);
+        self.u32_at(offset::QUEUE_DEPTH).store(queue_depth, r);
+        self.u32_at(offset::READY).store(1, r);
+    }
+
+    /// Scheduler: claim the session. Fails with the pid already there.
+    pub(crate) fn claim_scheduler(&self, pid: u32) -> std::result::Result<(), u32> {
+        self.u32_at(offset::SCHEDULER_PID)
+            .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+    }
+
+    /// Test hook: overwrite the version field (to simulate an old peer).
+    #[doc(hidden)]
+    pub fn debug_set_version(&self, v: u32) {
+        self.u32_at(offset::VERSION).store(v, Ordering::Release);
+    }
+
+    /// Copy of the first 48 bytes (for golden tests and diagnostics).
+    pub fn header_bytes(&self) -> [u8; 48] {
+        let mut b = [0u8; 48];
+        for (i, chunk) in b.chunks_exact_mut(4).enumerate() {
+            chunk.copy_from_slice(&self.u32_at(i * 4).load(Ordering::Acquire).to_le_bytes());
+        }
+        b
+    }
+}
+
+impl Drop for ControlSegment {
+    fn drop(&mut self) {
+        unsafe {
+            let _ = munmap(self.ptr.cast(), SEGMENT_SIZE);
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! POSIX message-queue transport.
+//!
+//! No reader thread: every queue is opened O_NONBLOCK and waits use poll(2)
+//! on the queue descriptors (Linux mqd_t are file descriptors). While a send
+//! waits for room in a full outgoing queue, the sender keeps draining its
+//! own incoming queues into a local (unbounded) stash, so the peer, which
+//! may be blocked sending to us, always progresses: neither side can
+//! deadlock on full queues. A single thread also keeps a round trip at the
+//! cost of two queue operations (no thread hand-offs).
+
+use crate::control::ControlSegment;
+use crate::error::{ProtoError, Result};
+use crate::names::Lane;
+use crate::record::Role;
+use crate::session::OwnerGuard;
+use crate::transport::{Transport, LIVENESS_INTERVAL};
+use nix::errno::Errno;
+use nix::mqueue::{mq_receive, mq_send, MqdT};
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
+use std::collections::VecDeque;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub(crate) struct Queue {
+    pub lane: Lane,
+    pub name: String,
+    pub mqd: MqdT,
+    pub msgsize: usize,
+}
+
+pub struct MqTransport {
+    role: Role,
+    out: Vec<Queue>,
+    inc: Vec<Queue>,
+    max_msg: usize,
+    buf: Vec<u8>,
+    stash: VecDeque<(Lane, Vec<u8>)>,
+    seg: Arc<ControlSegment>,
+    guard: OwnerGuard,
+    last_check: Instant,
+}
+
+/// Is `pid` a live process? A zombie (dead, not yet reaped by its parent)
+/// counts as dead.
+pub fn pid_alive(pid: u32) -> bool {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return false;
+    }
+    match kill(Pid::from_raw(pid as i32), None) {
+        Err(Errno::ESRCH) => false,
+        _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) => {
+                let state = s.rfind(')').and_then(|i| s[i + 1..].trim_start().chars().next());
+                !matches!(state, Some('Z') | Some('X'))
+            }
+            Err(_) => true,
+        },
+    }
+}
+
+impl MqTransport {
+    pub(crate) fn new(
+        role: Role,
+        out: Vec<Queue>,
+        inc: Vec<Queue>,
+        seg: Arc<ControlSegment>,
+        guard: OwnerGuard,
+    ) -> MqTransport {
+        let max_msg = out.iter().map(|q| q.msgsize).min().unwrap_or(0);
+        let buf_len = inc.iter().map(|q| q.msgsize).max().unwrap_or(0);
+        MqTransport {
+            role,
+            out,
+            inc,
+            max_msg,
+            buf: vec![0u8; buf_len],
+            stash: VecDeque::new(),
+            seg,
+            guard,
+            last_check: Instant::now(),
+        }
+    }
+
+    fn peer_pid(&self) -> u32 {
+        match self.role {
+            Role::Scheduler => self.seg.fabric_pid(),
+            // 0 until the scheduler attaches: not dead, just not there yet.
+            Role::Fabric => self.seg.scheduler_pid(),
+        }
+    }
+
+    /// Err(PeerDied) if the peer is gone; rate-limited to one check per
+    /// LIVENESS_INTERVAL unless `force`.
+    fn check_peer(&mut self, force: bool) -> Result<()> {
+        if !force && self.last_check.elapsed() < LIVENESS_INTERVAL {
+            return Ok(());
+        }
+        self.last_check = Instant::now();
+        let pid = self.peer_pid();
+        if pid != 0 && !pid_alive(pid) {
+            return Err(ProtoError::PeerDied {
+                peer: self.role.peer(),
+                pid,
+            });
+        }
+        Ok(())
+    }
+
+    /// One message from any incoming queue without waiting.
+    fn try_receive(&mut self) -> Result<Option<(Lane, Vec<u8>)>> {
+        for q in &self.inc {
+            loop {
+                let mut prio = 0u32;
+                match mq_receive(&q.mqd, &mut self.buf, &mut prio) {
+                    Ok(n) => return Ok(Some((q.lane, self.buf[..n].to_vec()))),
+                    Err(Errno::EAGAIN) => break,
+                    Err(Errno::EINTR) => continue,
+                    Err(e) => return Err(ProtoError::os("mq_receive", q.name.clone(), e)),
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn poll(&self, out_lane: Option<usize>, wait: Duration) -> Result<()> {
+        let mut fds: Vec<libc::pollfd> = self
+            .inc
+            .iter()
+            .map(|q| libc::pollfd {
+                fd: q.mqd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        if let Some(i) = out_lane {
+            fds.push(libc::pollfd {
+                fd: self.out[i].mqd.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            });
+        }
+        let ms = wait.as_millis().clamp(0, i32::MAX as u128) as i32;
+        // Round sub-millisecond waits up so a short wait does not spin.
+        let ms = if ms == 0 && !wait.is_zero() { 1 } else { ms };
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if r < 0 {
+            let e = Errno::last();
+            if e != Errno::EINTR {
+                return Err(ProtoError::os("poll", "message queues", e));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Transport for MqTransport {
+    fn max_message_size(&self) -> usize {
+        self.max_msg
+    }
+
+    fn send_message(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
+        let i = self
+            .out
+            .iter()
+            .position(|q| q.lane == lane)
+            .ok_or_else(|| ProtoError::Violation(format!("the {} does not write queue .{}", self.role, lane.suffix())))?;
+        loop {
+            match mq_send(&self.out[i].mqd, msg, 0) {
+                Ok(()) => return Ok(()),
+                Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(ProtoError::os("mq_send", self.out[i].name.clone(), e)),
+            }
+            // The queue is full: drain what the peer sent us so that it can
+            // progress, then wait for room (or for more incoming messages).
+            while let Some(m) = self.try_receive()? {
+                self.stash.push_back(m);
+            }
+            self.check_peer(false)?;
+            self.poll(Some(i), LIVENESS_INTERVAL)?;
+        }
+    }
+
+    fn recv_message(&mut self, wait: Duration) -> Result<Option<(Lane, Vec<u8>)>> {
+        if let Some(m) = self.stash.pop_front() {
+            return Ok(Some(m));
+        }
+        let start = Instant::now();
+        loop {
+            if let Some(m) = self.try_receive()? {
+                return Ok(Some(m));
+            }
+            if let Err(e) = self.check_peer(false) {
+                // It may have sent something just before dying: deliver that first.
+                if let Some(m) = self.try_receive()? {
+                    return Ok(Some(m));
+                }
+                return Err(e);
+            }
+            let elapsed = start.elapsed();
+            if elapsed >= wait {
+                return Ok(None);
+            }
+            self.poll(None, (wait - elapsed).min(LIVENESS_INTERVAL))?;
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "mq"
+    }
+
+    fn on_fatal(&mut self) {
+        // The session is over: remove its names now (open descriptors stay
+        // valid), whatever the caller does next.
+        self.guard.unlink_now();
+    }
+}

@@ -1,0 +1,637 @@
+//! The records: fixed-size (64-byte) little-endian layouts.
+//!
+//! Every record occupies exactly [`RECORD_SIZE`] bytes so that a C or Python
+//! peer can decode a queue message by slicing it into 64-byte chunks. Byte 0
+//! is the kind, bytes 1..8 are reserved (zero), fields start at offset 8 and
+//! every byte not covered by a field is zero. `handle` always sits at offset
+//! 8 and `time` at offset 16 when a record has them. docs/protocol.md holds
+//! the same tables; the golden-bytes tests below freeze them.
+
+use crate::error::ProtoError;
+use crate::time::Time;
+use std::fmt;
+
+/// Version of the wire protocol (records, queues, control segment).
+/// Bump on any change of a layout, a kind number or a rule.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Size of every record on the wire, in bytes.
+pub const RECORD_SIZE: usize = 64;
+
+/// Length of the `detail` text of an [`Record::Error`] (UTF-8, NUL-padded).
+pub const ERROR_DETAIL_LEN: usize = 48;
+
+/// Which synchronisation protocol a session uses (spec sections 2 and 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// Polling: Insert / Query / Reply over three queues.
+    Query = 0,
+    /// Notification: Insert / NoMoreInserts / Arrival over two queues.
+    Notify = 1,
+}
+
+impl Protocol {
+    pub fn from_u8(v: u8) -> Option<Protocol> {
+        match v {
+            0 => Some(Protocol::Query),
+            1 => Some(Protocol::Notify),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Query => "query",
+            Protocol::Notify => "notify",
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Protocol, String> {
+        match s {
+            "query" | "poll" | "polling" => Ok(Protocol::Query),
+            "notify" | "notification" => Ok(Protocol::Notify),
+            _ => Err(format!("unknown protocol {s:?} (expected query or notify)")),
+        }
+    }
+}
+
+/// Which side of the conversation an endpoint is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// The LogGOPS scheduler (`loggopsim`).
+    Scheduler = 0,
+    /// The network simulator (`ibnet`); it creates the IPC objects.
+    Fabric = 1,
+}
+
+impl Role {
+    pub fn from_u8(v: u8) -> Option<Role> {
+        match v {
+            0 => Some(Role::Scheduler),
+            1 => Some(Role::Fabric),
+            _ => None,
+        }
+    }
+    pub fn peer(self) -> Role {
+        match self {
+            Role::Scheduler => Role::Fabric,
+            Role::Fabric => Role::Scheduler,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Scheduler => "scheduler",
+            Role::Fabric => "fabric",
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Error codes carried by [`Record::Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    /// The peer broke a protocol rule (e.g. an insert into the fabric's past).
+    Violation,
+    /// The simulated system deadlocked (notify protocol, spec 3.5).
+    Deadlock,
+    /// Versions or protocols of the two sides do not match.
+    VersionMismatch,
+    /// Bad configuration detected at startup (e.g. a rank with no HCA).
+    Config,
+    /// Internal error of the sender; it is about to exit.
+    Internal,
+    /// The sender aborts the run (e.g. it was interrupted).
+    Abort,
+    /// A code this version does not know.
+    Other(u32),
+}
+
+impl ErrorCode {
+    pub fn as_u32(self) -> u32 {
+        match self {
+            ErrorCode::Violation => 1,
+            ErrorCode::Deadlock => 2,
+            ErrorCode::VersionMismatch => 3,
+            ErrorCode::Config => 4,
+            ErrorCode::Internal => 5,
+            ErrorCode::Abort => 6,
+            ErrorCode::Other(v) => v,
+        }
+    }
+    pub fn from_u32(v: u32) -> ErrorCode {
+        match v {
+            1 => ErrorCode::Violation,
+            2 => ErrorCode::Deadlock,
+            3 => ErrorCode::VersionMismatch,
+            4 => ErrorCode::Config,
+            5 => ErrorCode::Internal,
+            6 => ErrorCode::Abort,
+            v => ErrorCode::Other(v),
+        }
+    }
+}
+
+/// Record kind numbers (byte 0 of every record). Kind 0 is never valid, so
+/// zeroed memory is rejected.
+pub mod kind {
+    pub const HELLO: u8 = 1;
+    pub const INSERT: u8 = 2;
+    pub const NO_MORE_INSERTS: u8 = 3;
+    pub const QUERY: u8 = 4;
+    pub const REPLY: u8 = 5;
+    pub const ARRIVAL: u8 = 6;
+    pub const ARRIVAL_BATCH_END: u8 = 7;
+    pub const FINISH: u8 = 8;
+    pub const ERROR: u8 = 9;
+}
+
+/// One protocol record. See docs/protocol.md for the byte layouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// First record each side sends on its first outgoing queue; checked
+    /// (and consumed) by [`crate::Channel`], never returned by `recv`.
+    Hello {
+        version: u32,
+        protocol: Protocol,
+        role: Role,
+        pid: u32,
+    },
+    /// Scheduler -> fabric: message `handle` is sent at `time`.
+    Insert {
+        handle: u64,
+        time: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+    },
+    /// Scheduler -> fabric (notify): nothing more until an arrival.
+    NoMoreInserts { time: Time },
+    /// Scheduler -> fabric (query): has `handle` arrived by `time`?
+    /// `inserts_sent` counts every Insert the scheduler sent before it.
+    Query {
+        handle: u64,
+        time: Time,
+        inserts_sent: u64,
+    },
+    /// Fabric -> scheduler (query): arrival time, or the next time to ask.
+    Reply {
+        handle: u64,
+        time: Time,
+        arrived: bool,
+    },
+    /// Fabric -> scheduler (notify): `handle` completed at `time`.
+    Arrival { handle: u64, time: Time },
+    /// Fabric -> scheduler (notify): ends the batch of `count` arrivals
+    /// completing at `time`.
+    ArrivalBatchEnd { time: Time, count: u32 },
+    /// Scheduler -> fabric: last event processed at `time`; end of run.
+    Finish { time: Time },
+    /// Either direction: the sender failed; `detail` is NUL-padded UTF-8.
+    Error {
+        code: u32,
+        detail: [u8; ERROR_DETAIL_LEN],
+    },
+}
+
+impl Record {
+    /// An Error record; `detail` is truncated (at a char boundary) to 48 bytes.
+    pub fn error(code: ErrorCode, detail: &str) -> Record {
+        let mut buf = [0u8; ERROR_DETAIL_LEN];
+        let mut end = detail.len().min(ERROR_DETAIL_LEN);
+        while !detail.is_char_boundary(end) {
+            end -= 1;
+        }
+        buf[..end].copy_from_slice(&detail.as_bytes()[..end]);
+        Record::Error {
+            code: code.as_u32(),
+            detail: buf,
+        }
+    }
+
+    /// The detail text of an Error record (up to the first NUL), lossy UTF-8.
+    pub fn error_detail(&self) -> Option<String> {
+        match self {
+            Record::Error { detail, .. } => {
+                let n = detail.iter().position(|&b| b == 0).unwrap_or(detail.len());
+                Some(String::from_utf8_lossy(&detail[..n]).into_owned())
+            }
+            _ => None,
+        }
+    }
+
+    pub fn kind(&self) -> u8 {
+        match self {
+            Record::Hello { .. } => kind::HELLO,
+            Record::Insert { .. } => kind::INSERT,
+            Record::NoMoreInserts { .. } => kind::NO_MORE_INSERTS,
+            Record::Query { .. } => kind::QUERY,
+            Record::Reply { .. } => kind::REPLY,
+            Record::Arrival { .. } => kind::ARRIVAL,
+            Record::ArrivalBatchEnd { .. } => kind::ARRIVAL_BATCH_END,
+            Record::Finish { .. } => kind::FINISH,
+            Record::Error { .. } => kind::ERROR,
+        }
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        kind_name(self.kind())
+    }
+
+    /// Encode into exactly 64 bytes.
+    pub fn encode(&self) -> [u8; RECORD_SIZE] {
+        let mut b = [0u8; RECORD_SIZE];
+        b[0] = self.kind();
+        match *self {
+            Record::Hello {
+                version,
+                protocol,
+                role,
+                pid,
+            } => {
+                put_u32(&mut b, 8, version);
+                b[12] = protocol as u8;
+                b[13] = role as u8;
+                put_u32(&mut b, 16, pid);
+            }
+            Record::Insert {
+                handle,
+                time,
+                src,
+                dst,
+                size,
+                tag,
+            } => {
+                put_u64(&mut b, 8, handle);
+                put_u64(&mut b, 16, time.0);
+                put_u32(&mut b, 24, src);
+                put_u32(&mut b, 28, dst);
+                put_u64(&mut b, 32, size);
+                put_u32(&mut b, 40, tag);
+            }
+            Record::NoMoreInserts { time } | Record::Finish { time } => {
+                put_u64(&mut b, 16, time.0);
+            }
+            Record::Query {
+                handle,
+                time,
+                inserts_sent,
+            } => {
+                put_u64(&mut b, 8, handle);
+                put_u64(&mut b, 16, time.0);
+                put_u64(&mut b, 24, inserts_sent);
+            }
+            Record::Reply {
+                handle,
+                time,
+                arrived,
+            } => {
+                put_u64(&mut b, 8, handle);
+                put_u64(&mut b, 16, time.0);
+                b[24] = arrived as u8;
+            }
+            Record::Arrival { handle, time } => {
+                put_u64(&mut b, 8, handle);
+                put_u64(&mut b, 16, time.0);
+            }
+            Record::ArrivalBatchEnd { time, count } => {
+                put_u64(&mut b, 16, time.0);
+                put_u32(&mut b, 24, count);
+            }
+            Record::Error { code, detail } => {
+                put_u32(&mut b, 8, code);
+                b[16..16 + ERROR_DETAIL_LEN].copy_from_slice(&detail);
+            }
+        }
+        b
+    }
+
+    /// Decode one 64-byte record. Unknown kinds, invalid enum values and
+    /// non-zero reserved bytes are protocol violations (a layout drift must
+    /// not go unnoticed).
+    pub fn decode(b: &[u8]) -> Result<Record, ProtoError> {
+        if b.len() != RECORD_SIZE {
+            return Err(ProtoError::Violation(format!(
+                "record of {} bytes (must be {RECORD_SIZE})",
+                b.len()
+            )));
+        }
+        let handle = get_u64(b, 8);
+        let time = Time(get_u64(b, 16));
+        let rec = match b[0] {
+            kind::HELLO => Record::Hello {
+                version: get_u32(b, 8),
+                protocol: Protocol::from_u8(b[12]).ok_or_else(|| {
+                    ProtoError::Violation(format!("Hello with unknown protocol {}", b[12]))
+                })?,
+                role: Role::from_u8(b[13]).ok_or_else(|| {
+                    ProtoError::Violation(format!("Hello with unknown role {}", b[13]))
+                })?,
+                pid: get_u32(b, 16),
+            },
+            kind::INSERT => Record::Insert {
+                handle,
+                time,
+                src: get_u32(b, 24),
+                dst: get_u32(b, 28),
+                size: get_u64(b, 32),
+                tag: get_u32(b, 40),
+            },
+            kind::NO_MORE_INSERTS => Record::NoMoreInserts { time },
+            kind::QUERY => Record::Query {
+                handle,
+                time,
+                inserts_sent: get_u64(b, 24),
+            },
+            kind::REPLY => Record::Reply {
+                handle,
+                time,
+                arrived: match b[24] {
+                    0 => false,
+                    1 => true,
+                    v => {
+                        return Err(ProtoError::Violation(format!(
+                            "Reply with arrived={v} (must be 0 or 1)"
+                        )))
+                    }
+                },
+            },
+            kind::ARRIVAL => Record::Arrival { handle, time },
+            kind::ARRIVAL_BATCH_END => Record::ArrivalBatchEnd {
+                time,
+                count: get_u32(b, 24),
+            },
+            kind::FINISH => Record::Finish { time },
+            kind::ERROR => {
+                let mut detail = [0u8; ERROR_DETAIL_LEN];
+                detail.copy_from_slice(&b[16..16 + ERROR_DETAIL_LEN]);
+                Record::Error {
+                    code: get_u32(b, 8),
+                    detail,
+                }
+            }
+            k => {
+                return Err(ProtoError::Violation(format!("unknown record kind {k}")));
+            }
+        };
+        // Every byte outside the fields must be zero: re-encoding must
+        // reproduce the input exactly.
+        let again = rec.encode();
+        if let Some(off) = (0..RECORD_SIZE).find(|&i| again[i] != b[i]) {
+            return Err(ProtoError::Violation(format!(
+                "{} record has non-zero reserved byte at offset {off}",
+                rec.kind_name()
+            )));
+        }
+        Ok(rec)
+    }
+}
+
+pub fn kind_name(k: u8) -> &'static str {
+    match k {
+        kind::HELLO => "Hello",
+        kind::INSERT => "Insert",
+        kind::NO_MORE_INSERTS => "NoMoreInserts",
+        kind::QUERY => "Query",
+        kind::REPLY => "Reply",
+        kind::ARRIVAL => "Arrival",
+        kind::ARRIVAL_BATCH_END => "ArrivalBatchEnd",
+        kind::FINISH => "Finish",
+        kind::ERROR => "Error",
+        _ => "unknown",
+    }
+}
+
+/// Decode a queue message holding any number (>= 1) of records back to back.
+pub fn decode_message(msg: &[u8], out: &mut impl Extend<Record>) -> Result<usize, ProtoError> {
+    if msg.is_empty() || msg.len() % RECORD_SIZE != 0 {
+        return Err(ProtoError::Violation(format!(
+            "message of {} bytes is not a non-zero multiple of {RECORD_SIZE}",
+            msg.len()
+        )));
+    }
+    let mut n = 0;
+    for chunk in msg.chunks_exact(RECORD_SIZE) {
+        out.extend(std::iter::once(Record::decode(chunk)?));
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn put_u32(b: &mut [u8], off: usize, v: u32) {
+    b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+fn put_u64(b: &mut [u8], off: usize, v: u64) {
+    b[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+fn get_u32(b: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(b[off..off + 4].try_into().unwrap())
+}
+fn get_u64(b: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(b[off..off + 8].try_into().unwrap())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Hex of the non-zero prefix, to keep the golden strings readable:
+    /// the full 64 bytes are compared, the rest must be zero.
+    fn golden(rec: Record, hex_prefix: &str) {
+        let bytes = rec.encode();
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut want = hex_prefix.replace(' ', "");
+        while want.len() < RECORD_SIZE * 2 {
+            want.push('0');
+        }
+        assert_eq!(hex, want, "layout of {rec:?} changed");
+        assert_eq!(Record::decode(&bytes).unwrap(), rec);
+    }
+
+    #[test]
+    fn golden_hello() {
+        golden(
+            Record::Hello {
+                version: 1,
+                protocol: Protocol::Notify,
+                role: Role::Fabric,
+                pid: 0x0102_0304,
+            },
+            "01000000 00000000 01000000 01010000 04030201",
+        );
+    }
+
+    #[test]
+    fn golden_insert() {
+        golden(
+            Record::Insert {
+                handle: 0x1122_3344_5566_7788,
+                time: Time(1_000_000),
+                src: 3,
+                dst: 0xA0B0C0D0,
+                size: 65536,
+                tag: 42,
+            },
+            "02000000 00000000 8877665544332211 40420f0000000000 03000000 d0c0b0a0 0000010000000000 2a000000",
+        );
+    }
+
+    #[test]
+    fn golden_no_more_inserts_finish() {
+        golden(
+            Record::NoMoreInserts {
+                time: Time(u64::MAX),
+            },
+            "03000000 00000000 0000000000000000 ffffffffffffffff",
+        );
+        golden(
+            Record::Finish { time: Time(258) },
+            "08000000 00000000 0000000000000000 0201000000000000",
+        );
+    }
+
+    #[test]
+    fn golden_query_reply() {
+        golden(
+            Record::Query {
+                handle: 7,
+                time: Time(0x10),
+                inserts_sent: 9,
+            },
+            "04000000 00000000 0700000000000000 1000000000000000 0900000000000000",
+        );
+        golden(
+            Record::Reply {
+                handle: 7,
+                time: Time(0x20),
+                arrived: true,
+            },
+            "05000000 00000000 0700000000000000 2000000000000000 01",
+        );
+    }
+
+    #[test]
+    fn golden_arrival_and_batch_end() {
+        golden(
+            Record::Arrival {
+                handle: 1,
+                time: Time(2),
+            },
+            "06000000 00000000 0100000000000000 0200000000000000",
+        );
+        golden(
+            Record::ArrivalBatchEnd {
+                time: Time(2),
+                count: 5,
+            },
+            "07000000 00000000 0000000000000000 0200000000000000 05000000",
+        );
+    }
+
+    #[test]
+    fn golden_error() {
+        let rec = Record::error(ErrorCode::Deadlock, "AB");
+        golden(rec, "09000000 00000000 02000000 00000000 4142");
+        assert_eq!(rec.error_detail().unwrap(), "AB");
+        // Truncation at a char boundary: 47 ASCII bytes + a 2-byte char.
+        let long = format!("{}é", "x".repeat(47));
+        let rec = Record::error(ErrorCode::Violation, &long);
+        assert_eq!(rec.error_detail().unwrap(), "x".repeat(47));
+    }
+
+    #[test]
+    fn constants_frozen() {
+        assert_eq!(PROTOCOL_VERSION, 1);
+        assert_eq!(RECORD_SIZE, 64);
+        assert_eq!(ErrorCode::Abort.as_u32(), 6);
+        assert_eq!(ErrorCode::from_u32(2), ErrorCode::Deadlock);
+        assert_eq!(ErrorCode::from_u32(77), ErrorCode::Other(77));
+    }
+
+    #[test]
+    fn decode_rejects_garbage() {
+        let mut b = Record::Arrival {
+            handle: 1,
+            time: Time(2),
+        }
+        .encode();
+        b[40] = 1;
+        let e = Record::decode(&b).unwrap_err().to_string();
+        assert!(e.contains("offset 40"), "{e}");
+        assert!(Record::decode(&[0u8; 64]).unwrap_err().to_string().contains("kind 0"));
+        assert!(Record::decode(&[0u8; 63]).is_err());
+        let mut r = Record::Reply {
+            handle: 1,
+            time: Time(1),
+            arrived: false,
+        }
+        .encode();
+        r[24] = 2;
+        assert!(Record::decode(&r).unwrap_err().to_string().contains("arrived=2"));
+        let mut out = Vec::new();
+        assert!(decode_message(&[], &mut out).is_err());
+        assert!(decode_message(&[0u8; 65], &mut out).is_err());
+    }
+
+    fn arb_record() -> impl Strategy<Value = Record> {
+        let t = any::<u64>().prop_map(Time);
+        prop_oneof![
+            (any::<u64>(), t.clone(), any::<u32>(), any::<u32>(), any::<u64>(), any::<u32>())
+                .prop_map(|(handle, time, src, dst, size, tag)| Record::Insert {
+                    handle,
+                    time,
+                    src,
+                    dst,
+                    size,
+                    tag
+                }),
+            t.clone().prop_map(|time| Record::NoMoreInserts { time }),
+            (any::<u64>(), t.clone(), any::<u64>()).prop_map(|(handle, time, inserts_sent)| {
+                Record::Query {
+                    handle,
+                    time,
+                    inserts_sent,
+                }
+            }),
+            (any::<u64>(), t.clone(), any::<bool>()).prop_map(|(handle, time, arrived)| {
+                Record::Reply {
+                    handle,
+                    time,
+                    arrived,
+                }
+            }),
+            (any::<u64>(), t.clone()).prop_map(|(handle, time)| Record::Arrival { handle, time }),
+            (t.clone(), any::<u32>()).prop_map(|(time, count)| Record::ArrivalBatchEnd { time, count }),
+            t.prop_map(|time| Record::Finish { time }),
+            (any::<u32>(), "[a-z ]{0,60}").prop_map(|(c, s)| Record::error(ErrorCode::from_u32(c), &s)),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn encode_decode_roundtrip(recs in proptest::collection::vec(arb_record(), 1..200)) {
+            let mut msg = Vec::new();
+            for r in &recs {
+                msg.extend_from_slice(&r.encode());
+            }
+            let mut out = Vec::new();
+            let n = decode_message(&msg, &mut out).unwrap();
+            prop_assert_eq!(n, recs.len());
+            prop_assert_eq!(out, recs);
+        }
+    }
+}

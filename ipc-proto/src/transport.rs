@@ -1,0 +1,33 @@
+//! The transport abstraction: moves whole messages (batches of encoded
+//! records) on named lanes. Batching, record checks, the Hello exchange and
+//! ordering live in [`crate::Channel`], above every transport.
+
+use crate::error::Result;
+use crate::names::Lane;
+use std::time::Duration;
+
+/// How often a waiting side checks that its peer is still alive.
+pub const LIVENESS_INTERVAL: Duration = Duration::from_millis(100);
+
+pub trait Transport: Send {
+    /// Largest message (in bytes) `send_message` accepts.
+    fn max_message_size(&self) -> usize;
+
+    /// Send one message on an outgoing lane. May block while the lane is
+    /// full, but must keep accepting incoming messages meanwhile (so the
+    /// peer, which may itself be blocked sending to us, can progress) and
+    /// must fail with `PeerDied` within about a second of the peer's death.
+    fn send_message(&mut self, lane: Lane, msg: &[u8]) -> Result<()>;
+
+    /// The next incoming message from any incoming lane, waiting at most
+    /// `wait`; `Ok(None)` if none came in that time. Fails with `PeerDied`
+    /// once the peer is gone and everything it sent has been delivered.
+    fn recv_message(&mut self, wait: Duration) -> Result<Option<(Lane, Vec<u8>)>>;
+
+    /// Short name for reports ("mq", "inproc").
+    fn name(&self) -> &'static str;
+
+    /// Called once when the channel hits a fatal error (peer died,
+    /// violation): e.g. unlink the session's objects right away.
+    fn on_fatal(&mut self) {}
+}

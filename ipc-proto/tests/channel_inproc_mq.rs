@@ -1,0 +1,320 @@
+//! Channels over both transports: every record round-trips, batching,
+//! ordering, violations, and the no-deadlock property.
+
+mod common;
+use common::*;
+use ipc_proto::inproc::{self, transport_pair, InprocTransport};
+use ipc_proto::{
+    create_fabric, open_scheduler, selftest, Channel, ErrorCode, Lane, Protocol, ProtoError,
+    Record, Role, Time, Transport, PROTOCOL_VERSION, RECORD_SIZE,
+};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn mq_pair(protocol: Protocol) -> (Channel, Channel) {
+    let key = unique_key("pair");
+    let fab = create_fabric(&key, protocol, 8).unwrap();
+    let s = open_scheduler(&key, Duration::from_secs(2)).unwrap();
+    assert_eq!(s.protocol(), protocol);
+    assert_eq!(s.endpoints(), 8);
+    (s.connect().unwrap(), fab.connect().unwrap())
+}
+
+fn pair(mq: bool, protocol: Protocol) -> (Channel, Channel) {
+    if mq {
+        mq_pair(protocol)
+    } else {
+        inproc::pair(protocol).unwrap()
+    }
+}
+
+fn insert(i: u64) -> Record {
+    Record::Insert {
+        handle: i,
+        time: Time(1000 + i),
+        src: 1,
+        dst: 2,
+        size: 4096,
+        tag: 7,
+    }
+}
+
+fn every_record_roundtrip(mq: bool) {
+    // Notify protocol: all scheduler and fabric records of that protocol.
+    let (mut s, mut f) = pair(mq, Protocol::Notify);
+    let from_s = [
+        insert(1),
+        Record::NoMoreInserts { time: Time(1001) },
+        Record::error(ErrorCode::Abort, "scheduler gives up"),
+        Record::Finish { time: Time::MAX },
+    ];
+    for r in from_s {
+        s.send(r).unwrap();
+    }
+    s.flush().unwrap();
+    for r in from_s {
+        assert_eq!(f.recv().unwrap(), r);
+    }
+    let from_f = [
+        Record::Arrival { handle: 1, time: Time(5000) },
+        Record::Arrival { handle: 2, time: Time(5000) },
+        Record::ArrivalBatchEnd { time: Time(5000), count: 2 },
+        Record::error(ErrorCode::Deadlock, "handles 3 4"),
+    ];
+    for r in from_f {
+        f.send(r).unwrap();
+    }
+    for r in from_f {
+        assert_eq!(s.recv().unwrap(), r);
+    }
+    assert_eq!(s.peer_hello().unwrap().version, PROTOCOL_VERSION);
+    assert_eq!(f.peer_hello().unwrap().pid, std::process::id());
+
+    // Query protocol.
+    let (mut s, mut f) = pair(mq, Protocol::Query);
+    s.send(insert(9)).unwrap();
+    let q = Record::Query { handle: 9, time: Time(2000), inserts_sent: 1 };
+    s.send(q).unwrap();
+    s.flush().unwrap();
+    assert_eq!(f.recv().unwrap(), insert(9));
+    assert_eq!(f.recv().unwrap(), q);
+    let reps = [
+        Record::Reply { handle: 9, time: Time(2100), arrived: false },
+        Record::Reply { handle: 9, time: Time(2050), arrived: true },
+        Record::error(ErrorCode::Violation, "insert into the past"),
+    ];
+    for r in reps {
+        f.send(r).unwrap();
+    }
+    for r in reps {
+        assert_eq!(s.recv().unwrap(), r);
+    }
+    s.send(Record::Finish { time: Time(3000) }).unwrap();
+    drop(s); // drop flushes
+    assert_eq!(f.recv().unwrap(), Record::Finish { time: Time(3000) });
+}
+
+#[test]
+fn every_record_roundtrip_inproc() {
+    every_record_roundtrip(false);
+}
+
+#[test]
+fn every_record_roundtrip_mq() {
+    every_record_roundtrip(true);
+}
+
+/// Records the size of every message passed to the inner transport.
+struct Recording {
+    inner: InprocTransport,
+    sizes: Arc<Mutex<Vec<usize>>>,
+}
+impl Transport for Recording {
+    fn max_message_size(&self) -> usize {
+        self.inner.max_message_size()
+    }
+    fn send_message(&mut self, lane: Lane, msg: &[u8]) -> Result<(), ProtoError> {
+        self.sizes.lock().unwrap().push(msg.len());
+        self.inner.send_message(lane, msg)
+    }
+    fn recv_message(&mut self, wait: Duration) -> Result<Option<(Lane, Vec<u8>)>, ProtoError> {
+        self.inner.recv_message(wait)
+    }
+    fn name(&self) -> &'static str {
+        "recording"
+    }
+}
+
+#[test]
+fn batching_packs_128_records_per_message_and_never_splits() {
+    let (st, ft) = transport_pair();
+    let sizes = Arc::new(Mutex::new(Vec::new()));
+    let mut s = Channel::new(
+        Box::new(Recording { inner: st, sizes: sizes.clone() }),
+        Protocol::Notify,
+        Role::Scheduler,
+    )
+    .unwrap();
+    let mut f = Channel::new(Box::new(ft), Protocol::Notify, Role::Fabric).unwrap();
+    assert_eq!(s.records_per_message(), 128);
+    // The Hello went out alone (Channel::new flushes it).
+    assert_eq!(*sizes.lock().unwrap(), vec![64]);
+    for i in 0..1000 {
+        s.send(insert(i)).unwrap();
+    }
+    // 1000 records: 7 full messages shipped while sending, 104 still buffered.
+    assert_eq!(sizes.lock().unwrap().len(), 1 + 7);
+    s.flush().unwrap();
+    let got = sizes.lock().unwrap().clone();
+    assert_eq!(got[1..], [8192, 8192, 8192, 8192, 8192, 8192, 8192, 104 * 64]);
+    assert!(got.iter().all(|&n| n % RECORD_SIZE == 0 && n <= 8192));
+    for i in 0..1000 {
+        assert_eq!(f.recv().unwrap(), insert(i));
+    }
+    let st = f.stats();
+    assert_eq!(st.records_received, 1001);
+    assert_eq!(st.messages_received, 9);
+    assert_eq!(s.stats().messages_sent, 9);
+}
+
+#[test]
+fn receiver_decodes_any_number_of_records_per_message() {
+    let (mut st, ft) = transport_pair();
+    let mut f = Channel::new(Box::new(ft), Protocol::Notify, Role::Fabric).unwrap();
+    let hello = Record::Hello {
+        version: PROTOCOL_VERSION,
+        protocol: Protocol::Notify,
+        role: Role::Scheduler,
+        pid: 1,
+    };
+    let mut handle = 0;
+    // Messages of 1 (the Hello), 1, 3, 128 and 50 records.
+    st.send_message(Lane::Ins, &hello.encode()).unwrap();
+    for n in [1usize, 3, 128, 50] {
+        let mut m = Vec::new();
+        for _ in 0..n {
+            m.extend_from_slice(&insert(handle).encode());
+            handle += 1;
+        }
+        st.send_message(Lane::Ins, &m).unwrap();
+    }
+    for i in 0..handle {
+        assert_eq!(f.recv().unwrap(), insert(i));
+    }
+    // A message that is not a multiple of 64 bytes is a violation.
+    st.send_message(Lane::Ins, &[2u8; 65]).unwrap();
+    let e = f.recv().unwrap_err();
+    assert!(matches!(e, ProtoError::Violation(_)), "{e}");
+}
+
+#[test]
+fn query_waits_for_the_inserts_it_counts() {
+    // The Query arrives (on .qry) before the two Inserts it counts (on
+    // .ins): the fabric must still see the Inserts first.
+    let (mut st, ft) = transport_pair();
+    let mut f = Channel::new(Box::new(ft), Protocol::Query, Role::Fabric).unwrap();
+    let q = Record::Query { handle: 1, time: Time(10), inserts_sent: 2 };
+    st.send_message(Lane::Qry, &q.encode()).unwrap();
+    let mut m = Record::Hello {
+        version: PROTOCOL_VERSION,
+        protocol: Protocol::Query,
+        role: Role::Scheduler,
+        pid: 1,
+    }
+    .encode()
+    .to_vec();
+    m.extend_from_slice(&insert(0).encode());
+    st.send_message(Lane::Ins, &m).unwrap();
+    assert_eq!(f.recv().unwrap(), insert(0));
+    // Only one of two inserts delivered: the query is not ready yet.
+    assert_eq!(f.try_recv().unwrap(), None);
+    let mut m = insert(1).encode().to_vec();
+    m.extend_from_slice(&insert(2).encode()); // sent after the query
+    st.send_message(Lane::Ins, &m).unwrap();
+    assert_eq!(f.recv().unwrap(), insert(1));
+    assert_eq!(f.recv().unwrap(), q);
+    assert_eq!(f.recv().unwrap(), insert(2));
+}
+
+#[test]
+fn local_misuse_is_rejected() {
+    let (mut s, mut f) = inproc::pair(Protocol::Query).unwrap();
+    let e = s.send(Record::NoMoreInserts { time: Time(1) }).unwrap_err();
+    assert!(e.to_string().contains("may not send NoMoreInserts in the query protocol"), "{e}");
+    let e = s.send(Record::Query { handle: 1, time: Time(1), inserts_sent: 3 }).unwrap_err();
+    assert!(e.to_string().contains("inserts_sent=3 but 0"), "{e}");
+    let e = f.send(insert(1)).unwrap_err();
+    assert!(matches!(e, ProtoError::Violation(_)));
+    let e = s
+        .send(Record::Hello { version: 1, protocol: Protocol::Query, role: Role::Scheduler, pid: 1 })
+        .unwrap_err();
+    assert!(e.to_string().contains("Hello"));
+    let (_s, mut f) = inproc::pair(Protocol::Notify).unwrap();
+    f.send(Record::Arrival { handle: 1, time: Time(1) }).unwrap();
+    let e = f.send(Record::ArrivalBatchEnd { time: Time(1), count: 2 }).unwrap_err();
+    assert!(e.to_string().contains("count=2 but 1"), "{e}");
+}
+
+fn raw_fabric(protocol: Protocol) -> (InprocTransport, Channel) {
+    let (st, ft) = transport_pair();
+    (st, Channel::new(Box::new(ft), protocol, Role::Fabric).unwrap())
+}
+
+#[test]
+fn peer_violations_are_detected() {
+    let hello = |v: u32, p: Protocol, r: Role| Record::Hello { version: v, protocol: p, role: r, pid: 1 }.encode();
+    // Wrong version in the Hello.
+    let (mut st, mut f) = raw_fabric(Protocol::Notify);
+    st.send_message(Lane::Ins, &hello(7, Protocol::Notify, Role::Scheduler)).unwrap();
+    match f.recv().unwrap_err() {
+        ProtoError::VersionMismatch { ours, theirs } => assert_eq!((ours, theirs), (PROTOCOL_VERSION, 7)),
+        e => panic!("{e}"),
+    }
+    // Wrong protocol.
+    let (mut st, mut f) = raw_fabric(Protocol::Notify);
+    st.send_message(Lane::Ins, &hello(PROTOCOL_VERSION, Protocol::Query, Role::Scheduler)).unwrap();
+    assert!(f.recv().unwrap_err().to_string().contains("query protocol"));
+    // No Hello first.
+    let (mut st, mut f) = raw_fabric(Protocol::Notify);
+    st.send_message(Lane::Ins, &insert(0).encode()).unwrap();
+    assert!(f.recv().unwrap_err().to_string().contains("expected Hello"));
+    // A record on a queue where it may not travel.
+    let (mut st, mut f) = raw_fabric(Protocol::Notify);
+    let mut m = hello(PROTOCOL_VERSION, Protocol::Notify, Role::Scheduler).to_vec();
+    m.extend_from_slice(&Record::Reply { handle: 1, time: Time(1), arrived: true }.encode());
+    st.send_message(Lane::Ins, &m).unwrap();
+    let e = f.recv().unwrap_err().to_string();
+    assert!(e.contains("Reply received on queue .ins"), "{e}");
+    // Batch end with a wrong count (scheduler receiving).
+    let (st, ft) = transport_pair();
+    let mut s = Channel::new(Box::new(st), Protocol::Notify, Role::Scheduler).unwrap();
+    let mut ft = ft;
+    let mut m = hello(PROTOCOL_VERSION, Protocol::Notify, Role::Fabric).to_vec();
+    m.extend_from_slice(&Record::Arrival { handle: 1, time: Time(1) }.encode());
+    m.extend_from_slice(&Record::ArrivalBatchEnd { time: Time(1), count: 3 }.encode());
+    ft.send_message(Lane::Arr, &m).unwrap();
+    s.recv().unwrap();
+    assert!(s.recv().unwrap_err().to_string().contains("count=3 but 1"));
+}
+
+#[test]
+fn inproc_peer_drop_is_peer_died_and_timeouts_are_bounded() {
+    let (mut s, f) = inproc::pair(Protocol::Notify).unwrap();
+    s.set_timeout(Some(Duration::from_millis(150)));
+    let t = Instant::now();
+    match s.recv_timeout(Duration::from_millis(50)) {
+        Ok(None) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(s.recv().unwrap_err(), ProtoError::TimedOut { .. }));
+    assert!(t.elapsed() < Duration::from_secs(1));
+    drop(f);
+    assert!(matches!(s.recv().unwrap_err(), ProtoError::PeerDied { peer: Role::Fabric, .. }));
+}
+
+/// Both sides push far more than the queues hold before reading anything.
+fn no_deadlock(mq: bool, n: u64) {
+    let (mut s, mut f) = pair(mq, Protocol::Notify);
+    let t = std::thread::spawn(move || selftest::fabric_stream(&mut f, n).unwrap());
+    assert_eq!(selftest::scheduler_stream(&mut s, n).unwrap(), n);
+    assert_eq!(t.join().unwrap(), n);
+}
+
+#[test]
+fn no_deadlock_with_full_queues_mq() {
+    // 50,000 records each way = 391 messages each way, queues hold 10.
+    no_deadlock(true, 50_000);
+}
+
+#[test]
+fn no_deadlock_inproc() {
+    no_deadlock(false, 50_000);
+}
+
+#[test]
+fn query_roundtrips_over_mq_threads() {
+    let (mut s, mut f) = mq_pair(Protocol::Query);
+    let t = std::thread::spawn(move || selftest::fabric_answer(&mut f).unwrap());
+    selftest::scheduler_roundtrips(&mut s, 2000, true).unwrap();
+    assert_eq!(t.join().unwrap(), 2000);
+}

@@ -1,0 +1,259 @@
+//! The reference's binary schedule layout (loggops.md section 3).
+//!
+//! Little-endian, packed: u64 magic 4223; then, relative to file offset 8
+//! ("base"): u32 num_ranks, u8 max_cpu, u8 max_nic, u64 table[2P] (rank r's
+//! block is [table[2r], table[2r+1]) relative to base). A rank block: u32
+//! num_nodes, u32 num_roots, u32 roots[num_roots], num_nodes records of 39
+//! bytes, then the u32 appendix. `deps_index` / `start_deps_index` are
+//! element indices into that rank's appendix array (our reading of the
+//! layout; the spec only says "starting at deps_index").
+
+use crate::goal::LoadError;
+use crate::schedule::{Kind, Op, Schedule, ScheduleBuilder, ANY};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+pub const MAGIC: u64 = 4223;
+/// Written by the reference into a file it consumed destructively.
+pub const MAGIC_CONSUMED: u64 = 2342;
+pub const NODE_BYTES: usize = 39;
+
+fn berr(file: &str, offset: u64, msg: impl Into<String>) -> LoadError {
+    LoadError::Binary {
+        file: file.to_string(),
+        offset,
+        msg: msg.into(),
+    }
+}
+
+struct Cur<'a> {
+    b: &'a [u8],
+    pos: usize,
+    /// file offset of b[0], for messages
+    base: u64,
+    file: &'a str,
+}
+
+impl<'a> Cur<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], LoadError> {
+        if self.pos + n > self.b.len() {
+            return Err(berr(self.file, self.base + self.pos as u64, "unexpected end of rank block"));
+        }
+        let s = &self.b[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, LoadError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, LoadError> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    fn u64(&mut self) -> Result<u64, LoadError> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+}
+
+struct RawNode {
+    depcount: u32,
+    n_deps: u32,
+    deps_index: u32,
+    n_start: u32,
+    start_index: u32,
+}
+
+pub fn read_file(path: &Path) -> Result<Schedule, LoadError> {
+    let name = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|e| LoadError::Io {
+        file: name.clone(),
+        msg: e.to_string(),
+    })?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    read(&name, std::io::BufReader::new(f), len)
+}
+
+/// Reads the binary layout from a seekable reader of total length `len`.
+pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, LoadError> {
+    let io = |e: std::io::Error| LoadError::Io {
+        file: name.to_string(),
+        msg: e.to_string(),
+    };
+    let mut head = [0u8; 14];
+    r.read_exact(&mut head).map_err(|_| berr(name, 0, "file too short for a binary schedule header"))?;
+    let magic = u64::from_le_bytes(head[0..8].try_into().unwrap());
+    if magic == MAGIC_CONSUMED {
+        return Err(berr(
+            name,
+            0,
+            "magic 2342: this binary schedule was consumed by the reference simulator and is no longer valid; regenerate it",
+        ));
+    }
+    if magic != MAGIC {
+        return Err(berr(name, 0, format!("bad magic {magic} (expected 4223)")));
+    }
+    let p = u32::from_le_bytes(head[8..12].try_into().unwrap());
+    if p == 0 {
+        return Err(berr(name, 8, "num_ranks is 0: the schedule is empty"));
+    }
+    let table_bytes = 16u64 * p as u64;
+    if 14 + table_bytes > len {
+        return Err(berr(name, 14, format!("rank table for {p} ranks does not fit in the file")));
+    }
+    let mut tb = vec![0u8; table_bytes as usize];
+    r.read_exact(&mut tb).map_err(io)?;
+    let table: Vec<u64> = tb.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    drop(tb);
+    let mut b = ScheduleBuilder::new(p);
+    let mut block = Vec::new();
+    let mut raw: Vec<RawNode> = Vec::new();
+    for rank in 0..p {
+        let (s, e) = (table[2 * rank as usize], table[2 * rank as usize + 1]);
+        let off = 8 + s;
+        if e < s || 8 + e > len {
+            return Err(berr(name, 14 + 16 * rank as u64, format!("rank {rank}: block [{s}, {e}) lies outside the file")));
+        }
+        block.resize((e - s) as usize, 0);
+        r.seek(SeekFrom::Start(off)).map_err(io)?;
+        r.read_exact(&mut block).map_err(io)?;
+        let mut c = Cur {
+            b: &block,
+            pos: 0,
+            base: off,
+            file: name,
+        };
+        let n = c.u32()?;
+        let nroots = c.u32()?;
+        c.take(4 * nroots as usize)?;
+        let nodes_at = c.pos;
+        if (block.len() - nodes_at) / NODE_BYTES < n as usize {
+            return Err(berr(name, off, format!("rank {rank}: {n} nodes do not fit in the block")));
+        }
+        raw.clear();
+        b.begin_rank();
+        for i in 0..n {
+            let at = c.base + c.pos as u64;
+            let depcount = c.u32()?;
+            let ty = c.u8()?;
+            let peer = c.u32()?;
+            let size = c.u64()?;
+            let tag = c.u32()?;
+            let cpu = c.u8()?;
+            let nic = c.u8()?;
+            let n_deps = c.u32()?;
+            let deps_index = c.u32()?;
+            let n_start = c.u32()?;
+            let start_index = c.u32()?;
+            let kind = Kind::from_u8(ty).ok_or_else(|| berr(name, at, format!("rank {rank} node {i}: bad type {ty}")))?;
+            if kind != Kind::Calc {
+                let ok = peer < p || (kind == Kind::Recv && peer == ANY);
+                if !ok {
+                    return Err(berr(name, at, format!("rank {rank} node {i}: peer {peer} outside 0..{}", p - 1)));
+                }
+            }
+            let op = Op {
+                kind,
+                size,
+                peer: if kind == Kind::Calc { 0 } else { peer },
+                tag: if kind == Kind::Calc { 0 } else { tag },
+                cpu,
+                nic: if kind == Kind::Calc { 0 } else { nic },
+            };
+            b.add_op(op).map_err(|e| berr(name, at, e.to_string()))?;
+            raw.push(RawNode {
+                depcount,
+                n_deps,
+                deps_index,
+                n_start,
+                start_index,
+            });
+        }
+        let app_at = c.pos;
+        let app_len = (block.len() - app_at) / 4;
+        let app = |k: usize| u32::from_le_bytes(block[app_at + 4 * k..app_at + 4 * k + 4].try_into().unwrap());
+        let mut indeg = vec![0u32; n as usize];
+        for (i, rn) in raw.iter().enumerate() {
+            for (cnt, idx, imm) in [(rn.n_deps, rn.deps_index, false), (rn.n_start, rn.start_index, true)] {
+                if idx as u64 + cnt as u64 > app_len as u64 {
+                    return Err(berr(name, off, format!("rank {rank} node {i}: dependency list outside the appendix")));
+                }
+                for k in 0..cnt as usize {
+                    let d = app(idx as usize + k);
+                    if d >= n {
+                        return Err(berr(name, off, format!("rank {rank} node {i}: dependent {d} does not exist")));
+                    }
+                    indeg[d as usize] += 1;
+                    b.add_dep(d, i as u32, imm).map_err(|e| berr(name, off, e.to_string()))?;
+                }
+            }
+        }
+        for (i, rn) in raw.iter().enumerate() {
+            if rn.depcount != indeg[i] {
+                return Err(berr(
+                    name,
+                    off,
+                    format!("rank {rank} node {i}: depcount {} but {} dependency edges point to it", rn.depcount, indeg[i]),
+                ));
+            }
+        }
+        b.end_rank();
+    }
+    Ok(b.finish())
+}
+
+/// Writes the binary layout.
+pub fn write<W: Write>(s: &Schedule, w: &mut W) -> std::io::Result<()> {
+    let p = s.num_ranks();
+    w.write_all(&MAGIC.to_le_bytes())?;
+    w.write_all(&p.to_le_bytes())?;
+    w.write_all(&[s.max_cpu(), s.max_nic()])?;
+    // block sizes first
+    let header = 4 + 1 + 1 + 16 * p as u64;
+    let mut pos = header;
+    for r in 0..p {
+        let nodes = s.rank_nodes(r);
+        let n = nodes.len() as u64;
+        let roots = nodes.clone().filter(|&x| s.depcount(x) == 0).count() as u64;
+        let app: u64 = nodes.clone().map(|x| s.raw_edges(x).len() as u64).sum();
+        let size = 8 + 4 * roots + NODE_BYTES as u64 * n + 4 * app;
+        w.write_all(&pos.to_le_bytes())?;
+        w.write_all(&(pos + size).to_le_bytes())?;
+        pos += size;
+    }
+    let mut buf = Vec::new();
+    for r in 0..p {
+        buf.clear();
+        let nodes = s.rank_nodes(r);
+        let first = nodes.start;
+        let roots: Vec<u32> = nodes.clone().filter(|&x| s.depcount(x) == 0).map(|x| x - first).collect();
+        buf.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&(roots.len() as u32).to_le_bytes());
+        for x in &roots {
+            buf.extend_from_slice(&x.to_le_bytes());
+        }
+        let mut app: Vec<u32> = Vec::new();
+        for x in nodes.clone() {
+            let op = s.op(x);
+            let deps_index = app.len() as u32;
+            app.extend(s.requires_dependents(x).map(|d| d - first));
+            let n_deps = app.len() as u32 - deps_index;
+            let start_index = app.len() as u32;
+            app.extend(s.irequires_dependents(x).map(|d| d - first));
+            let n_start = app.len() as u32 - start_index;
+            buf.extend_from_slice(&s.depcount(x).to_le_bytes());
+            buf.push(op.kind as u8);
+            buf.extend_from_slice(&op.peer.to_le_bytes());
+            buf.extend_from_slice(&op.size.to_le_bytes());
+            buf.extend_from_slice(&op.tag.to_le_bytes());
+            buf.push(op.cpu);
+            buf.push(op.nic);
+            for v in [n_deps, deps_index, n_start, start_index] {
+                buf.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        for a in app {
+            buf.extend_from_slice(&a.to_le_bytes());
+        }
+        w.write_all(&buf)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,824 @@
+//! The LogGOPS engine (loggops.md sections 4-6, 9, 10): a sans-I/O
+//! discrete-event simulator over a [`Schedule`] and a [`Network`].
+//!
+//! Total order of events: (time, seq). `seq` is a global counter assigned
+//! when an operation is first enqueued and when a message event is created;
+//! a re-inserted event keeps its seq. The roots are not pushed into the heap:
+//! they are all at time 0 with seq 0..R-1 in a known order, so the engine
+//! merges a cursor over them with the heap (same order, much less memory).
+
+use crate::hash::FastMap;
+use crate::matching::{Indexes, MatchQueue};
+use crate::network::{Handle, NetError, Network, SyncMode};
+use crate::noise::Noise;
+use crate::schedule::{Kind, Schedule, ANY};
+use crate::Time;
+use std::collections::BinaryHeap;
+
+/// LogGOPS parameters (all in the schedule's time unit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Params {
+    #[serde(rename = "L")]
+    pub l: u64,
+    pub o: u64,
+    pub g: u64,
+    #[serde(rename = "G")]
+    pub big_g: u64,
+    #[serde(rename = "O")]
+    pub big_o: u64,
+    #[serde(rename = "S")]
+    pub s: u64,
+    /// Section 10: per-message overhead for messages above `large_threshold`.
+    pub o_large: Option<u64>,
+    /// Section 10: per-byte overhead for messages above `large_threshold`.
+    #[serde(rename = "O_large")]
+    pub big_o_large: Option<u64>,
+    /// Section 10: threshold for the second set (default: S).
+    pub large_threshold: Option<u64>,
+}
+
+impl Default for Params {
+    /// The reference's defaults (nanosecond flavour).
+    fn default() -> Self {
+        Params {
+            l: 2500,
+            o: 1500,
+            g: 1000,
+            big_g: 6,
+            big_o: 0,
+            s: 65535,
+            o_large: None,
+            big_o_large: None,
+            large_threshold: None,
+        }
+    }
+}
+
+impl Params {
+    /// (o, O) for a message of `size` bytes.
+    #[inline]
+    pub fn overheads(&self, size: u64) -> (u64, u64) {
+        if (self.o_large.is_some() || self.big_o_large.is_some()) && size > self.large_threshold.unwrap_or(self.s) {
+            (self.o_large.unwrap_or(self.o), self.big_o_large.unwrap_or(self.big_o))
+        } else {
+            (self.o, self.big_o)
+        }
+    }
+}
+
+/// Something the engine did, for `-v` and `-V` (see [`Tracer`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    Calc { host: u32, cpu: u8, node: u32, start: u64, end: u64 },
+    Send { host: u32, cpu: u8, node: u32, dst: u32, size: u64, tag: u32, start: u64, end: u64, handle: Handle },
+    /// A receive was posted into the RQ.
+    RecvPosted { host: u32, node: u32, src: u32, tag: u32, time: u64 },
+    /// A receive matched a message already in the UQ.
+    RecvMatched { host: u32, cpu: u8, node: u32, src: u32, tag: u32, time: u64 },
+    /// A message was taken in by the receiver (CPU/NIC charged); `node` is
+    /// the matched receive, or None when it went into the UQ.
+    MsgReceived { host: u32, cpu: u8, src: u32, size: u64, tag: u32, sent: u64, arrived: u64, start: u64, end: u64, node: Option<u32> },
+    /// An event could not run and was re-inserted.
+    Reinsert { host: u32, what: &'static str, from: u64, to: u64 },
+    /// Notify mode: the engine waited for the network.
+    Wait { now: u64, arrivals: usize },
+}
+
+/// Receives [`TraceEvent`]s. `ACTIVE = false` removes all tracing code.
+pub trait Tracer {
+    const ACTIVE: bool = true;
+    fn event(&mut self, e: &TraceEvent);
+}
+
+/// No tracing.
+pub struct NoTrace;
+impl Tracer for NoTrace {
+    const ACTIVE: bool = false;
+    #[inline]
+    fn event(&mut self, _e: &TraceEvent) {}
+}
+
+impl<F: FnMut(&TraceEvent)> Tracer for F {
+    fn event(&mut self, e: &TraceEvent) {
+        self(e)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    #[error("network: {0}")]
+    Net(#[from] NetError),
+    #[error("network reported an arrival for unknown message handle {0}")]
+    UnknownHandle(Handle),
+    #[error("network reported no arrivals although {0} messages are in flight")]
+    NoArrivals(usize),
+    #[error("schedule has {0} operations; the engine supports at most 2^31-1")]
+    TooLarge(u64),
+}
+
+const MSG_FLAG: u32 = 1 << 31;
+
+/// Active-queue entry; `id` is a node id, or a message slot with `MSG_FLAG`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ev {
+    time: u64,
+    seq: u64,
+    host: u32,
+    id: u32,
+}
+
+impl Ord for Ev {
+    #[inline]
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        // reversed: BinaryHeap is a max-heap
+        (o.time, o.seq).cmp(&(self.time, self.seq))
+    }
+}
+impl PartialOrd for Ev {
+    #[inline]
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Msg {
+    src: u32,
+    dst: u32,
+    send_node: u32,
+    tag: u32,
+    size: u64,
+    start: u64,
+    handle: Handle,
+    /// earliest arrival the network confirmed (valid when `arrived`)
+    arrival: u64,
+    cpu: u8,
+    nic: u8,
+    arrived: bool,
+    /// the send operation has completed (eager, or rendezvous matched)
+    send_done: bool,
+}
+
+/// An unmatched queue entry at the end of a run.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Pending {
+    /// source rank, or -1 for any-source
+    pub src: i64,
+    /// tag, or -1 for any-tag
+    pub tag: i64,
+    pub size: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HostLeftovers {
+    pub host: u32,
+    /// posted receives never matched (RQ)
+    pub receives: Vec<Pending>,
+    /// messages never received (UQ)
+    pub unexpected: Vec<Pending>,
+}
+
+/// Result of a run, from which the binary prints text or JSON.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Report {
+    pub num_hosts: u32,
+    pub num_cpus: u32,
+    pub num_nics: u32,
+    /// Per host: max over its CPUs of nexto (NIC times excluded).
+    pub finish_times: Vec<u64>,
+    /// Distinct enqueued operations plus messages (re-insertions not counted).
+    pub events: u64,
+    /// Events processed including re-insertions.
+    pub processed: u64,
+    /// Time of the last processed event.
+    pub end_time: u64,
+    /// Hosts with non-empty RQ or UQ.
+    pub leftovers: Vec<HostLeftovers>,
+    /// Operations that never completed (includes unmatched ones).
+    pub incomplete_ops: u64,
+    /// Per host: largest RQ and UQ lengths seen.
+    pub max_rq: Vec<u64>,
+    pub max_uq: Vec<u64>,
+    pub network_stats: Vec<(String, u64)>,
+}
+
+impl Report {
+    /// Host with the largest finish time (the first one on ties) and that time.
+    pub fn max_finish(&self) -> (u32, u64) {
+        let mut best = (0u32, 0u64);
+        for (h, &t) in self.finish_times.iter().enumerate() {
+            if t > best.1 {
+                best = (h as u32, t);
+            }
+        }
+        best
+    }
+    /// No leftovers and every operation completed.
+    pub fn ok(&self) -> bool {
+        self.leftovers.is_empty() && self.incomplete_ops == 0
+    }
+}
+
+#[inline]
+fn add(a: u64, b: u64) -> u64 {
+    a.saturating_add(b)
+}
+#[inline]
+fn mul(a: u64, b: u64) -> u64 {
+    a.saturating_mul(b)
+}
+
+pub struct Sim<N: Network, T: Tracer = NoTrace> {
+    sched: Schedule,
+    depcount: Vec<u32>,
+    /// max ready time of nodes with some (not all) predecessors released (section 9.2)
+    partial_ready: FastMap<u32, u64>,
+    params: Params,
+    net: N,
+    mode: SyncMode,
+    tracer: T,
+    noise: Option<Noise>,
+    ncpu: usize,
+    nnic: usize,
+    nexto: Vec<u64>,
+    nextgs: Vec<u64>,
+    nextgr: Vec<u64>,
+    rq: Vec<MatchQueue>,
+    uq: Vec<MatchQueue>,
+    heap: BinaryHeap<Ev>,
+    roots: Vec<u32>,
+    root_pos: usize,
+    root_host: u32,
+    msgs: Vec<Msg>,
+    msg_free: Vec<u32>,
+    /// notify mode: messages waiting for the network, by handle -> (slot, seq)
+    waiting: FastMap<Handle, (u32, u64)>,
+    seq: u64,
+    events: u64,
+    processed: u64,
+    completed: u64,
+    now: u64,
+    released: Vec<(u32, u32, u64)>,
+    done: bool,
+}
+
+impl<N: Network> Sim<N, NoTrace> {
+    pub fn new(sched: Schedule, params: Params, net: N) -> Result<Self, SimError> {
+        Sim::with_tracer(sched, params, net, NoTrace)
+    }
+}
+
+impl<N: Network, T: Tracer> Sim<N, T> {
+    pub fn with_tracer(mut sched: Schedule, params: Params, net: N, tracer: T) -> Result<Self, SimError> {
+        let p = sched.num_ranks() as usize;
+        let ncpu = sched.num_cpus() as usize;
+        let nnic = sched.num_nics() as usize;
+        let w = sched.wildcard_use();
+        // RQ is searched by messages (exact source, tag maybe any);
+        // UQ by receives (source and tag maybe any).
+        let rq_ix = Indexes {
+            by_tag: false,
+            by_src: w.send_any_tag,
+            all: false,
+        };
+        let uq_ix = Indexes {
+            by_tag: w.recv_any_src,
+            by_src: w.recv_any_tag,
+            all: w.recv_any_src && w.recv_any_tag,
+        };
+        let depcount = sched.take_depcounts();
+        let mut roots = Vec::new();
+        for r in 0..p as u32 {
+            let start = roots.len();
+            roots.extend(sched.rank_nodes(r).filter(|&n| depcount[n as usize] == 0));
+            roots[start..].sort_by_key(|&n| sched.kind(n));
+        }
+        roots.shrink_to_fit();
+        let seq = roots.len() as u64;
+        let mode = net.mode();
+        Ok(Sim {
+            depcount,
+            partial_ready: FastMap::default(),
+            params,
+            net,
+            mode,
+            tracer,
+            noise: None,
+            ncpu,
+            nnic,
+            nexto: vec![0; p * ncpu],
+            nextgs: vec![0; p * nnic],
+            nextgr: vec![0; p * nnic],
+            rq: (0..p).map(|_| MatchQueue::new(rq_ix)).collect(),
+            uq: (0..p).map(|_| MatchQueue::new(uq_ix)).collect(),
+            heap: BinaryHeap::new(),
+            events: roots.len() as u64,
+            roots,
+            root_pos: 0,
+            root_host: 0,
+            msgs: Vec::new(),
+            msg_free: Vec::new(),
+            waiting: FastMap::default(),
+            seq,
+            processed: 0,
+            completed: 0,
+            now: 0,
+            released: Vec::new(),
+            done: false,
+            sched,
+        })
+    }
+
+    /// Adds CPU noise (only used when set).
+    pub fn set_noise(&mut self, noise: Noise) {
+        self.noise = Some(noise);
+    }
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+    pub fn network(&self) -> &N {
+        &self.net
+    }
+    pub fn network_mut(&mut self) -> &mut N {
+        &mut self.net
+    }
+    pub fn tracer_mut(&mut self) -> &mut T {
+        &mut self.tracer
+    }
+    pub fn schedule(&self) -> &Schedule {
+        &self.sched
+    }
+    /// Distinct events so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+    pub fn processed(&self) -> u64 {
+        self.processed
+    }
+    /// Current simulated time (time of the last processed event).
+    pub fn now(&self) -> Time {
+        Time(self.now)
+    }
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Runs to the end.
+    pub fn run(&mut self) -> Result<(), SimError> {
+        while self.step()?.is_some() {}
+        Ok(())
+    }
+
+    /// Processes one event; returns its time, or None when the run is over
+    /// (after calling the network's `finish`).
+    pub fn step(&mut self) -> Result<Option<Time>, SimError> {
+        if self.done {
+            return Ok(None);
+        }
+        let ev = loop {
+            let root = if self.root_pos < self.roots.len() {
+                let n = self.roots[self.root_pos];
+                while n >= self.sched.rank_nodes(self.root_host).end {
+                    self.root_host += 1;
+                }
+                Some(Ev {
+                    time: 0,
+                    seq: self.root_pos as u64,
+                    host: self.root_host,
+                    id: n,
+                })
+            } else {
+                None
+            };
+            match (root, self.heap.peek()) {
+                (Some(r), Some(h)) => {
+                    if (h.time, h.seq) < (r.time, r.seq) {
+                        break self.heap.pop().unwrap();
+                    }
+                    self.root_pos += 1;
+                    break r;
+                }
+                (Some(r), None) => {
+                    self.root_pos += 1;
+                    break r;
+                }
+                (None, Some(_)) => break self.heap.pop().unwrap(),
+                (None, None) => {
+                    if self.waiting.is_empty() {
+                        self.done = true;
+                        self.sched.restore_depcounts(std::mem::take(&mut self.depcount));
+                        self.net.finish(Time(self.now))?;
+                        return Ok(None);
+                    }
+                    self.wait_network()?;
+                }
+            }
+        };
+        self.processed += 1;
+        self.now = self.now.max(ev.time);
+        if ev.id & MSG_FLAG != 0 {
+            self.message(ev)?;
+        } else {
+            match self.sched.kind(ev.id) {
+                Kind::Calc => self.calc(ev),
+                Kind::Send => self.send(ev)?,
+                Kind::Recv => self.recv(ev),
+            }
+        }
+        if !self.released.is_empty() {
+            self.enqueue_released();
+        }
+        Ok(Some(Time(ev.time)))
+    }
+
+    fn wait_network(&mut self) -> Result<(), SimError> {
+        let batch = self.net.wait_arrivals(Time(self.now))?;
+        if batch.is_empty() {
+            return Err(SimError::NoArrivals(self.waiting.len()));
+        }
+        if T::ACTIVE {
+            self.tracer.event(&TraceEvent::Wait {
+                now: self.now,
+                arrivals: batch.len(),
+            });
+        }
+        for (h, t) in batch {
+            let (slot, seq) = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))?;
+            let m = &mut self.msgs[slot as usize];
+            m.arrived = true;
+            m.arrival = t.0;
+            self.heap.push(Ev {
+                time: t.0,
+                seq,
+                host: m.dst,
+                id: slot | MSG_FLAG,
+            });
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn noise(&self, host: u32, start: u64, len: u64) -> u64 {
+        match &self.noise {
+            Some(n) => n.extra(host, start, len),
+            None => 0,
+        }
+    }
+
+    #[inline]
+    fn reinsert(&mut self, ev: Ev, to: u64, what: &'static str) {
+        if T::ACTIVE {
+            self.tracer.event(&TraceEvent::Reinsert {
+                host: ev.host,
+                what,
+                from: ev.time,
+                to,
+            });
+        }
+        self.heap.push(Ev { time: to, ..ev });
+    }
+
+    /// Marks `node` (on `host`) started at `t`: releases its irequires dependents.
+    #[inline]
+    fn start_op(&mut self, node: u32, host: u32, t: u64) {
+        let (a, b) = self.edge_range(node);
+        for i in a..b {
+            let e = self.sched.edge_at(i);
+            if e & crate::schedule::EDGE_START != 0 {
+                self.release(e & !crate::schedule::EDGE_START, host, t);
+            }
+        }
+    }
+
+    /// Marks `node` completed; its requires dependents may start no earlier than `ready`.
+    #[inline]
+    fn complete_op(&mut self, node: u32, host: u32, ready: u64) {
+        self.completed += 1;
+        let (a, b) = self.edge_range(node);
+        for i in a..b {
+            let e = self.sched.edge_at(i);
+            if e & crate::schedule::EDGE_START == 0 {
+                self.release(e, host, ready);
+            }
+        }
+    }
+
+    #[inline]
+    fn edge_range(&self, node: u32) -> (usize, usize) {
+        self.sched.edge_bounds(node)
+    }
+
+    #[inline]
+    fn release(&mut self, d: u32, host: u32, ready: u64) {
+        let c = &mut self.depcount[d as usize];
+        debug_assert!(*c > 0);
+        *c -= 1;
+        if *c == 0 {
+            let mut r = ready;
+            if !self.partial_ready.is_empty() {
+                if let Some(p) = self.partial_ready.remove(&d) {
+                    r = r.max(p);
+                }
+            }
+            self.released.push((host, d, r));
+        } else {
+            let e = self.partial_ready.entry(d).or_insert(0);
+            *e = (*e).max(ready);
+        }
+    }
+
+    fn enqueue_released(&mut self) {
+        let mut rel = std::mem::take(&mut self.released);
+        if rel.len() > 1 {
+            let sched = &self.sched;
+            rel.sort_by_key(|&(h, n, _)| (h, sched.kind(n)));
+        }
+        for &(h, n, ready) in &rel {
+            let op = self.sched.op(n);
+            let ci = h as usize * self.ncpu + op.cpu as usize;
+            let mut t = self.nexto[ci].max(ready);
+            if op.kind == Kind::Send {
+                t = t.max(self.nextgs[h as usize * self.nnic + op.nic as usize]);
+            }
+            self.heap.push(Ev {
+                time: t,
+                seq: self.seq,
+                host: h,
+                id: n,
+            });
+            self.seq += 1;
+            self.events += 1;
+        }
+        rel.clear();
+        self.released = rel;
+    }
+
+    fn calc(&mut self, ev: Ev) {
+        let op = self.sched.op(ev.id);
+        let ci = ev.host as usize * self.ncpu + op.cpu as usize;
+        let t = ev.time;
+        if self.nexto[ci] <= t {
+            let end = add(add(t, op.size), self.noise(ev.host, t, op.size));
+            self.nexto[ci] = end;
+            if T::ACTIVE {
+                self.tracer.event(&TraceEvent::Calc {
+                    host: ev.host,
+                    cpu: op.cpu,
+                    node: ev.id,
+                    start: t,
+                    end,
+                });
+            }
+            self.start_op(ev.id, ev.host, t);
+            self.complete_op(ev.id, ev.host, end);
+        } else {
+            let to = self.nexto[ci];
+            self.reinsert(ev, to, "calc");
+        }
+    }
+
+    fn send(&mut self, ev: Ev) -> Result<(), SimError> {
+        let op = self.sched.op(ev.id);
+        let h = ev.host as usize;
+        let ci = h * self.ncpu + op.cpu as usize;
+        let ni = h * self.nnic + op.nic as usize;
+        let t = ev.time;
+        let avail = self.nexto[ci].max(self.nextgs[ni]);
+        if avail > t {
+            self.reinsert(ev, avail, "send");
+            return Ok(());
+        }
+        self.start_op(ev.id, ev.host, t);
+        let p = self.params;
+        let (o, big_o) = p.overheads(op.size);
+        let s1 = op.size.saturating_sub(1); // section 9.3: (s-1) is 0 for s = 0
+        let cpu_work = add(o, mul(s1, big_o));
+        let end = add(add(t, cpu_work), self.noise(ev.host, t, cpu_work));
+        self.nexto[ci] = end;
+        self.nextgs[ni] = add(add(t, p.g), mul(s1, p.big_g));
+        let handle = self.net.insert(Time(t), ev.host, op.peer, op.size, op.tag)?;
+        if T::ACTIVE {
+            self.tracer.event(&TraceEvent::Send {
+                host: ev.host,
+                cpu: op.cpu,
+                node: ev.id,
+                dst: op.peer,
+                size: op.size,
+                tag: op.tag,
+                start: t,
+                end,
+                handle,
+            });
+        }
+        let eager = op.size <= p.s;
+        let m = Msg {
+            src: ev.host,
+            dst: op.peer,
+            send_node: ev.id,
+            tag: op.tag,
+            size: op.size,
+            start: t,
+            handle,
+            arrival: 0,
+            cpu: op.cpu,
+            nic: op.nic,
+            arrived: false,
+            send_done: eager,
+        };
+        let slot = match self.msg_free.pop() {
+            Some(s) => {
+                self.msgs[s as usize] = m;
+                s
+            }
+            None => {
+                self.msgs.push(m);
+                self.msgs.len() as u32 - 1
+            }
+        };
+        let seq = self.seq;
+        self.seq += 1;
+        self.events += 1;
+        match self.mode {
+            SyncMode::Poll => self.heap.push(Ev {
+                time: add(add(t, o), p.l),
+                seq,
+                host: op.peer,
+                id: slot | MSG_FLAG,
+            }),
+            SyncMode::Notify => {
+                self.waiting.insert(handle, (slot, seq));
+            }
+        }
+        if eager {
+            self.complete_op(ev.id, ev.host, end);
+        }
+        Ok(())
+    }
+
+    /// Completes the rendezvous send of message `m` at match time `t` and
+    /// raises the sender's CPU/NIC availability to at least `t`.
+    fn rendezvous_done(&mut self, slot: u32, t: u64) {
+        let m = self.msgs[slot as usize];
+        let ci = m.src as usize * self.ncpu + m.cpu as usize;
+        let ni = m.src as usize * self.nnic + m.nic as usize;
+        self.nexto[ci] = self.nexto[ci].max(t);
+        self.nextgs[ni] = self.nextgs[ni].max(t);
+        if !m.send_done {
+            self.msgs[slot as usize].send_done = true;
+            self.complete_op(m.send_node, m.src, t);
+        }
+    }
+
+    fn free_msg(&mut self, slot: u32) {
+        self.msg_free.push(slot);
+    }
+
+    fn recv(&mut self, ev: Ev) {
+        let op = self.sched.op(ev.id);
+        let t = ev.time;
+        self.start_op(ev.id, ev.host, t);
+        match self.uq[ev.host as usize].take(op.peer, op.tag) {
+            Some((_, _, slot)) => {
+                // the receive's size decides rendezvous here (as the reference does)
+                if op.size > self.params.s {
+                    self.rendezvous_done(slot, t);
+                }
+                let m = self.msgs[slot as usize];
+                if T::ACTIVE {
+                    self.tracer.event(&TraceEvent::RecvMatched {
+                        host: ev.host,
+                        cpu: op.cpu,
+                        node: ev.id,
+                        src: m.src,
+                        tag: m.tag,
+                        time: t,
+                    });
+                }
+                self.free_msg(slot);
+                let ci = ev.host as usize * self.ncpu + op.cpu as usize;
+                let ready = self.nexto[ci].max(t);
+                self.complete_op(ev.id, ev.host, ready);
+            }
+            None => {
+                if T::ACTIVE {
+                    self.tracer.event(&TraceEvent::RecvPosted {
+                        host: ev.host,
+                        node: ev.id,
+                        src: op.peer,
+                        tag: op.tag,
+                        time: t,
+                    });
+                }
+                self.rq[ev.host as usize].push(op.peer, op.tag, ev.id);
+            }
+        }
+    }
+
+    fn message(&mut self, ev: Ev) -> Result<(), SimError> {
+        let slot = ev.id & !MSG_FLAG;
+        let t = ev.time;
+        let m = self.msgs[slot as usize];
+        let ef = if m.arrived {
+            m.arrival.min(t)
+        } else {
+            // poll mode (notify-mode messages are always `arrived` here)
+            let ef = self.net.query(Time(m.start), Time(t), m.src, m.dst, m.size, m.handle)?.0;
+            if ef <= t {
+                let mm = &mut self.msgs[slot as usize];
+                mm.arrived = true;
+                mm.arrival = ef;
+            }
+            ef
+        };
+        let h = ev.host as usize;
+        let ci = h * self.ncpu + m.cpu as usize;
+        let ni = h * self.nnic + m.nic as usize;
+        let busy = self.nexto[ci].max(self.nextgr[ni]);
+        if ef > t || busy > t {
+            self.reinsert(ev, busy.max(ef), "msg");
+            return Ok(());
+        }
+        let p = self.params;
+        let (o, big_o) = p.overheads(m.size);
+        let s1 = m.size.saturating_sub(1);
+        let cpu_work = add(o, mul(s1, big_o).max(mul(s1, p.big_g)));
+        let end = add(add(t, cpu_work), self.noise(ev.host, t, cpu_work));
+        self.nexto[ci] = end;
+        self.nextgr[ni] = add(add(t, p.g), mul(s1, p.big_g));
+        let matched = self.rq[h].take(m.src, m.tag);
+        if T::ACTIVE {
+            self.tracer.event(&TraceEvent::MsgReceived {
+                host: ev.host,
+                cpu: m.cpu,
+                src: m.src,
+                size: m.size,
+                tag: m.tag,
+                sent: m.start,
+                arrived: if m.arrived { m.arrival } else { ef },
+                start: t,
+                end,
+                node: matched.map(|x| x.2),
+            });
+        }
+        match matched {
+            Some((_, _, rnode)) => {
+                if m.size > p.s {
+                    self.rendezvous_done(slot, t);
+                }
+                self.free_msg(slot);
+                // the receive's dependents: no earlier than the end of this CPU work
+                self.complete_op(rnode, ev.host, end);
+            }
+            None => self.uq[h].push(m.src, m.tag, slot),
+        }
+        Ok(())
+    }
+
+    /// The result so far (complete once `step` returned None).
+    pub fn report(&self) -> Report {
+        let p = self.sched.num_ranks() as usize;
+        let finish_times = (0..p)
+            .map(|h| self.nexto[h * self.ncpu..(h + 1) * self.ncpu].iter().copied().max().unwrap_or(0))
+            .collect();
+        let pend = |src: u32, tag: u32, size: u64| Pending {
+            src: if src == ANY { -1 } else { src as i64 },
+            tag: if tag == ANY { -1 } else { tag as i64 },
+            size,
+        };
+        let mut leftovers = Vec::new();
+        for h in 0..p {
+            if self.rq[h].is_empty() && self.uq[h].is_empty() {
+                continue;
+            }
+            let receives = self.rq[h]
+                .entries_in_order()
+                .into_iter()
+                .map(|(s, t, n)| pend(s, t, self.sched.op(n).size))
+                .collect();
+            let unexpected = self.uq[h]
+                .entries_in_order()
+                .into_iter()
+                .map(|(s, t, m)| pend(s, t, self.msgs[m as usize].size))
+                .collect();
+            leftovers.push(HostLeftovers {
+                host: h as u32,
+                receives,
+                unexpected,
+            });
+        }
+        Report {
+            num_hosts: p as u32,
+            num_cpus: self.ncpu as u32,
+            num_nics: self.nnic as u32,
+            finish_times,
+            events: self.events,
+            processed: self.processed,
+            end_time: self.now,
+            leftovers,
+            incomplete_ops: self.sched.num_nodes() as u64 - self.completed,
+            max_rq: self.rq.iter().map(|q| q.max_len() as u64).collect(),
+            max_uq: self.uq.iter().map(|q| q.max_len() as u64).collect(),
+            network_stats: self.net.stats(),
+        }
+    }
+}

@@ -1,0 +1,622 @@
+//! GOAL text schedules: a hand-written streaming reader and a writer.
+//!
+//! The reader works line by line (a statement is one line), keeps only the
+//! current rank's labels, and reports every problem as `file:line:column:
+//! message`. Accepted beyond the reference (loggops.md section 2): leading
+//! whitespace, trailing `//` and `/* */` comments, CRLF, a missing final
+//! newline, and the `{` of a rank block on the next line.
+
+use crate::hash::FastMap;
+use crate::schedule::{Kind, Op, Schedule, ScheduleBuilder, ANY};
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+/// Any error while loading a schedule (text or binary).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    #[error("{file}: {msg}")]
+    Io { file: String, msg: String },
+    #[error("{file}:{line}:{col}: {msg}")]
+    Syntax {
+        file: String,
+        line: u64,
+        col: u64,
+        msg: String,
+    },
+    #[error("{file}: byte offset {offset}: {msg}")]
+    Binary {
+        file: String,
+        offset: u64,
+        msg: String,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tok<'a> {
+    Int(u64),
+    /// `-N` (only `-1` is meaningful)
+    Neg(u64),
+    Word(&'a [u8]),
+    Colon,
+    LBrace,
+    RBrace,
+}
+
+fn describe(t: Option<Tok<'_>>) -> String {
+    match t {
+        None => "end of line".into(),
+        Some(Tok::Int(v)) => format!("number {v}"),
+        Some(Tok::Neg(v)) => format!("number -{v}"),
+        Some(Tok::Word(w)) => format!("'{}'", String::from_utf8_lossy(w)),
+        Some(Tok::Colon) => "':'".into(),
+        Some(Tok::LBrace) => "'{'".into(),
+        Some(Tok::RBrace) => "'}'".into(),
+    }
+}
+
+/// Position-carrying error before the file name is attached.
+struct PErr {
+    col: usize,
+    msg: String,
+}
+
+type PResult<T> = Result<T, PErr>;
+
+fn perr<T>(col: usize, msg: impl Into<String>) -> PResult<T> {
+    Err(PErr {
+        col,
+        msg: msg.into(),
+    })
+}
+
+/// Lexer over one line. `in_comment` carries a `/* */` comment across lines.
+struct Lex<'a> {
+    s: &'a [u8],
+    pos: usize,
+    in_comment: bool,
+    peeked: Option<(usize, Option<Tok<'a>>)>,
+}
+
+impl<'a> Lex<'a> {
+    fn new(s: &'a [u8], in_comment: bool) -> Self {
+        Lex {
+            s,
+            pos: 0,
+            in_comment,
+            peeked: None,
+        }
+    }
+    /// Column (1-based) of the next token.
+    fn col(&mut self) -> PResult<usize> {
+        Ok(self.peek()?.0)
+    }
+    fn peek(&mut self) -> PResult<(usize, Option<Tok<'a>>)> {
+        if self.peeked.is_none() {
+            let t = self.lex()?;
+            self.peeked = Some(t);
+        }
+        Ok(self.peeked.unwrap())
+    }
+    fn next(&mut self) -> PResult<(usize, Option<Tok<'a>>)> {
+        let t = self.peek()?;
+        self.peeked = None;
+        Ok(t)
+    }
+    fn lex(&mut self) -> PResult<(usize, Option<Tok<'a>>)> {
+        let s = self.s;
+        loop {
+            if self.in_comment {
+                match s[self.pos..].windows(2).position(|w| w == b"*/") {
+                    Some(p) => {
+                        self.pos += p + 2;
+                        self.in_comment = false;
+                    }
+                    None => {
+                        self.pos = s.len();
+                        return Ok((self.pos + 1, None));
+                    }
+                }
+            }
+            while self.pos < s.len() && matches!(s[self.pos], b' ' | b'\t' | b'\r' | 0x0c | 0x0b) {
+                self.pos += 1;
+            }
+            if self.pos >= s.len() {
+                return Ok((self.pos + 1, None));
+            }
+            if s[self.pos] == b'/' && self.pos + 1 < s.len() {
+                if s[self.pos + 1] == b'/' {
+                    self.pos = s.len();
+                    return Ok((self.pos + 1, None));
+                }
+                if s[self.pos + 1] == b'*' {
+                    self.pos += 2;
+                    self.in_comment = true;
+                    continue;
+                }
+            }
+            break;
+        }
+        let start = self.pos;
+        let col = start + 1;
+        let c = s[start];
+        match c {
+            b'0'..=b'9' => {
+                let v = self.number(col)?;
+                Ok((col, Some(Tok::Int(v))))
+            }
+            b'-' => {
+                self.pos += 1;
+                if self.pos < s.len() && s[self.pos].is_ascii_digit() {
+                    let v = self.number(col)?;
+                    Ok((col, Some(Tok::Neg(v))))
+                } else {
+                    perr(col, "'-' must be followed by a number (only -1 is allowed)")
+                }
+            }
+            b'a'..=b'z' | b'A'..=b'Z' => {
+                while self.pos < s.len() && (s[self.pos].is_ascii_alphanumeric() || s[self.pos] == b'_') {
+                    self.pos += 1;
+                }
+                Ok((col, Some(Tok::Word(&s[start..self.pos]))))
+            }
+            b':' => {
+                self.pos += 1;
+                Ok((col, Some(Tok::Colon)))
+            }
+            b'{' => {
+                self.pos += 1;
+                Ok((col, Some(Tok::LBrace)))
+            }
+            b'}' => {
+                self.pos += 1;
+                Ok((col, Some(Tok::RBrace)))
+            }
+            _ => {
+                let ch = std::str::from_utf8(&s[start..])
+                    .ok()
+                    .and_then(|x| x.chars().next())
+                    .map(|c| format!("{c:?}"))
+                    .unwrap_or_else(|| format!("byte 0x{c:02x}"));
+                perr(col, format!("unexpected character {ch}"))
+            }
+        }
+    }
+    fn number(&mut self, col: usize) -> PResult<u64> {
+        let s = self.s;
+        let mut v: u64 = 0;
+        while self.pos < s.len() && s[self.pos].is_ascii_digit() {
+            let d = (s[self.pos] - b'0') as u64;
+            v = match v.checked_mul(10).and_then(|x| x.checked_add(d)) {
+                Some(x) => x,
+                None => return perr(col, "number too large (does not fit in 64 bits)"),
+            };
+            self.pos += 1;
+        }
+        Ok(v)
+    }
+    fn expect_word(&mut self, w: &str) -> PResult<()> {
+        let (col, t) = self.next()?;
+        match t {
+            Some(Tok::Word(x)) if x == w.as_bytes() => Ok(()),
+            other => perr(col, format!("expected '{w}', found {}", describe(other))),
+        }
+    }
+    fn expect_int(&mut self, what: &str) -> PResult<(usize, u64)> {
+        let (col, t) = self.next()?;
+        match t {
+            Some(Tok::Int(v)) => Ok((col, v)),
+            other => perr(col, format!("expected {what}, found {}", describe(other))),
+        }
+    }
+    /// A number or `-1` (returned as None).
+    fn expect_int_or_any(&mut self, what: &str) -> PResult<(usize, Option<u64>)> {
+        let (col, t) = self.next()?;
+        match t {
+            Some(Tok::Int(v)) => Ok((col, Some(v))),
+            Some(Tok::Neg(1)) => Ok((col, None)),
+            Some(Tok::Neg(v)) => perr(col, format!("negative {what} -{v} (only -1 is allowed)")),
+            other => perr(col, format!("expected {what}, found {}", describe(other))),
+        }
+    }
+    fn peek_word(&mut self, w: &str) -> PResult<bool> {
+        Ok(matches!(self.peek()?.1, Some(Tok::Word(x)) if x == w.as_bytes()))
+    }
+    fn at_end(&mut self) -> PResult<bool> {
+        Ok(self.peek()?.1.is_none())
+    }
+}
+
+enum State {
+    Header,
+    Between,
+    /// saw `rank R`, waiting for `{`
+    ExpectBrace(u32),
+    InBlock(u32),
+}
+
+struct Parser {
+    state: State,
+    num_ranks: Option<u32>,
+    b: Option<ScheduleBuilder>,
+    labels: FastMap<Vec<u8>, u32>,
+    in_comment: bool,
+}
+
+const KEYWORDS: &[&str] = &[
+    "num_ranks", "rank", "send", "recv", "calc", "requires", "irequires", "to", "from", "tag", "cpu", "nic", "b",
+];
+
+impl Parser {
+    fn new() -> Self {
+        Parser {
+            state: State::Header,
+            num_ranks: None,
+            b: None,
+            labels: FastMap::default(),
+            in_comment: false,
+        }
+    }
+
+    fn line(&mut self, s: &[u8]) -> PResult<()> {
+        let mut lx = Lex::new(s, self.in_comment);
+        let r = self.line_inner(&mut lx);
+        // keep comment state even on success paths that stop early
+        self.in_comment = lx.in_comment;
+        r
+    }
+
+    fn line_inner<'a>(&mut self, lx: &mut Lex<'a>) -> PResult<()> {
+        loop {
+            let (col, t) = lx.peek()?;
+            let Some(t) = t else {
+                self.in_comment = lx.in_comment;
+                return Ok(());
+            };
+            match self.state {
+                State::Header => {
+                    lx.expect_word("num_ranks").map_err(|_| PErr {
+                        col,
+                        msg: format!("expected 'num_ranks N' at the start of the schedule, found {}", describe(Some(t))),
+                    })?;
+                    let (c, n) = lx.expect_int("the number of ranks")?;
+                    if n == 0 {
+                        return perr(c, "num_ranks is 0: the schedule is empty");
+                    }
+                    if n > u32::MAX as u64 - 1 {
+                        return perr(c, format!("num_ranks {n} is too large"));
+                    }
+                    self.num_ranks = Some(n as u32);
+                    self.b = Some(ScheduleBuilder::new(n as u32));
+                    self.state = State::Between;
+                }
+                State::Between => {
+                    let n = self.num_ranks.unwrap();
+                    match t {
+                        Tok::Word(w) if w == b"rank" => {
+                            lx.next()?;
+                            let (c, r) = lx.expect_int("a rank number")?;
+                            let expected = self.b.as_ref().unwrap().ranks_done();
+                            if expected >= n {
+                                return perr(col, format!("more rank blocks than num_ranks {n}"));
+                            }
+                            if r != expected as u64 {
+                                return perr(c, format!("rank block {r} out of order: expected rank {expected}"));
+                            }
+                            self.state = State::ExpectBrace(r as u32);
+                        }
+                        other => {
+                            return perr(col, format!("expected 'rank R {{', found {}", describe(Some(other))));
+                        }
+                    }
+                }
+                State::ExpectBrace(r) => match lx.next()? {
+                    (_, Some(Tok::LBrace)) => {
+                        self.b.as_mut().unwrap().begin_rank();
+                        self.labels.clear();
+                        self.state = State::InBlock(r);
+                    }
+                    (c, other) => return perr(c, format!("expected '{{' after 'rank {r}', found {}", describe(other))),
+                },
+                State::InBlock(r) => {
+                    if t == Tok::RBrace {
+                        lx.next()?;
+                        self.b.as_mut().unwrap().end_rank();
+                        self.state = State::Between;
+                        continue;
+                    }
+                    self.statement(lx, r)?;
+                    let (c, rest) = lx.peek()?;
+                    if rest.is_some() {
+                        return perr(c, format!("unexpected {} after the statement", describe(rest)));
+                    }
+                    self.in_comment = lx.in_comment;
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn label_of(&self, col: usize, w: &[u8]) -> PResult<u32> {
+        match self.labels.get(w) {
+            Some(&o) => Ok(o),
+            None => perr(
+                col,
+                format!("undefined label '{}' (labels must be defined above their use)", String::from_utf8_lossy(w)),
+            ),
+        }
+    }
+
+    fn statement<'a>(&mut self, lx: &mut Lex<'a>, _rank: u32) -> PResult<()> {
+        let (col, t) = lx.next()?;
+        match t {
+            Some(Tok::Word(w)) if !KEYWORDS.iter().any(|k| k.as_bytes() == w) || {
+                // a keyword used as a label is an error below; here only non-keywords
+                false
+            } => {
+                // label definition or dependency
+                let (c2, t2) = lx.next()?;
+                match t2 {
+                    Some(Tok::Colon) => {
+                        let (oc, ot) = lx.next()?;
+                        let off = self.operation(lx, oc, ot)?;
+                        self.labels.entry(w.to_vec()).or_insert(off);
+                        Ok(())
+                    }
+                    Some(Tok::Word(k)) if k == b"requires" || k == b"irequires" => {
+                        let a = self.label_of(col, w)?;
+                        let (c3, t3) = lx.next()?;
+                        let Some(Tok::Word(bw)) = t3 else {
+                            return perr(c3, format!("expected a label after '{}', found {}", String::from_utf8_lossy(k), describe(t3)));
+                        };
+                        let bo = self.label_of(c3, bw)?;
+                        self.b
+                            .as_mut()
+                            .unwrap()
+                            .add_dep(a, bo, k == b"irequires")
+                            .map_err(|e| PErr { col, msg: e.to_string() })
+                    }
+                    other => perr(
+                        c2,
+                        format!(
+                            "expected ':' or 'requires'/'irequires' after '{}', found {}",
+                            String::from_utf8_lossy(w),
+                            describe(other)
+                        ),
+                    ),
+                }
+            }
+            Some(Tok::Word(w)) if w == b"send" || w == b"recv" || w == b"calc" => {
+                self.operation(lx, col, t).map(|_| ())
+            }
+            other => perr(col, format!("expected an operation or a dependency, found {}", describe(other))),
+        }
+    }
+
+    fn operation<'a>(&mut self, lx: &mut Lex<'a>, col: usize, t: Option<Tok<'a>>) -> PResult<u32> {
+        let p = self.num_ranks.unwrap();
+        let kind = match t {
+            Some(Tok::Word(b"send")) => Kind::Send,
+            Some(Tok::Word(b"recv")) => Kind::Recv,
+            Some(Tok::Word(b"calc")) => Kind::Calc,
+            other => return perr(col, format!("expected 'send', 'recv' or 'calc', found {}", describe(other))),
+        };
+        let mut op = Op {
+            kind,
+            size: 0,
+            peer: 0,
+            tag: 0,
+            cpu: 0,
+            nic: 0,
+        };
+        match kind {
+            Kind::Calc => {
+                op.size = lx.expect_int("a duration")?.1;
+                if lx.peek_word("cpu")? {
+                    lx.next()?;
+                    op.cpu = small(lx.expect_int("a cpu number")?, "cpu")?;
+                }
+            }
+            Kind::Send | Kind::Recv => {
+                op.size = lx.expect_int("a size in bytes")?.1;
+                lx.expect_word("b")?;
+                let (pc, peer) = if kind == Kind::Send {
+                    lx.expect_word("to")?;
+                    let (pc, v) = lx.expect_int_or_any("a destination rank")?;
+                    match v {
+                        None => return perr(pc, "send to -1: a send needs a concrete destination"),
+                        Some(v) => (pc, Some(v)),
+                    }
+                } else {
+                    lx.expect_word("from")?;
+                    lx.expect_int_or_any("a source rank")?
+                };
+                op.peer = match peer {
+                    None => ANY,
+                    Some(v) if v < p as u64 => v as u32,
+                    Some(v) => {
+                        return perr(pc, format!("peer {v} is outside 0..{} (num_ranks {p})", p - 1));
+                    }
+                };
+                if lx.peek_word("tag")? {
+                    lx.next()?;
+                    let (tc, v) = lx.expect_int_or_any("a tag")?;
+                    op.tag = match v {
+                        None => ANY,
+                        Some(v) => tag_value(tc, v)?,
+                    };
+                }
+                if lx.peek_word("cpu")? {
+                    lx.next()?;
+                    op.cpu = small(lx.expect_int("a cpu number")?, "cpu")?;
+                }
+                if lx.peek_word("nic")? {
+                    lx.next()?;
+                    op.nic = small(lx.expect_int("a nic number")?, "nic")?;
+                }
+            }
+        }
+        if !lx.at_end()? {
+            let (c, t) = lx.peek()?;
+            if let Some(Tok::Word(w)) = t {
+                if w == b"tag" || w == b"cpu" || w == b"nic" {
+                    return perr(
+                        c,
+                        format!(
+                            "modifier '{}' out of place (the order is tag, cpu, nic; calc takes only cpu)",
+                            String::from_utf8_lossy(w)
+                        ),
+                    );
+                }
+            }
+        }
+        self.b.as_mut().unwrap().add_op(op).map_err(|e| PErr { col, msg: e.to_string() })
+    }
+
+    fn finish(self, lines: u64, last_col: usize) -> Result<Schedule, PErr> {
+        let col = last_col;
+        match self.state {
+            State::Header => perr(col, "empty schedule: expected 'num_ranks N'").map_err(|e| at_eof(e, lines)),
+            State::ExpectBrace(r) => perr(col, format!("end of file: expected '{{' after 'rank {r}'")),
+            State::InBlock(r) => perr(col, format!("end of file inside rank block {r}: missing '}}'")),
+            State::Between => {
+                let b = self.b.unwrap();
+                let n = self.num_ranks.unwrap();
+                if b.ranks_done() < n {
+                    return perr(
+                        col,
+                        format!("end of file after {} rank blocks: num_ranks is {n} (missing rank {})", b.ranks_done(), b.ranks_done()),
+                    );
+                }
+                Ok(b.finish())
+            }
+        }
+    }
+}
+
+fn at_eof(e: PErr, _lines: u64) -> PErr {
+    e
+}
+
+fn small((col, v): (usize, u64), what: &str) -> PResult<u8> {
+    if v > 255 {
+        perr(col, format!("{what} {v} is above 255"))
+    } else {
+        Ok(v as u8)
+    }
+}
+
+/// Tags are 32-bit in the binary layout. Values written by schedgen as
+/// sign-extended 32-bit numbers (>= 2^64 - 2^31) are taken modulo 2^32, as
+/// the reference's binary layout stores them; 4294967295 is any-tag (the
+/// layout cannot tell them apart). Other values above 32 bits are rejected.
+fn tag_value(col: usize, v: u64) -> PResult<u32> {
+    if v <= u32::MAX as u64 {
+        Ok(v as u32)
+    } else if v >= 0xFFFF_FFFF_8000_0000 {
+        Ok(v as u32)
+    } else {
+        perr(col, format!("tag {v} does not fit in 32 bits"))
+    }
+}
+
+/// Parses GOAL text from any reader. `name` is used in error messages.
+pub fn parse_reader<R: BufRead>(name: &str, mut r: R) -> Result<Schedule, LoadError> {
+    let mut p = Parser::new();
+    let mut buf = Vec::with_capacity(256);
+    let mut line_no: u64 = 0;
+    let mut last_len = 0usize;
+    loop {
+        buf.clear();
+        let n = r.read_until(b'\n', &mut buf).map_err(|e| LoadError::Io {
+            file: name.to_string(),
+            msg: e.to_string(),
+        })?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let mut s: &[u8] = &buf;
+        if s.last() == Some(&b'\n') {
+            s = &s[..s.len() - 1];
+        }
+        if s.last() == Some(&b'\r') {
+            s = &s[..s.len() - 1];
+        }
+        last_len = s.len();
+        p.line(s).map_err(|e| LoadError::Syntax {
+            file: name.to_string(),
+            line: line_no,
+            col: e.col as u64,
+            msg: e.msg,
+        })?;
+    }
+    let line = line_no.max(1);
+    p.finish(line_no, last_len + 1).map_err(|e| LoadError::Syntax {
+        file: name.to_string(),
+        line,
+        col: e.col as u64,
+        msg: e.msg,
+    })
+}
+
+pub fn parse_str(name: &str, text: &str) -> Result<Schedule, LoadError> {
+    parse_reader(name, text.as_bytes())
+}
+
+pub fn parse_file(path: &Path) -> Result<Schedule, LoadError> {
+    let f = std::fs::File::open(path).map_err(|e| LoadError::Io {
+        file: path.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    parse_reader(&path.display().to_string(), std::io::BufReader::with_capacity(1 << 20, f))
+}
+
+/// Writes a schedule as GOAL text: operations labelled `l<offset+1>`, then
+/// the dependency lines grouped by predecessor (which reproduces the same
+/// dependent order when read back).
+pub fn write_goal<W: Write>(s: &Schedule, w: &mut W) -> std::io::Result<()> {
+    writeln!(w, "num_ranks {}", s.num_ranks())?;
+    for r in 0..s.num_ranks() {
+        let nodes = s.rank_nodes(r);
+        let first = nodes.start;
+        writeln!(w, "\nrank {r} {{")?;
+        for n in nodes.clone() {
+            let op = s.op(n);
+            write!(w, "l{}: ", n - first + 1)?;
+            match op.kind {
+                Kind::Calc => write!(w, "calc {}", op.size)?,
+                Kind::Send | Kind::Recv => {
+                    let (verb, dir) = if op.kind == Kind::Send { ("send", "to") } else { ("recv", "from") };
+                    write!(w, "{verb} {}b {dir} ", op.size)?;
+                    if op.peer == ANY {
+                        write!(w, "-1")?
+                    } else {
+                        write!(w, "{}", op.peer)?
+                    }
+                    if op.tag == ANY {
+                        write!(w, " tag -1")?
+                    } else {
+                        write!(w, " tag {}", op.tag)?
+                    }
+                }
+            }
+            if op.cpu != 0 {
+                write!(w, " cpu {}", op.cpu)?;
+            }
+            if op.nic != 0 && op.kind != Kind::Calc {
+                write!(w, " nic {}", op.nic)?;
+            }
+            writeln!(w)?;
+        }
+        for n in nodes {
+            for d in s.requires_dependents(n) {
+                writeln!(w, "l{} requires l{}", d - first + 1, n - first + 1)?;
+            }
+            for d in s.irequires_dependents(n) {
+                writeln!(w, "l{} irequires l{}", d - first + 1, n - first + 1)?;
+            }
+        }
+        writeln!(w, "}}")?;
+    }
+    Ok(())
+}

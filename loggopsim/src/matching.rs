@@ -1,0 +1,307 @@
+//! Receive / unexpected queues with the reference's matching rule, without
+//! linear scans.
+//!
+//! Rule (loggops.md section 6): the first entry in FIFO order whose source
+//! equals the query's source or either is any-source, and whose tag equals
+//! the query's or either is any-tag.
+//!
+//! Structure: entries live in a slab and carry a per-queue insertion order.
+//! Every entry is in exactly one *exact bucket*, keyed by its own (src, tag)
+//! values (wildcards are just the value [`ANY`]); a bucket is a FIFO
+//! (circular singly-linked list through the slab, so the map holds only the
+//! tail index). Optional secondary FIFOs (by tag value, by source value,
+//! all entries) serve wildcard queries; they use lazy deletion (an item is
+//! `(slot, order)` and is stale once the slot's order differs).
+//!
+//! Queries, with B = number of buckets probed:
+//! - (s, t): the earliest among the heads of buckets (s,t), (ANY,t), (s,ANY),
+//!   (ANY,ANY): O(1) expected.
+//! - (ANY, t): heads of by_tag[t] and by_tag[ANY]; (s, ANY): heads of
+//!   by_src[s], by_src[ANY]; (ANY, ANY): head of `all`. O(1) amortised (each
+//!   stale item is popped once).
+//! - Removal: the matched entry is always the head of its own exact bucket
+//!   (its bucket is a subset of every list it was found in, and lists are in
+//!   insertion order), so it is popped in O(1).
+//!   Insertion is O(1) expected.
+//!
+//! Secondary lists are only kept when enabled (the engine enables them when
+//! the schedule can issue such queries); a query needing a disabled list
+//! falls back to a linear scan, so results are always right.
+
+use crate::hash::FastMap;
+use crate::schedule::ANY;
+use std::collections::VecDeque;
+
+const NIL: u32 = u32::MAX;
+const DEAD: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    src: u32,
+    tag: u32,
+    item: u32,
+    /// next in the exact bucket (circular) or in the free list
+    next: u32,
+    order: u64,
+}
+
+/// Which wildcard query kinds get an index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Indexes {
+    /// queries (ANY, t)
+    pub by_tag: bool,
+    /// queries (s, ANY)
+    pub by_src: bool,
+    /// queries (ANY, ANY)
+    pub all: bool,
+}
+
+impl Indexes {
+    pub const ALL: Indexes = Indexes {
+        by_tag: true,
+        by_src: true,
+        all: true,
+    };
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct MatchQueue {
+    entries: Vec<Entry>,
+    free: u32,
+    exact: FastMap<u64, u32>,
+    by_tag: Option<FastMap<u32, VecDeque<(u32, u64)>>>,
+    by_src: Option<FastMap<u32, VecDeque<(u32, u64)>>>,
+    all: Option<VecDeque<(u32, u64)>>,
+    next_order: u64,
+    len: usize,
+    max_len: usize,
+    /// live entries with src == ANY / tag == ANY
+    n_src_any: usize,
+    n_tag_any: usize,
+}
+
+#[inline]
+fn key(src: u32, tag: u32) -> u64 {
+    ((src as u64) << 32) | tag as u64
+}
+
+impl MatchQueue {
+    pub fn new(ix: Indexes) -> Self {
+        MatchQueue {
+            free: NIL,
+            by_tag: ix.by_tag.then(FastMap::default),
+            by_src: ix.by_src.then(FastMap::default),
+            all: ix.all.then(VecDeque::new),
+            ..Default::default()
+        }
+    }
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Largest length seen.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Appends an entry at the end of the FIFO.
+    pub fn push(&mut self, src: u32, tag: u32, item: u32) {
+        let order = self.next_order;
+        self.next_order += 1;
+        let e = Entry {
+            src,
+            tag,
+            item,
+            next: NIL,
+            order,
+        };
+        let slot = if self.free != NIL {
+            let s = self.free;
+            self.free = self.entries[s as usize].next;
+            self.entries[s as usize] = e;
+            s
+        } else {
+            self.entries.push(e);
+            self.entries.len() as u32 - 1
+        };
+        match self.exact.entry(key(src, tag)) {
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let tail = *o.get();
+                let head = self.entries[tail as usize].next;
+                self.entries[slot as usize].next = head;
+                self.entries[tail as usize].next = slot;
+                o.insert(slot);
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                self.entries[slot as usize].next = slot;
+                v.insert(slot);
+            }
+        }
+        if let Some(m) = &mut self.by_tag {
+            m.entry(tag).or_default().push_back((slot, order));
+        }
+        if let Some(m) = &mut self.by_src {
+            m.entry(src).or_default().push_back((slot, order));
+        }
+        if let Some(l) = &mut self.all {
+            l.push_back((slot, order));
+        }
+        self.n_src_any += (src == ANY) as usize;
+        self.n_tag_any += (tag == ANY) as usize;
+        self.len += 1;
+        self.max_len = self.max_len.max(self.len);
+    }
+
+    #[inline]
+    fn bucket_head(&self, src: u32, tag: u32) -> Option<u32> {
+        self.exact.get(&key(src, tag)).map(|&tail| self.entries[tail as usize].next)
+    }
+
+    fn list_head(entries: &[Entry], l: &mut VecDeque<(u32, u64)>) -> Option<u32> {
+        while let Some(&(slot, order)) = l.front() {
+            if entries[slot as usize].order == order {
+                return Some(slot);
+            }
+            l.pop_front();
+        }
+        None
+    }
+
+    fn map_head(entries: &[Entry], m: &mut FastMap<u32, VecDeque<(u32, u64)>>, k: u32) -> Option<u32> {
+        let l = m.get_mut(&k)?;
+        let h = Self::list_head(entries, l);
+        if h.is_none() {
+            m.remove(&k);
+        }
+        h
+    }
+
+    /// Finds and removes the first matching entry; returns (src, tag, item).
+    pub fn take(&mut self, qsrc: u32, qtag: u32) -> Option<(u32, u32, u32)> {
+        if self.len == 0 {
+            return None;
+        }
+        let best = match (qsrc == ANY, qtag == ANY) {
+            (false, false) => {
+                let mut best = self.bucket_head(qsrc, qtag);
+                if self.n_src_any > 0 {
+                    best = self.earlier(best, self.bucket_head(ANY, qtag));
+                }
+                if self.n_tag_any > 0 {
+                    best = self.earlier(best, self.bucket_head(qsrc, ANY));
+                    if self.n_src_any > 0 {
+                        best = self.earlier(best, self.bucket_head(ANY, ANY));
+                    }
+                }
+                best
+            }
+            (true, false) => match &mut self.by_tag {
+                Some(m) => {
+                    let a = Self::map_head(&self.entries, m, qtag);
+                    let b = if self.n_tag_any > 0 { Self::map_head(&self.entries, m, ANY) } else { None };
+                    self.earlier(a, b)
+                }
+                None => self.scan(qsrc, qtag),
+            },
+            (false, true) => match &mut self.by_src {
+                Some(m) => {
+                    let a = Self::map_head(&self.entries, m, qsrc);
+                    let b = if self.n_src_any > 0 { Self::map_head(&self.entries, m, ANY) } else { None };
+                    self.earlier(a, b)
+                }
+                None => self.scan(qsrc, qtag),
+            },
+            (true, true) => match &mut self.all {
+                Some(l) => Self::list_head(&self.entries, l),
+                None => self.scan(qsrc, qtag),
+            },
+        }?;
+        Some(self.remove_head(best))
+    }
+
+    #[inline]
+    fn earlier(&self, a: Option<u32>, b: Option<u32>) -> Option<u32> {
+        match (a, b) {
+            (Some(x), Some(y)) => {
+                if self.entries[y as usize].order < self.entries[x as usize].order {
+                    Some(y)
+                } else {
+                    Some(x)
+                }
+            }
+            (x, None) => x,
+            (None, y) => y,
+        }
+    }
+
+    /// Linear fallback for a wildcard query whose index is disabled.
+    fn scan(&self, qsrc: u32, qtag: u32) -> Option<u32> {
+        let mut best: Option<u32> = None;
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.order == DEAD {
+                continue;
+            }
+            if matches(e.src, e.tag, qsrc, qtag) && best.is_none_or(|b| e.order < self.entries[b as usize].order) {
+                best = Some(i as u32);
+            }
+        }
+        best
+    }
+
+    /// Removes `slot`, which must be the head of its exact bucket.
+    fn remove_head(&mut self, slot: u32) -> (u32, u32, u32) {
+        let e = self.entries[slot as usize];
+        let k = key(e.src, e.tag);
+        let tail = *self.exact.get(&k).expect("entry without bucket");
+        debug_assert_eq!(self.entries[tail as usize].next, slot, "matched entry is not its bucket's head");
+        if tail == slot {
+            self.exact.remove(&k);
+        } else {
+            self.entries[tail as usize].next = e.next;
+        }
+        self.entries[slot as usize].order = DEAD;
+        self.entries[slot as usize].next = self.free;
+        self.free = slot;
+        self.n_src_any -= (e.src == ANY) as usize;
+        self.n_tag_any -= (e.tag == ANY) as usize;
+        self.len -= 1;
+        (e.src, e.tag, e.item)
+    }
+
+    /// Live entries in FIFO order: (src, tag, item).
+    pub fn entries_in_order(&self) -> Vec<(u32, u32, u32)> {
+        let mut v: Vec<&Entry> = self.entries.iter().filter(|e| e.order != DEAD).collect();
+        v.sort_by_key(|e| e.order);
+        v.into_iter().map(|e| (e.src, e.tag, e.item)).collect()
+    }
+}
+
+/// The matching predicate (symmetric wildcards).
+#[inline]
+pub fn matches(esrc: u32, etag: u32, qsrc: u32, qtag: u32) -> bool {
+    (esrc == qsrc || esrc == ANY || qsrc == ANY) && (etag == qtag || etag == ANY || qtag == ANY)
+}
+
+/// The reference's linear FIFO, used to check [`MatchQueue`] in tests.
+#[derive(Clone, Debug, Default)]
+pub struct NaiveQueue {
+    v: VecDeque<(u32, u32, u32)>,
+}
+
+impl NaiveQueue {
+    pub fn push(&mut self, src: u32, tag: u32, item: u32) {
+        self.v.push_back((src, tag, item));
+    }
+    pub fn take(&mut self, qsrc: u32, qtag: u32) -> Option<(u32, u32, u32)> {
+        let i = self.v.iter().position(|&(s, t, _)| matches(s, t, qsrc, qtag))?;
+        self.v.remove(i)
+    }
+    pub fn len(&self) -> usize {
+        self.v.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.v.is_empty()
+    }
+}

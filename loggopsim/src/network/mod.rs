@@ -1,0 +1,95 @@
+//! The engine's view of the network (loggops.md section 7, cosim-protocol.md
+//! sections 2-3). The engine calls these methods at fixed points of its
+//! handlers and never changes its timing rules for a backend:
+//!
+//! - `insert` at every send start (SEND handler, step 3);
+//! - Poll mode: `query` each time a message event is processed until the
+//!   network has said the message is there (`query(..) <= now`); after that
+//!   the engine remembers it and does not ask again;
+//! - Notify mode: message events are created at `Time::MAX`, kept out of the
+//!   active queue, and `wait_arrivals` is called when no finite event is
+//!   left; reported events re-enter the active queue at their arrival time
+//!   with their original sequence number;
+//! - `finish` once, after the last event.
+
+use crate::Time;
+
+pub mod loggp;
+pub use loggp::LogGp;
+
+pub type Handle = u64;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncMode {
+    Poll,
+    Notify,
+}
+
+/// Errors a network backend reports; the run fails with them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NetError {
+    /// The simulated system cannot progress: messages in flight never arrive.
+    #[error("deadlock: {detail} (handles {handles:?})")]
+    Deadlock { handles: Vec<Handle>, detail: String },
+    /// The peer broke the protocol (e.g. an insert into the fabric's past).
+    #[error("protocol violation: {0}")]
+    Protocol(String),
+    /// Transport failure (queue, shared memory, dead peer process).
+    #[error("transport: {0}")]
+    Transport(String),
+    /// The backend does not implement the requested call.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+pub trait Network {
+    /// For the header line, e.g. "LogGP".
+    fn name(&self) -> &str;
+    fn mode(&self) -> SyncMode {
+        SyncMode::Poll
+    }
+    /// A send starts at `now` on host src (rank) to dst: hand the message over.
+    fn insert(&mut self, now: Time, src: u32, dst: u32, size: u64, tag: u32) -> Result<Handle, NetError>;
+    /// Poll mode: the message event of `handle` is processed at `now`; return the earliest arrival time the
+    /// network can promise (<= now means "it is there"). LogGP returns `now`.
+    fn query(&mut self, start: Time, now: Time, src: u32, dst: u32, size: u64, handle: Handle) -> Result<Time, NetError>;
+    /// Notify mode only: the active queue holds only "waiting for the network" events; block until the network
+    /// reports the next batch of arrivals (all at one time) and return them. `now` = scheduler's current time.
+    fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
+        let _ = now;
+        Err(NetError::Unsupported(format!("{}: wait_arrivals (notify mode) is not implemented", self.name())))
+    }
+    /// The last event has been processed at `end`.
+    fn finish(&mut self, end: Time) -> Result<(), NetError> {
+        let _ = end;
+        Ok(())
+    }
+    /// Backend counters for the report (messages, round trips, ...), as key/value pairs.
+    fn stats(&self) -> Vec<(String, u64)> {
+        vec![]
+    }
+}
+
+impl<N: Network + ?Sized> Network for Box<N> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn mode(&self) -> SyncMode {
+        (**self).mode()
+    }
+    fn insert(&mut self, now: Time, src: u32, dst: u32, size: u64, tag: u32) -> Result<Handle, NetError> {
+        (**self).insert(now, src, dst, size, tag)
+    }
+    fn query(&mut self, start: Time, now: Time, src: u32, dst: u32, size: u64, handle: Handle) -> Result<Time, NetError> {
+        (**self).query(start, now, src, dst, size, handle)
+    }
+    fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
+        (**self).wait_arrivals(now)
+    }
+    fn finish(&mut self, end: Time) -> Result<(), NetError> {
+        (**self).finish(end)
+    }
+    fn stats(&self) -> Vec<(String, u64)> {
+        (**self).stats()
+    }
+}

@@ -1,0 +1,145 @@
+//! The reference's text output (loggops.md section 8) and the JSON report.
+
+use crate::engine::{Params, Report};
+
+/// Formats like C++ `std::ostream << double` with default flags (`%g`,
+/// precision 6): "5.654e-06", "1.23457e+07", "inf", "0.5".
+pub fn fmt_g(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    const P: i32 = 6;
+    let sci = format!("{:.*e}", (P - 1) as usize, x);
+    let (mant, exp) = sci.split_once('e').unwrap();
+    let e: i32 = exp.parse().unwrap();
+    if e < -4 || e >= P {
+        let mant = strip_zeros(mant);
+        let sign = if e < 0 { '-' } else { '+' };
+        format!("{mant}e{sign}{:02}", e.abs())
+    } else {
+        let decimals = (P - 1 - e).max(0) as usize;
+        strip_zeros(&format!("{:.*}", decimals, x)).to_string()
+    }
+}
+
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// `LogGP network backend; size: 2 (1 CPUs, 1 NICs); L=2500, o=1500 g=1000, G=6, O=0, P=2, S=65535`
+/// (the missing comma after o is the reference's). The second parameter
+/// set, when given, is appended after S.
+pub fn header_line(net: &str, r: &Report, p: &Params) -> String {
+    let mut s = format!(
+        "{net} network backend; size: {} ({} CPUs, {} NICs); L={}, o={} g={}, G={}, O={}, P={}, S={}",
+        r.num_hosts, r.num_cpus, r.num_nics, p.l, p.o, p.g, p.big_g, p.big_o, r.num_hosts, p.s
+    );
+    if p.o_large.is_some() || p.big_o_large.is_some() {
+        s.push_str(&format!(
+            ", o_large={}, O_large={}, large_threshold={}",
+            p.o_large.unwrap_or(p.o),
+            p.big_o_large.unwrap_or(p.big_o),
+            p.large_threshold.unwrap_or(p.s)
+        ));
+    }
+    s
+}
+
+/// The full text output. `wall_secs` is truncated to whole seconds as the
+/// reference measures it (sub-second wall time is in the JSON report).
+pub fn text(net: &str, r: &Report, p: &Params, wall_secs: f64, batch: bool) -> String {
+    let mut out = header_line(net, r, p);
+    out.push('\n');
+    let secs = wall_secs.max(0.0).floor() as u64;
+    out.push_str(&format!(
+        "PERFORMANCE: Processes: {} \t Events: {} \t Time: {} s \t Speed: {} ev/s\n",
+        r.num_hosts,
+        r.events,
+        secs,
+        fmt_g(r.events as f64 / secs as f64)
+    ));
+    if !r.leftovers.is_empty() {
+        out.push_str("Unmatched operations at the end of the run (no times printed):\n");
+        for hl in &r.leftovers {
+            for e in &hl.receives {
+                out.push_str(&format!("Host {} RQ: src={} tag={} size={}\n", hl.host, e.src, e.tag, e.size));
+            }
+            for e in &hl.unexpected {
+                out.push_str(&format!("Host {} UQ: src={} tag={} size={}\n", hl.host, e.src, e.tag, e.size));
+            }
+        }
+        return out;
+    }
+    if r.incomplete_ops > 0 {
+        out.push_str(&format!(
+            "{} operations never completed (dependency cycle, or a rendezvous send matched by a small receive); no times printed\n",
+            r.incomplete_ops
+        ));
+        return out;
+    }
+    if r.num_hosts > 16 || batch {
+        let (h, t) = r.max_finish();
+        out.push_str(&format!("Maximum finishing time at host {h}: {t} ({} s)\n", fmt_g(t as f64 / 1e9)));
+    } else {
+        out.push_str("Times: \n");
+        for (h, t) in r.finish_times.iter().enumerate() {
+            out.push_str(&format!("Host {h}: {t}\n"));
+        }
+    }
+    out
+}
+
+#[derive(serde::Serialize)]
+struct JsonReport<'a> {
+    ok: bool,
+    network: &'a str,
+    params: &'a Params,
+    num_hosts: u32,
+    num_cpus: u32,
+    num_nics: u32,
+    events: u64,
+    processed_events: u64,
+    wall_time_s: f64,
+    events_per_s: f64,
+    end_time: u64,
+    max_finish_time: u64,
+    max_finish_host: u32,
+    finish_times: &'a [u64],
+    incomplete_ops: u64,
+    leftovers: &'a [crate::engine::HostLeftovers],
+    network_stats: std::collections::BTreeMap<&'a str, u64>,
+}
+
+pub fn json(net: &str, r: &Report, p: &Params, wall_secs: f64) -> String {
+    let (h, t) = r.max_finish();
+    let j = JsonReport {
+        ok: r.ok(),
+        network: net,
+        params: p,
+        num_hosts: r.num_hosts,
+        num_cpus: r.num_cpus,
+        num_nics: r.num_nics,
+        events: r.events,
+        processed_events: r.processed,
+        wall_time_s: wall_secs,
+        events_per_s: if wall_secs > 0.0 { r.events as f64 / wall_secs } else { 0.0 },
+        end_time: r.end_time,
+        max_finish_time: t,
+        max_finish_host: h,
+        finish_times: &r.finish_times,
+        incomplete_ops: r.incomplete_ops,
+        leftovers: &r.leftovers,
+        network_stats: r.network_stats.iter().map(|(k, v)| (k.as_str(), *v)).collect(),
+    };
+    serde_json::to_string_pretty(&j).unwrap() + "\n"
+}

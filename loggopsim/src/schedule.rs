@@ -1,0 +1,325 @@
+//! The in-memory schedule: P ranks, each a DAG of operations.
+//!
+//! Storage is a struct of arrays over global node ids (rank r owns the ids
+//! `rank_start[r]..rank_start[r+1]`, in offset order). The per-operation
+//! attributes that repeat a lot (kind, cpu, nic, size, tag) are interned into
+//! a small `shapes` table, so a node costs 16 bytes plus 4 per dependency edge.
+
+use crate::hash::FastMap;
+
+/// Any-source (as peer) and any-tag, as the binary layout stores them.
+pub const ANY: u32 = u32::MAX;
+
+/// Operation kind; the numeric values are the binary layout's and also the
+/// sort key of the ordering rules (SEND before RECV before CALC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[repr(u8)]
+pub enum Kind {
+    Send = 1,
+    Recv = 2,
+    Calc = 3,
+}
+
+impl Kind {
+    pub fn from_u8(v: u8) -> Option<Kind> {
+        match v {
+            1 => Some(Kind::Send),
+            2 => Some(Kind::Recv),
+            3 => Some(Kind::Calc),
+            _ => None,
+        }
+    }
+}
+
+/// One operation as written in the schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Op {
+    pub kind: Kind,
+    /// Bytes for send/recv, duration for calc.
+    pub size: u64,
+    /// Destination (send) or source (recv, may be [`ANY`]); 0 for calc.
+    pub peer: u32,
+    /// Tag (may be [`ANY`]); 0 for calc.
+    pub tag: u32,
+    pub cpu: u8,
+    pub nic: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Shape {
+    kind: Kind,
+    cpu: u8,
+    nic: u8,
+    tag: u32,
+    size: u64,
+}
+
+/// Flag bit in an edge target: the edge is an `irequires` (start) edge.
+pub(crate) const EDGE_START: u32 = 1 << 31;
+/// Largest number of nodes (global ids must leave the flag bit free).
+pub const MAX_NODES: u64 = (1 << 31) - 1;
+
+#[derive(Clone, Debug, Default)]
+pub struct Schedule {
+    num_ranks: u32,
+    max_cpu: u8,
+    max_nic: u8,
+    rank_start: Vec<u32>,
+    shape: Vec<u32>,
+    peer: Vec<u32>,
+    /// CSR offsets into `edges`, one more than nodes.
+    edge_start: Vec<u32>,
+    /// Dependents of each node, in dependency-line order; `EDGE_START` marks irequires.
+    edges: Vec<u32>,
+    /// Number of incoming edges (requires + irequires) per node.
+    depcount: Vec<u32>,
+    shapes: Vec<Shape>,
+}
+
+impl Schedule {
+    pub fn num_ranks(&self) -> u32 {
+        self.num_ranks
+    }
+    pub fn num_nodes(&self) -> u32 {
+        self.shape.len() as u32
+    }
+    /// max cpu index used + 1 (the same number of CPUs on all hosts).
+    pub fn num_cpus(&self) -> u32 {
+        self.max_cpu as u32 + 1
+    }
+    pub fn num_nics(&self) -> u32 {
+        self.max_nic as u32 + 1
+    }
+    pub fn max_cpu(&self) -> u8 {
+        self.max_cpu
+    }
+    pub fn max_nic(&self) -> u8 {
+        self.max_nic
+    }
+    /// Global node ids of rank r.
+    pub fn rank_nodes(&self, r: u32) -> std::ops::Range<u32> {
+        self.rank_start[r as usize]..self.rank_start[r as usize + 1]
+    }
+    #[inline]
+    pub fn op(&self, node: u32) -> Op {
+        let s = &self.shapes[self.shape[node as usize] as usize];
+        Op {
+            kind: s.kind,
+            size: s.size,
+            peer: self.peer[node as usize],
+            tag: s.tag,
+            cpu: s.cpu,
+            nic: s.nic,
+        }
+    }
+    #[inline]
+    pub fn kind(&self, node: u32) -> Kind {
+        self.shapes[self.shape[node as usize] as usize].kind
+    }
+    #[inline]
+    pub fn depcount(&self, node: u32) -> u32 {
+        self.depcount[node as usize]
+    }
+    #[inline]
+    pub(crate) fn raw_edges(&self, node: u32) -> &[u32] {
+        let a = self.edge_start[node as usize] as usize;
+        let b = self.edge_start[node as usize + 1] as usize;
+        &self.edges[a..b]
+    }
+    /// Dependents of `node` through `requires` edges (global ids, in line order).
+    pub fn requires_dependents(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        self.raw_edges(node)
+            .iter()
+            .filter(|e| *e & EDGE_START == 0)
+            .copied()
+    }
+    /// Dependents of `node` through `irequires` edges.
+    pub fn irequires_dependents(&self, node: u32) -> impl Iterator<Item = u32> + '_ {
+        self.raw_edges(node)
+            .iter()
+            .filter(|e| *e & EDGE_START != 0)
+            .map(|e| e & !EDGE_START)
+    }
+    /// Whether any receive uses any-source / any-tag, any send uses any-tag.
+    pub fn wildcard_use(&self) -> WildcardUse {
+        let mut w = WildcardUse::default();
+        for n in 0..self.num_nodes() {
+            let op = self.op(n);
+            match op.kind {
+                Kind::Recv => {
+                    w.recv_any_src |= op.peer == ANY;
+                    w.recv_any_tag |= op.tag == ANY;
+                }
+                Kind::Send => w.send_any_tag |= op.tag == ANY,
+                Kind::Calc => {}
+            }
+        }
+        w
+    }
+    /// Approximate heap bytes held (for reports).
+    pub fn heap_bytes(&self) -> usize {
+        4 * (self.rank_start.capacity()
+            + self.shape.capacity()
+            + self.peer.capacity()
+            + self.edge_start.capacity()
+            + self.edges.capacity()
+            + self.depcount.capacity())
+            + std::mem::size_of::<Shape>() * self.shapes.capacity()
+    }
+    /// Moves the per-node dependency counters out (the engine decrements them).
+    pub(crate) fn take_depcounts(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.depcount)
+    }
+    pub(crate) fn restore_depcounts(&mut self, d: Vec<u32>) {
+        self.depcount = d;
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WildcardUse {
+    pub recv_any_src: bool,
+    pub recv_any_tag: bool,
+    pub send_any_tag: bool,
+}
+
+/// Errors the builder reports; the readers add the position.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error("too many operations (limit {MAX_NODES})")]
+    TooManyNodes,
+    #[error("too many dependency edges (limit 2^32)")]
+    TooManyEdges,
+    #[error("operation {0} does not exist in this rank")]
+    NoSuchOp(u32),
+}
+
+/// Builds a [`Schedule`] rank by rank.
+pub struct ScheduleBuilder {
+    s: Schedule,
+    shape_ids: FastMap<Shape, u32>,
+    cur_rank_first: u32,
+    /// (predecessor local offset, dependent local offset | EDGE_START)
+    pending: Vec<(u32, u32)>,
+    in_rank: bool,
+}
+
+impl ScheduleBuilder {
+    pub fn new(num_ranks: u32) -> Self {
+        let mut s = Schedule {
+            num_ranks,
+            ..Default::default()
+        };
+        s.rank_start.push(0);
+        s.edge_start.push(0);
+        ScheduleBuilder {
+            s,
+            shape_ids: FastMap::default(),
+            cur_rank_first: 0,
+            pending: Vec::new(),
+            in_rank: false,
+        }
+    }
+    /// Number of ranks completed so far.
+    pub fn ranks_done(&self) -> u32 {
+        self.s.rank_start.len() as u32 - 1
+    }
+    pub fn begin_rank(&mut self) {
+        debug_assert!(!self.in_rank);
+        self.in_rank = true;
+        self.cur_rank_first = self.s.shape.len() as u32;
+        self.pending.clear();
+    }
+    /// Number of operations in the current rank.
+    pub fn rank_len(&self) -> u32 {
+        self.s.shape.len() as u32 - self.cur_rank_first
+    }
+    /// Adds an operation; returns its offset within the rank.
+    pub fn add_op(&mut self, op: Op) -> Result<u32, BuildError> {
+        if self.s.shape.len() as u64 >= MAX_NODES {
+            return Err(BuildError::TooManyNodes);
+        }
+        let sh = Shape {
+            kind: op.kind,
+            cpu: op.cpu,
+            nic: op.nic,
+            tag: op.tag,
+            size: op.size,
+        };
+        let next = self.s.shapes.len() as u32;
+        let id = *self.shape_ids.entry(sh).or_insert(next);
+        if id == next {
+            self.s.shapes.push(sh);
+        }
+        self.s.max_cpu = self.s.max_cpu.max(op.cpu);
+        self.s.max_nic = self.s.max_nic.max(op.nic);
+        self.s.shape.push(id);
+        self.s.peer.push(op.peer);
+        Ok(self.rank_len() - 1)
+    }
+    /// `dependent requires pred` (or `irequires` when `immediate`), local offsets.
+    pub fn add_dep(&mut self, dependent: u32, pred: u32, immediate: bool) -> Result<(), BuildError> {
+        let n = self.rank_len();
+        if dependent >= n {
+            return Err(BuildError::NoSuchOp(dependent));
+        }
+        if pred >= n {
+            return Err(BuildError::NoSuchOp(pred));
+        }
+        if self.s.edges.len() + self.pending.len() >= u32::MAX as usize {
+            return Err(BuildError::TooManyEdges);
+        }
+        let flag = if immediate { EDGE_START } else { 0 };
+        self.pending.push((pred, dependent | flag));
+        Ok(())
+    }
+    pub fn end_rank(&mut self) {
+        debug_assert!(self.in_rank);
+        self.in_rank = false;
+        let first = self.cur_rank_first;
+        let n = self.rank_len() as usize;
+        // counting sort of the pending edges by predecessor (stable: line order kept)
+        let mut count = vec![0u32; n + 1];
+        for &(p, _) in &self.pending {
+            count[p as usize + 1] += 1;
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let base = self.s.edges.len();
+        self.s.edges.resize(base + self.pending.len(), 0);
+        let mut fill = count.clone();
+        let mut dep = vec![0u32; n];
+        for &(p, d) in &self.pending {
+            let slot = &mut fill[p as usize];
+            self.s.edges[base + *slot as usize] = (d & !EDGE_START) + first | (d & EDGE_START);
+            *slot += 1;
+            dep[(d & !EDGE_START) as usize] += 1;
+        }
+        for i in 0..n {
+            self.s.edge_start.push(base as u32 + count[i + 1]);
+        }
+        self.s.depcount.extend_from_slice(&dep);
+        self.pending.clear();
+        self.s.rank_start.push(self.s.shape.len() as u32);
+    }
+    pub fn finish(mut self) -> Schedule {
+        debug_assert!(!self.in_rank);
+        self.s.shape.shrink_to_fit();
+        self.s.peer.shrink_to_fit();
+        self.s.edge_start.shrink_to_fit();
+        self.s.edges.shrink_to_fit();
+        self.s.depcount.shrink_to_fit();
+        self.s
+    }
+}
+
+impl Schedule {
+    #[inline]
+    pub(crate) fn edge_bounds(&self, node: u32) -> (usize, usize) {
+        (self.edge_start[node as usize] as usize, self.edge_start[node as usize + 1] as usize)
+    }
+    #[inline]
+    pub(crate) fn edge_at(&self, i: usize) -> u32 {
+        self.edges[i]
+    }
+}

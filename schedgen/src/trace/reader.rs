@@ -1,0 +1,278 @@
+//! Line-level parsing of liballprof traces (schedgen.md 4.2, 4.3).
+
+use std::path::{Path, PathBuf};
+
+/// A trace problem with the file and line it comes from.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{file}:{line}: {msg}")]
+    Line { file: PathBuf, line: usize, msg: String },
+    #[error("{file}: {msg}")]
+    File { file: PathBuf, msg: String },
+    #[error("{0}")]
+    Other(String),
+}
+
+impl TraceError {
+    pub fn line(file: &Path, line: usize, msg: impl Into<String>) -> Self {
+        TraceError::Line { file: file.to_path_buf(), line, msg: msg.into() }
+    }
+}
+
+/// The MPI functions the translator knows, after the reference's name hash
+/// (so `MPI_Ssend` is `Rsend`, `MPI_Ibarrier` is `Finalize`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Call {
+    Init,
+    Send,
+    Rsend,
+    Recv,
+    Isend,
+    Irecv,
+    Wait,
+    Waitall,
+    Sendrecv,
+    Barrier,
+    Allreduce,
+    Iallreduce,
+    Bcast,
+    Allgather,
+    Reduce,
+    Alltoall,
+    Finalize,
+    // Extensions beyond the reference (it ignores these).
+    Alltoallv,
+    Allgatherv,
+    Gather,
+    Gatherv,
+    Scatter,
+    Scatterv,
+    ReduceScatter,
+    /// Known calls without communication meaning (Comm_rank, Test, ...);
+    /// their time becomes part of the next gap.
+    Ignored,
+}
+
+/// Canonical names of every recognised function.
+const NAMES: &[(&str, Call)] = &[
+    ("MPI_Init", Call::Init),
+    ("MPI_Send", Call::Send),
+    ("MPI_Rsend", Call::Rsend),
+    ("MPI_Recv", Call::Recv),
+    ("MPI_Isend", Call::Isend),
+    ("MPI_Irecv", Call::Irecv),
+    ("MPI_Wait", Call::Wait),
+    ("MPI_Waitall", Call::Waitall),
+    ("MPI_Sendrecv", Call::Sendrecv),
+    ("MPI_Barrier", Call::Barrier),
+    ("MPI_Allreduce", Call::Allreduce),
+    ("MPI_Iallreduce", Call::Iallreduce),
+    ("MPI_Bcast", Call::Bcast),
+    ("MPI_Allgather", Call::Allgather),
+    ("MPI_Reduce", Call::Reduce),
+    ("MPI_Alltoall", Call::Alltoall),
+    ("MPI_Finalize", Call::Finalize),
+    ("MPI_Alltoallv", Call::Alltoallv),
+    ("MPI_Allgatherv", Call::Allgatherv),
+    ("MPI_Gather", Call::Gather),
+    ("MPI_Gatherv", Call::Gatherv),
+    ("MPI_Scatter", Call::Scatter),
+    ("MPI_Scatterv", Call::Scatterv),
+    ("MPI_Reduce_scatter", Call::ReduceScatter),
+    ("MPI_Comm_rank", Call::Ignored),
+    ("MPI_Comm_size", Call::Ignored),
+    ("MPI_Iprobe", Call::Ignored),
+    ("MPI_Test", Call::Ignored),
+    ("MPI_Testall", Call::Ignored),
+    ("MPI_Get_count", Call::Ignored),
+    ("MPI_Scan", Call::Ignored),
+    ("MPI_Exscan", Call::Ignored),
+];
+
+/// The reference's function number: sum over the first at most 14
+/// characters of i * (code >> 1), i = 1, 2, ...
+pub fn function_number(name: &str) -> u64 {
+    name.bytes().take(14).enumerate().map(|(i, c)| (i as u64 + 1) * (c as u64 >> 1)).sum()
+}
+
+/// Result of recognising a line's function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recognised {
+    /// A known function; `canonical` differs from the written name when the
+    /// reference's hash aliases it (e.g. MPI_Ssend -> MPI_Rsend).
+    Known { call: Call, canonical: &'static str },
+    /// Starts with `MPI_` but is not a function we know.
+    Unknown(String),
+    /// Header, empty line or other text.
+    NotACall,
+}
+
+/// Recognises the function of a line by the reference's number.
+pub fn recognise(line: &str) -> Result<Recognised, String> {
+    let name = line.split(':').next().unwrap_or("");
+    let num = function_number(name);
+    if let Some(&(canonical, call)) = NAMES.iter().find(|(n, _)| function_number(n) == num) {
+        if !line.starts_with("MPI_") {
+            return Err(format!(
+                "`{name}` has the function number of {canonical} but does not start with MPI_ \
+                 (the reference stops here)"
+            ));
+        }
+        if !line.contains(':') {
+            return Ok(Recognised::Unknown(name.to_string()));
+        }
+        return Ok(Recognised::Known { call, canonical });
+    }
+    if line.starts_with("MPI_") {
+        Ok(Recognised::Unknown(name.to_string()))
+    } else {
+        Ok(Recognised::NotACall)
+    }
+}
+
+/// The fields of one line: `f(0)` is the name, `f(k)` the text between the
+/// k-th and (k+1)-th separator (`:` or `,`).
+#[derive(Debug, Clone)]
+pub struct Fields<'a> {
+    parts: Vec<&'a str>,
+}
+
+impl<'a> Fields<'a> {
+    pub fn split(line: &'a str) -> Self {
+        Fields { parts: line.split([':', ',']).collect() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parts.is_empty()
+    }
+
+    fn get(&self, k: usize, what: &str) -> Result<&'a str, String> {
+        self.parts.get(k).copied().ok_or_else(|| {
+            format!("field {k} ({what}) missing: the line has only {} fields", self.parts.len().saturating_sub(1))
+        })
+    }
+
+    /// An integer read like `%i` (decimal, 0x hex, leading-0 octal; trailing
+    /// junk ignored), saturated to 64 bits.
+    pub fn int(&self, k: usize, what: &str) -> Result<i64, String> {
+        let s = self.get(k, what)?;
+        parse_c_int(s).ok_or_else(|| format!("field {k} ({what}): `{s}` is not an integer"))
+    }
+
+    /// An integer truncated to its low 32 bits (C `int` behaviour).
+    pub fn int32(&self, k: usize, what: &str) -> Result<i32, String> {
+        Ok(self.int(k, what)? as i32)
+    }
+
+    /// An unsigned 64-bit value (addresses).
+    pub fn addr(&self, k: usize, what: &str) -> Result<u64, String> {
+        let s = self.get(k, what)?;
+        parse_c_int(s).map(|v| v as u64).ok_or_else(|| format!("field {k} ({what}): `{s}` is not an address"))
+    }
+
+    /// A time (double).
+    pub fn time(&self, k: usize, what: &str) -> Result<f64, String> {
+        let s = self.get(k, what)?;
+        parse_c_double(s).ok_or_else(|| format!("field {k} ({what}): `{s}` is not a number"))
+    }
+}
+
+/// `sscanf("%i")`-like integer parsing: leading blanks, optional sign, base
+/// prefix; stops at the first non-digit; saturates to the i64 range.
+pub fn parse_c_int(s: &str) -> Option<i64> {
+    let t = s.trim_start();
+    let (neg, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if t.len() > 1 && (t.starts_with("0x") || t.starts_with("0X")) {
+        (16, &t[2..])
+    } else if t.starts_with('0') {
+        (8, t)
+    } else {
+        (10, t)
+    };
+    let mut val: i128 = 0;
+    let mut any = false;
+    for c in digits.chars() {
+        let Some(d) = c.to_digit(radix) else { break };
+        any = true;
+        val = (val * radix as i128 + d as i128).min(i64::MAX as i128 + 1);
+    }
+    if !any {
+        return None;
+    }
+    let v = if neg { -val } else { val };
+    Some(v.clamp(i64::MIN as i128, i64::MAX as i128) as i64)
+}
+
+/// `%lf`-like parsing: the longest numeric prefix.
+pub fn parse_c_double(s: &str) -> Option<f64> {
+    let t = s.trim_start();
+    let end = t
+        .char_indices()
+        .take_while(|&(i, c)| c.is_ascii_digit() || c == '.' || ((c == '-' || c == '+') && i == 0) || c == 'e' || c == 'E')
+        .map(|(i, c)| i + c.len_utf8())
+        .last()?;
+    // Back off trailing characters that do not form a number (e.g. "12e").
+    let mut e = end;
+    while e > 0 {
+        if let Ok(v) = t[..e].parse::<f64>() {
+            return Some(v);
+        }
+        e -= 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_aliases_of_spec_4_3() {
+        assert_eq!(function_number("MPI_Ssend"), function_number("MPI_Rsend"));
+        assert_eq!(function_number("MPI_Ibarrier"), function_number("MPI_Finalize"));
+        assert_eq!(function_number("MPI_Alltoallw"), function_number("MPI_Alltoallv"));
+        assert!(matches!(
+            recognise("MPI_Ssend:1:2"),
+            Ok(Recognised::Known { call: Call::Rsend, canonical: "MPI_Rsend" })
+        ));
+        assert_eq!(recognise("MPI_Send :1:2"), Ok(Recognised::Unknown("MPI_Send ".into())));
+        assert_eq!(recognise("# hostname: x"), Ok(Recognised::NotACall));
+        assert_eq!(recognise("MPI_Waitany:1:2"), Ok(Recognised::Unknown("MPI_Waitany".into())));
+        // Every canonical name has its own number except the documented aliases.
+        for (i, (a, _)) in NAMES.iter().enumerate() {
+            for (b, _) in &NAMES[i + 1..] {
+                assert_ne!(function_number(a), function_number(b), "{a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn c_number_parsing() {
+        assert_eq!(parse_c_int("  42abc"), Some(42));
+        assert_eq!(parse_c_int("0x10"), Some(16));
+        assert_eq!(parse_c_int("010"), Some(8));
+        assert_eq!(parse_c_int("-1"), Some(-1));
+        assert_eq!(parse_c_int("-"), None);
+        assert_eq!(parse_c_int("99999999999999999999999"), Some(i64::MAX));
+        assert_eq!(parse_c_double("1302767374553965"), Some(1302767374553965.0));
+        assert_eq!(parse_c_double("1.5x"), Some(1.5));
+        assert_eq!(parse_c_double("x"), None);
+    }
+
+    #[test]
+    fn field_numbering() {
+        let f = Fields::split("MPI_Send:110:4096:10:11,8,8:1:7:0,0,2:115");
+        assert_eq!(f.int(3, "count").unwrap(), 10);
+        assert_eq!(f.int(5, "size").unwrap(), 8);
+        assert_eq!(f.time(12, "end").unwrap(), 115.0);
+        assert!(f.int(13, "x").unwrap_err().contains("missing"));
+    }
+}

@@ -1,0 +1,843 @@
+//! The trace translator: the per-rank state machine of schedgen.md 4.4-4.7
+//! plus the extensions (more collectives) and the thesis's calibration
+//! methods (docs/calibration.md).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::reader::{recognise, Call, Fields, Recognised, TraceError};
+use crate::calib::linkmodel::LinkModel;
+use crate::calib::pinning::{IntervalSet, PinningModel};
+use crate::goal::{maketag, Counts, DepKind, GoalWriter, Label, Prelude};
+use crate::patterns;
+
+/// Options of trace mode (schedgen.md section 1 trace options, plus ours).
+#[derive(Debug, Clone)]
+pub struct TraceOptions {
+    /// Multiplier from trace time units (microseconds) to schedule units.
+    pub timemult: f64,
+    /// Stop each rank after this many translated collectives (0 = all).
+    pub nops: u64,
+    /// Extrapolation factor E (>= 1).
+    pub extr: u32,
+    /// Debug comments in the GOAL file.
+    pub print: bool,
+    pub nop2p: bool,
+    pub nocolls: bool,
+    pub nbcify: i64,
+    /// `--cpu`.
+    pub cpu: u64,
+    pub prelude: Option<Prelude>,
+    /// Unknown MPI calls are errors instead of warnings.
+    pub strict: bool,
+    /// Thesis Schedgen1.1 tags: p2p tags as in the trace, collectives
+    /// 1000000 + n (no communicator in the tag).
+    pub raw_tags: bool,
+    /// Calibration 1: memory pinning calcs before p2p transfers.
+    pub pinning: Option<PinningModel>,
+    /// Calibration 3: MPI call durations minus link-layer time as calcs.
+    pub durations: Option<LinkModel>,
+    /// Calibration 4: synchronised collectives.
+    pub sync_collectives: bool,
+    /// Fail when the traces declare more ranks than files exist.
+    pub require_all: bool,
+}
+
+impl Default for TraceOptions {
+    fn default() -> Self {
+        TraceOptions {
+            timemult: 1000.0,
+            nops: 0,
+            extr: 1,
+            print: false,
+            nop2p: false,
+            nocolls: false,
+            nbcify: 0,
+            cpu: 0,
+            prelude: None,
+            strict: false,
+            raw_tags: false,
+            pinning: None,
+            durations: None,
+            sync_collectives: false,
+            require_all: false,
+        }
+    }
+}
+
+/// The translated schedule and what was noticed on the way.
+#[derive(Debug, Clone)]
+pub struct Translation {
+    pub goal: String,
+    pub counts: Counts,
+    /// Warnings (unknown calls, skipped collectives, missing ranks, ...),
+    /// each naming file and line where there is one.
+    pub warnings: Vec<String>,
+    /// The trace files used, rank order.
+    pub files: Vec<PathBuf>,
+}
+
+/// File name of rank `h` given rank 0's name (4.1): the `-0...` run is
+/// replaced by `-h`. Errors if `-0` does not occur exactly once or the name
+/// is a `.bz2` file.
+pub fn trace_file_names(first: &Path, h: usize) -> Result<PathBuf, TraceError> {
+    let s = first.to_string_lossy();
+    if s.contains(".bz2") {
+        return Err(TraceError::File {
+            file: first.to_path_buf(),
+            msg: "compressed (.bz2) traces are not supported; decompress them first".into(),
+        });
+    }
+    let hits: Vec<usize> = s.match_indices("-0").map(|(i, _)| i).collect();
+    if hits.len() != 1 {
+        return Err(TraceError::File {
+            file: first.to_path_buf(),
+            msg: format!(
+                "the name of rank 0's trace must contain `-0` exactly once (found {}), \
+                 e.g. pmpi-trace-rank-0.txt",
+                hits.len()
+            ),
+        });
+    }
+    let i = hits[0];
+    let rest = &s[i + 1..];
+    let zeros = rest.bytes().take_while(|&b| b == b'0').count();
+    Ok(PathBuf::from(format!("{}-{}{}", &s[..i], h, &rest[zeros..])))
+}
+
+/// One rank's trace, kept in memory.
+struct RankTrace {
+    file: PathBuf,
+    lines: Vec<String>,
+}
+
+/// A collective's fields relevant to the translation.
+struct Coll {
+    start: f64,
+    end: f64,
+    comm_handle: i64,
+    comm_size: i64,
+}
+
+fn coll_fields(call: Call, f: &Fields) -> Result<Coll, String> {
+    // (handle field, size field, end field) for the fixed layouts of 4.2;
+    // variable layouts (counts arrays) are located from the end of the line.
+    let n = f.len() - 1;
+    let (h, s, e) = match call {
+        Call::Barrier => (2, 4, 5),
+        Call::Allreduce => (9, 11, 12),
+        Call::Iallreduce => (9, 11, 13),
+        Call::Bcast => (8, 10, 11),
+        Call::Allgather | Call::Alltoall => (12, 14, 15),
+        Call::Reduce => (10, 12, 13),
+        Call::Gather | Call::Scatter => (13, 15, 16),
+        // comm triple is the last three fields before the end time.
+        _ => (n.saturating_sub(3), n.saturating_sub(1), n),
+    };
+    Ok(Coll {
+        start: f.time(1, "start time")?,
+        end: f.time(e, "end time")?,
+        comm_handle: f.int(h, "communicator handle")?,
+        comm_size: f.int(s, "communicator size")?,
+    })
+}
+
+fn is_collective(call: Call) -> bool {
+    matches!(
+        call,
+        Call::Barrier
+            | Call::Allreduce
+            | Call::Iallreduce
+            | Call::Bcast
+            | Call::Allgather
+            | Call::Reduce
+            | Call::Alltoall
+            | Call::Alltoallv
+            | Call::Allgatherv
+            | Call::Gather
+            | Call::Gatherv
+            | Call::Scatter
+            | Call::Scatterv
+            | Call::ReduceScatter
+    )
+}
+
+fn is_p2p(call: Call) -> bool {
+    matches!(
+        call,
+        Call::Send | Call::Rsend | Call::Recv | Call::Isend | Call::Irecv | Call::Sendrecv | Call::Wait | Call::Waitall
+    )
+}
+
+/// Reads the count array that starts at field `k` (a pointer, then P
+/// values) and returns the values and the next field index.
+fn count_array(f: &Fields, k: usize, p: usize, what: &str) -> Result<(Vec<i32>, usize), String> {
+    let mut v = Vec::with_capacity(p);
+    for i in 0..p {
+        v.push(f.int32(k + 1 + i, what)?);
+    }
+    Ok((v, k + 1 + p))
+}
+
+/// Per-rank translation state (4.4).
+struct RankState {
+    t0: f64,
+    after: Vec<(Option<Label>, DepKind)>,
+    before: Vec<(Option<Label>, DepKind)>,
+    pending: HashMap<u64, Label>,
+    nops: u64,
+    /// Schedule time still to be taken out of later gaps (sync collectives).
+    debt: u64,
+    pins: IntervalSet,
+    init_end: Option<f64>,
+}
+
+impl RankState {
+    fn new() -> Self {
+        RankState {
+            t0: 0.0,
+            after: Vec::new(),
+            before: Vec::new(),
+            pending: HashMap::new(),
+            nops: 0,
+            debt: 0,
+            pins: IntervalSet::new(),
+            init_end: None,
+        }
+    }
+}
+
+struct Ctx<'a> {
+    o: &'a TraceOptions,
+    warnings: Vec<String>,
+}
+
+impl Ctx<'_> {
+    /// Converts a trace duration (us) to schedule units, rounding half away
+    /// from zero; negative values wrap like the reference's unsigned print.
+    fn units(&mut self, us: f64, file: &Path, line: usize) -> u64 {
+        let v = (us * self.o.timemult).round();
+        if v < 0.0 {
+            self.warnings.push(format!(
+                "{}:{line}: negative operation time {v} (written as unsigned 64-bit, as the reference does)",
+                file.display()
+            ));
+            (v as i64) as u64
+        } else {
+            v as u64
+        }
+    }
+
+    /// Closes a gap at (tb, te) (4.4) and returns the calc's label.
+    fn close_gap(&mut self, w: &mut GoalWriter, st: &mut RankState, tb: f64, te: f64, at: (&Path, usize)) -> Label {
+        let mut dur = self.units(tb - st.t0, at.0, at.1);
+        if st.debt > 0 && dur < (1u64 << 63) {
+            let take = st.debt.min(dur);
+            dur -= take;
+            st.debt -= take;
+        }
+        let c = w.calc_cpu(dur, self.o.cpu);
+        for (x, k) in st.before.drain(..) {
+            if let Some(x) = x {
+                w.dep(x, c, k);
+            }
+        }
+        for (y, k) in st.after.drain(..) {
+            if let Some(y) = y {
+                w.dep(c, y, k);
+            }
+        }
+        st.t0 = te;
+        c
+    }
+
+    /// Link-layer time of the given (is_send, size) operations, in schedule
+    /// units.
+    fn link_units(&self, ops: &[(bool, i32)]) -> u64 {
+        let Some(m) = self.o.durations else { return 0 };
+        let ps: u64 = ops
+            .iter()
+            .map(|&(send, size)| {
+                let b = size.max(0) as u64;
+                if send {
+                    m.send_time_ps(b)
+                } else {
+                    m.recv_time_ps(b)
+                }
+            })
+            .sum();
+        // ps -> trace us -> schedule units.
+        (ps as f64 * 1e-6 * self.o.timemult).round() as u64
+    }
+
+    /// Writes the calibration calcs of a p2p call after its gap calc:
+    /// pinning (new buffer bytes) and the call's duration minus link time.
+    /// Each calc requires the one before (the first the gap), and the call's
+    /// operations require the last, as in the thesis's ringtest schedule.
+    #[allow(clippy::too_many_arguments)]
+    fn p2p_extras(
+        &mut self,
+        w: &mut GoalWriter,
+        st: &mut RankState,
+        gap: Label,
+        ops: &[(Label, bool, i32)],
+        buffers: &[(u64, i32)],
+        start: f64,
+        end: f64,
+        at: (&Path, usize),
+    ) {
+        let mut chain: Vec<Label> = Vec::new();
+        if let Some(pm) = self.o.pinning {
+            let new: u64 = buffers.iter().map(|&(a, len)| st.pins.insert(a, len.max(0) as u64)).sum();
+            if new > 0 {
+                let u = self.units(pm.delay_us(new), at.0, at.1);
+                chain.push(w.calc_cpu(u, self.o.cpu));
+            }
+        }
+        if self.o.durations.is_some() {
+            let d = self.units(end - start, at.0, at.1);
+            let link = self.link_units(&ops.iter().map(|&(_, s, z)| (s, z)).collect::<Vec<_>>());
+            chain.push(w.calc_cpu(d.saturating_sub(link), self.o.cpu));
+        }
+        if let Some(&last) = chain.last() {
+            for &(op, _, _) in ops {
+                w.requires(op, last);
+            }
+            let mut prev = gap;
+            for &c in &chain {
+                w.requires(c, prev);
+                prev = c;
+            }
+        }
+    }
+}
+
+/// Translates the traces whose rank-0 file is `first`.
+pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceError> {
+    if o.extr < 1 {
+        return Err(TraceError::Other("--traces-extr must be at least 1".into()));
+    }
+    // Find the consecutive files (4.1).
+    let mut traces = Vec::new();
+    loop {
+        let f = trace_file_names(first, traces.len())?;
+        match std::fs::read(&f) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let lines = text.lines().map(str::to_string).collect();
+                traces.push(RankTrace { file: f, lines });
+            }
+            Err(e) if traces.is_empty() && e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(TraceError::File { file: f, msg: e.to_string() })
+            }
+            Err(_) => break,
+        }
+    }
+    if traces.is_empty() {
+        return Err(TraceError::File { file: first.to_path_buf(), msg: "trace file not found".into() });
+    }
+    let hn = traces.len();
+    let mut ctx = Ctx { o, warnings: Vec::new() };
+    check_missing_ranks(first, &traces, &mut ctx)?;
+
+    let sync = if o.sync_collectives { Some(sync_targets(&traces, o)?) } else { None };
+
+    let e_total = o.extr as usize;
+    let mut w = GoalWriter::new((hn * e_total) as i64, o.cpu, o.prelude);
+    for e in 0..e_total {
+        for (h, tr) in traces.iter().enumerate() {
+            let delays = sync.as_ref().map(|s| s.delays[h].as_slice());
+            translate_rank(&mut w, &mut ctx, tr, h, e, hn, delays)?;
+        }
+    }
+    let (goal, counts) = w.finish();
+    Ok(Translation { goal, counts, warnings: ctx.warnings, files: traces.into_iter().map(|t| t.file).collect() })
+}
+
+/// The world size the traces declare: the largest communicator size on
+/// any MPI_Comm_rank / MPI_Comm_size line of rank 0.
+fn declared_world_size(tr: &RankTrace) -> Option<i64> {
+    tr.lines
+        .iter()
+        .filter(|l| l.starts_with("MPI_Comm_rank:") || l.starts_with("MPI_Comm_size:"))
+        .filter_map(|l| Fields::split(l).int(4, "comm size").ok())
+        .max()
+}
+
+fn check_missing_ranks(first: &Path, traces: &[RankTrace], ctx: &mut Ctx) -> Result<(), TraceError> {
+    let Some(world) = declared_world_size(&traces[0]) else { return Ok(()) };
+    let h = traces.len() as i64;
+    if world <= h {
+        return Ok(());
+    }
+    let missing: Vec<String> = (h..world)
+        .map(|r| trace_file_names(first, r as usize).map(|p| p.display().to_string()))
+        .collect::<Result<_, _>>()?;
+    let msg = format!(
+        "the traces describe {world} ranks (communicator size in {}) but only {h} trace file(s) exist; \
+         missing: {}",
+        traces[0].file.display(),
+        missing.join(", ")
+    );
+    if ctx.o.require_all {
+        return Err(TraceError::Other(msg));
+    }
+    ctx.warnings.push(format!(
+        "{msg}; translating the {h} available rank(s) only (collectives over {world} ranks are skipped)"
+    ));
+    Ok(())
+}
+
+/// Per rank, the delay (trace us) to insert before each translated
+/// collective so every rank enters it at the same time (calibration 4).
+struct SyncPlan {
+    delays: Vec<Vec<f64>>,
+}
+
+fn sync_targets(traces: &[RankTrace], o: &TraceOptions) -> Result<SyncPlan, TraceError> {
+    let hn = traces.len() as i64;
+    // Entry time of each translated collective, relative to Init's return.
+    let mut entries: Vec<Vec<f64>> = Vec::new();
+    for tr in traces {
+        let mut init_end = None;
+        let mut v = Vec::new();
+        for (i, line) in tr.lines.iter().enumerate() {
+            let Ok(Recognised::Known { call, .. }) = recognise(line) else { continue };
+            let f = Fields::split(line);
+            let err = |m: String| TraceError::line(&tr.file, i + 1, m);
+            if call == Call::Init {
+                init_end = Some(f.time(4, "end time").map_err(err)?);
+            } else if is_collective(call) && !o.nocolls {
+                let c = coll_fields(call, &f).map_err(err)?;
+                if c.comm_size == hn {
+                    v.push(c.start - init_end.unwrap_or(0.0));
+                }
+            }
+        }
+        entries.push(v);
+    }
+    let ncoll = entries.iter().map(Vec::len).max().unwrap_or(0);
+    let mut delays = vec![Vec::new(); traces.len()];
+    for k in 0..ncoll {
+        let target = entries.iter().filter_map(|v| v.get(k)).fold(f64::MIN, |a, &b| a.max(b));
+        for (r, v) in entries.iter().enumerate() {
+            if let Some(&x) = v.get(k) {
+                delays[r].push(target - x);
+            }
+        }
+    }
+    Ok(SyncPlan { delays })
+}
+
+/// Display name used in the `--traces-print` comments.
+fn print_name(call: Call) -> &'static str {
+    match call {
+        Call::Send => "Send",
+        Call::Rsend => "Rsend",
+        Call::Recv => "Recv",
+        Call::Isend => "Isend",
+        Call::Irecv => "Irecv",
+        Call::Sendrecv => "Sendrecv",
+        Call::Barrier => "Barrier",
+        Call::Allreduce => "Allreduce",
+        Call::Iallreduce => "Iallreduce",
+        Call::Bcast => "Bcast",
+        Call::Allgather => "Allgather",
+        Call::Reduce => "Reduce",
+        Call::Alltoall => "Alltoall",
+        Call::Alltoallv => "Alltoallv",
+        Call::Allgatherv => "Allgatherv",
+        Call::Gather => "Gather",
+        Call::Gatherv => "Gatherv",
+        Call::Scatter => "Scatter",
+        Call::Scatterv => "Scatterv",
+        Call::ReduceScatter => "Reduce_scatter",
+        _ => "call",
+    }
+}
+
+fn translate_rank(
+    w: &mut GoalWriter,
+    ctx: &mut Ctx,
+    tr: &RankTrace,
+    h: usize,
+    e: usize,
+    hn: usize,
+    sync_delays: Option<&[f64]>,
+) -> Result<(), TraceError> {
+    let o = ctx.o;
+    let me_block = (h + hn * e) as i64;
+    let total = (hn * o.extr as usize) as i32;
+    let off = (hn * e) as i32;
+    w.start_rank(me_block);
+    let mut st = RankState::new();
+    let mut coll_index = 0usize;
+    for (i, line) in tr.lines.iter().enumerate() {
+        let lineno = i + 1;
+        let at = (tr.file.as_path(), lineno);
+        let lerr = |m: String| TraceError::line(&tr.file, lineno, m);
+        let (call, canonical) = match recognise(line).map_err(lerr)? {
+            Recognised::Known { call, canonical } => (call, canonical),
+            Recognised::NotACall => continue,
+            Recognised::Unknown(name) => {
+                let msg = format!("{}:{lineno}: unknown MPI call `{name}` ignored", tr.file.display());
+                if o.strict {
+                    return Err(lerr(format!("unknown MPI call `{name}` (--strict)")));
+                }
+                if e == 0 {
+                    ctx.warnings.push(msg);
+                }
+                continue;
+            }
+        };
+        let name = line.split(':').next().unwrap_or("");
+        if name != canonical && e == 0 && !(name == "MPI_Ssend" || name.len() > 14 && canonical.starts_with(&name[..14])) {
+            ctx.warnings.push(format!(
+                "{}:{lineno}: `{name}` is treated as {canonical} (same function number in the reference)",
+                tr.file.display()
+            ));
+        }
+        if o.nop2p && is_p2p(call) || o.nocolls && (is_collective(call)) {
+            continue;
+        }
+        let f = Fields::split(line);
+        let tag_of = |comm: i64, t: i64| if o.raw_tags { t as u64 } else { maketag(comm, t) };
+        match call {
+            Call::Ignored => {}
+            Call::Init => {
+                if st.init_end.is_some() {
+                    return Err(lerr("second MPI_Init in this trace".into()));
+                }
+                let end = f.time(4, "end time").map_err(lerr)?;
+                st.t0 = end;
+                st.init_end = Some(end);
+                st.after = vec![(None, DepKind::Requires)];
+            }
+            Call::Send | Call::Rsend | Call::Recv | Call::Isend | Call::Irecv => {
+                let start = f.time(1, "start time").map_err(lerr)?;
+                let buf = f.addr(2, "buffer").map_err(lerr)?;
+                let count = f.int32(3, "count").map_err(lerr)?;
+                let dsize = f.int32(5, "datatype size").map_err(lerr)?;
+                let peer = f.int32(7, "peer").map_err(lerr)?;
+                let tag = f.int(8, "tag").map_err(lerr)?;
+                let comm = f.int(9, "communicator").map_err(lerr)?;
+                let end_field = if matches!(call, Call::Send | Call::Rsend) { 12 } else { 13 };
+                let end = f.time(end_field, "end time").map_err(lerr)?;
+                let size = count.wrapping_mul(dsize);
+                w.set_tag(tag_of(comm, tag));
+                if o.print {
+                    w.comment(&format!("{} begin", print_name(call)));
+                }
+                let is_send = matches!(call, Call::Send | Call::Rsend | Call::Isend);
+                let op = if is_send {
+                    w.send(size, peer.wrapping_add(off))
+                } else {
+                    let p = if peer == -1 { -1 } else { peer.wrapping_add(off) };
+                    w.recv(size, p)
+                };
+                st.before = vec![(Some(op), DepKind::Requires)];
+                let gap = ctx.close_gap(w, &mut st, start, end, at);
+                ctx.p2p_extras(w, &mut st, gap, &[(op, is_send, size)], &[(buf, size)], start, end, at);
+                let kind = if matches!(call, Call::Isend | Call::Irecv) {
+                    let req = f.addr(12, "request").map_err(lerr)?;
+                    st.pending.insert(req, op);
+                    DepKind::IRequires
+                } else {
+                    DepKind::Requires
+                };
+                st.after = vec![(Some(op), kind)];
+                if o.print {
+                    w.comment(&format!("{} end", print_name(call)));
+                }
+            }
+            Call::Wait => {
+                let start = f.time(1, "start time").map_err(lerr)?;
+                let req = f.addr(2, "request").map_err(lerr)?;
+                let end = f.time(4, "end time").map_err(lerr)?;
+                let Some(target) = st.pending.remove(&req) else { continue };
+                if o.print {
+                    w.comment("wait");
+                }
+                let wc = wait_calc(w, ctx, start, end, at);
+                w.requires(wc, target);
+                st.before = vec![(Some(wc), DepKind::Requires)];
+                ctx.close_gap(w, &mut st, start, end, at);
+                st.after = vec![(Some(wc), DepKind::Requires)];
+            }
+            Call::Waitall => {
+                let start = f.time(1, "start time").map_err(lerr)?;
+                let count = f.int(2, "count").map_err(lerr)?;
+                let array = f.addr(3, "request array").map_err(lerr)?;
+                let end = f.time(5, "end time").map_err(lerr)?;
+                let wc = wait_calc(w, ctx, start, end, at);
+                for k in 0..count.max(0) as u64 {
+                    if let Some(&l) = st.pending.get(&array.wrapping_add(8 * k)) {
+                        w.requires(wc, l);
+                    }
+                }
+                // Reference quirk: only the first request is forgotten.
+                st.pending.remove(&array);
+                st.before = vec![(Some(wc), DepKind::Requires)];
+                ctx.close_gap(w, &mut st, start, end, at);
+                st.after = vec![(Some(wc), DepKind::Requires)];
+            }
+            Call::Sendrecv => {
+                let start = f.time(1, "start time").map_err(lerr)?;
+                let sbuf = f.addr(2, "send buffer").map_err(lerr)?;
+                let scount = f.int32(3, "send count").map_err(lerr)?;
+                let ssize = f.int32(5, "send datatype size").map_err(lerr)?;
+                let dest = f.int32(7, "dest").map_err(lerr)?;
+                let stag = f.int(8, "send tag").map_err(lerr)?;
+                let rbuf = f.addr(9, "recv buffer").map_err(lerr)?;
+                let rcount = f.int32(10, "recv count").map_err(lerr)?;
+                let rsize = f.int32(12, "recv datatype size").map_err(lerr)?;
+                let source = f.int32(14, "source").map_err(lerr)?;
+                let comm = f.int(16, "communicator").map_err(lerr)?;
+                let end = f.time(20, "end time").map_err(lerr)?;
+                // Reference quirk: the receive uses the send tag too.
+                w.set_tag(tag_of(comm, stag));
+                if o.print {
+                    w.comment("Sendrecv begin");
+                }
+                let (sb, rb) = (scount.wrapping_mul(ssize), rcount.wrapping_mul(rsize));
+                let s = w.send(sb, dest.wrapping_add(off));
+                let r = w.recv(rb, source.wrapping_add(off));
+                st.before = vec![(Some(s), DepKind::Requires), (Some(r), DepKind::Requires)];
+                let gap = ctx.close_gap(w, &mut st, start, end, at);
+                ctx.p2p_extras(w, &mut st, gap, &[(s, true, sb), (r, false, rb)], &[(sbuf, sb), (rbuf, rb)], start, end, at);
+                st.after = vec![(Some(s), DepKind::Requires), (Some(r), DepKind::Requires)];
+                if o.print {
+                    w.comment("Sendrecv end");
+                }
+            }
+            Call::Finalize => {
+                let start = f.time(1, "start time").map_err(lerr)?;
+                st.before = vec![(None, DepKind::Requires)];
+                ctx.close_gap(w, &mut st, start, start, at);
+            }
+            c if is_collective(c) => {
+                let coll = coll_fields(c, &f).map_err(lerr)?;
+                if coll.comm_size != hn as i64 {
+                    if e == 0 {
+                        ctx.warnings.push(format!(
+                            "{}:{lineno}: {canonical} over a communicator of size {} skipped \
+                             (only {hn} trace file(s))",
+                            tr.file.display(),
+                            coll.comm_size
+                        ));
+                    }
+                    continue;
+                }
+                let t = 1_000_000 + st.nops as i64;
+                let tag = if c == Call::Iallreduce || o.raw_tags { t as u64 } else { maketag(coll.comm_handle, t) };
+                w.set_tag(tag);
+                if o.print {
+                    w.comment(&format!("{} begin", print_name(c)));
+                }
+                w.clear_sets();
+                write_collective(w, c, &f, me_block as i32, total).map_err(lerr)?;
+                // Sync delay (calibration 4) is taken out of the collective's
+                // own duration so the rank's total time is unchanged.
+                let sync_us = sync_delays.and_then(|d| d.get(coll_index)).copied().unwrap_or(0.0);
+                let sync_units = ctx.units(sync_us, at.0, at.1);
+                let mut cdur = 0u64;
+                let mut c_plain = true;
+                if o.durations.is_some() {
+                    let d = ctx.units(coll.end - coll.start, at.0, at.1);
+                    let link = ctx.link_units(w.ops_since_clear());
+                    cdur = d.saturating_sub(link);
+                    c_plain = false;
+                }
+                if sync_units > 0 {
+                    let take = sync_units.min(cdur);
+                    cdur -= take;
+                    st.debt += sync_units - take;
+                }
+                let cl = if c_plain { w.calc_plain(0) } else { w.calc_cpu(cdur, o.cpu) };
+                for x in w.end_set() {
+                    w.requires(cl, x);
+                }
+                let start_set = w.start_set();
+                for &x in &start_set {
+                    st.before.push((Some(x), DepKind::Requires));
+                }
+                let mut vs = coll.start - o.nbcify as f64;
+                let mut nbcify = o.nbcify;
+                if vs < st.t0 {
+                    vs = st.t0;
+                    nbcify = (coll.start - st.t0).trunc() as i64;
+                }
+                if nbcify != 0 {
+                    let n = w.calc_cpu(nbcify as u64, o.cpu);
+                    w.irequires(n, cl);
+                }
+                let gap = ctx.close_gap(w, &mut st, vs, coll.end, at);
+                if sync_units > 0 {
+                    let s = w.calc_cpu(sync_units, o.cpu);
+                    w.requires(s, gap);
+                    for &x in &start_set {
+                        w.requires(x, s);
+                    }
+                }
+                st.after = vec![(Some(cl), DepKind::Requires)];
+                if c == Call::Iallreduce {
+                    let req = f.time(12, "request").map_err(lerr)?;
+                    st.pending.insert(req as u64, cl);
+                }
+                st.nops += 1;
+                coll_index += 1;
+                if o.print {
+                    w.comment(&format!("{} end", print_name(c)));
+                }
+                if o.nops > 0 && st.nops >= o.nops {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    w.end_rank();
+    Ok(())
+}
+
+/// The calc standing for a Wait/Waitall: `calc 0`, or the call's duration
+/// with the durations method (as in the thesis's ringtest schedule).
+fn wait_calc(w: &mut GoalWriter, ctx: &mut Ctx, start: f64, end: f64, at: (&Path, usize)) -> Label {
+    if ctx.o.durations.is_some() {
+        let d = ctx.units(end - start, at.0, at.1);
+        w.calc_cpu(d, ctx.o.cpu)
+    } else {
+        w.calc_plain(0)
+    }
+}
+
+/// Writes a collective's communication pattern for rank `me` of `p` ranks.
+fn write_collective(w: &mut GoalWriter, c: Call, f: &Fields, me: i32, p: i32) -> Result<(), String> {
+    let pu = p as usize;
+    match c {
+        Call::Barrier => patterns::dissemination(w, me, p, 1),
+        Call::Allreduce | Call::Iallreduce => {
+            let size = f.int32(4, "count")?.wrapping_mul(f.int32(6, "datatype size")?);
+            patterns::dissemination(w, me, p, size)
+        }
+        Call::Allgather => {
+            let size = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            patterns::dissemination(w, me, p, size)
+        }
+        Call::Alltoall => {
+            let size = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            patterns::linear_alltoall(w, me, p, size)
+        }
+        Call::Bcast => {
+            let size = f.int32(3, "count")?.wrapping_mul(f.int32(5, "datatype size")?);
+            let root = f.int32(7, "root")?;
+            patterns::binomial_bcast(w, me, p, root, size)
+        }
+        Call::Reduce => {
+            let size = f.int32(4, "count")?.wrapping_mul(f.int32(6, "datatype size")?);
+            let root = f.int32(9, "root")?;
+            patterns::binomial_reduce(w, me, p, root, size)
+        }
+        // Extensions. Layouts follow liballprof: a counts array is its
+        // address followed by P values.
+        Call::Alltoallv => {
+            // start, sbuf, scounts(1+P), sdispls(1+P), sdt(3), rbuf,
+            // rcounts(1+P), rdispls(1+P), rdt(3), comm(3), end
+            let (sc, k) = count_array(f, 3, pu, "send counts")?;
+            let (_, k) = count_array(f, k, pu, "send displacements")?;
+            let ssize = f.int32(k + 1, "send datatype size")?;
+            let (rc, k) = count_array(f, k + 4, pu, "recv counts")?;
+            let (_, k) = count_array(f, k, pu, "recv displacements")?;
+            let rsize = f.int32(k + 1, "recv datatype size")?;
+            linear_exchange(w, me, p, |t| sc[t].wrapping_mul(ssize), |s| rc[s].wrapping_mul(rsize));
+        }
+        Call::Allgatherv => {
+            // start, sbuf, scount, sdt(3), rbuf, rcounts(1+P), displs(1+P), rdt(3), comm(3), end
+            let ssz = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            let (rc, k) = count_array(f, 8, pu, "recv counts")?;
+            let (_, k) = count_array(f, k, pu, "displacements")?;
+            let rsize = f.int32(k + 1, "recv datatype size")?;
+            linear_exchange(w, me, p, |_| ssz, |s| rc[s].wrapping_mul(rsize));
+        }
+        Call::Gather | Call::Scatter => {
+            // start, sbuf, scount, sdt(3), rbuf, rcount, rdt(3), root, comm(3), end
+            let ssz = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            let rsz = f.int32(8, "recv count")?.wrapping_mul(f.int32(10, "recv datatype size")?);
+            let root = f.int32(12, "root")?;
+            if c == Call::Gather {
+                linear_rooted(w, me, p, root, true, |_| rsz, ssz);
+            } else {
+                linear_rooted(w, me, p, root, false, |_| ssz, rsz);
+            }
+        }
+        Call::Gatherv => {
+            // start, sbuf, scount, sdt(3), rbuf, rcounts(1+P), displs(1+P), rdt(3), root, comm(3), end
+            let ssz = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            let (rc, k) = count_array(f, 8, pu, "recv counts")?;
+            let (_, k) = count_array(f, k, pu, "displacements")?;
+            let rsize = f.int32(k + 1, "recv datatype size")?;
+            let root = f.int32(k + 3, "root")?;
+            linear_rooted(w, me, p, root, true, |s| rc[s].wrapping_mul(rsize), ssz);
+        }
+        Call::Scatterv => {
+            // start, sbuf, scounts(1+P), displs(1+P), sdt(3), rbuf, rcount, rdt(3), root, comm(3), end
+            let (sc, k) = count_array(f, 3, pu, "send counts")?;
+            let (_, k) = count_array(f, k, pu, "displacements")?;
+            let ssize = f.int32(k + 1, "send datatype size")?;
+            let rsz = f.int32(k + 4, "recv count")?.wrapping_mul(f.int32(k + 6, "recv datatype size")?);
+            let root = f.int32(k + 8, "root")?;
+            linear_rooted(w, me, p, root, false, |t| sc[t].wrapping_mul(ssize), rsz);
+        }
+        Call::ReduceScatter => {
+            // start, sbuf, rbuf, rcounts(1+P) from field 4, dt(3), op, comm(3), end
+            let (rc, k) = count_array(f, 4, pu, "recv counts")?;
+            let dsize = f.int32(k + 1, "datatype size")?;
+            let mine = rc.get(me as usize).copied().unwrap_or(0).wrapping_mul(dsize);
+            // Pairwise exchange: block t goes to rank t; rank me receives
+            // its own block's contribution from every other rank.
+            linear_exchange(w, me, p, |t| rc[t].wrapping_mul(dsize), |_| mine);
+        }
+        _ => unreachable!("not a collective"),
+    }
+    Ok(())
+}
+
+/// Linear exchange in the order of 3.10: step 1..P-1, send to me+step, then
+/// receive from me-step; sizes per destination / per source.
+fn linear_exchange(w: &mut GoalWriter, me: i32, p: i32, send: impl Fn(usize) -> i32, recv: impl Fn(usize) -> i32) {
+    for step in 1..p as i64 {
+        let t = (me as i64 + step).rem_euclid(p as i64) as usize;
+        let s = (me as i64 - step).rem_euclid(p as i64) as usize;
+        w.send(send(t), t as i32);
+        w.recv(recv(s), s as i32);
+    }
+}
+
+/// Linear gather (root receives from 1..P-1 mapped through swap, as 3.8)
+/// or scatter; `root_size(peer)` is the root's per-peer size, `leaf_size`
+/// the size every other rank sends/receives.
+fn linear_rooted(
+    w: &mut GoalWriter,
+    me: i32,
+    p: i32,
+    root: i32,
+    gather: bool,
+    root_size: impl Fn(usize) -> i32,
+    leaf_size: i32,
+) {
+    let swap = |x: i32| if x == 0 { root } else if x == root { 0 } else { x };
+    if me == root {
+        for i in 1..p {
+            let peer = swap(i);
+            if gather {
+                w.recv(root_size(peer as usize), peer);
+            } else {
+                w.send(root_size(peer as usize), peer);
+            }
+        }
+    } else if gather {
+        w.send(leaf_size, root);
+    } else {
+        w.recv(leaf_size, root);
+    }
+}

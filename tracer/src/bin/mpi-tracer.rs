@@ -1,0 +1,144 @@
+//! `mpi-tracer`: where the PMPI tracer library is, and what a traced run's
+//! files contain (call counts, run time per rank).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use mpi_tracer::{compare, trace};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mpi-tracer",
+    version,
+    about = "liballprof-compatible PMPI tracer: library location and trace summaries",
+    long_about = "The tracer is a shared library that intercepts MPI calls through PMPI. Run an \
+                  MPI program with it preloaded, e.g.\n\n  mpirun -np 2 -x LD_PRELOAD=$(mpi-tracer \
+                  lib) -x PMPI_TRACE_DIR=/tmp/traces ./app\n\nand every rank writes \
+                  /tmp/traces/pmpi-trace-rank-N.txt (see docs/tracing.md)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Print the path of the tracer library (for LD_PRELOAD); fails with an
+    /// explanation if it was not built (no mpicc at build time).
+    Lib,
+    /// Check every rank's trace in DIR and print, per rank, the run time
+    /// (MPI_Finalize time - MPI_Init return, microseconds) and call counts.
+    Summary {
+        /// Directory holding pmpi-trace-rank-0.txt, -1, ...
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print real (traced) versus simulated run time per rank, with the
+    /// relative error: traces in DIR, `loggopsim` output in SIM_OUTPUT.
+    Compare {
+        /// Directory holding pmpi-trace-rank-0.txt, -1, ...
+        dir: PathBuf,
+        /// File with the simulator's standard output (`Host N: TIME` lines).
+        sim_output: PathBuf,
+        /// Schedule time units per trace microsecond (trace2goal's
+        /// --timemult: 1000 = nanoseconds, 1000000 = picoseconds).
+        #[arg(long, default_value_t = 1000.0)]
+        timemult: f64,
+        /// Exit with status 3 if any rank's |error| exceeds this percentage.
+        #[arg(long)]
+        max_error_percent: Option<f64>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Lib => {
+            let lib = mpi_tracer::library()?;
+            println!("{}", lib.display());
+        }
+        Cmd::Summary { dir, json } => {
+            let files = trace::rank_files(&dir)?;
+            let mut ranks = Vec::new();
+            for (rank, path) in files.iter().enumerate() {
+                let t = trace::Trace::read(path)?;
+                let run = t.run_time_us().with_context(|| {
+                    format!(
+                        "{}: no MPI_Init/MPI_Finalize pair, cannot compute the run time",
+                        path.display()
+                    )
+                })?;
+                ranks.push((rank, path.clone(), t, run));
+            }
+            if json {
+                let arr: Vec<_> = ranks
+                    .iter()
+                    .map(|(rank, path, t, run)| {
+                        serde_json::json!({
+                            "rank": rank,
+                            "file": path.display().to_string(),
+                            "run_time_us": run,
+                            "records": t.records.len(),
+                            "counts": t.counts(),
+                            "clockdiff_init": t.clockdiff_init,
+                            "clockdiff_finalize": t.clockdiff_finalize,
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&arr)?);
+            } else {
+                for (rank, _, t, run) in &ranks {
+                    let counts: Vec<String> = t
+                        .counts()
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    println!("rank {rank}: run_time_us {run} calls {}", counts.join(" "));
+                }
+            }
+        }
+        Cmd::Compare {
+            dir,
+            sim_output,
+            timemult,
+            max_error_percent,
+            json,
+        } => {
+            let mut real = Vec::new();
+            for path in trace::rank_files(&dir)? {
+                let t = trace::Trace::read(&path)?;
+                real.push(t.run_time_us().with_context(|| {
+                    format!("{}: no MPI_Init/MPI_Finalize pair", path.display())
+                })?);
+            }
+            let text = std::fs::read_to_string(&sim_output)
+                .with_context(|| format!("reading {}", sim_output.display()))?;
+            let sim = compare::parse_host_times(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", sim_output.display()))?;
+            let rows = compare::compare(&real, &sim, timemult).map_err(anyhow::Error::msg)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&compare::render_json(&rows))?);
+            } else {
+                print!("{}", compare::render_table(&rows));
+            }
+            if let Some(limit) = max_error_percent {
+                let worst = rows
+                    .iter()
+                    .map(|r| 100.0 * r.relative_error().abs())
+                    .fold(0.0, f64::max);
+                if worst > limit {
+                    eprintln!("mpi-tracer: largest error {worst:.3}% exceeds {limit}%");
+                    std::process::exit(3);
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,371 @@
+//! Reader for liballprof trace files (the format written by the tracer and
+//! found in the thesis appendices): `#` header lines, then one line per MPI
+//! call, `MPI_Name:field:field:...`, with the call time first and the return
+//! time last (MPI_Init: `-` instead of the call time; MPI_Finalize: a single
+//! time followed by `-`).
+//!
+//! This reader checks what every well-formed trace satisfies (known shape,
+//! integer microsecond times, return >= call, times never decreasing) and
+//! gives per-call times; translating calls into GOAL is the job of
+//! `loggopsim trace2goal`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One MPI call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// Function name, e.g. `MPI_Send`.
+    pub name: String,
+    /// Call time in microseconds (`None` for MPI_Init, which has `-`).
+    pub call_us: Option<u64>,
+    /// Return time in microseconds (for MPI_Finalize the single time given).
+    pub return_us: u64,
+    /// Every `:`-separated field after the name, as written.
+    pub fields: Vec<String>,
+}
+
+/// A parsed trace file of one rank.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    /// Value of the `# clockdiff:` header (written at MPI_Init).
+    pub clockdiff_init: Option<f64>,
+    /// Value of the `# Finalize clockdiff:` header.
+    pub clockdiff_finalize: Option<f64>,
+    pub records: Vec<Record>,
+}
+
+/// A problem in a trace file, with its position.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{path}:{line}:{col}: {msg}")]
+    Syntax {
+        path: String,
+        line: usize,
+        col: usize,
+        msg: String,
+    },
+    #[error("{path}: {msg}")]
+    Content { path: String, msg: String },
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn syntax(path: &str, line: usize, col: usize, msg: impl Into<String>) -> TraceError {
+    TraceError::Syntax {
+        path: path.to_string(),
+        line,
+        col,
+        msg: msg.into(),
+    }
+}
+
+/// Parses a time field: decimal digits only (microseconds since the epoch).
+fn parse_time(
+    path: &str,
+    line: usize,
+    col: usize,
+    field: &str,
+    what: &str,
+) -> Result<u64, TraceError> {
+    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(syntax(
+            path,
+            line,
+            col,
+            format!("{what} `{field}` is not an integer number of microseconds"),
+        ));
+    }
+    field
+        .parse()
+        .map_err(|_| syntax(path, line, col, format!("{what} `{field}` is out of range")))
+}
+
+/// Leading floating-point number of a header value (`-289.201736 s (...)`).
+fn header_number(rest: &str) -> Option<f64> {
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+impl Trace {
+    /// Parses the text of one trace file; `path` is only used in messages.
+    pub fn parse(path: &str, text: &str) -> Result<Trace, TraceError> {
+        let mut trace = Trace::default();
+        let mut last_time: Option<(u64, usize)> = None;
+        for (idx, raw) in text.lines().enumerate() {
+            let line_no = idx + 1;
+            let line = raw.trim_end_matches('\r');
+            if line.trim().is_empty() {
+                continue;
+            }
+            if let Some(h) = line.strip_prefix('#') {
+                let h = h.trim_start();
+                if let Some(rest) = h.strip_prefix("Finalize clockdiff:") {
+                    trace.clockdiff_finalize = header_number(rest);
+                } else if let Some(rest) = h.strip_prefix("clockdiff:") {
+                    trace.clockdiff_init = header_number(rest);
+                }
+                continue;
+            }
+            if !line.starts_with("MPI_") {
+                return Err(syntax(
+                    path,
+                    line_no,
+                    1,
+                    "line starts neither with `#` nor with `MPI_`",
+                ));
+            }
+            let mut parts = line.split(':');
+            let name = parts.next().unwrap_or_default().to_string();
+            let fields: Vec<String> = parts.map(str::to_string).collect();
+            // Column (1-based) where field k (0-based) starts.
+            let col_of = |k: usize| -> usize {
+                name.len() + 2 + fields[..k].iter().map(|f| f.len() + 1).sum::<usize>()
+            };
+            if name.len() <= 4 || !name[4..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
+                return Err(syntax(path, line_no, 1, format!("bad function name `{name}`")));
+            }
+            let (call_us, return_us) = match name.as_str() {
+                "MPI_Init" => {
+                    if fields.len() != 4 || fields[0] != "-" {
+                        return Err(syntax(
+                            path,
+                            line_no,
+                            name.len() + 1,
+                            "MPI_Init must be `MPI_Init:-:argc:argv:return`",
+                        ));
+                    }
+                    let end = parse_time(path, line_no, col_of(3), &fields[3], "return time")?;
+                    (None, end)
+                }
+                "MPI_Finalize" => {
+                    if fields.len() != 2 || fields[1] != "-" {
+                        return Err(syntax(
+                            path,
+                            line_no,
+                            name.len() + 1,
+                            "MPI_Finalize must be `MPI_Finalize:time:-`",
+                        ));
+                    }
+                    let t = parse_time(path, line_no, col_of(0), &fields[0], "time")?;
+                    (Some(t), t)
+                }
+                _ => {
+                    if fields.len() < 2 {
+                        return Err(syntax(
+                            path,
+                            line_no,
+                            name.len() + 1,
+                            "a call needs at least a call time and a return time",
+                        ));
+                    }
+                    let last = fields.len() - 1;
+                    let call = parse_time(path, line_no, col_of(0), &fields[0], "call time")?;
+                    let ret = parse_time(path, line_no, col_of(last), &fields[last], "return time")?;
+                    if ret < call {
+                        return Err(syntax(
+                            path,
+                            line_no,
+                            col_of(last),
+                            format!("return time {ret} is before the call time {call}"),
+                        ));
+                    }
+                    (Some(call), ret)
+                }
+            };
+            let first = call_us.unwrap_or(return_us);
+            if let Some((prev, prev_line)) = last_time {
+                if first < prev {
+                    return Err(syntax(
+                        path,
+                        line_no,
+                        name.len() + 2,
+                        format!("time {first} is earlier than {prev} on line {prev_line}"),
+                    ));
+                }
+            }
+            last_time = Some((return_us, line_no));
+            trace.records.push(Record {
+                line: line_no,
+                name,
+                call_us,
+                return_us,
+                fields,
+            });
+        }
+        Ok(trace)
+    }
+
+    /// Reads and parses one file.
+    pub fn read(path: &Path) -> Result<Trace, TraceError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
+            path: shown.clone(),
+            source,
+        })?;
+        Trace::parse(&shown, &text)
+    }
+
+    /// Number of calls of function `name`.
+    pub fn count(&self, name: &str) -> usize {
+        self.records.iter().filter(|r| r.name == name).count()
+    }
+
+    /// Number of calls per function name.
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        let mut m = BTreeMap::new();
+        for r in &self.records {
+            *m.entry(r.name.clone()).or_insert(0) += 1;
+        }
+        m
+    }
+
+    /// Return time of MPI_Init.
+    pub fn init_return_us(&self) -> Option<u64> {
+        self.records
+            .iter()
+            .find(|r| r.name == "MPI_Init")
+            .map(|r| r.return_us)
+    }
+
+    /// The MPI_Finalize time (the thesis calls it Finalize's return time).
+    pub fn finalize_us(&self) -> Option<u64> {
+        self.records
+            .iter()
+            .rev()
+            .find(|r| r.name == "MPI_Finalize")
+            .map(|r| r.return_us)
+    }
+
+    /// Run time as the thesis defines it: MPI_Finalize time minus the return
+    /// time of MPI_Init, in microseconds.
+    pub fn run_time_us(&self) -> Option<u64> {
+        Some(self.finalize_us()?.checked_sub(self.init_return_us()?)?)
+    }
+}
+
+/// The trace files of a run: `dir/pmpi-trace-rank-0.txt`, `-1`, ... for as
+/// long as consecutive files exist. Errors if there is no rank 0 file.
+pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>, TraceError> {
+    let mut files = Vec::new();
+    loop {
+        let p = dir.join(crate::trace_file_name(files.len()));
+        if !p.is_file() {
+            break;
+        }
+        files.push(p);
+    }
+    if files.is_empty() {
+        return Err(TraceError::Content {
+            path: dir.display().to_string(),
+            msg: format!("no {} in this directory", crate::trace_file_name(0)),
+        });
+    }
+    Ok(files)
+}
+
+/// Reads every rank's trace in `dir` (see [`rank_files`]).
+pub fn read_run(dir: &Path) -> Result<Vec<Trace>, TraceError> {
+    rank_files(dir)?.iter().map(|p| Trace::read(p)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thesis(rel: &str) -> Trace {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/data/thesis")
+            .join(rel);
+        Trace::read(&p).unwrap()
+    }
+
+    #[test]
+    fn thesis_ltest_traces_parse_with_the_stated_counts_and_run_times() {
+        let r0 = thesis("ltest/pmpi-trace-rank-0.txt");
+        let r1 = thesis("ltest/pmpi-trace-rank-1.txt");
+        for t in [&r0, &r1] {
+            assert_eq!(t.count("MPI_Send"), 10);
+            assert_eq!(t.count("MPI_Recv"), 10);
+            assert_eq!(t.count("MPI_Init"), 1);
+            assert_eq!(t.count("MPI_Finalize"), 1);
+            assert_eq!(t.records.len(), 24);
+        }
+        // Thesis 5.2.1: 1302767374567772 - 1302767374553965.
+        assert_eq!(r0.run_time_us(), Some(13_807));
+        assert_eq!(r1.run_time_us(), Some(13_889));
+        assert_eq!(r0.clockdiff_init, Some(0.0));
+        assert_eq!(r1.clockdiff_init, Some(-289.201736));
+        assert_eq!(r1.clockdiff_finalize, Some(-288.486481));
+        let send = &r0.records[3];
+        assert_eq!(send.name, "MPI_Send");
+        assert_eq!(send.call_us, Some(1302767374554038));
+        assert_eq!(send.return_us, 1302767374555673);
+        assert_eq!(send.fields[3], "1,4,4");
+    }
+
+    #[test]
+    fn thesis_colltest_and_ringtest_run_times() {
+        let c = thesis("colltest/pmpi-trace-rank-0.txt");
+        assert_eq!(c.run_time_us(), Some(32_148));
+        assert_eq!(c.count("MPI_Barrier"), 21);
+        assert_eq!(c.count("MPI_Allgather"), 10);
+        assert_eq!(c.count("MPI_Allreduce"), 10);
+        let r = thesis("ringtest/pmpi-trace-rank-0.txt");
+        assert_eq!(r.run_time_us(), Some(6_721));
+        assert_eq!(thesis("ringtest/pmpi-trace-rank-1.txt").clockdiff_init, Some(801.086426));
+    }
+
+    #[test]
+    fn errors_name_line_and_column() {
+        let err = Trace::parse("t.txt", "# h\nMPI_Send:12:x:5\n").unwrap_err();
+        // "MPI_Send:12:x:5": the return time field starts at column 15.
+        assert_eq!(
+            err.to_string(),
+            "t.txt:2:15: return time 5 is before the call time 12"
+        );
+        let err = Trace::parse("t.txt", "MPI_Barrier:1x:0,0,2:5\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t.txt:1:13: call time `1x` is not an integer number of microseconds"
+        );
+        let err = Trace::parse("t.txt", "MPI_Init:-:1:2:100\nMPI_Barrier:99:0,0,2:120\n")
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t.txt:2:13: time 99 is earlier than 100 on line 1"
+        );
+        let err = Trace::parse("t.txt", "hello\n").unwrap_err();
+        assert!(err.to_string().starts_with("t.txt:1:1: line starts neither"));
+        let err = Trace::parse("t.txt", "MPI_Finalize:10\n").unwrap_err();
+        assert!(err.to_string().contains("MPI_Finalize must be"));
+    }
+
+    #[test]
+    fn run_time_needs_init_and_finalize() {
+        let t = Trace::parse("t", "MPI_Init:-:1:2:100\nMPI_Barrier:101:0,0,2:120\n").unwrap();
+        assert_eq!(t.run_time_us(), None);
+        let t = Trace::parse("t", "MPI_Init:-:1:2:100\nMPI_Finalize:150:-\n").unwrap();
+        assert_eq!(t.run_time_us(), Some(50));
+    }
+
+    #[test]
+    fn rank_files_stops_at_the_first_gap() {
+        let dir = std::env::temp_dir().join(format!("mpi-tracer-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for r in [0, 1, 3] {
+            std::fs::write(dir.join(crate::trace_file_name(r)), "MPI_Init:-:1:2:3\n").unwrap();
+        }
+        let files = rank_files(&dir).unwrap();
+        assert_eq!(files.len(), 2);
+        assert_eq!(read_run(&dir).unwrap().len(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(rank_files(&dir).is_err());
+    }
+}
