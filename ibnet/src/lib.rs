@@ -1,3 +1,21 @@
 //! ibnet: flit-level InfiniBand fabric engine (sans-I/O) and its topologies.
+//!
+//! - [`Fabric`]: the discrete-event engine of ibfabric.md (integer ps time,
+//!   FIFO order among equal timestamps).
+//! - [`Params`]: every parameter of ibfabric.md sections 7 and 12, presets.
+//! - [`traffic`]: standalone traffic (reference app modes and closed-loop
+//!   dissemination / chain drivers over the injection API).
+//! - [`topology`]: topology data model, loaders, generators and routing.
 pub use ipc_proto::Time;
+
+pub mod engine;
+pub mod params;
+pub mod stats;
 pub mod topology;
+pub mod traffic;
+pub mod units;
+pub mod zeroload;
+
+pub use engine::{Fabric, FabricError, MsgId, TrafficMode};
+pub use params::{ConfigError, Params};
+pub use stats::Report;

@@ -609,8 +609,11 @@ mod tests {
         assert_eq!((v.len(), *v.last().unwrap()), (195, 400000 % 2048));
         assert!(q.packets(100).is_err());
         let t = Params::thesis_ddr();
+        // sec. 13 says "10000 B gives 4 packets, the last 1376 + 20": the
+        // rule ceil(B / 2156) gives 5 (4 x 2156 + 1376 = 10000); the last
+        // packet is as stated.
         let v = t.packets(10000).unwrap();
-        assert_eq!(v, vec![2176, 2176, 2176, 1396]);
+        assert_eq!(v, vec![2176, 2176, 2176, 2176, 1396]);
         assert_eq!(t.flits_of(2176), (34, 64));
         assert_eq!(t.flits_of(2068), (33, 20));
         assert_eq!(t.flits_of(20), (1, 20));

@@ -112,11 +112,45 @@ pub enum SimError {
     UnknownHandle(Handle),
     #[error("network reported no arrivals although {0} messages are in flight")]
     NoArrivals(usize),
-    #[error("schedule has {0} operations; the engine supports at most 2^31-1")]
+    #[error("schedule too large ({0} ranks; the engine supports fewer than 2^31)")]
     TooLarge(u64),
 }
 
 const MSG_FLAG: u32 = 1 << 31;
+/// In `Ev::host`: the event is a group proxy and `id` a group slot.
+const PROXY: u32 = 1 << 31;
+
+enum Outcome {
+    Done,
+    /// CPU/NIC busy until `avail`; `class` identifies the resources checked.
+    Blocked { avail: u64, class: u64 },
+}
+
+/// Events blocked on the same resources with the same check: (kind, host, cpu, nic).
+#[inline]
+fn class_key(kind: u64, host: u32, cpu: u8, nic: u8) -> u64 {
+    (kind << 48) | ((host as u64) << 16) | ((cpu as u64) << 8) | nic as u64
+}
+
+fn class_name(class: u64) -> &'static str {
+    match class >> 48 {
+        0 => "calc",
+        1 => "send",
+        _ => "msg",
+    }
+}
+
+/// Blocked events of one class that all sit at the same time `time`,
+/// sorted by seq; one proxy entry (time, first seq) stands for them in the
+/// active queue.
+struct Group {
+    key: u64,
+    host: u32,
+    time: u64,
+    members: std::collections::VecDeque<(u64, u32)>,
+    /// the proxy entry currently valid
+    proxy: Option<(u64, u64)>,
+}
 
 /// Active-queue entry; `id` is a node id, or a message slot with `MSG_FLAG`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -259,6 +293,10 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     completed: u64,
     now: u64,
     released: Vec<(u32, u32, u64)>,
+    groups: Vec<Group>,
+    group_of: FastMap<u64, u32>,
+    group_free: Vec<u32>,
+    grouping: bool,
     done: bool,
 }
 
@@ -270,6 +308,9 @@ impl<N: Network> Sim<N, NoTrace> {
 
 impl<N: Network, T: Tracer> Sim<N, T> {
     pub fn with_tracer(mut sched: Schedule, params: Params, net: N, tracer: T) -> Result<Self, SimError> {
+        if sched.num_ranks() >= PROXY {
+            return Err(SimError::TooLarge(sched.num_ranks() as u64));
+        }
         let p = sched.num_ranks() as usize;
         let ncpu = sched.num_cpus() as usize;
         let nnic = sched.num_nics() as usize;
@@ -324,9 +365,20 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             completed: 0,
             now: 0,
             released: Vec::new(),
+            groups: Vec::new(),
+            group_of: FastMap::default(),
+            group_free: Vec::new(),
+            grouping: true,
             done: false,
             sched,
         })
+    }
+
+    /// Turns the grouping of blocked events off (every blocked event is then
+    /// re-inserted on its own, literally as the reference does). Results are
+    /// identical either way; this exists to test that.
+    pub fn set_grouping(&mut self, on: bool) {
+        self.grouping = on;
     }
 
     /// Adds CPU noise (only used when set).
@@ -414,21 +466,210 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 }
             }
         };
-        self.processed += 1;
-        self.now = self.now.max(ev.time);
-        if ev.id & MSG_FLAG != 0 {
-            self.message(ev)?;
+        if ev.host & PROXY != 0 {
+            self.proxy(ev)?;
         } else {
-            match self.sched.kind(ev.id) {
-                Kind::Calc => self.calc(ev),
-                Kind::Send => self.send(ev)?,
-                Kind::Recv => self.recv(ev),
+            self.processed += 1;
+            self.now = self.now.max(ev.time);
+            if let Outcome::Blocked { avail, class } = self.dispatch(ev)? {
+                if self.grouping {
+                    self.join_group(class, avail, ev);
+                } else {
+                    self.reinsert(ev, avail, class_name(class));
+                }
             }
         }
         if !self.released.is_empty() {
             self.enqueue_released();
         }
         Ok(Some(Time(ev.time)))
+    }
+
+    #[inline]
+    fn dispatch(&mut self, ev: Ev) -> Result<Outcome, SimError> {
+        if ev.id & MSG_FLAG != 0 {
+            self.message(ev)
+        } else {
+            Ok(match self.sched.kind(ev.id) {
+                Kind::Calc => self.calc(ev),
+                Kind::Send => self.send(ev)?,
+                Kind::Recv => self.recv(ev),
+            })
+        }
+    }
+
+    /// (time, seq) of the next event other than a group proxy being processed.
+    #[inline]
+    fn next_other(&self) -> (u64, u64) {
+        let h = self.heap.peek().map(|e| (e.time, e.seq)).unwrap_or((u64::MAX, u64::MAX));
+        if self.root_pos < self.roots.len() {
+            h.min((0, self.root_pos as u64))
+        } else {
+            h
+        }
+    }
+
+    /// A blocked event waits for `avail`. The reference re-inserts it at
+    /// `avail`; we add it to its class group when the group sits at that
+    /// very time (same position in the total order), else re-insert it.
+    fn join_group(&mut self, class: u64, avail: u64, ev: Ev) {
+        if T::ACTIVE {
+            self.tracer.event(&TraceEvent::Reinsert {
+                host: ev.host,
+                what: class_name(class),
+                from: ev.time,
+                to: avail,
+            });
+        }
+        match self.group_of.get(&class) {
+            Some(&gi) => {
+                let g = &mut self.groups[gi as usize];
+                if g.time != avail {
+                    self.heap.push(Ev { time: avail, ..ev });
+                    return;
+                }
+                let pos = g.members.partition_point(|m| m.0 < ev.seq);
+                g.members.insert(pos, (ev.seq, ev.id));
+                if pos == 0 {
+                    g.proxy = Some((avail, ev.seq));
+                    self.heap.push(Ev {
+                        time: avail,
+                        seq: ev.seq,
+                        host: PROXY,
+                        id: gi,
+                    });
+                }
+            }
+            None => {
+                let g = Group {
+                    key: class,
+                    host: ev.host,
+                    time: avail,
+                    members: std::collections::VecDeque::from([(ev.seq, ev.id)]),
+                    proxy: Some((avail, ev.seq)),
+                };
+                let gi = match self.group_free.pop() {
+                    Some(i) => {
+                        self.groups[i as usize] = g;
+                        i
+                    }
+                    None => {
+                        self.groups.push(g);
+                        self.groups.len() as u32 - 1
+                    }
+                };
+                self.group_of.insert(class, gi);
+                self.heap.push(Ev {
+                    time: avail,
+                    seq: ev.seq,
+                    host: PROXY,
+                    id: gi,
+                });
+            }
+        }
+    }
+
+    /// A group proxy popped: its head member is checked at the group's time.
+    /// If it is blocked, every member that the reference would check before
+    /// any other event (same time, seq below the next other event) would be
+    /// blocked with the same availability (a blocked check changes nothing),
+    /// so they all move to that time at once.
+    fn proxy(&mut self, ev: Ev) -> Result<(), SimError> {
+        let gi = ev.id;
+        {
+            let g = &mut self.groups[gi as usize];
+            if g.proxy != Some((ev.time, ev.seq)) || g.members.is_empty() {
+                return Ok(()); // stale proxy
+            }
+            g.proxy = None;
+        }
+        let (seq, id) = self.groups[gi as usize].members[0];
+        let host = self.groups[gi as usize].host;
+        let mev = Ev {
+            time: ev.time,
+            seq,
+            host,
+            id,
+        };
+        self.processed += 1;
+        self.now = self.now.max(ev.time);
+        match self.dispatch(mev)? {
+            Outcome::Done => {
+                let g = &mut self.groups[gi as usize];
+                g.members.pop_front();
+                if let Some(&(s, _)) = g.members.front() {
+                    g.proxy = Some((g.time, s));
+                    let t = g.time;
+                    self.heap.push(Ev {
+                        time: t,
+                        seq: s,
+                        host: PROXY,
+                        id: gi,
+                    });
+                } else {
+                    let key = g.key;
+                    self.group_of.remove(&key);
+                    self.group_free.push(gi);
+                }
+            }
+            Outcome::Blocked { avail, class } => {
+                debug_assert!(avail > ev.time);
+                let other = self.next_other();
+                let t = ev.time;
+                let g = &mut self.groups[gi as usize];
+                let last = g.members.back().unwrap().0;
+                let k = if (t, last) < other {
+                    g.members.len()
+                } else {
+                    // at least the head, which was checked (guards against equal keys)
+                    g.members.partition_point(|m| (t, m.0) < other).max(1)
+                };
+                if T::ACTIVE {
+                    for i in 0..k {
+                        let s = self.groups[gi as usize].members[i].0;
+                        let _ = s;
+                        self.tracer.event(&TraceEvent::Reinsert {
+                            host,
+                            what: class_name(class),
+                            from: t,
+                            to: avail,
+                        });
+                    }
+                }
+                let g = &mut self.groups[gi as usize];
+                if k == g.members.len() {
+                    g.time = avail;
+                    g.proxy = Some((avail, seq));
+                    self.heap.push(Ev {
+                        time: avail,
+                        seq,
+                        host: PROXY,
+                        id: gi,
+                    });
+                } else {
+                    // only a prefix is checked before some other event: those
+                    // are re-inserted one by one, the rest stays at `t`
+                    for _ in 0..k {
+                        let (s, id) = g.members.pop_front().unwrap();
+                        self.heap.push(Ev {
+                            time: avail,
+                            seq: s,
+                            host,
+                            id,
+                        });
+                    }
+                    let s = g.members[0].0;
+                    g.proxy = Some((t, s));
+                    self.heap.push(Ev {
+                        time: t,
+                        seq: s,
+                        host: PROXY,
+                        id: gi,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn wait_network(&mut self) -> Result<(), SimError> {
@@ -553,7 +794,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         self.released = rel;
     }
 
-    fn calc(&mut self, ev: Ev) {
+    fn calc(&mut self, ev: Ev) -> Outcome {
         let op = self.sched.op(ev.id);
         let ci = ev.host as usize * self.ncpu + op.cpu as usize;
         let t = ev.time;
@@ -571,13 +812,16 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
             self.start_op(ev.id, ev.host, t);
             self.complete_op(ev.id, ev.host, end);
+            Outcome::Done
         } else {
-            let to = self.nexto[ci];
-            self.reinsert(ev, to, "calc");
+            Outcome::Blocked {
+                avail: self.nexto[ci],
+                class: class_key(0, ev.host, op.cpu, 0),
+            }
         }
     }
 
-    fn send(&mut self, ev: Ev) -> Result<(), SimError> {
+    fn send(&mut self, ev: Ev) -> Result<Outcome, SimError> {
         let op = self.sched.op(ev.id);
         let h = ev.host as usize;
         let ci = h * self.ncpu + op.cpu as usize;
@@ -585,8 +829,10 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let t = ev.time;
         let avail = self.nexto[ci].max(self.nextgs[ni]);
         if avail > t {
-            self.reinsert(ev, avail, "send");
-            return Ok(());
+            return Ok(Outcome::Blocked {
+                avail,
+                class: class_key(1, ev.host, op.cpu, op.nic),
+            });
         }
         self.start_op(ev.id, ev.host, t);
         let p = self.params;
@@ -652,7 +898,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         if eager {
             self.complete_op(ev.id, ev.host, end);
         }
-        Ok(())
+        Ok(Outcome::Done)
     }
 
     /// Completes the rendezvous send of message `m` at match time `t` and
@@ -673,7 +919,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         self.msg_free.push(slot);
     }
 
-    fn recv(&mut self, ev: Ev) {
+    fn recv(&mut self, ev: Ev) -> Outcome {
         let op = self.sched.op(ev.id);
         let t = ev.time;
         self.start_op(ev.id, ev.host, t);
@@ -712,9 +958,10 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 self.rq[ev.host as usize].push(op.peer, op.tag, ev.id);
             }
         }
+        Outcome::Done
     }
 
-    fn message(&mut self, ev: Ev) -> Result<(), SimError> {
+    fn message(&mut self, ev: Ev) -> Result<Outcome, SimError> {
         let slot = ev.id & !MSG_FLAG;
         let t = ev.time;
         let m = self.msgs[slot as usize];
@@ -734,9 +981,17 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let ci = h * self.ncpu + m.cpu as usize;
         let ni = h * self.nnic + m.nic as usize;
         let busy = self.nexto[ci].max(self.nextgr[ni]);
-        if ef > t || busy > t {
+        if ef > t {
+            // not there yet: re-check (and query) at that time, individually
             self.reinsert(ev, busy.max(ef), "msg");
-            return Ok(());
+            return Ok(Outcome::Done);
+        }
+        if busy > t {
+            // arrived, receiver busy: re-checks have no side effects, so it may be grouped
+            return Ok(Outcome::Blocked {
+                avail: busy,
+                class: class_key(2, ev.host, m.cpu, m.nic),
+            });
         }
         let p = self.params;
         let (o, big_o) = p.overheads(m.size);
@@ -771,7 +1026,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
             None => self.uq[h].push(m.src, m.tag, slot),
         }
-        Ok(())
+        Ok(Outcome::Done)
     }
 
     /// The result so far (complete once `step` returned None).

@@ -183,6 +183,9 @@ impl MatchQueue {
         if self.len == 0 {
             return None;
         }
+        if qsrc != ANY && qtag != ANY && self.n_src_any == 0 && self.n_tag_any == 0 {
+            return self.take_exact_only(qsrc, qtag);
+        }
         let best = match (qsrc == ANY, qtag == ANY) {
             (false, false) => {
                 let mut best = self.bucket_head(qsrc, qtag);
@@ -219,6 +222,30 @@ impl MatchQueue {
             },
         }?;
         Some(self.remove_head(best))
+    }
+
+    /// Fast path: exact query and no wildcard entries, one hash probe.
+    #[inline]
+    fn take_exact_only(&mut self, qsrc: u32, qtag: u32) -> Option<(u32, u32, u32)> {
+        let slot = match self.exact.entry(key(qsrc, qtag)) {
+            std::collections::hash_map::Entry::Vacant(_) => return None,
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let tail = *o.get();
+                let head = self.entries[tail as usize].next;
+                if head == tail {
+                    o.remove();
+                } else {
+                    self.entries[tail as usize].next = self.entries[head as usize].next;
+                }
+                head
+            }
+        };
+        let e = self.entries[slot as usize];
+        self.entries[slot as usize].order = DEAD;
+        self.entries[slot as usize].next = self.free;
+        self.free = slot;
+        self.len -= 1;
+        Some((e.src, e.tag, e.item))
     }
 
     #[inline]

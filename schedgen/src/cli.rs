@@ -17,6 +17,10 @@ use crate::trace::{self, TraceOptions};
 /// our calibration flags (docs/calibration.md).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct TraceArgs {
+    /// Start-position file (`<byte offset> <time>` per rank): continue each
+    /// trace from there; rewritten at the end (use with --traces-nops).
+    #[arg(long = "traces-start")]
+    pub traces_start: Option<PathBuf>,
     /// Stop each rank after this many translated collectives (0 = all).
     #[arg(long = "traces-nops", default_value_t = 0)]
     pub traces_nops: u64,
@@ -87,7 +91,12 @@ pub struct GenArgs {
     #[arg(short = 'd', long, default_value_t = 1)]
     pub datasize: i32,
     /// Output GOAL file (`-` for stdout; the summary then goes to stderr).
-    #[arg(short = 'o', long = "filename", visible_alias = "output", default_value = "schedule.goal")]
+    #[arg(
+        short = 'o',
+        long = "filename",
+        visible_alias = "output",
+        default_value = "schedule.goal"
+    )]
     pub filename: PathBuf,
     /// Root rank R of rooted patterns.
     #[arg(long, default_value_t = 0)]
@@ -141,7 +150,12 @@ pub struct Trace2GoalArgs {
     #[arg(long, default_value_t = 1_000_000.0)]
     pub timemult: f64,
     /// Output GOAL file (`-` for stdout).
-    #[arg(short = 'o', long = "output", visible_alias = "filename", default_value = "schedule.goal")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        visible_alias = "filename",
+        default_value = "schedule.goal"
+    )]
     pub output: PathBuf,
     /// If given (even 0): local-work prelude of this length in every rank.
     #[arg(long)]
@@ -172,7 +186,12 @@ fn write_output(path: &Path, text: &str, summary: &str) -> anyhow::Result<()> {
 }
 
 /// Builds the library's trace options from the command line.
-pub fn trace_options(t: &TraceArgs, timemult: f64, cpu: u64, pre: Option<Prelude>) -> anyhow::Result<TraceOptions> {
+pub fn trace_options(
+    t: &TraceArgs,
+    timemult: f64,
+    cpu: u64,
+    pre: Option<Prelude>,
+) -> anyhow::Result<TraceOptions> {
     if !(timemult.is_finite() && timemult > 0.0) {
         anyhow::bail!("--timemult must be a positive number (got {timemult})");
     }
@@ -191,10 +210,14 @@ pub fn trace_options(t: &TraceArgs, timemult: f64, cpu: u64, pre: Option<Prelude
         prelude: pre,
         strict: t.strict,
         raw_tags: t.raw_tags,
-        pinning: t.pinning.then_some(PinningModel { a_us: t.pin_a, b_us_per_byte: t.pin_b }),
+        pinning: t.pinning.then_some(PinningModel {
+            a_us: t.pin_a,
+            b_us_per_byte: t.pin_b,
+        }),
         durations: t.durations.then(LinkModel::thesis_ddr),
         sync_collectives: t.sync_collectives,
         require_all: t.require_all,
+        start_file: t.traces_start.clone(),
     })
 }
 
@@ -217,13 +240,18 @@ pub fn run_gen(args: &GenArgs) -> anyhow::Result<()> {
     let pre = prelude(args.nb, args.nb_poll);
     if args.pattern == "trace" {
         let Some(first) = &args.traces else {
-            anyhow::bail!("trace mode needs --traces FILE (rank 0's trace, e.g. pmpi-trace-rank-0.txt)");
+            anyhow::bail!(
+                "trace mode needs --traces FILE (rank 0's trace, e.g. pmpi-trace-rank-0.txt)"
+            );
         };
         let o = trace_options(&args.trace, args.timemult, args.cpu, pre)?;
         return run_trace(first, &args.filename, &args.trace, o);
     }
     let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as u32).unwrap_or(0)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as u32)
+            .unwrap_or(0)
     });
     let o = PatternOptions {
         commsize: args.commsize,
@@ -242,7 +270,12 @@ pub fn run_gen(args: &GenArgs) -> anyhow::Result<()> {
 }
 
 /// Generates a pattern's GOAL text and the reference's console summary.
-pub fn generate(name: &str, o: &PatternOptions, cpu: u64, pre: Option<Prelude>) -> anyhow::Result<(String, String)> {
+pub fn generate(
+    name: &str,
+    o: &PatternOptions,
+    cpu: u64,
+    pre: Option<Prelude>,
+) -> anyhow::Result<(String, String)> {
     patterns::validate(name, o)?;
     let p = patterns::effective_ranks(name, o.commsize);
     let mut w = GoalWriter::new(p as i64, cpu, pre);
@@ -257,6 +290,11 @@ pub fn generate(name: &str, o: &PatternOptions, cpu: u64, pre: Option<Prelude>) 
 }
 
 pub fn run_trace2goal(args: &Trace2GoalArgs) -> anyhow::Result<()> {
-    let o = trace_options(&args.trace, args.timemult, args.cpu, prelude(args.nb, args.nb_poll))?;
+    let o = trace_options(
+        &args.trace,
+        args.timemult,
+        args.cpu,
+        prelude(args.nb, args.nb_poll),
+    )?;
     run_trace(&args.traces, &args.output, &args.trace, o)
 }

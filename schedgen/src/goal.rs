@@ -262,7 +262,10 @@ mod tests {
             text,
             "num_ranks 2\n\nrank 0 {\n}\n\nrank 1 {\nl1: send 5b to 0 tag 0\nl2: calc 7\nl1 irequires l2\n}\n"
         );
-        assert_eq!(counts.to_string(), "1 sends, 0 recvs, 1 execs, and 1 reqs among 2 hosts written");
+        assert_eq!(
+            counts.to_string(),
+            "1 sends, 0 recvs, 1 execs, and 1 reqs among 2 hosts written"
+        );
     }
 
     #[test]

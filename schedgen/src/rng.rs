@@ -43,7 +43,7 @@ impl GlibcRand {
     }
 
     /// The next `rand()` value (0..2^31-1).
-    pub fn next(&mut self) -> u32 {
+    pub fn next_rand(&mut self) -> u32 {
         self.step() >> 1
     }
 }
@@ -66,7 +66,9 @@ impl Mt19937 {
         let mut mt = [0u32; 624];
         mt[0] = seed;
         for i in 1..624 {
-            mt[i] = 1812433253u32.wrapping_mul(mt[i - 1] ^ (mt[i - 1] >> 30)).wrapping_add(i as u32);
+            mt[i] = 1812433253u32
+                .wrapping_mul(mt[i - 1] ^ (mt[i - 1] >> 30))
+                .wrapping_add(i as u32);
         }
         Mt19937 { mt, idx: 624 }
     }
@@ -104,7 +106,7 @@ mod tests {
     #[test]
     fn glibc_rand_first_ten() {
         let mut g = GlibcRand::new();
-        let got: Vec<u32> = (0..10).map(|_| g.next()).collect();
+        let got: Vec<u32> = (0..10).map(|_| g.next_rand()).collect();
         assert_eq!(
             got,
             vec![

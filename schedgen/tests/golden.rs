@@ -10,13 +10,20 @@ fn gen(name: &str, o: PatternOptions) -> (String, String) {
 }
 
 fn opts(p: i32, d: i32) -> PatternOptions {
-    PatternOptions { commsize: p, datasize: d, ..Default::default() }
+    PatternOptions {
+        commsize: p,
+        datasize: d,
+        ..Default::default()
+    }
 }
 
 /// The block of rank `r` (statements only).
 fn block(text: &str, r: usize) -> String {
     let head = format!("rank {r} {{\n");
-    let rest = text.split(&head).nth(1).unwrap_or_else(|| panic!("no rank {r} in\n{text}"));
+    let rest = text
+        .split(&head)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no rank {r} in\n{text}"));
     rest.split("}\n").next().unwrap().to_string()
 }
 
@@ -58,24 +65,42 @@ l4: recv 180b from 1 tag 0
 ";
     let (text, summary) = gen("dissemination", opts(4, 180));
     assert_eq!(text, expected);
-    assert_eq!(summary, "8 sends, 8 recvs, 0 execs, and 4 reqs among 4 hosts written");
+    assert_eq!(
+        summary,
+        "8 sends, 8 recvs, 0 execs, and 4 reqs among 4 hosts written"
+    );
 }
 
 #[test]
 fn s5_2_binomialtreebcast() {
     let (text, _) = gen("binomialtreebcast", opts(8, 1));
-    assert_eq!(block(&text, 0), "l1: send 1b to 1 tag 0\nl2: send 1b to 2 tag 0\nl3: send 1b to 4 tag 0\n");
+    assert_eq!(
+        block(&text, 0),
+        "l1: send 1b to 1 tag 0\nl2: send 1b to 2 tag 0\nl3: send 1b to 4 tag 0\n"
+    );
     assert_eq!(
         block(&text, 1),
         "l1: recv 1b from 0 tag 0\nl2: send 1b to 3 tag 0\nl2 requires l1\nl3: send 1b to 5 tag 0\nl3 requires l1\n"
     );
-    assert_eq!(block(&text, 2), "l1: recv 1b from 0 tag 0\nl2: send 1b to 6 tag 0\nl2 requires l1\n");
-    assert_eq!(block(&text, 3), "l1: recv 1b from 1 tag 0\nl2: send 1b to 7 tag 0\nl2 requires l1\n");
+    assert_eq!(
+        block(&text, 2),
+        "l1: recv 1b from 0 tag 0\nl2: send 1b to 6 tag 0\nl2 requires l1\n"
+    );
+    assert_eq!(
+        block(&text, 3),
+        "l1: recv 1b from 1 tag 0\nl2: send 1b to 7 tag 0\nl2 requires l1\n"
+    );
     for (r, from) in [(4, 0), (5, 1), (6, 2), (7, 3)] {
         assert_eq!(block(&text, r), format!("l1: recv 1b from {from} tag 0\n"));
     }
     // Root 2: duplicate dependency lines are kept.
-    let (text, _) = gen("binomialtreebcast", PatternOptions { root: 2, ..opts(5, 10) });
+    let (text, _) = gen(
+        "binomialtreebcast",
+        PatternOptions {
+            root: 2,
+            ..opts(5, 10)
+        },
+    );
     assert_eq!(
         block(&text, 1),
         "l1: recv 10b from 2 tag 0\nl2: send 10b to 3 tag 0\nl2 requires l1\nl2 requires l1\n"
@@ -84,9 +109,15 @@ fn s5_2_binomialtreebcast() {
 
 #[test]
 fn s5_3_pipelinedring() {
-    let o = PatternOptions { segmentsize: 2, ..opts(4, 5) };
+    let o = PatternOptions {
+        segmentsize: 2,
+        ..opts(4, 5)
+    };
     let (text, _) = gen("pipelinedring", o.clone());
-    assert_eq!(block(&text, 0), "l1: send 2b to 1 tag 0\nl2: send 2b to 1 tag 0\nl3: send 1b to 1 tag 0\n");
+    assert_eq!(
+        block(&text, 0),
+        "l1: send 2b to 1 tag 0\nl2: send 2b to 1 tag 0\nl3: send 1b to 1 tag 0\n"
+    );
     let mid = |a: i32, b: i32| {
         format!(
             "l1: recv 2b from {a} tag 0\nl2: send 2b to {b} tag 0\nl2 requires l1\n\
@@ -96,7 +127,10 @@ fn s5_3_pipelinedring() {
     };
     assert_eq!(block(&text, 1), mid(0, 2));
     assert_eq!(block(&text, 2), mid(1, 3));
-    assert_eq!(block(&text, 3), "l1: recv 2b from 2 tag 0\nl2: recv 2b from 2 tag 0\nl3: recv 1b from 2 tag 0\n");
+    assert_eq!(
+        block(&text, 3),
+        "l1: recv 2b from 2 tag 0\nl2: recv 2b from 2 tag 0\nl3: recv 1b from 2 tag 0\n"
+    );
     let (text, _) = gen("pipelinedringdep", o);
     assert_eq!(
         block(&text, 1),
@@ -104,9 +138,18 @@ fn s5_3_pipelinedring() {
          l3: recv 2b from 0 tag 0\nl4: send 2b to 2 tag 0\nl4 requires l3\nl3 requires l2\n\
          l5: recv 1b from 0 tag 0\nl6: send 1b to 2 tag 0\nl6 requires l5\nl5 requires l4\n"
     );
-    let (text, _) = gen("pipelinedring", PatternOptions { segmentsize: 2, ..opts(4, 1) });
+    let (text, _) = gen(
+        "pipelinedring",
+        PatternOptions {
+            segmentsize: 2,
+            ..opts(4, 1)
+        },
+    );
     assert_eq!(block(&text, 0), "l1: send 1b to 1 tag 0\n");
-    assert_eq!(block(&text, 2), "l1: recv 1b from 1 tag 0\nl2: send 1b to 3 tag 0\nl2 requires l1\n");
+    assert_eq!(
+        block(&text, 2),
+        "l1: recv 1b from 1 tag 0\nl2: send 1b to 3 tag 0\nl2 requires l1\n"
+    );
     assert_eq!(block(&text, 3), "l1: recv 1b from 2 tag 0\n");
 }
 
@@ -128,7 +171,10 @@ fn s5_4_allreduce_recdoub() {
     assert_eq!(block(&text, 5), expected([32, 16, 8]));
     let (text, _) = gen("allreduce_recdoub", opts(8, 1));
     assert_eq!(block(&text, 5), expected([0, 0, 0]));
-    let o = PatternOptions { rpl_dep_cmp: 7, ..opts(4, 100) };
+    let o = PatternOptions {
+        rpl_dep_cmp: 7,
+        ..opts(4, 100)
+    };
     let (text, _) = generate("allreduce_recdoub", &o, 1, None).unwrap();
     assert_eq!(
         block(&text, 0),
@@ -168,7 +214,10 @@ fn s5_6_linear_alltoallv() {
 
 #[test]
 fn s5_7_nwaydissemination() {
-    let o = PatternOptions { nway: 2, ..opts(9, 5) };
+    let o = PatternOptions {
+        nway: 2,
+        ..opts(9, 5)
+    };
     let (text, _) = gen("nwaydissemination", o);
     assert_eq!(
         block(&text, 0),
@@ -190,7 +239,12 @@ fn s5_8_resnet() {
          l5 requires l3\n/* Iallreduce end */\nl6: calc 23800\nl6 requires l1\nl7: calc 0\nl7 requires l6\n"
     ), "{b}");
     assert!(b.contains("tag 16877225\n"));
-    assert_eq!(b.lines().filter(|l| l.starts_with('l') && l.contains(": ")).count(), 41);
+    assert_eq!(
+        b.lines()
+            .filter(|l| l.starts_with('l') && l.contains(": "))
+            .count(),
+        41
+    );
     // --cpu 1 prints `cpu 0` for resnet's calcs.
     let (text, _) = generate("resnet", &opts(2, 1), 1, None).unwrap();
     assert!(text.contains("l1: calc 119000 cpu 0\n"));
@@ -213,7 +267,10 @@ fn s5_9_chained_dissem() {
 
 #[test]
 fn prelude_and_gather_with_root() {
-    let o = PatternOptions { root: 2, ..opts(4, 3) };
+    let o = PatternOptions {
+        root: 2,
+        ..opts(4, 3)
+    };
     let (text, _) = generate("gather", &o, 0, Some(Prelude { nb: 0, poll: 0 })).unwrap();
     assert_eq!(
         block(&text, 2),
@@ -230,7 +287,10 @@ fn linbarrier_and_doublering() {
         "l1: calc 0\nl2: recv 1b from 1 tag 0\nl3: send 1b to 1 tag 0\nl1 requires l2\nl3 requires l1\n\
          l4: recv 1b from 2 tag 0\nl5: send 1b to 2 tag 0\nl1 requires l4\nl5 requires l1\n"
     );
-    assert_eq!(block(&text, 2), "l1: send 1b to 0 tag 0\nl2: recv 1b from 0 tag 0\n");
+    assert_eq!(
+        block(&text, 2),
+        "l1: send 1b to 0 tag 0\nl2: recv 1b from 0 tag 0\n"
+    );
     let (text, _) = gen("doublering", opts(3, 4));
     assert_eq!(
         block(&text, 1),
@@ -242,12 +302,15 @@ fn linbarrier_and_doublering() {
 #[test]
 fn random_bisect_structure_and_seed() {
     for name in ["random_bisect", "random_bisect_fd_sym"] {
-        let o = PatternOptions { seed: 7, ..opts(9, 4) };
+        let o = PatternOptions {
+            seed: 7,
+            ..opts(9, 4)
+        };
         let (a, _) = gen(name, o.clone());
         let (b, _) = gen(name, o);
         assert_eq!(a, b, "same seed, same output");
         assert!(a.starts_with("num_ranks 8\n"), "odd P reduced by one");
-        let mut partner = vec![usize::MAX; 8];
+        let mut partner = [usize::MAX; 8];
         let mut senders = 0;
         for (r, p) in partner.iter_mut().enumerate() {
             let blk = block(&a, r);
@@ -257,7 +320,10 @@ fn random_bisect_structure_and_seed() {
                 senders += 1;
             }
             *p = peer;
-            assert_eq!(blk.lines().count(), if name == "random_bisect" { 1 } else { 2 });
+            assert_eq!(
+                blk.lines().count(),
+                if name == "random_bisect" { 1 } else { 2 }
+            );
         }
         assert_eq!(senders, 4);
         for r in 0..8 {
@@ -269,12 +335,24 @@ fn random_bisect_structure_and_seed() {
 
 #[test]
 fn invalid_options_are_errors() {
-    let e = generate("nosuch", &opts(4, 1), 0, None).unwrap_err().to_string();
-    assert!(e.contains("unknown pattern `nosuch`"), "{e}");
-    let e = generate("linear_alltoallv", &opts(4, 0), 0, None).unwrap_err().to_string();
-    assert!(e.contains("division by zero"), "{e}");
-    let e = generate("nwaydissemination", &PatternOptions { nway: 0, ..opts(4, 1) }, 0, None)
+    let e = generate("nosuch", &opts(4, 1), 0, None)
         .unwrap_err()
         .to_string();
+    assert!(e.contains("unknown pattern `nosuch`"), "{e}");
+    let e = generate("linear_alltoallv", &opts(4, 0), 0, None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("division by zero"), "{e}");
+    let e = generate(
+        "nwaydissemination",
+        &PatternOptions {
+            nway: 0,
+            ..opts(4, 1)
+        },
+        0,
+        None,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("--nway"), "{e}");
 }

@@ -7,11 +7,17 @@ use schedgen::calib::linkmodel::LinkModel;
 use schedgen::trace::{translate, TraceOptions};
 
 fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/thesis").join(rel)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data/thesis")
+        .join(rel)
 }
 
 fn thesis_opts() -> TraceOptions {
-    TraceOptions { timemult: 1_000_000.0, raw_tags: true, ..Default::default() }
+    TraceOptions {
+        timemult: 1_000_000.0,
+        raw_tags: true,
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -21,7 +27,10 @@ fn ltest_is_byte_identical_to_schedgen11_output() {
     // The thesis file ends without a final newline after the last `}`.
     assert_eq!(t.goal.trim_end(), expected.trim_end());
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
-    assert_eq!(t.counts.to_string(), "20 sends, 20 recvs, 42 execs, and 80 reqs among 2 hosts written");
+    assert_eq!(
+        t.counts.to_string(),
+        "20 sends, 20 recvs, 42 execs, and 80 reqs among 2 hosts written"
+    );
 }
 
 const EXAMPLE_RANK0: &str = "MPI_Init:-:1000:2000:100
@@ -51,7 +60,11 @@ fn example_dir() -> tempfile::TempDir {
 #[test]
 fn example_of_spec_4_8() {
     let dir = example_dir();
-    let t = translate(&dir.path().join("pmpi-trace-rank-0.txt"), &TraceOptions::default()).unwrap();
+    let t = translate(
+        &dir.path().join("pmpi-trace-rank-0.txt"),
+        &TraceOptions::default(),
+    )
+    .unwrap();
     let rank0 = "rank 0 {
 l1: send 80b to 1 tag 7
 l2: calc 10000
@@ -90,7 +103,10 @@ l15 requires l13
     assert!(t.goal.starts_with("num_ranks 2\n\n"));
     assert!(t.goal.contains(rank0), "{}", t.goal);
     // Extrapolation: block 2 talks to 3 and runs a 4-rank barrier.
-    let o = TraceOptions { extr: 2, ..Default::default() };
+    let o = TraceOptions {
+        extr: 2,
+        ..Default::default()
+    };
     let t = translate(&dir.path().join("pmpi-trace-rank-0.txt"), &o).unwrap();
     assert!(t.goal.starts_with("num_ranks 4\n"));
     let block2 = t.goal.split("rank 2 {\n").nth(1).unwrap();
@@ -104,12 +120,24 @@ l15 requires l13
 #[test]
 fn reference_tags_fold_the_communicator() {
     // Without --raw-tags, tags follow the reference: maketag(comm, tag).
-    let o = TraceOptions { timemult: 1_000_000.0, ..Default::default() };
+    let o = TraceOptions {
+        timemult: 1_000_000.0,
+        ..Default::default()
+    };
     let t = translate(&data("ltest/pmpi-trace-rank-0.txt"), &o).unwrap();
     // 6575584 << 24 keeps only 0xE0 in the top byte: 0xE0000000 sign-extended.
-    assert!(t.goal.contains("l1: send 400000b to 1 tag 18446744073172680704\n"), "{}", &t.goal[..200]);
+    assert!(
+        t.goal
+            .contains("l1: send 400000b to 1 tag 18446744073172680704\n"),
+        "{}",
+        &t.goal[..200]
+    );
     // The reference's own default timemult (1000) gives nanoseconds.
-    let t = translate(&data("ltest/pmpi-trace-rank-0.txt"), &TraceOptions::default()).unwrap();
+    let t = translate(
+        &data("ltest/pmpi-trace-rank-0.txt"),
+        &TraceOptions::default(),
+    )
+    .unwrap();
     assert!(t.goal.contains("l2: calc 73000\n"));
 }
 
@@ -117,9 +145,17 @@ fn reference_tags_fold_the_communicator() {
 fn ringtest_translates_and_durations_follow_the_thesis_structure() {
     let first = data("ringtest/pmpi-trace-rank-0.txt");
     let t = translate(&first, &thesis_opts()).unwrap();
-    assert!(t.goal.contains("l1: recv 40b from 1 tag 123\nl2: calc 79000000\nl1 requires l2\n"), "{}", t.goal);
+    assert!(
+        t.goal
+            .contains("l1: recv 40b from 1 tag 123\nl2: calc 79000000\nl1 requires l2\n"),
+        "{}",
+        t.goal
+    );
     // Durations method: the structure of ringtest_durations.goal.
-    let o = TraceOptions { durations: Some(LinkModel::thesis_ddr()), ..thesis_opts() };
+    let o = TraceOptions {
+        durations: Some(LinkModel::thesis_ddr()),
+        ..thesis_opts()
+    };
     let t = translate(&first, &o).unwrap();
     let rank0 = t.goal.split("rank 1 {").next().unwrap();
     let expected_rank0 = "rank 0 {
@@ -161,7 +197,12 @@ l13 requires l11
     let ours: Vec<&str> = t.goal.lines().collect();
     let theirs: Vec<&str> = thesis.lines().collect();
     assert_eq!(ours.len(), theirs.len());
-    let diffs: Vec<(&str, &str)> = ours.iter().zip(&theirs).filter(|(a, b)| a != b).map(|(a, b)| (*a, *b)).collect();
+    let diffs: Vec<(&str, &str)> = ours
+        .iter()
+        .zip(&theirs)
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| (*a, *b))
+        .collect();
     assert_eq!(
         diffs,
         vec![
@@ -188,7 +229,10 @@ fn sync_collectives_delays_the_early_rank() {
     let t = translate(&data("ringtest/pmpi-trace-rank-0.txt"), &o).unwrap();
     let rank0 = t.goal.split("rank 1 {").next().unwrap();
     assert!(rank0.contains("l11: calc 32987400\n"), "{rank0}");
-    assert!(rank0.contains("l13: calc 10000000\nl13 requires l12\nl9 requires l13\nl10 requires l13\n"), "{rank0}");
+    assert!(
+        rank0.contains("l13: calc 10000000\nl13 requires l12\nl9 requires l13\nl10 requires l13\n"),
+        "{rank0}"
+    );
     let rank1 = t.goal.split("rank 1 {").nth(1).unwrap();
     assert!(rank1.contains("l11: calc 77987400\n"), "{rank1}");
     assert!(!rank1.contains("l13: calc 0"), "no delay for the late rank");
@@ -196,55 +240,117 @@ fn sync_collectives_delays_the_early_rank() {
 
 #[test]
 fn pinning_charges_new_buffers_only() {
-    let o = TraceOptions { pinning: Some(Default::default()), ..thesis_opts() };
+    let o = TraceOptions {
+        pinning: Some(Default::default()),
+        ..thesis_opts()
+    };
     let t = translate(&data("ltest/pmpi-trace-rank-0.txt"), &o).unwrap();
     // One buffer of 400000 B: one pinning calc of 165.894 + 0.00301695 *
     // 400000 = 1372.674 us, before the first send only.
     assert_eq!(t.goal.matches("calc 1372674000").count(), 2, "one per rank");
     let rank0 = t.goal.split("rank 1 {").next().unwrap();
-    assert!(rank0.contains("l2: calc 73000000\nl1 requires l2\nl3: calc 1372674000\nl1 requires l3\nl3 requires l2\n"));
+    assert!(rank0.contains(
+        "l2: calc 73000000\nl1 requires l2\nl3: calc 1372674000\nl1 requires l3\nl3 requires l2\n"
+    ));
 }
 
 #[test]
 fn colltest_rank0_alone_and_missing_ranks() {
     let first = data("colltest/pmpi-trace-rank-0.txt");
     let t = translate(&first, &thesis_opts()).unwrap();
-    assert!(t.goal.starts_with("num_ranks 1\n\nrank 0 {\nl1: send 400000b to 1 tag 0\n"));
-    let missing = t.warnings.iter().find(|w| w.contains("missing")).expect("missing-rank warning");
+    assert!(t
+        .goal
+        .starts_with("num_ranks 1\n\nrank 0 {\nl1: send 400000b to 1 tag 0\n"));
+    let missing = t
+        .warnings
+        .iter()
+        .find(|w| w.contains("missing"))
+        .expect("missing-rank warning");
     for r in 1..4 {
-        assert!(missing.contains(&format!("pmpi-trace-rank-{r}.txt")), "{missing}");
+        assert!(
+            missing.contains(&format!("pmpi-trace-rank-{r}.txt")),
+            "{missing}"
+        );
     }
-    assert!(t.warnings.iter().any(|w| w.contains(":13: MPI_Barrier over a communicator of size 4 skipped")));
-    let o = TraceOptions { require_all: true, ..thesis_opts() };
+    assert!(t
+        .warnings
+        .iter()
+        .any(|w| w.contains(":13: MPI_Barrier over a communicator of size 4 skipped")));
+    // 21 barriers + 10 allgathers + 10 allreduces: one detailed line, one summary.
+    assert!(t.warnings.iter().any(
+        |w| w.ends_with("40 more collective(s) over a communicator of another size than 1 skipped")
+    ));
+    assert_eq!(t.warnings.len(), 3, "{:?}", t.warnings);
+    let o = TraceOptions {
+        require_all: true,
+        ..thesis_opts()
+    };
     let err = translate(&first, &o).unwrap_err().to_string();
-    assert!(err.contains("describe 4 ranks") && err.contains("pmpi-trace-rank-3.txt"), "{err}");
+    assert!(
+        err.contains("describe 4 ranks") && err.contains("pmpi-trace-rank-3.txt"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unknown_calls_warn_or_fail_with_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("t-0.txt");
-    std::fs::write(&f, "# header\nMPI_Init:-:1:2:100\nMPI_Waitany:110:1:2:3:120\nMPI_Finalize:130:-\n").unwrap();
+    std::fs::write(
+        &f,
+        "# header\nMPI_Init:-:1:2:100\nMPI_Waitany:110:1:2:3:120\nMPI_Finalize:130:-\n",
+    )
+    .unwrap();
     let t = translate(&f, &TraceOptions::default()).unwrap();
     assert_eq!(t.warnings.len(), 1);
-    assert!(t.warnings[0].ends_with("t-0.txt:3: unknown MPI call `MPI_Waitany` ignored"), "{:?}", t.warnings);
-    let err = translate(&f, &TraceOptions { strict: true, ..Default::default() }).unwrap_err().to_string();
-    assert!(err.ends_with("t-0.txt:3: unknown MPI call `MPI_Waitany` (--strict)"), "{err}");
+    assert!(
+        t.warnings[0].ends_with("t-0.txt:3: unknown MPI call `MPI_Waitany` ignored"),
+        "{:?}",
+        t.warnings
+    );
+    let err = translate(
+        &f,
+        &TraceOptions {
+            strict: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.ends_with("t-0.txt:3: unknown MPI call `MPI_Waitany` (--strict)"),
+        "{err}"
+    );
 }
 
 #[test]
 fn malformed_lines_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("t-0.txt");
-    std::fs::write(&f, "MPI_Init:-:1:2:100\nMPI_Send:110:4096:ten:11,8,8:1:7:0,0,2:115\n").unwrap();
-    let err = translate(&f, &TraceOptions::default()).unwrap_err().to_string();
-    assert!(err.ends_with("t-0.txt:2: field 3 (count): `ten` is not an integer"), "{err}");
+    std::fs::write(
+        &f,
+        "MPI_Init:-:1:2:100\nMPI_Send:110:4096:ten:11,8,8:1:7:0,0,2:115\n",
+    )
+    .unwrap();
+    let err = translate(&f, &TraceOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with("t-0.txt:2: field 3 (count): `ten` is not an integer"),
+        "{err}"
+    );
     std::fs::write(&f, "MPI_Init:-:1:2:100\nMPI_Send:110:4096\n").unwrap();
-    let err = translate(&f, &TraceOptions::default()).unwrap_err().to_string();
+    let err = translate(&f, &TraceOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("t-0.txt:2: field 3 (count) missing"), "{err}");
-    let err = translate(&dir.path().join("nope-0.txt"), &TraceOptions::default()).unwrap_err().to_string();
+    let err = translate(&dir.path().join("nope-0.txt"), &TraceOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not found"), "{err}");
-    let err = translate(&dir.path().join("trace.txt"), &TraceOptions::default()).unwrap_err().to_string();
+    let err = translate(&dir.path().join("trace.txt"), &TraceOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("exactly once"), "{err}");
 }
 
@@ -265,13 +371,19 @@ fn extension_collectives_are_translated() {
         );
         std::fs::write(dir.path().join(format!("p-{r}.txt")), text).unwrap();
     }
-    let o = TraceOptions { raw_tags: true, ..Default::default() };
+    let o = TraceOptions {
+        raw_tags: true,
+        ..Default::default()
+    };
     let t = translate(&dir.path().join("p-0.txt"), &o).unwrap();
     assert!(t.warnings.is_empty(), "{:?}", t.warnings);
     let rank0 = t.goal.split("rank 1 {").next().unwrap();
     let rank1 = t.goal.split("rank 1 {").nth(1).unwrap();
     // Alltoallv: rank 0 sends scounts[1]*4 = 20 to 1, receives rcounts[1]*4 = 20.
-    assert!(rank0.contains("l1: send 20b to 1 tag 1000000\nl2: recv 20b from 1 tag 1000000\n"), "{rank0}");
+    assert!(
+        rank0.contains("l1: send 20b to 1 tag 1000000\nl2: recv 20b from 1 tag 1000000\n"),
+        "{rank0}"
+    );
     // Gatherv: rank 0 sends its 3 ints to root 1; root receives rcounts[0]*4 = 12.
     assert!(rank0.contains("send 12b to 1 tag 1000001\n"), "{rank0}");
     assert!(rank1.contains("recv 12b from 0 tag 1000001\n"), "{rank1}");
@@ -279,5 +391,122 @@ fn extension_collectives_are_translated() {
     // Scatterv from root 0: rank 0 sends scounts[1]*4 = 24 B, rank 1 receives its 7 ints.
     assert!(rank0.contains("send 24b to 1 tag 1000002\n"), "{rank0}");
     assert!(rank1.contains("recv 28b from 0 tag 1000002\n"), "{rank1}");
-    assert!(rank0.contains("send 48b to 1 tag 1000003\n") && rank0.contains("recv 16b from 1 tag 1000003\n"), "{rank0}");
+    assert!(
+        rank0.contains("send 48b to 1 tag 1000003\n")
+            && rank0.contains("recv 16b from 1 tag 1000003\n"),
+        "{rank0}"
+    );
+}
+
+#[test]
+fn start_file_and_early_stop() {
+    let dir = example_dir();
+    let start = dir.path().join("start.txt");
+    let o = TraceOptions {
+        nops: 1,
+        start_file: Some(start.clone()),
+        ..Default::default()
+    };
+    let first = dir.path().join("pmpi-trace-rank-0.txt");
+    // No start file yet: offsets 0 (the Init line is read twice), stop
+    // right after the Barrier, no Finalize gap.
+    let t = translate(&first, &o).unwrap();
+    let rank0 = t.goal.split("rank 1 {").next().unwrap();
+    assert!(rank0.ends_with("l14 requires l9\n}\n\n"), "{rank0}");
+    let barrier_end = EXAMPLE_RANK0.find("MPI_Finalize").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&start).unwrap(),
+        format!("{barrier_end} 230\n{barrier_end} 230\n")
+    );
+    // Second run continues after the Barrier with t0 = 230.
+    let t = translate(&first, &o).unwrap();
+    assert!(
+        t.goal.contains("rank 0 {\nl1: calc 170000\n}\n"),
+        "{}",
+        t.goal
+    );
+    assert_eq!(
+        schedgen::trace::translate::fmt_g30(0.1),
+        "0.100000000000000005551115123126"
+    );
+    assert_eq!(
+        schedgen::trace::translate::fmt_g30(1302767374561003.0),
+        "1302767374561003"
+    );
+    assert_eq!(
+        schedgen::trace::translate::fmt_g30(1e-7),
+        "9.99999999999999954748111825886e-08"
+    );
+}
+
+#[test]
+fn nbcify_and_print_comments() {
+    let dir = example_dir();
+    let first = dir.path().join("pmpi-trace-rank-0.txt");
+    let o = TraceOptions {
+        nbcify: 5,
+        print: true,
+        ..Default::default()
+    };
+    let t = translate(&first, &o).unwrap();
+    let rank0 = t.goal.split("rank 1 {").next().unwrap();
+    // Barrier: its calc C = l13, then the nbcify calc N <~ C, then the gap
+    // from t0 = 170 to the virtual start 215.
+    assert!(
+        rank0.contains("l13: calc 0\nl13 requires l11\nl13 requires l12\nl14: calc 5\nl14 irequires l13\nl15: calc 45000\n"),
+        "{rank0}"
+    );
+    assert!(rank0.contains("/* Barrier begin */\nl11: send 1b to 1 tag 1000000\n"));
+    assert!(rank0.contains("/* Send begin */\nl1: send 80b"));
+    assert!(
+        !rank0.contains("/* wait */"),
+        "Waitall has no comment in the reference list"
+    );
+}
+
+#[test]
+fn negative_gaps_wrap_like_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("n-0.txt");
+    std::fs::write(
+        &f,
+        "MPI_Init:-:1:2:100\nMPI_Send:90:4096:1:1,4,4:0:0:0,0,1:95\n",
+    )
+    .unwrap();
+    let t = translate(&f, &TraceOptions::default()).unwrap();
+    // (90 - 100) * 1000 = -10000 printed as unsigned 64-bit.
+    assert!(
+        t.goal
+            .contains(&format!("l2: calc {}\n", (-10000i64) as u64)),
+        "{}",
+        t.goal
+    );
+    assert!(t
+        .warnings
+        .iter()
+        .any(|w| w.contains("n-0.txt:2: negative operation time")));
+}
+
+#[test]
+fn durations_subtract_multi_flit_link_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("d-0.txt");
+    // A 2048-byte send lasting 10 us: 33 flits, link time 32 x 32 ns = 1024 ns.
+    std::fs::write(
+        &f,
+        "MPI_Init:-:1:2:100\nMPI_Send:110:4096:512:1,4,4:0:0:0,0,1:120\nMPI_Finalize:130:-\n",
+    )
+    .unwrap();
+    let o = TraceOptions {
+        durations: Some(LinkModel::thesis_ddr()),
+        timemult: 1e6,
+        ..Default::default()
+    };
+    let t = translate(&f, &o).unwrap();
+    assert!(
+        t.goal
+            .contains("l3: calc 8976000\nl1 requires l3\nl3 requires l2\n"),
+        "{}",
+        t.goal
+    );
 }

@@ -4,7 +4,7 @@
 # Runs ltest on 2 ranks RUNS times with the tracer and RUNS times with a
 # shim that only measures the same run time (MPI_Finalize - MPI_Init return),
 # alternating, and prints the medians of the run time per rank and of the
-# whole mpirun wall time.
+# whole mpirun wall time; then the per-call cost with bench/percall.c.
 set -euo pipefail
 runs=${1:-15}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,3 +48,20 @@ for variant in shim tracer; do
         "$(median <"$work/$variant.rank1")" "$(median <"$work/$variant.wall")"
 done
 echo "($runs runs each, medians)"
+
+# Per-call cost: 200000 MPI_Comm_rank and 200000 zero-byte MPI_Sendrecv.
+mpicc -O2 -o "$work/percall" "$here/percall.c"
+for ((i = 0; i < 5; i++)); do
+    for variant in shim tracer; do
+        out="$work/percall-$variant-$i"; mkdir -p "$out"
+        mpirun -np 2 --oversubscribe --mca btl self,vader -x LD_PRELOAD="$work/$variant.so" \
+            -x PMPI_TRACE_DIR="$out" "$work/percall" 200000 2>/dev/null >>"$work/percall-$variant"
+        rm -f "$out"/pmpi-trace-rank-*.txt
+    done
+done
+printf '%-8s %18s %18s\n' variant "Comm_rank ns/call" "Sendrecv ns/call"
+for variant in shim tracer; do
+    printf '%-8s %18s %18s\n' $variant "$(awk '{print $2}' "$work/percall-$variant" | median)" \
+        "$(awk '{print $4}' "$work/percall-$variant" | median)"
+done
+echo "(5 runs each, medians)"

@@ -305,35 +305,26 @@ static void header_line(const char *fmt, ...) {
     append(buf, (size_t)n);
 }
 
-/* Called right after a successful PMPI_Init/PMPI_Init_thread. */
-static void tracer_start(void) {
-    int rank;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+/* Opens the trace file, starts the writer thread and queues the first
+ * header lines. Returns 0 (and complains) if this rank cannot be traced. */
+static int open_trace(int rank) {
     const char *dir = getenv("PMPI_TRACE_DIR");
     if (dir == NULL || *dir == '\0')
         dir = getenv("LIBALLPROF_DIR");
     if (dir == NULL || *dir == '\0')
         dir = ".";
     snprintf(T.path, sizeof T.path, "%s/pmpi-trace-rank-%d.txt", dir, rank);
-
-    /* Every rank takes part in the synchronisation even if its own file
-     * cannot be opened, so that no rank waits forever for a partner. */
-    PMPI_Comm_dup(MPI_COMM_WORLD, &T.sync_comm);
-    T.synced = 1;
-    double rtt;
-    double offset = clock_offset(&rtt);
-
     T.file = fopen(T.path, "w");
     if (T.file == NULL) {
         fprintf(stderr, "mpi-tracer: rank %d: cannot create trace file %s: %s; this rank is not traced\n",
                 rank, T.path, strerror(errno));
-        return;
+        return 0;
     }
     if (pthread_create(&T.writer, NULL, writer_main, NULL) != 0) {
         fprintf(stderr, "mpi-tracer: rank %d: cannot start the writer thread; this rank is not traced\n", rank);
         fclose(T.file);
         T.file = NULL;
-        return;
+        return 0;
     }
 
     char host[256] = "unknown";
@@ -352,6 +343,29 @@ static void tracer_start(void) {
     header_line("# time: %s\n", when);
     header_line("# hostname: %s\n", host);
     header_line("# uname: %s %s %s %s %s\n", u.sysname, u.nodename, u.release, u.version, u.machine);
+    return 1;
+}
+
+/* Called right after a successful PMPI_Init/PMPI_Init_thread. All slow set-up
+ * (file, thread, header) comes first; the clock synchronisation ends with a
+ * barrier, and the MPI_Init return time is taken right after it. So the
+ * ranks' traces start within a barrier's exit skew of each other, and the
+ * set-up does not count as application time. */
+static void tracer_start(int *argc, char ***argv) {
+    int rank;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int ok = open_trace(rank);
+
+    /* Every rank takes part in the synchronisation even if its own file
+     * cannot be opened, so that no rank waits forever for a partner. */
+    PMPI_Comm_dup(MPI_COMM_WORLD, &T.sync_comm);
+    T.synced = 1;
+    double rtt;
+    double offset = clock_offset(&rtt);
+    int64_t end = now_us();
+    if (!ok)
+        return;
+
     /* Byte-compatible with liballprof, whose number is in microseconds
      * despite the "s" (see docs/tracing.md); the next line says so. */
     header_line("# clockdiff: %f s (relative to rank 0)\n", offset);
@@ -359,6 +373,14 @@ static void tracer_start(void) {
                 "(best of %d ping-pongs, round trip %.3f us)\n",
                 offset, SYNC_ROUNDS, rtt);
     T.active = 1;
+
+    struct line l;
+    ln_start(&l, "MPI_Init");
+    ln_str(&l, ":-");
+    ln_ptr(&l, argc);
+    ln_ptr(&l, argv);
+    ln_int(&l, end);
+    ln_emit(&l);
 }
 
 static void tracer_stop(int64_t finalize_time) {
@@ -400,26 +422,10 @@ static void tracer_stop(int64_t finalize_time) {
 /* Init / Finalize                                                     */
 /* ------------------------------------------------------------------ */
 
-static void trace_init_line(int *argc, char ***argv) {
-    /* The return time is taken after the clock synchronisation, so that
-     * the synchronisation does not count as application time. */
-    int64_t end = now_us();
-    if (!T.active)
-        return;
-    struct line l;
-    ln_start(&l, "MPI_Init");
-    ln_str(&l, ":-");
-    ln_ptr(&l, argc);
-    ln_ptr(&l, argv);
-    ln_int(&l, end);
-    ln_emit(&l);
-}
-
 int MPI_Init(int *argc, char ***argv) {
     int ret = PMPI_Init(argc, argv);
     if (ret == MPI_SUCCESS) {
-        tracer_start();
-        trace_init_line(argc, argv);
+        tracer_start(argc, argv);
     }
     return ret;
 }
@@ -429,8 +435,7 @@ int MPI_Init(int *argc, char ***argv) {
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     int ret = PMPI_Init_thread(argc, argv, required, provided);
     if (ret == MPI_SUCCESS) {
-        tracer_start();
-        trace_init_line(argc, argv);
+        tracer_start(argc, argv);
     }
     return ret;
 }

@@ -8,10 +8,15 @@
 
 use serde_json::json;
 
-/// Finish time per host from `loggopsim` output (`Host 0: 5654` lines), in
-/// host order. Errors if a host number is missing or repeated, or if the
-/// output has no such line (e.g. the run ended with leftover queues).
+/// Finish time per host from `loggopsim` output, in host order: either its
+/// JSON report (`--json`, the `finish_times` array) or the reference text
+/// format (`Host 0: 5654` lines, printed for at most 16 hosts). Errors if a
+/// host number is missing or repeated, if the JSON report says the run
+/// failed, or if there are no times (e.g. the run ended with leftover queues).
 pub fn parse_host_times(output: &str) -> Result<Vec<u64>, String> {
+    if output.trim_start().starts_with('{') {
+        return parse_json_report(output);
+    }
     let mut times: Vec<Option<u64>> = Vec::new();
     for (i, line) in output.lines().enumerate() {
         let Some(rest) = line.trim().strip_prefix("Host ") else {
@@ -42,6 +47,29 @@ pub fn parse_host_times(output: &str) -> Result<Vec<u64>, String> {
         .iter()
         .enumerate()
         .map(|(h, t)| t.ok_or_else(|| format!("no finish time for host {h}")))
+        .collect()
+}
+
+fn parse_json_report(output: &str) -> Result<Vec<u64>, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(output).map_err(|e| format!("simulator JSON report: {e}"))?;
+    if v.get("ok").and_then(|o| o.as_bool()) == Some(false) {
+        return Err(format!(
+            "the simulation failed (leftovers: {})",
+            v.get("leftovers").map(|l| l.to_string()).unwrap_or_default()
+        ));
+    }
+    let times = v
+        .get("finish_times")
+        .and_then(|t| t.as_array())
+        .ok_or("simulator JSON report has no `finish_times` array")?;
+    times
+        .iter()
+        .enumerate()
+        .map(|(h, t)| {
+            t.as_u64()
+                .ok_or_else(|| format!("finish time of host {h} is not an unsigned integer: {t}"))
+        })
         .collect()
 }
 
@@ -144,6 +172,16 @@ mod tests {
         assert_eq!(parse_host_times(OUT).unwrap(), vec![13_807_000, 13_900_000]);
         let swapped = "Host 1: 5\nHost 0: 7\n";
         assert_eq!(parse_host_times(swapped).unwrap(), vec![7, 5]);
+    }
+
+    #[test]
+    fn json_reports_are_read_too() {
+        let ok = r#"{"ok": true, "finish_times": [2875191800, 2880191800], "leftovers": []}"#;
+        assert_eq!(parse_host_times(ok).unwrap(), vec![2_875_191_800, 2_880_191_800]);
+        let failed = r#"{"ok": false, "finish_times": [], "leftovers": ["rank 0 recv"]}"#;
+        assert!(parse_host_times(failed).unwrap_err().contains("rank 0 recv"));
+        assert!(parse_host_times(r#"{"ok": true}"#).unwrap_err().contains("finish_times"));
+        assert!(parse_host_times("{ nope").unwrap_err().starts_with("simulator JSON report"));
     }
 
     #[test]

@@ -28,10 +28,10 @@
 //!   behind by 1.6 ns per flit: flit k is consumed 33.6 + 1.6k ns after its
 //!   own arrival, as the thesis states.
 //!
-//! Link-layer time of a send = departure of the last flit - departure of
-//! the first (the thesis's "0 ps for the first flit and 32,000 ps for each
-//! later flit"). Link-layer time of a receive = consumption of the last flit
-//! - arrival of the last flit (the thesis's "33,600 ps for a 64-byte first
+//! Link-layer time of a send: from the first flit's departure to the last
+//! flit's departure (the thesis's "0 ps for the first flit and 32,000 ps for
+//! each later flit"). Link-layer time of a receive: from the last flit's
+//! arrival to its consumption (the thesis's "33,600 ps for a 64-byte first
 //! flit plus 1.6 ns for each later flit"; 60/64 x 33,600 = 31,500 ps for a
 //! single 60-byte flit).
 //!
@@ -91,11 +91,19 @@ impl LinkModel {
         let npk = bytes.div_ceil(payload).max(1);
         let mut out = Vec::new();
         for k in 0..npk {
-            let pl = if k + 1 == npk { bytes - payload * (npk - 1) } else { payload };
+            let pl = if k + 1 == npk {
+                bytes - payload * (npk - 1)
+            } else {
+                payload
+            };
             let pb = pl + self.header_bytes;
             let n = pb.div_ceil(self.flit_bytes);
             for f in 0..n {
-                out.push(if f + 1 == n { pb - self.flit_bytes * (n - 1) } else { self.flit_bytes });
+                out.push(if f + 1 == n {
+                    pb - self.flit_bytes * (n - 1)
+                } else {
+                    self.flit_bytes
+                });
             }
         }
         out

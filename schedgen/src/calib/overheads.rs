@@ -36,6 +36,9 @@ mod tests {
         assert_eq!(LARGE_O_PS, 32 * 1_000_000);
         assert_eq!(LARGE_OBYTE_PS, (0.000065f64 * 1e6).round() as u64);
         let c = suggested_loggopsim_command("x.goal");
-        assert!(c.contains("-o 25979800 -O 155 --o-large 32000000 --O-large 65"), "{c}");
+        assert!(
+            c.contains("-o 25979800 -O 155 --o-large 32000000 --O-large 65"),
+            "{c}"
+        );
     }
 }

@@ -89,7 +89,10 @@ pub struct PinningModel {
 
 impl Default for PinningModel {
     fn default() -> Self {
-        PinningModel { a_us: DEFAULT_PIN_A_US, b_us_per_byte: DEFAULT_PIN_B_US_PER_BYTE }
+        PinningModel {
+            a_us: DEFAULT_PIN_A_US,
+            b_us_per_byte: DEFAULT_PIN_B_US_PER_BYTE,
+        }
     }
 }
 

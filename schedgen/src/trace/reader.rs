@@ -6,7 +6,11 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
     #[error("{file}:{line}: {msg}")]
-    Line { file: PathBuf, line: usize, msg: String },
+    Line {
+        file: PathBuf,
+        line: usize,
+        msg: String,
+    },
     #[error("{file}: {msg}")]
     File { file: PathBuf, msg: String },
     #[error("{0}")]
@@ -15,7 +19,11 @@ pub enum TraceError {
 
 impl TraceError {
     pub fn line(file: &Path, line: usize, msg: impl Into<String>) -> Self {
-        TraceError::Line { file: file.to_path_buf(), line, msg: msg.into() }
+        TraceError::Line {
+            file: file.to_path_buf(),
+            line,
+            msg: msg.into(),
+        }
     }
 }
 
@@ -92,7 +100,11 @@ const NAMES: &[(&str, Call)] = &[
 /// The reference's function number: sum over the first at most 14
 /// characters of i * (code >> 1), i = 1, 2, ...
 pub fn function_number(name: &str) -> u64 {
-    name.bytes().take(14).enumerate().map(|(i, c)| (i as u64 + 1) * (c as u64 >> 1)).sum()
+    name.bytes()
+        .take(14)
+        .enumerate()
+        .map(|(i, c)| (i as u64 + 1) * (c as u64 >> 1))
+        .sum()
 }
 
 /// Result of recognising a line's function.
@@ -139,7 +151,9 @@ pub struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     pub fn split(line: &'a str) -> Self {
-        Fields { parts: line.split([':', ',']).collect() }
+        Fields {
+            parts: line.split([':', ',']).collect(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -152,7 +166,10 @@ impl<'a> Fields<'a> {
 
     fn get(&self, k: usize, what: &str) -> Result<&'a str, String> {
         self.parts.get(k).copied().ok_or_else(|| {
-            format!("field {k} ({what}) missing: the line has only {} fields", self.parts.len().saturating_sub(1))
+            format!(
+                "field {k} ({what}) missing: the line has only {} fields",
+                self.parts.len().saturating_sub(1)
+            )
         })
     }
 
@@ -171,7 +188,9 @@ impl<'a> Fields<'a> {
     /// An unsigned 64-bit value (addresses).
     pub fn addr(&self, k: usize, what: &str) -> Result<u64, String> {
         let s = self.get(k, what)?;
-        parse_c_int(s).map(|v| v as u64).ok_or_else(|| format!("field {k} ({what}): `{s}` is not an address"))
+        parse_c_int(s)
+            .map(|v| v as u64)
+            .ok_or_else(|| format!("field {k} ({what}): `{s}` is not an address"))
     }
 
     /// A time (double).
@@ -216,7 +235,13 @@ pub fn parse_c_double(s: &str) -> Option<f64> {
     let t = s.trim_start();
     let end = t
         .char_indices()
-        .take_while(|&(i, c)| c.is_ascii_digit() || c == '.' || ((c == '-' || c == '+') && i == 0) || c == 'e' || c == 'E')
+        .take_while(|&(i, c)| {
+            c.is_ascii_digit()
+                || c == '.'
+                || ((c == '-' || c == '+') && i == 0)
+                || c == 'e'
+                || c == 'E'
+        })
         .map(|(i, c)| i + c.len_utf8())
         .last()?;
     // Back off trailing characters that do not form a number (e.g. "12e").
@@ -237,15 +262,30 @@ mod tests {
     #[test]
     fn hash_aliases_of_spec_4_3() {
         assert_eq!(function_number("MPI_Ssend"), function_number("MPI_Rsend"));
-        assert_eq!(function_number("MPI_Ibarrier"), function_number("MPI_Finalize"));
-        assert_eq!(function_number("MPI_Alltoallw"), function_number("MPI_Alltoallv"));
+        assert_eq!(
+            function_number("MPI_Ibarrier"),
+            function_number("MPI_Finalize")
+        );
+        assert_eq!(
+            function_number("MPI_Alltoallw"),
+            function_number("MPI_Alltoallv")
+        );
         assert!(matches!(
             recognise("MPI_Ssend:1:2"),
-            Ok(Recognised::Known { call: Call::Rsend, canonical: "MPI_Rsend" })
+            Ok(Recognised::Known {
+                call: Call::Rsend,
+                canonical: "MPI_Rsend"
+            })
         ));
-        assert_eq!(recognise("MPI_Send :1:2"), Ok(Recognised::Unknown("MPI_Send ".into())));
+        assert_eq!(
+            recognise("MPI_Send :1:2"),
+            Ok(Recognised::Unknown("MPI_Send ".into()))
+        );
         assert_eq!(recognise("# hostname: x"), Ok(Recognised::NotACall));
-        assert_eq!(recognise("MPI_Waitany:1:2"), Ok(Recognised::Unknown("MPI_Waitany".into())));
+        assert_eq!(
+            recognise("MPI_Waitany:1:2"),
+            Ok(Recognised::Unknown("MPI_Waitany".into()))
+        );
         // Every canonical name has its own number except the documented aliases.
         for (i, (a, _)) in NAMES.iter().enumerate() {
             for (b, _) in &NAMES[i + 1..] {

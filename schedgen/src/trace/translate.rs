@@ -41,6 +41,8 @@ pub struct TraceOptions {
     pub sync_collectives: bool,
     /// Fail when the traces declare more ranks than files exist.
     pub require_all: bool,
+    /// `--traces-start FILE`: resume positions (read, then rewritten).
+    pub start_file: Option<PathBuf>,
 }
 
 impl Default for TraceOptions {
@@ -61,6 +63,7 @@ impl Default for TraceOptions {
             durations: None,
             sync_collectives: false,
             require_all: false,
+            start_file: None,
         }
     }
 }
@@ -102,13 +105,134 @@ pub fn trace_file_names(first: &Path, h: usize) -> Result<PathBuf, TraceError> {
     let i = hits[0];
     let rest = &s[i + 1..];
     let zeros = rest.bytes().take_while(|&b| b == b'0').count();
-    Ok(PathBuf::from(format!("{}-{}{}", &s[..i], h, &rest[zeros..])))
+    Ok(PathBuf::from(format!(
+        "{}-{}{}",
+        &s[..i],
+        h,
+        &rest[zeros..]
+    )))
 }
 
 /// One rank's trace, kept in memory.
 struct RankTrace {
     file: PathBuf,
+    text: String,
     lines: Vec<String>,
+}
+
+/// One line of a trace with its number and the byte offset just after it.
+struct Record<'a> {
+    lineno: usize,
+    text: &'a str,
+    end: u64,
+}
+
+/// Splits `text[from..]` into records; line numbers continue the count of
+/// newlines before `from`.
+fn records_from(text: &str, from: usize) -> impl Iterator<Item = Record<'_>> {
+    let mut from = from.min(text.len());
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let mut lineno = text.as_bytes()[..from]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    let mut pos = from;
+    std::iter::from_fn(move || {
+        if pos >= text.len() {
+            return None;
+        }
+        let rest = &text[pos..];
+        let (line, next) = match rest.find('\n') {
+            Some(i) => (&rest[..i], pos + i + 1),
+            None => (rest, text.len()),
+        };
+        lineno += 1;
+        pos = next;
+        Some(Record {
+            lineno,
+            text: line.strip_suffix('\r').unwrap_or(line),
+            end: next as u64,
+        })
+    })
+}
+
+/// `--traces-start` state: per rank, the byte offset to continue from and
+/// the t0 to continue with (schedgen.md 4.7).
+#[derive(Debug, Clone)]
+pub struct StartFile {
+    pub entries: Vec<(u64, f64)>,
+}
+
+impl StartFile {
+    /// Reads FILE; a missing file means offset 0 and time 0 for every rank.
+    pub fn read(path: &Path) -> Result<Self, TraceError> {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            return Ok(StartFile {
+                entries: Vec::new(),
+            });
+        };
+        let mut entries = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let mut it = line.split_whitespace();
+            let off = it.next().and_then(|x| x.parse::<u64>().ok());
+            let t = it.next().and_then(|x| x.parse::<f64>().ok());
+            match (off, t) {
+                (Some(o), Some(t)) => entries.push((o, t)),
+                _ => {
+                    return Err(TraceError::line(
+                        path,
+                        i + 1,
+                        "expected `<byte offset> <time>`",
+                    ))
+                }
+            }
+        }
+        Ok(StartFile { entries })
+    }
+
+    fn get(&self, h: usize) -> (u64, f64) {
+        self.entries.get(h).copied().unwrap_or((0, 0.0))
+    }
+
+    /// The file's text: one `<offset> <time>` line per rank, the time with
+    /// up to 30 significant digits (C's `%.30g`).
+    pub fn render(&self) -> String {
+        self.entries
+            .iter()
+            .map(|(o, t)| format!("{o} {}\n", fmt_g30(*t)))
+            .collect()
+    }
+}
+
+/// C `printf("%.30g")` of a double.
+pub fn fmt_g30(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    if !v.is_finite() {
+        return format!("{v}");
+    }
+    let sci = format!("{:.29e}", v);
+    let (mant, exp) = sci.split_once('e').expect("exponent form");
+    let exp: i32 = exp.parse().expect("exponent");
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if !(-4..30).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mant), exp.abs())
+    } else {
+        trim(&format!("{:.*}", (29 - exp).max(0) as usize, v))
+    }
 }
 
 /// A collective's fields relevant to the translation.
@@ -165,7 +289,14 @@ fn is_collective(call: Call) -> bool {
 fn is_p2p(call: Call) -> bool {
     matches!(
         call,
-        Call::Send | Call::Rsend | Call::Recv | Call::Isend | Call::Irecv | Call::Sendrecv | Call::Wait | Call::Waitall
+        Call::Send
+            | Call::Rsend
+            | Call::Recv
+            | Call::Isend
+            | Call::Irecv
+            | Call::Sendrecv
+            | Call::Wait
+            | Call::Waitall
     )
 }
 
@@ -229,7 +360,14 @@ impl Ctx<'_> {
     }
 
     /// Closes a gap at (tb, te) (4.4) and returns the calc's label.
-    fn close_gap(&mut self, w: &mut GoalWriter, st: &mut RankState, tb: f64, te: f64, at: (&Path, usize)) -> Label {
+    fn close_gap(
+        &mut self,
+        w: &mut GoalWriter,
+        st: &mut RankState,
+        tb: f64,
+        te: f64,
+        at: (&Path, usize),
+    ) -> Label {
         let mut dur = self.units(tb - st.t0, at.0, at.1);
         if st.debt > 0 && dur < (1u64 << 63) {
             let take = st.debt.min(dur);
@@ -288,7 +426,10 @@ impl Ctx<'_> {
     ) {
         let mut chain: Vec<Label> = Vec::new();
         if let Some(pm) = self.o.pinning {
-            let new: u64 = buffers.iter().map(|&(a, len)| st.pins.insert(a, len.max(0) as u64)).sum();
+            let new: u64 = buffers
+                .iter()
+                .map(|&(a, len)| st.pins.insert(a, len.max(0) as u64))
+                .sum();
             if new > 0 {
                 let u = self.units(pm.delay_us(new), at.0, at.1);
                 chain.push(w.calc_cpu(u, self.o.cpu));
@@ -325,33 +466,74 @@ pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceErr
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes).into_owned();
                 let lines = text.lines().map(str::to_string).collect();
-                traces.push(RankTrace { file: f, lines });
+                traces.push(RankTrace {
+                    file: f,
+                    text,
+                    lines,
+                });
             }
             Err(e) if traces.is_empty() && e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(TraceError::File { file: f, msg: e.to_string() })
+                return Err(TraceError::File {
+                    file: f,
+                    msg: e.to_string(),
+                })
             }
             Err(_) => break,
         }
     }
     if traces.is_empty() {
-        return Err(TraceError::File { file: first.to_path_buf(), msg: "trace file not found".into() });
+        return Err(TraceError::File {
+            file: first.to_path_buf(),
+            msg: "trace file not found".into(),
+        });
     }
     let hn = traces.len();
-    let mut ctx = Ctx { o, warnings: Vec::new() };
+    let mut ctx = Ctx {
+        o,
+        warnings: Vec::new(),
+    };
     check_missing_ranks(first, &traces, &mut ctx)?;
 
-    let sync = if o.sync_collectives { Some(sync_targets(&traces, o)?) } else { None };
+    let sync = if o.sync_collectives {
+        Some(sync_targets(&traces, o)?)
+    } else {
+        None
+    };
 
+    let start_file = match &o.start_file {
+        Some(p) => Some(StartFile::read(p)?),
+        None => None,
+    };
     let e_total = o.extr as usize;
     let mut w = GoalWriter::new((hn * e_total) as i64, o.cpu, o.prelude);
+    let mut stops: Vec<Option<(u64, f64)>> = vec![None; hn];
     for e in 0..e_total {
         for (h, tr) in traces.iter().enumerate() {
             let delays = sync.as_ref().map(|s| s.delays[h].as_slice());
-            translate_rank(&mut w, &mut ctx, tr, h, e, hn, delays)?;
+            let start = start_file.as_ref().map(|f| f.get(h));
+            if let Some(s) = translate_rank(&mut w, &mut ctx, tr, h, e, hn, delays, start)? {
+                stops[h] = Some(s);
+            }
         }
     }
+    if let (Some(path), Some(old)) = (&o.start_file, &start_file) {
+        // Rewrite: where the early stop was reached the new position,
+        // otherwise the old values.
+        let entries = (0..hn)
+            .map(|h| stops[h].unwrap_or_else(|| old.get(h)))
+            .collect();
+        std::fs::write(path, StartFile { entries }.render()).map_err(|e| TraceError::File {
+            file: path.clone(),
+            msg: format!("cannot rewrite start file: {e}"),
+        })?;
+    }
     let (goal, counts) = w.finish();
-    Ok(Translation { goal, counts, warnings: ctx.warnings, files: traces.into_iter().map(|t| t.file).collect() })
+    Ok(Translation {
+        goal,
+        counts,
+        warnings: ctx.warnings,
+        files: traces.into_iter().map(|t| t.file).collect(),
+    })
 }
 
 /// The world size the traces declare: the largest communicator size on
@@ -364,8 +546,14 @@ fn declared_world_size(tr: &RankTrace) -> Option<i64> {
         .max()
 }
 
-fn check_missing_ranks(first: &Path, traces: &[RankTrace], ctx: &mut Ctx) -> Result<(), TraceError> {
-    let Some(world) = declared_world_size(&traces[0]) else { return Ok(()) };
+fn check_missing_ranks(
+    first: &Path,
+    traces: &[RankTrace],
+    ctx: &mut Ctx,
+) -> Result<(), TraceError> {
+    let Some(world) = declared_world_size(&traces[0]) else {
+        return Ok(());
+    };
     let h = traces.len() as i64;
     if world <= h {
         return Ok(());
@@ -402,7 +590,9 @@ fn sync_targets(traces: &[RankTrace], o: &TraceOptions) -> Result<SyncPlan, Trac
         let mut init_end = None;
         let mut v = Vec::new();
         for (i, line) in tr.lines.iter().enumerate() {
-            let Ok(Recognised::Known { call, .. }) = recognise(line) else { continue };
+            let Ok(Recognised::Known { call, .. }) = recognise(line) else {
+                continue;
+            };
             let f = Fields::split(line);
             let err = |m: String| TraceError::line(&tr.file, i + 1, m);
             if call == Call::Init {
@@ -419,7 +609,10 @@ fn sync_targets(traces: &[RankTrace], o: &TraceOptions) -> Result<SyncPlan, Trac
     let ncoll = entries.iter().map(Vec::len).max().unwrap_or(0);
     let mut delays = vec![Vec::new(); traces.len()];
     for k in 0..ncoll {
-        let target = entries.iter().filter_map(|v| v.get(k)).fold(f64::MIN, |a, &b| a.max(b));
+        let target = entries
+            .iter()
+            .filter_map(|v| v.get(k))
+            .fold(f64::MIN, |a, &b| a.max(b));
         for (r, v) in entries.iter().enumerate() {
             if let Some(&x) = v.get(k) {
                 delays[r].push(target - x);
@@ -456,6 +649,7 @@ fn print_name(call: Call) -> &'static str {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn translate_rank(
     w: &mut GoalWriter,
     ctx: &mut Ctx,
@@ -464,7 +658,8 @@ fn translate_rank(
     e: usize,
     hn: usize,
     sync_delays: Option<&[f64]>,
-) -> Result<(), TraceError> {
+    start: Option<(u64, f64)>,
+) -> Result<Option<(u64, f64)>, TraceError> {
     let o = ctx.o;
     let me_block = (h + hn * e) as i64;
     let total = (hn * o.extr as usize) as i32;
@@ -472,15 +667,37 @@ fn translate_rank(
     w.start_rank(me_block);
     let mut st = RankState::new();
     let mut coll_index = 0usize;
-    for (i, line) in tr.lines.iter().enumerate() {
-        let lineno = i + 1;
+    let mut skipped = 0usize;
+    let mut stop = None;
+    // With --traces-start, the first line is processed, then reading jumps
+    // to the saved offset with t0 := the saved time (4.7).
+    let records: Box<dyn Iterator<Item = Record>> = match start {
+        Some((off, _)) => Box::new(
+            records_from(&tr.text, 0)
+                .take(1)
+                .chain(records_from(&tr.text, off as usize)),
+        ),
+        None => Box::new(records_from(&tr.text, 0)),
+    };
+    let mut pending_t0 = start.map(|(_, t)| t);
+    for (idx, rec) in records.enumerate() {
+        if idx == 1 {
+            if let Some(t) = pending_t0.take() {
+                st.t0 = t;
+            }
+        }
+        let lineno = rec.lineno;
+        let line = rec.text;
         let at = (tr.file.as_path(), lineno);
         let lerr = |m: String| TraceError::line(&tr.file, lineno, m);
         let (call, canonical) = match recognise(line).map_err(lerr)? {
             Recognised::Known { call, canonical } => (call, canonical),
             Recognised::NotACall => continue,
             Recognised::Unknown(name) => {
-                let msg = format!("{}:{lineno}: unknown MPI call `{name}` ignored", tr.file.display());
+                let msg = format!(
+                    "{}:{lineno}: unknown MPI call `{name}` ignored",
+                    tr.file.display()
+                );
                 if o.strict {
                     return Err(lerr(format!("unknown MPI call `{name}` (--strict)")));
                 }
@@ -491,7 +708,10 @@ fn translate_rank(
             }
         };
         let name = line.split(':').next().unwrap_or("");
-        if name != canonical && e == 0 && !(name == "MPI_Ssend" || name.len() > 14 && canonical.starts_with(&name[..14])) {
+        if name != canonical
+            && e == 0
+            && !(name == "MPI_Ssend" || name.len() > 14 && canonical.starts_with(&name[..14]))
+        {
             ctx.warnings.push(format!(
                 "{}:{lineno}: `{name}` is treated as {canonical} (same function number in the reference)",
                 tr.file.display()
@@ -501,11 +721,19 @@ fn translate_rank(
             continue;
         }
         let f = Fields::split(line);
-        let tag_of = |comm: i64, t: i64| if o.raw_tags { t as u64 } else { maketag(comm, t) };
+        let tag_of = |comm: i64, t: i64| {
+            if o.raw_tags {
+                t as u64
+            } else {
+                maketag(comm, t)
+            }
+        };
         match call {
             Call::Ignored => {}
             Call::Init => {
-                if st.init_end.is_some() {
+                // The reference asserts t0 == 0 here (a second Init aborts it,
+                // except right after a --traces-start jump to offset 0).
+                if st.init_end.is_some() && st.t0 != 0.0 {
                     return Err(lerr("second MPI_Init in this trace".into()));
                 }
                 let end = f.time(4, "end time").map_err(lerr)?;
@@ -521,7 +749,11 @@ fn translate_rank(
                 let peer = f.int32(7, "peer").map_err(lerr)?;
                 let tag = f.int(8, "tag").map_err(lerr)?;
                 let comm = f.int(9, "communicator").map_err(lerr)?;
-                let end_field = if matches!(call, Call::Send | Call::Rsend) { 12 } else { 13 };
+                let end_field = if matches!(call, Call::Send | Call::Rsend) {
+                    12
+                } else {
+                    13
+                };
                 let end = f.time(end_field, "end time").map_err(lerr)?;
                 let size = count.wrapping_mul(dsize);
                 w.set_tag(tag_of(comm, tag));
@@ -532,12 +764,25 @@ fn translate_rank(
                 let op = if is_send {
                     w.send(size, peer.wrapping_add(off))
                 } else {
-                    let p = if peer == -1 { -1 } else { peer.wrapping_add(off) };
+                    let p = if peer == -1 {
+                        -1
+                    } else {
+                        peer.wrapping_add(off)
+                    };
                     w.recv(size, p)
                 };
                 st.before = vec![(Some(op), DepKind::Requires)];
                 let gap = ctx.close_gap(w, &mut st, start, end, at);
-                ctx.p2p_extras(w, &mut st, gap, &[(op, is_send, size)], &[(buf, size)], start, end, at);
+                ctx.p2p_extras(
+                    w,
+                    &mut st,
+                    gap,
+                    &[(op, is_send, size)],
+                    &[(buf, size)],
+                    start,
+                    end,
+                    at,
+                );
                 let kind = if matches!(call, Call::Isend | Call::Irecv) {
                     let req = f.addr(12, "request").map_err(lerr)?;
                     st.pending.insert(req, op);
@@ -554,7 +799,9 @@ fn translate_rank(
                 let start = f.time(1, "start time").map_err(lerr)?;
                 let req = f.addr(2, "request").map_err(lerr)?;
                 let end = f.time(4, "end time").map_err(lerr)?;
-                let Some(target) = st.pending.remove(&req) else { continue };
+                let Some(target) = st.pending.remove(&req) else {
+                    continue;
+                };
                 if o.print {
                     w.comment("wait");
                 }
@@ -604,7 +851,16 @@ fn translate_rank(
                 let r = w.recv(rb, source.wrapping_add(off));
                 st.before = vec![(Some(s), DepKind::Requires), (Some(r), DepKind::Requires)];
                 let gap = ctx.close_gap(w, &mut st, start, end, at);
-                ctx.p2p_extras(w, &mut st, gap, &[(s, true, sb), (r, false, rb)], &[(sbuf, sb), (rbuf, rb)], start, end, at);
+                ctx.p2p_extras(
+                    w,
+                    &mut st,
+                    gap,
+                    &[(s, true, sb), (r, false, rb)],
+                    &[(sbuf, sb), (rbuf, rb)],
+                    start,
+                    end,
+                    at,
+                );
                 st.after = vec![(Some(s), DepKind::Requires), (Some(r), DepKind::Requires)];
                 if o.print {
                     w.comment("Sendrecv end");
@@ -618,7 +874,8 @@ fn translate_rank(
             c if is_collective(c) => {
                 let coll = coll_fields(c, &f).map_err(lerr)?;
                 if coll.comm_size != hn as i64 {
-                    if e == 0 {
+                    skipped += 1;
+                    if e == 0 && skipped == 1 {
                         ctx.warnings.push(format!(
                             "{}:{lineno}: {canonical} over a communicator of size {} skipped \
                              (only {hn} trace file(s))",
@@ -629,7 +886,11 @@ fn translate_rank(
                     continue;
                 }
                 let t = 1_000_000 + st.nops as i64;
-                let tag = if c == Call::Iallreduce || o.raw_tags { t as u64 } else { maketag(coll.comm_handle, t) };
+                let tag = if c == Call::Iallreduce || o.raw_tags {
+                    t as u64
+                } else {
+                    maketag(coll.comm_handle, t)
+                };
                 w.set_tag(tag);
                 if o.print {
                     w.comment(&format!("{} begin", print_name(c)));
@@ -638,7 +899,10 @@ fn translate_rank(
                 write_collective(w, c, &f, me_block as i32, total).map_err(lerr)?;
                 // Sync delay (calibration 4) is taken out of the collective's
                 // own duration so the rank's total time is unchanged.
-                let sync_us = sync_delays.and_then(|d| d.get(coll_index)).copied().unwrap_or(0.0);
+                let sync_us = sync_delays
+                    .and_then(|d| d.get(coll_index))
+                    .copied()
+                    .unwrap_or(0.0);
                 let sync_units = ctx.units(sync_us, at.0, at.1);
                 let mut cdur = 0u64;
                 let mut c_plain = true;
@@ -653,7 +917,11 @@ fn translate_rank(
                     cdur -= take;
                     st.debt += sync_units - take;
                 }
-                let cl = if c_plain { w.calc_plain(0) } else { w.calc_cpu(cdur, o.cpu) };
+                let cl = if c_plain {
+                    w.calc_plain(0)
+                } else {
+                    w.calc_cpu(cdur, o.cpu)
+                };
                 for x in w.end_set() {
                     w.requires(cl, x);
                 }
@@ -690,14 +958,22 @@ fn translate_rank(
                     w.comment(&format!("{} end", print_name(c)));
                 }
                 if o.nops > 0 && st.nops >= o.nops {
+                    stop = Some((rec.end, st.t0));
                     break;
                 }
             }
             _ => {}
         }
     }
+    if skipped > 1 && e == 0 {
+        ctx.warnings.push(format!(
+            "{}: {} more collective(s) over a communicator of another size than {hn} skipped",
+            tr.file.display(),
+            skipped - 1
+        ));
+    }
     w.end_rank();
-    Ok(())
+    Ok(stop)
 }
 
 /// The calc standing for a Wait/Waitall: `calc 0`, or the call's duration
@@ -712,29 +988,45 @@ fn wait_calc(w: &mut GoalWriter, ctx: &mut Ctx, start: f64, end: f64, at: (&Path
 }
 
 /// Writes a collective's communication pattern for rank `me` of `p` ranks.
-fn write_collective(w: &mut GoalWriter, c: Call, f: &Fields, me: i32, p: i32) -> Result<(), String> {
+fn write_collective(
+    w: &mut GoalWriter,
+    c: Call,
+    f: &Fields,
+    me: i32,
+    p: i32,
+) -> Result<(), String> {
     let pu = p as usize;
     match c {
         Call::Barrier => patterns::dissemination(w, me, p, 1),
         Call::Allreduce | Call::Iallreduce => {
-            let size = f.int32(4, "count")?.wrapping_mul(f.int32(6, "datatype size")?);
+            let size = f
+                .int32(4, "count")?
+                .wrapping_mul(f.int32(6, "datatype size")?);
             patterns::dissemination(w, me, p, size)
         }
         Call::Allgather => {
-            let size = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            let size = f
+                .int32(3, "send count")?
+                .wrapping_mul(f.int32(5, "send datatype size")?);
             patterns::dissemination(w, me, p, size)
         }
         Call::Alltoall => {
-            let size = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            let size = f
+                .int32(3, "send count")?
+                .wrapping_mul(f.int32(5, "send datatype size")?);
             patterns::linear_alltoall(w, me, p, size)
         }
         Call::Bcast => {
-            let size = f.int32(3, "count")?.wrapping_mul(f.int32(5, "datatype size")?);
+            let size = f
+                .int32(3, "count")?
+                .wrapping_mul(f.int32(5, "datatype size")?);
             let root = f.int32(7, "root")?;
             patterns::binomial_bcast(w, me, p, root, size)
         }
         Call::Reduce => {
-            let size = f.int32(4, "count")?.wrapping_mul(f.int32(6, "datatype size")?);
+            let size = f
+                .int32(4, "count")?
+                .wrapping_mul(f.int32(6, "datatype size")?);
             let root = f.int32(9, "root")?;
             patterns::binomial_reduce(w, me, p, root, size)
         }
@@ -749,11 +1041,19 @@ fn write_collective(w: &mut GoalWriter, c: Call, f: &Fields, me: i32, p: i32) ->
             let (rc, k) = count_array(f, k + 4, pu, "recv counts")?;
             let (_, k) = count_array(f, k, pu, "recv displacements")?;
             let rsize = f.int32(k + 1, "recv datatype size")?;
-            linear_exchange(w, me, p, |t| sc[t].wrapping_mul(ssize), |s| rc[s].wrapping_mul(rsize));
+            linear_exchange(
+                w,
+                me,
+                p,
+                |t| sc[t].wrapping_mul(ssize),
+                |s| rc[s].wrapping_mul(rsize),
+            );
         }
         Call::Allgatherv => {
             // start, sbuf, scount, sdt(3), rbuf, rcounts(1+P), displs(1+P), rdt(3), comm(3), end
-            let ssz = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            let ssz = f
+                .int32(3, "send count")?
+                .wrapping_mul(f.int32(5, "send datatype size")?);
             let (rc, k) = count_array(f, 8, pu, "recv counts")?;
             let (_, k) = count_array(f, k, pu, "displacements")?;
             let rsize = f.int32(k + 1, "recv datatype size")?;
@@ -761,8 +1061,12 @@ fn write_collective(w: &mut GoalWriter, c: Call, f: &Fields, me: i32, p: i32) ->
         }
         Call::Gather | Call::Scatter => {
             // start, sbuf, scount, sdt(3), rbuf, rcount, rdt(3), root, comm(3), end
-            let ssz = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
-            let rsz = f.int32(8, "recv count")?.wrapping_mul(f.int32(10, "recv datatype size")?);
+            let ssz = f
+                .int32(3, "send count")?
+                .wrapping_mul(f.int32(5, "send datatype size")?);
+            let rsz = f
+                .int32(8, "recv count")?
+                .wrapping_mul(f.int32(10, "recv datatype size")?);
             let root = f.int32(12, "root")?;
             if c == Call::Gather {
                 linear_rooted(w, me, p, root, true, |_| rsz, ssz);
@@ -772,7 +1076,9 @@ fn write_collective(w: &mut GoalWriter, c: Call, f: &Fields, me: i32, p: i32) ->
         }
         Call::Gatherv => {
             // start, sbuf, scount, sdt(3), rbuf, rcounts(1+P), displs(1+P), rdt(3), root, comm(3), end
-            let ssz = f.int32(3, "send count")?.wrapping_mul(f.int32(5, "send datatype size")?);
+            let ssz = f
+                .int32(3, "send count")?
+                .wrapping_mul(f.int32(5, "send datatype size")?);
             let (rc, k) = count_array(f, 8, pu, "recv counts")?;
             let (_, k) = count_array(f, k, pu, "displacements")?;
             let rsize = f.int32(k + 1, "recv datatype size")?;
@@ -784,7 +1090,9 @@ fn write_collective(w: &mut GoalWriter, c: Call, f: &Fields, me: i32, p: i32) ->
             let (sc, k) = count_array(f, 3, pu, "send counts")?;
             let (_, k) = count_array(f, k, pu, "displacements")?;
             let ssize = f.int32(k + 1, "send datatype size")?;
-            let rsz = f.int32(k + 4, "recv count")?.wrapping_mul(f.int32(k + 6, "recv datatype size")?);
+            let rsz = f
+                .int32(k + 4, "recv count")?
+                .wrapping_mul(f.int32(k + 6, "recv datatype size")?);
             let root = f.int32(k + 8, "root")?;
             linear_rooted(w, me, p, root, false, |t| sc[t].wrapping_mul(ssize), rsz);
         }
@@ -792,7 +1100,11 @@ fn write_collective(w: &mut GoalWriter, c: Call, f: &Fields, me: i32, p: i32) ->
             // start, sbuf, rbuf, rcounts(1+P) from field 4, dt(3), op, comm(3), end
             let (rc, k) = count_array(f, 4, pu, "recv counts")?;
             let dsize = f.int32(k + 1, "datatype size")?;
-            let mine = rc.get(me as usize).copied().unwrap_or(0).wrapping_mul(dsize);
+            let mine = rc
+                .get(me as usize)
+                .copied()
+                .unwrap_or(0)
+                .wrapping_mul(dsize);
             // Pairwise exchange: block t goes to rank t; rank me receives
             // its own block's contribution from every other rank.
             linear_exchange(w, me, p, |t| rc[t].wrapping_mul(dsize), |_| mine);
@@ -804,7 +1116,13 @@ fn write_collective(w: &mut GoalWriter, c: Call, f: &Fields, me: i32, p: i32) ->
 
 /// Linear exchange in the order of 3.10: step 1..P-1, send to me+step, then
 /// receive from me-step; sizes per destination / per source.
-fn linear_exchange(w: &mut GoalWriter, me: i32, p: i32, send: impl Fn(usize) -> i32, recv: impl Fn(usize) -> i32) {
+fn linear_exchange(
+    w: &mut GoalWriter,
+    me: i32,
+    p: i32,
+    send: impl Fn(usize) -> i32,
+    recv: impl Fn(usize) -> i32,
+) {
     for step in 1..p as i64 {
         let t = (me as i64 + step).rem_euclid(p as i64) as usize;
         let s = (me as i64 - step).rem_euclid(p as i64) as usize;
@@ -825,7 +1143,15 @@ fn linear_rooted(
     root_size: impl Fn(usize) -> i32,
     leaf_size: i32,
 ) {
-    let swap = |x: i32| if x == 0 { root } else if x == root { 0 } else { x };
+    let swap = |x: i32| {
+        if x == 0 {
+            root
+        } else if x == root {
+            0
+        } else {
+            x
+        }
+    };
     if me == root {
         for i in 1..p {
             let peer = swap(i);

@@ -42,7 +42,8 @@ enum Cmd {
     Compare {
         /// Directory holding pmpi-trace-rank-0.txt, -1, ...
         dir: PathBuf,
-        /// File with the simulator's standard output (`Host N: TIME` lines).
+        /// File with the simulator's standard output: its `--json` report or
+        /// the text format (`Host N: TIME` lines).
         sim_output: PathBuf,
         /// Schedule time units per trace microsecond (trace2goal's
         /// --timemult: 1000 = nanoseconds, 1000000 = picoseconds).

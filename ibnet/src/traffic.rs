@@ -1,0 +1,273 @@
+//! Standalone traffic so the fabric runs without the scheduler.
+//!
+//! Two kinds:
+//! - the reference app modes (sec. 5.1), configured per HCA with
+//!   [`Fabric::set_traffic`]: `param`, `seq_once`, `seq_loop`, `seq_rand`;
+//! - closed-loop patterns whose sends are triggered by arrivals with zero
+//!   processing time ("fabric alone" baselines): dissemination and chain.
+//!   They are drivers over [`Fabric::inject`] and
+//!   [`Fabric::run_until_completion`], the same path the co-simulation uses.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use ipc_proto::Time;
+use serde::Serialize;
+
+use crate::engine::{Fabric, FabricError, MsgId, TrafficMode};
+use crate::topology::{load_dst_seq, Topology};
+
+/// A `--traffic` specification.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrafficSpec {
+    /// `param:SRC=DST,...` (LIDs): the app of SRC sends to DST forever.
+    Param(Vec<(u16, u16)>),
+    /// `seq_once|seq_loop|seq_rand:FILE.dstSeq[:FILE.dstSeq.ini]`.
+    Seq { mode: SeqMode, dstseq: PathBuf, ini: PathBuf },
+    /// `shift:K`: HCA i streams to HCA (i+K) mod n (seq_loop of one entry).
+    Shift(usize),
+    /// `dissemination[:BYTES[:COUNT]]`.
+    Dissemination { bytes: u64, count: u64 },
+    /// `chain[:BYTES[:COUNT]]`.
+    Chain { bytes: u64, count: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqMode {
+    Once,
+    Loop,
+    Rand,
+}
+
+impl TrafficSpec {
+    pub fn parse(s: &str) -> Result<TrafficSpec, String> {
+        let (kind, rest) = s.split_once(':').unwrap_or((s, ""));
+        let nums = |rest: &str, def_bytes: u64| -> Result<(u64, u64), String> {
+            let mut it = rest.split(':').filter(|x| !x.is_empty());
+            let b = match it.next() {
+                Some(x) => x.parse::<u64>().map_err(|_| format!("traffic `{s}`: bad byte count `{x}`"))?,
+                None => def_bytes,
+            };
+            let c = match it.next() {
+                Some(x) => x.parse::<u64>().map_err(|_| format!("traffic `{s}`: bad count `{x}`"))?,
+                None => 1,
+            };
+            if b == 0 || c == 0 {
+                return Err(format!("traffic `{s}`: bytes and count must be > 0"));
+            }
+            Ok((b, c))
+        };
+        match kind {
+            "param" => {
+                let mut v = Vec::new();
+                for pair in rest.split(',').filter(|x| !x.is_empty()) {
+                    let (a, b) = pair.split_once('=').ok_or_else(|| format!("traffic `{s}`: expected SRC=DST LID pairs"))?;
+                    let a: u16 = a.trim().parse().map_err(|_| format!("traffic `{s}`: bad LID `{a}`"))?;
+                    let b: u16 = b.trim().parse().map_err(|_| format!("traffic `{s}`: bad LID `{b}`"))?;
+                    v.push((a, b));
+                }
+                if v.is_empty() {
+                    return Err(format!("traffic `{s}`: expected param:SRC=DST[,SRC=DST...]"));
+                }
+                Ok(TrafficSpec::Param(v))
+            }
+            "seq_once" | "seq_loop" | "seq_rand" => {
+                let mode = match kind {
+                    "seq_once" => SeqMode::Once,
+                    "seq_loop" => SeqMode::Loop,
+                    _ => SeqMode::Rand,
+                };
+                if rest.is_empty() {
+                    return Err(format!("traffic `{s}`: expected {kind}:FILE.dstSeq[:FILE.ini]"));
+                }
+                let (f, ini) = match rest.rsplit_once(':') {
+                    Some((a, b)) if b.ends_with(".ini") => (PathBuf::from(a), PathBuf::from(b)),
+                    _ => (PathBuf::from(rest), PathBuf::from(format!("{rest}.ini"))),
+                };
+                Ok(TrafficSpec::Seq { mode, dstseq: f, ini })
+            }
+            "shift" => {
+                let k: usize = rest.parse().map_err(|_| format!("traffic `{s}`: expected shift:K"))?;
+                Ok(TrafficSpec::Shift(k))
+            }
+            "dissemination" => {
+                let (bytes, count) = nums(rest, 8)?;
+                Ok(TrafficSpec::Dissemination { bytes, count })
+            }
+            "chain" => {
+                let (bytes, count) = nums(rest, 8)?;
+                Ok(TrafficSpec::Chain { bytes, count })
+            }
+            _ => Err(format!(
+                "unknown traffic `{s}` (param:SRC=DST, seq_loop|seq_once|seq_rand:FILE, shift:K, dissemination[:BYTES[:COUNT]], chain[:BYTES[:COUNT]])"
+            )),
+        }
+    }
+
+    pub fn is_closed_loop(&self) -> bool {
+        matches!(self, TrafficSpec::Dissemination { .. } | TrafficSpec::Chain { .. })
+    }
+}
+
+/// Configure the apps for an open-loop spec (before the run starts).
+pub fn apply_app_traffic(f: &mut Fabric, topo: &Topology, spec: &TrafficSpec) -> Result<(), String> {
+    let n = f.num_hcas();
+    match spec {
+        TrafficSpec::Param(pairs) => {
+            for &(s, d) in pairs {
+                let h = f.hca_of_lid(s).ok_or_else(|| format!("traffic: no HCA has LID {s}"))?;
+                f.set_traffic(h, TrafficMode::Param { dst_lid: d }).map_err(|e| format!("traffic param:{s}={d}: {e}"))?;
+            }
+        }
+        TrafficSpec::Seq { mode, dstseq, ini } => {
+            let seqs = load_dst_seq(dstseq, ini).map_err(|e| e.to_string())?;
+            let rows = seqs.resolve(topo).map_err(|e| e.to_string())?;
+            for (h, row) in rows.into_iter().enumerate() {
+                if row.is_empty() {
+                    continue;
+                }
+                let m = match mode {
+                    SeqMode::Once => TrafficMode::SeqOnce(row),
+                    SeqMode::Loop => TrafficMode::SeqLoop(row),
+                    SeqMode::Rand => TrafficMode::SeqRand(row),
+                };
+                f.set_traffic(h, m).map_err(|e| format!("traffic {}: HCA {h}: {e}", dstseq.display()))?;
+            }
+        }
+        TrafficSpec::Shift(k) => {
+            if n < 2 || k % n == 0 {
+                return Err(format!("traffic shift:{k}: needs a shift that is not a multiple of the {n} HCAs"));
+            }
+            for h in 0..n {
+                let d = f.hca_lid((h + k) % n);
+                f.set_traffic(h, TrafficMode::SeqLoop(vec![d])).map_err(|e| format!("traffic shift:{k}: {e}"))?;
+            }
+        }
+        _ => return Err("closed-loop traffic is run with run_closed_loop".into()),
+    }
+    Ok(())
+}
+
+/// Summary of a closed-loop run.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ClosedLoopSummary {
+    pub pattern: String,
+    pub ranks: usize,
+    pub messages: u64,
+    /// Time of the last completion (ps).
+    pub end_ps: u64,
+    pub stopped_at_limit: bool,
+}
+
+/// Run a closed-loop pattern to the end (or until the first completion
+/// after `until`). Rank r is HCA number `ranks[r]`.
+pub fn run_closed_loop(f: &mut Fabric, spec: &TrafficSpec, ranks: &[usize], until: Option<Time>) -> Result<ClosedLoopSummary, FabricError> {
+    let n = ranks.len();
+    let mut tags: HashMap<MsgId, (usize, u64, u32)> = HashMap::new(); // id -> (dst rank, iter, round)
+    let mut messages = 0u64;
+    let mut end = 0u64;
+    let mut stopped = false;
+    match *spec {
+        TrafficSpec::Dissemination { bytes, count } => {
+            let rounds = if n <= 1 { 0 } else { usize::BITS - (n - 1).leading_zeros() };
+            // state per rank: next (iter, round) to send
+            let mut next: Vec<(u64, u32)> = vec![(0, 0); n];
+            let mut got: Vec<HashSet<(u64, u32)>> = vec![HashSet::new(); n];
+            let send_ready = |f: &mut Fabric, r: usize, next: &mut Vec<(u64, u32)>, got: &Vec<HashSet<(u64, u32)>>, tags: &mut HashMap<MsgId, (usize, u64, u32)>, messages: &mut u64| -> Result<(), FabricError> {
+                loop {
+                    let (i, k) = next[r];
+                    if i >= count || rounds == 0 {
+                        return Ok(());
+                    }
+                    let ok = if k == 0 {
+                        i == 0 || got[r].contains(&(i - 1, rounds - 1))
+                    } else {
+                        got[r].contains(&(i, k - 1))
+                    };
+                    if !ok {
+                        return Ok(());
+                    }
+                    let dst = (r + (1usize << k)) % n;
+                    let id = f.inject(f.now(), ranks[r], ranks[dst], bytes)?;
+                    tags.insert(id, (dst, i, k));
+                    *messages += 1;
+                    next[r] = if k + 1 == rounds { (i + 1, 0) } else { (i, k + 1) };
+                }
+            };
+            for r in 0..n {
+                send_ready(f, r, &mut next, &got, &mut tags, &mut messages)?;
+            }
+            while let Some((t, ids)) = f.run_until_completion() {
+                end = t.0;
+                for id in ids {
+                    if let Some((dst, i, k)) = tags.remove(&id) {
+                        got[dst].insert((i, k));
+                        send_ready(f, dst, &mut next, &got, &mut tags, &mut messages)?;
+                    }
+                }
+                if until.is_some_and(|u| t > u) {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        TrafficSpec::Chain { bytes, count } => {
+            let mut sent = vec![0u64; n];
+            if n >= 2 {
+                for r in 0..n {
+                    let id = f.inject(f.now(), ranks[r], ranks[(r + 1) % n], bytes)?;
+                    tags.insert(id, ((r + 1) % n, 0, 0));
+                    sent[r] = 1;
+                    messages += 1;
+                }
+            }
+            while let Some((t, ids)) = f.run_until_completion() {
+                end = t.0;
+                for id in ids {
+                    if let Some((dst, _, _)) = tags.remove(&id) {
+                        if sent[dst] < count {
+                            let id2 = f.inject(f.now(), ranks[dst], ranks[(dst + 1) % n], bytes)?;
+                            tags.insert(id2, ((dst + 1) % n, 0, 0));
+                            sent[dst] += 1;
+                            messages += 1;
+                        }
+                    }
+                }
+                if until.is_some_and(|u| t > u) {
+                    stopped = true;
+                    break;
+                }
+            }
+        }
+        _ => return Err(FabricError::BadMessage("not a closed-loop pattern".into())),
+    }
+    if let Some(e) = f.error() {
+        return Err(e.clone());
+    }
+    if !stopped && f.in_flight() > 0 {
+        return Err(FabricError::Fatal {
+            t: f.now().0,
+            msg: format!("deadlock: {} messages can never complete: {:?}", f.in_flight(), f.in_flight_ids()),
+        });
+    }
+    let pattern = match spec {
+        TrafficSpec::Dissemination { bytes, count } => format!("dissemination:{bytes}:{count}"),
+        TrafficSpec::Chain { bytes, count } => format!("chain:{bytes}:{count}"),
+        _ => unreachable!(),
+    };
+    Ok(ClosedLoopSummary { pattern, ranks: n, messages, end_ps: end, stopped_at_limit: stopped })
+}
+
+/// Rank -> HCA number (index among HCAs) from the topology's rank map.
+pub fn rank_hcas(topo: &Topology) -> Vec<usize> {
+    let hcas = topo.hcas();
+    (0..topo.num_ranks())
+        .filter_map(|r| topo.hca_of_rank(r))
+        .filter_map(|node| hcas.iter().position(|&h| h == node))
+        .collect()
+}
+
+/// Default `.ini` next to a `.dstSeq` file.
+pub fn default_ini(dstseq: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.ini", dstseq.display()))
+}
