@@ -24,7 +24,6 @@ fn main() {
         println!("cargo:rerun-if-changed={src}");
     }
     println!("cargo:rerun-if-env-changed=MPICC");
-    println!("cargo:rerun-if-env-changed=PATH");
 
     let mpicc = match env::var_os("MPICC") {
         Some(cc) if !cc.is_empty() => Some(PathBuf::from(cc)),
@@ -45,9 +44,11 @@ fn main() {
     let lib = out_dir.join(LIB_NAME);
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let mut cmd = Command::new(&mpicc);
-    cmd.args(["-shared", "-fPIC", "-O2", "-g", "-Wall", "-Wextra", "-pthread", "-o"])
-        .arg(&lib)
-        .args(SOURCES.iter().map(|s| manifest.join(s)));
+    cmd.args([
+        "-shared", "-fPIC", "-O2", "-g", "-Wall", "-Wextra", "-pthread", "-o",
+    ])
+    .arg(&lib)
+    .args(SOURCES.iter().map(|s| manifest.join(s)));
     match cmd.status() {
         Ok(status) if status.success() => {
             println!("cargo:rustc-env=MPI_TRACER_LIB={}", lib.display());

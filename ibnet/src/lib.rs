@@ -10,6 +10,7 @@ pub use ipc_proto::Time;
 
 pub mod engine;
 pub mod params;
+pub mod server;
 pub mod stats;
 pub mod topology;
 pub mod traffic;

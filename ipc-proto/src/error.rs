@@ -26,6 +26,11 @@ pub enum ProtoError {
     /// or leftovers of a killed run: remove them with `ipc-proto cleanup KEY`).
     #[error("session objects for key {key:?} already exist ({name}); another run uses this key, or a killed run left them behind: run `ipc-proto cleanup {key}`")]
     SessionExists { key: String, name: String },
+    /// mq_open failed with EMFILE: the per-user RLIMIT_MSGQUEUE budget
+    /// (819200 bytes here, about 9 queues of 10 x 8192) is used up by other
+    /// sessions or by leftovers of killed runs.
+    #[error("cannot create message queue {name}: the per-user message-queue budget (RLIMIT_MSGQUEUE, {limit} bytes; one queue of 10 x 8192 bytes takes about 83 KB) is exhausted by other sessions or leftovers of killed runs (remove them with `ipc-proto cleanup KEY`)")]
+    QueueBudget { name: String, limit: u64 },
     /// A system call failed.
     #[error("{op}({name}) failed: {errno} ({})", errno.desc())]
     Os {

@@ -40,6 +40,7 @@
 //! assert!(matches!(f.recv().unwrap(), Record::NoMoreInserts { .. }));
 //! f.send(Record::Arrival { handle: 1, time: Time(900) }).unwrap();
 //! f.send(Record::ArrivalBatchEnd { time: Time(900), count: 1 }).unwrap();
+//! f.flush().unwrap(); // or any f.recv(): records stay buffered until then
 //! assert_eq!(s.recv().unwrap(), Record::Arrival { handle: 1, time: Time(900) });
 //! ```
 

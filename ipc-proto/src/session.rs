@@ -73,6 +73,19 @@ pub fn object_exists(name: &str) -> Result<bool> {
     }
 }
 
+/// Current soft RLIMIT_MSGQUEUE in bytes (for error messages).
+pub fn msgqueue_rlimit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    if unsafe { libc::getrlimit(libc::RLIMIT_MSGQUEUE, &mut r) } == 0 {
+        r.rlim_cur
+    } else {
+        0
+    }
+}
+
 static GUARD_IDS: AtomicU64 = AtomicU64::new(1);
 
 /// Unlinks the names it is responsible for when dropped, when `unlink_now`
@@ -115,6 +128,10 @@ fn open_queue(lane: Lane, key: &SessionKey, flags: MQ_OFlag, attr: Option<&MqAtt
             Errno::EEXIST => ProtoError::SessionExists {
                 key: key.to_string(),
                 name: name.clone(),
+            },
+            Errno::EMFILE => ProtoError::QueueBudget {
+                name: name.clone(),
+                limit: msgqueue_rlimit(),
             },
             e => ProtoError::os("mq_open", name.clone(), e),
         })?;

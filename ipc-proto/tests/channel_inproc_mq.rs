@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use ipc_proto::inproc::{self, transport_pair, InprocTransport};
 use ipc_proto::{
-    create_fabric, open_scheduler, selftest, Channel, ErrorCode, Lane, Protocol, ProtoError,
+    open_scheduler, selftest, Channel, ErrorCode, Lane, Protocol, ProtoError,
     Record, Role, Time, Transport, PROTOCOL_VERSION, RECORD_SIZE,
 };
 use std::sync::{Arc, Mutex};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 fn mq_pair(protocol: Protocol) -> (Channel, Channel) {
     let key = unique_key("pair");
-    let fab = create_fabric(&key, protocol, 8).unwrap();
+    let fab = create_fabric_retry(&key, protocol, 8);
     let s = open_scheduler(&key, Duration::from_secs(2)).unwrap();
     assert_eq!(s.protocol(), protocol);
     assert_eq!(s.endpoints(), 8);
@@ -64,6 +64,7 @@ fn every_record_roundtrip(mq: bool) {
     for r in from_f {
         f.send(r).unwrap();
     }
+    f.flush().unwrap();
     for r in from_f {
         assert_eq!(s.recv().unwrap(), r);
     }
@@ -71,6 +72,7 @@ fn every_record_roundtrip(mq: bool) {
     assert_eq!(f.peer_hello().unwrap().pid, std::process::id());
 
     // Query protocol.
+    drop((s, f));
     let (mut s, mut f) = pair(mq, Protocol::Query);
     s.send(insert(9)).unwrap();
     let q = Record::Query { handle: 9, time: Time(2000), inserts_sent: 1 };
@@ -86,6 +88,7 @@ fn every_record_roundtrip(mq: bool) {
     for r in reps {
         f.send(r).unwrap();
     }
+    f.flush().unwrap();
     for r in reps {
         assert_eq!(s.recv().unwrap(), r);
     }
@@ -101,6 +104,7 @@ fn every_record_roundtrip_inproc() {
 
 #[test]
 fn every_record_roundtrip_mq() {
+    let _l = mq_lock();
     every_record_roundtrip(true);
 }
 
@@ -302,6 +306,7 @@ fn no_deadlock(mq: bool, n: u64) {
 
 #[test]
 fn no_deadlock_with_full_queues_mq() {
+    let _l = mq_lock();
     // 50,000 records each way = 391 messages each way, queues hold 10.
     no_deadlock(true, 50_000);
 }
@@ -313,6 +318,7 @@ fn no_deadlock_inproc() {
 
 #[test]
 fn query_roundtrips_over_mq_threads() {
+    let _l = mq_lock();
     let (mut s, mut f) = mq_pair(Protocol::Query);
     let t = std::thread::spawn(move || selftest::fabric_answer(&mut f).unwrap());
     selftest::scheduler_roundtrips(&mut s, 2000, true).unwrap();

@@ -1,5 +1,32 @@
 #![allow(dead_code)]
-use ipc_proto::{object_exists, SessionKey};
+use ipc_proto::{create_fabric, object_exists, FabricSession, Protocol, ProtoError, SessionKey};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// The per-user message-queue budget (RLIMIT_MSGQUEUE = 819200 bytes)
+/// holds only about 9 queues of 10 x 8192 bytes, shared by every process
+/// of the user: tests that create queues take this lock so they do not
+/// starve each other.
+static MQ_LOCK: Mutex<()> = Mutex::new(());
+
+pub fn mq_lock() -> MutexGuard<'static, ()> {
+    MQ_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// create_fabric, retrying for up to 20 s while other processes of this
+/// user hold the queue budget.
+pub fn create_fabric_retry(key: &str, protocol: Protocol, endpoints: u32) -> FabricSession {
+    let start = Instant::now();
+    loop {
+        match create_fabric(key, protocol, endpoints) {
+            Ok(s) => return s,
+            Err(ProtoError::QueueBudget { .. }) if start.elapsed() < Duration::from_secs(20) => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Err(e) => panic!("create_fabric({key}): {e}"),
+        }
+    }
+}
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};

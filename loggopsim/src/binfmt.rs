@@ -37,7 +37,11 @@ struct Cur<'a> {
 impl<'a> Cur<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], LoadError> {
         if self.pos + n > self.b.len() {
-            return Err(berr(self.file, self.base + self.pos as u64, "unexpected end of rank block"));
+            return Err(berr(
+                self.file,
+                self.base + self.pos as u64,
+                "unexpected end of rank block",
+            ));
         }
         let s = &self.b[self.pos..self.pos + n];
         self.pos += n;
@@ -79,7 +83,8 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         msg: e.to_string(),
     };
     let mut head = [0u8; 14];
-    r.read_exact(&mut head).map_err(|_| berr(name, 0, "file too short for a binary schedule header"))?;
+    r.read_exact(&mut head)
+        .map_err(|_| berr(name, 0, "file too short for a binary schedule header"))?;
     let magic = u64::from_le_bytes(head[0..8].try_into().unwrap());
     if magic == MAGIC_CONSUMED {
         return Err(berr(
@@ -97,11 +102,18 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
     }
     let table_bytes = 16u64 * p as u64;
     if 14 + table_bytes > len {
-        return Err(berr(name, 14, format!("rank table for {p} ranks does not fit in the file")));
+        return Err(berr(
+            name,
+            14,
+            format!("rank table for {p} ranks does not fit in the file"),
+        ));
     }
     let mut tb = vec![0u8; table_bytes as usize];
     r.read_exact(&mut tb).map_err(io)?;
-    let table: Vec<u64> = tb.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let table: Vec<u64> = tb
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     drop(tb);
     let mut b = ScheduleBuilder::new(p);
     let mut block = Vec::new();
@@ -110,7 +122,11 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         let (s, e) = (table[2 * rank as usize], table[2 * rank as usize + 1]);
         let off = 8 + s;
         if e < s || 8 + e > len {
-            return Err(berr(name, 14 + 16 * rank as u64, format!("rank {rank}: block [{s}, {e}) lies outside the file")));
+            return Err(berr(
+                name,
+                14 + 16 * rank as u64,
+                format!("rank {rank}: block [{s}, {e}) lies outside the file"),
+            ));
         }
         block.resize((e - s) as usize, 0);
         r.seek(SeekFrom::Start(off)).map_err(io)?;
@@ -126,7 +142,11 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         c.take(4 * nroots as usize)?;
         let nodes_at = c.pos;
         if (block.len() - nodes_at) / NODE_BYTES < n as usize {
-            return Err(berr(name, off, format!("rank {rank}: {n} nodes do not fit in the block")));
+            return Err(berr(
+                name,
+                off,
+                format!("rank {rank}: {n} nodes do not fit in the block"),
+            ));
         }
         raw.clear();
         b.begin_rank();
@@ -143,11 +163,16 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
             let deps_index = c.u32()?;
             let n_start = c.u32()?;
             let start_index = c.u32()?;
-            let kind = Kind::from_u8(ty).ok_or_else(|| berr(name, at, format!("rank {rank} node {i}: bad type {ty}")))?;
+            let kind = Kind::from_u8(ty)
+                .ok_or_else(|| berr(name, at, format!("rank {rank} node {i}: bad type {ty}")))?;
             if kind != Kind::Calc {
                 let ok = peer < p || (kind == Kind::Recv && peer == ANY);
                 if !ok {
-                    return Err(berr(name, at, format!("rank {rank} node {i}: peer {peer} outside 0..{}", p - 1)));
+                    return Err(berr(
+                        name,
+                        at,
+                        format!("rank {rank} node {i}: peer {peer} outside 0..{}", p - 1),
+                    ));
                 }
             }
             let op = Op {
@@ -169,20 +194,38 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         }
         let app_at = c.pos;
         let app_len = (block.len() - app_at) / 4;
-        let app = |k: usize| u32::from_le_bytes(block[app_at + 4 * k..app_at + 4 * k + 4].try_into().unwrap());
+        let app = |k: usize| {
+            u32::from_le_bytes(
+                block[app_at + 4 * k..app_at + 4 * k + 4]
+                    .try_into()
+                    .unwrap(),
+            )
+        };
         let mut indeg = vec![0u32; n as usize];
         for (i, rn) in raw.iter().enumerate() {
-            for (cnt, idx, imm) in [(rn.n_deps, rn.deps_index, false), (rn.n_start, rn.start_index, true)] {
+            for (cnt, idx, imm) in [
+                (rn.n_deps, rn.deps_index, false),
+                (rn.n_start, rn.start_index, true),
+            ] {
                 if idx as u64 + cnt as u64 > app_len as u64 {
-                    return Err(berr(name, off, format!("rank {rank} node {i}: dependency list outside the appendix")));
+                    return Err(berr(
+                        name,
+                        off,
+                        format!("rank {rank} node {i}: dependency list outside the appendix"),
+                    ));
                 }
                 for k in 0..cnt as usize {
                     let d = app(idx as usize + k);
                     if d >= n {
-                        return Err(berr(name, off, format!("rank {rank} node {i}: dependent {d} does not exist")));
+                        return Err(berr(
+                            name,
+                            off,
+                            format!("rank {rank} node {i}: dependent {d} does not exist"),
+                        ));
                     }
                     indeg[d as usize] += 1;
-                    b.add_dep(d, i as u32, imm).map_err(|e| berr(name, off, e.to_string()))?;
+                    b.add_dep(d, i as u32, imm)
+                        .map_err(|e| berr(name, off, e.to_string()))?;
                 }
             }
         }
@@ -191,7 +234,10 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
                 return Err(berr(
                     name,
                     off,
-                    format!("rank {rank} node {i}: depcount {} but {} dependency edges point to it", rn.depcount, indeg[i]),
+                    format!(
+                        "rank {rank} node {i}: depcount {} but {} dependency edges point to it",
+                        rn.depcount, indeg[i]
+                    ),
                 ));
             }
         }
@@ -224,7 +270,11 @@ pub fn write<W: Write>(s: &Schedule, w: &mut W) -> std::io::Result<()> {
         buf.clear();
         let nodes = s.rank_nodes(r);
         let first = nodes.start;
-        let roots: Vec<u32> = nodes.clone().filter(|&x| s.depcount(x) == 0).map(|x| x - first).collect();
+        let roots: Vec<u32> = nodes
+            .clone()
+            .filter(|&x| s.depcount(x) == 0)
+            .map(|x| x - first)
+            .collect();
         buf.extend_from_slice(&(nodes.len() as u32).to_le_bytes());
         buf.extend_from_slice(&(roots.len() as u32).to_le_bytes());
         for x in &roots {

@@ -1,6 +1,44 @@
 //! The LogGOPS engine (loggops.md sections 4-6, 9, 10): a sans-I/O
 //! discrete-event simulator over a [`Schedule`] and a [`Network`].
 //!
+//! Use: `Sim::new(schedule, params, network)`, then `run()` or repeated
+//! `step()`, then `report()`.
+//!
+//! Deliberate differences from the reference (loggops.md section 9), all
+//! invisible on schedules the reference handles correctly:
+//! - released operations are sorted by kind with a stable sort (9.1);
+//! - dependencies carry time (9.2): a `requires` edge releases its dependent
+//!   no earlier than the predecessor's CPU end (calc: t+d; eager send: its
+//!   nexto; rendezvous send: the match time; receive matched by a message:
+//!   the receiver's nexto after taking it in; receive matched from the UQ:
+//!   max(t, nexto[cpu])), an `irequires` edge no earlier than its start;
+//! - (s-1) is 0 for s = 0 (9.3);
+//! - a receive larger than S that matches an eager message from the UQ
+//!   raises the sender's nexto/nextgs as the reference does, but does not
+//!   complete the (already completed) send a second time;
+//! - poll mode: once the network has said a message is there, the engine
+//!   remembers it and does not query it again when the event is re-checked
+//!   for a busy CPU/NIC.
+//!
+//! Performance devices that do not change the order of processing:
+//! - roots are produced lazily host by host instead of being pushed;
+//! - blocked events of one class (same kind of check on the same host, CPU
+//!   and NIC) that sit at the same time are kept in a group with a single
+//!   proxy in the heap, and moved together when provably nothing else runs
+//!   between their checks (see `proxy`); this removes the quadratic
+//!   re-insertion storm of all-to-all patterns. Tests compare it with
+//!   literal re-insertion (`set_grouping(false)`).
+//!
+//! Notify mode (cosim-protocol.md section 3): message events are created
+//! "at u64::MAX", i.e. kept in a handle-indexed map outside the heap; when
+//! no finite event is left, `wait_arrivals(now)` is called and each reported
+//! message enters the heap at its arrival time with its original seq.
+//! As in the thesis, the engine processes every finite event before it asks
+//! the network, so an arrival can be reported for a time earlier than
+//! events already processed; such an event is then processed at its own
+//! (earlier) time. Results equal LogGP's whenever no host has work beyond a
+//! pending arrival (tests check the worked example, ltest and ringtest).
+//!
 //! Total order of events: (time, seq). `seq` is a global counter assigned
 //! when an operation is first enqueued and when a message event is created;
 //! a re-inserted event keeps its seq. The roots are not pushed into the heap:
@@ -8,7 +46,7 @@
 //! merges a cursor over them with the heap (same order, much less memory).
 
 use crate::hash::FastMap;
-use crate::matching::{Indexes, MatchQueue};
+use crate::matching::{ExactRq, Indexes, MatchQueue};
 use crate::network::{Handle, NetError, Network, SyncMode};
 use crate::noise::Noise;
 use crate::schedule::{Kind, Schedule, ANY};
@@ -58,8 +96,13 @@ impl Params {
     /// (o, O) for a message of `size` bytes.
     #[inline]
     pub fn overheads(&self, size: u64) -> (u64, u64) {
-        if (self.o_large.is_some() || self.big_o_large.is_some()) && size > self.large_threshold.unwrap_or(self.s) {
-            (self.o_large.unwrap_or(self.o), self.big_o_large.unwrap_or(self.big_o))
+        if (self.o_large.is_some() || self.big_o_large.is_some())
+            && size > self.large_threshold.unwrap_or(self.s)
+        {
+            (
+                self.o_large.unwrap_or(self.o),
+                self.big_o_large.unwrap_or(self.big_o),
+            )
         } else {
             (self.o, self.big_o)
         }
@@ -69,17 +112,62 @@ impl Params {
 /// Something the engine did, for `-v` and `-V` (see [`Tracer`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
-    Calc { host: u32, cpu: u8, node: u32, start: u64, end: u64 },
-    Send { host: u32, cpu: u8, node: u32, dst: u32, size: u64, tag: u32, start: u64, end: u64, handle: Handle },
+    Calc {
+        host: u32,
+        cpu: u8,
+        node: u32,
+        start: u64,
+        end: u64,
+    },
+    Send {
+        host: u32,
+        cpu: u8,
+        node: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+        start: u64,
+        end: u64,
+        handle: Handle,
+    },
     /// A receive was posted into the RQ.
-    RecvPosted { host: u32, node: u32, src: u32, tag: u32, time: u64 },
+    RecvPosted {
+        host: u32,
+        node: u32,
+        src: u32,
+        tag: u32,
+        time: u64,
+    },
     /// A receive matched a message already in the UQ.
-    RecvMatched { host: u32, cpu: u8, node: u32, src: u32, tag: u32, time: u64 },
+    RecvMatched {
+        host: u32,
+        cpu: u8,
+        node: u32,
+        src: u32,
+        tag: u32,
+        time: u64,
+    },
     /// A message was taken in by the receiver (CPU/NIC charged); `node` is
     /// the matched receive, or None when it went into the UQ.
-    MsgReceived { host: u32, cpu: u8, src: u32, size: u64, tag: u32, sent: u64, arrived: u64, start: u64, end: u64, node: Option<u32> },
+    MsgReceived {
+        host: u32,
+        cpu: u8,
+        src: u32,
+        size: u64,
+        tag: u32,
+        sent: u64,
+        arrived: u64,
+        start: u64,
+        end: u64,
+        node: Option<u32>,
+    },
     /// An event could not run and was re-inserted.
-    Reinsert { host: u32, what: &'static str, from: u64, to: u64 },
+    Reinsert {
+        host: u32,
+        what: &'static str,
+        from: u64,
+        to: u64,
+    },
     /// Notify mode: the engine waited for the network.
     Wait { now: u64, arrivals: usize },
 }
@@ -123,7 +211,10 @@ const PROXY: u32 = 1 << 31;
 enum Outcome {
     Done,
     /// CPU/NIC busy until `avail`; `class` identifies the resources checked.
-    Blocked { avail: u64, class: u64 },
+    Blocked {
+        avail: u64,
+        class: u64,
+    },
 }
 
 /// Events blocked on the same resources with the same check: (kind, host, cpu, nic).
@@ -263,8 +354,8 @@ fn mul(a: u64, b: u64) -> u64 {
 }
 
 pub struct Sim<N: Network, T: Tracer = NoTrace> {
+    /// (its dependency counters are counted down by the run)
     sched: Schedule,
-    depcount: Vec<u32>,
     /// max ready time of nodes with some (not all) predecessors released (section 9.2)
     partial_ready: FastMap<u32, u64>,
     params: Params,
@@ -277,12 +368,23 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     nexto: Vec<u64>,
     nextgs: Vec<u64>,
     nextgr: Vec<u64>,
+    /// receive queues: `rq_exact` (+ `link`) when the schedule has no
+    /// wildcards, else the general `rq`
     rq: Vec<MatchQueue>,
+    rq_exact: Vec<ExactRq>,
+    /// Some(tag bits) when receive keys are packed into 32 bits
+    key_bits: Option<u32>,
+    link: Vec<u32>,
     uq: Vec<MatchQueue>,
     heap: BinaryHeap<Ev>,
+    /// roots are produced host by host (see `peek_root`): the current
+    /// host's roots, sorted by kind, and the seq of the first of them
     roots: Vec<u32>,
     root_pos: usize,
     root_host: u32,
+    root_seq0: u64,
+    roots_total: u64,
+    roots_started: bool,
     msgs: Vec<Msg>,
     msg_free: Vec<u32>,
     /// notify mode: messages waiting for the network, by handle -> (slot, seq)
@@ -307,7 +409,12 @@ impl<N: Network> Sim<N, NoTrace> {
 }
 
 impl<N: Network, T: Tracer> Sim<N, T> {
-    pub fn with_tracer(mut sched: Schedule, params: Params, net: N, tracer: T) -> Result<Self, SimError> {
+    pub fn with_tracer(
+        sched: Schedule,
+        params: Params,
+        net: N,
+        tracer: T,
+    ) -> Result<Self, SimError> {
         if sched.num_ranks() >= PROXY {
             return Err(SimError::TooLarge(sched.num_ranks() as u64));
         }
@@ -327,18 +434,17 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             by_src: w.recv_any_tag,
             all: w.recv_any_src && w.recv_any_tag,
         };
-        let depcount = sched.take_depcounts();
-        let mut roots = Vec::new();
-        for r in 0..p as u32 {
-            let start = roots.len();
-            roots.extend(sched.rank_nodes(r).filter(|&n| depcount[n as usize] == 0));
-            roots[start..].sort_by_key(|&n| sched.kind(n));
-        }
-        roots.shrink_to_fit();
-        let seq = roots.len() as u64;
+        let roots_total = (0..sched.num_nodes())
+            .filter(|&n| sched.depcount(n) == 0)
+            .count() as u64;
+        let seq = roots_total;
+        let exact = !(w.recv_any_src || w.recv_any_tag || w.send_any_tag);
+        // pack (src, tag) into 32 bits when both fit
+        let src_bits = 32 - (p as u32).saturating_sub(1).leading_zeros();
+        let tag_bits = 32 - sched.max_tag().leading_zeros();
+        let key_bits = (src_bits + tag_bits <= 32).then_some(tag_bits);
         let mode = net.mode();
         Ok(Sim {
-            depcount,
             partial_ready: FastMap::default(),
             params,
             net,
@@ -350,13 +456,31 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             nexto: vec![0; p * ncpu],
             nextgs: vec![0; p * nnic],
             nextgr: vec![0; p * nnic],
-            rq: (0..p).map(|_| MatchQueue::new(rq_ix)).collect(),
+            rq: if exact {
+                Vec::new()
+            } else {
+                (0..p).map(|_| MatchQueue::new(rq_ix)).collect()
+            },
+            rq_exact: if exact {
+                vec![ExactRq::new(key_bits.is_some()); p]
+            } else {
+                Vec::new()
+            },
+            key_bits,
+            link: if exact {
+                vec![0; sched.num_nodes() as usize]
+            } else {
+                Vec::new()
+            },
             uq: (0..p).map(|_| MatchQueue::new(uq_ix)).collect(),
             heap: BinaryHeap::new(),
-            events: roots.len() as u64,
-            roots,
+            events: roots_total,
+            roots: Vec::new(),
             root_pos: 0,
             root_host: 0,
+            root_seq0: 0,
+            roots_total,
+            roots_started: false,
             msgs: Vec::new(),
             msg_free: Vec::new(),
             waiting: FastMap::default(),
@@ -397,9 +521,6 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     pub fn tracer_mut(&mut self) -> &mut T {
         &mut self.tracer
     }
-    pub fn schedule(&self) -> &Schedule {
-        &self.sched
-    }
     /// Distinct events so far.
     pub fn events(&self) -> u64 {
         self.events
@@ -428,20 +549,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             return Ok(None);
         }
         let ev = loop {
-            let root = if self.root_pos < self.roots.len() {
-                let n = self.roots[self.root_pos];
-                while n >= self.sched.rank_nodes(self.root_host).end {
-                    self.root_host += 1;
-                }
-                Some(Ev {
-                    time: 0,
-                    seq: self.root_pos as u64,
-                    host: self.root_host,
-                    id: n,
-                })
-            } else {
-                None
-            };
+            let root = self.peek_root();
             match (root, self.heap.peek()) {
                 (Some(r), Some(h)) => {
                     if (h.time, h.seq) < (r.time, r.seq) {
@@ -458,7 +566,6 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 (None, None) => {
                     if self.waiting.is_empty() {
                         self.done = true;
-                        self.sched.restore_depcounts(std::mem::take(&mut self.depcount));
                         self.net.finish(Time(self.now))?;
                         return Ok(None);
                     }
@@ -500,13 +607,53 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 
     /// (time, seq) of the next event other than a group proxy being processed.
     #[inline]
-    fn next_other(&self) -> (u64, u64) {
-        let h = self.heap.peek().map(|e| (e.time, e.seq)).unwrap_or((u64::MAX, u64::MAX));
-        if self.root_pos < self.roots.len() {
-            h.min((0, self.root_pos as u64))
-        } else {
-            h
+    fn next_other(&mut self) -> (u64, u64) {
+        let h = self
+            .heap
+            .peek()
+            .map(|e| (e.time, e.seq))
+            .unwrap_or((u64::MAX, u64::MAX));
+        match self.peek_root() {
+            Some(r) => h.min((r.time, r.seq)),
+            None => h,
         }
+    }
+
+    /// The next root event, if any. Roots are all at time 0 with seq
+    /// 0..R-1 (host by host, each host's sorted by kind), and no root can
+    /// be overtaken by a released event (those get larger seqs, and message
+    /// events are never before time 0), so they are produced lazily, one
+    /// host at a time, instead of being pushed into the heap. A host's
+    /// dependency counters are untouched until its first root is processed
+    /// (only that host's or later events can change them), so "counter is
+    /// 0" still means "root" when the host is reached.
+    #[inline]
+    fn peek_root(&mut self) -> Option<Ev> {
+        if self.root_seq0 + self.root_pos as u64 >= self.roots_total {
+            return None;
+        }
+        while self.root_pos >= self.roots.len() {
+            self.root_seq0 += self.roots.len() as u64;
+            self.roots.clear();
+            self.root_pos = 0;
+            if !self.roots_started {
+                self.roots_started = true;
+            } else {
+                self.root_host += 1;
+            }
+            let h = self.root_host;
+            let sched = &self.sched;
+            self.roots
+                .extend(sched.rank_nodes(h).filter(|&n| sched.depcount(n) == 0));
+            let sched = &self.sched;
+            self.roots.sort_by_key(|&n| sched.kind(n));
+        }
+        Some(Ev {
+            time: 0,
+            seq: self.root_seq0 + self.root_pos as u64,
+            host: self.root_host,
+            id: self.roots[self.root_pos],
+        })
     }
 
     /// A blocked event waits for `avail`. The reference re-inserts it at
@@ -751,10 +898,8 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 
     #[inline]
     fn release(&mut self, d: u32, host: u32, ready: u64) {
-        let c = &mut self.depcount[d as usize];
-        debug_assert!(*c > 0);
-        *c -= 1;
-        if *c == 0 {
+        debug_assert!(self.sched.depcount(d) > 0);
+        if self.sched.satisfy_one(d) == 0 {
             let mut r = ready;
             if !self.partial_ready.is_empty() {
                 if let Some(p) = self.partial_ready.remove(&d) {
@@ -842,7 +987,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let end = add(add(t, cpu_work), self.noise(ev.host, t, cpu_work));
         self.nexto[ci] = end;
         self.nextgs[ni] = add(add(t, p.g), mul(s1, p.big_g));
-        let handle = self.net.insert(Time(t), ev.host, op.peer, op.size, op.tag)?;
+        let handle = self
+            .net
+            .insert(Time(t), ev.host, op.peer, op.size, op.tag)?;
         if T::ACTIVE {
             self.tracer.event(&TraceEvent::Send {
                 host: ev.host,
@@ -955,10 +1102,63 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                         time: t,
                     });
                 }
-                self.rq[ev.host as usize].push(op.peer, op.tag, ev.id);
+                self.rq_push(ev.host, op.peer, op.tag, ev.id);
             }
         }
         Outcome::Done
+    }
+
+    #[inline]
+    fn rq_push(&mut self, host: u32, src: u32, tag: u32, node: u32) {
+        if self.rq.is_empty() {
+            let sched = &self.sched;
+            let key = self.rq_key(src, tag);
+            self.rq_exact[host as usize].push(key, node, &mut self.link, |n| sched.match_key(n));
+        } else {
+            self.rq[host as usize].push(src, tag, node);
+        }
+    }
+
+    #[inline]
+    fn rq_take(&mut self, host: u32, src: u32, tag: u32) -> Option<u32> {
+        if self.rq.is_empty() {
+            let key = self.rq_key(src, tag);
+            let sched = &self.sched;
+            self.rq_exact[host as usize].take(key, &mut self.link, |n| sched.match_key(n))
+        } else {
+            self.rq[host as usize].take(src, tag).map(|e| e.2)
+        }
+    }
+
+    /// Key of the wildcard-free receive queue (packed, or as `match_key`).
+    #[inline]
+    fn rq_key(&self, src: u32, tag: u32) -> u64 {
+        match self.key_bits {
+            Some(b) => ((src as u64) << b) | tag as u64,
+            None => ((src as u64) << 32) | tag as u64,
+        }
+    }
+
+    /// Unmatched receives of a host (FIFO order; for the wildcard-free
+    /// queue FIFO within each (source, tag), buckets in table order).
+    fn rq_nodes(&self, host: usize) -> Vec<u32> {
+        if self.rq.is_empty() {
+            self.rq_exact[host].nodes(&self.link)
+        } else {
+            self.rq[host]
+                .entries_in_order()
+                .into_iter()
+                .map(|e| e.2)
+                .collect()
+        }
+    }
+
+    fn rq_len(&self, host: usize) -> (usize, usize) {
+        if self.rq.is_empty() {
+            (self.rq_exact[host].len(), self.rq_exact[host].max_len())
+        } else {
+            (self.rq[host].len(), self.rq[host].max_len())
+        }
     }
 
     fn message(&mut self, ev: Ev) -> Result<Outcome, SimError> {
@@ -969,7 +1169,10 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             m.arrival.min(t)
         } else {
             // poll mode (notify-mode messages are always `arrived` here)
-            let ef = self.net.query(Time(m.start), Time(t), m.src, m.dst, m.size, m.handle)?.0;
+            let ef = self
+                .net
+                .query(Time(m.start), Time(t), m.src, m.dst, m.size, m.handle)?
+                .0;
             if ef <= t {
                 let mm = &mut self.msgs[slot as usize];
                 mm.arrived = true;
@@ -1000,7 +1203,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let end = add(add(t, cpu_work), self.noise(ev.host, t, cpu_work));
         self.nexto[ci] = end;
         self.nextgr[ni] = add(add(t, p.g), mul(s1, p.big_g));
-        let matched = self.rq[h].take(m.src, m.tag);
+        let matched = self.rq_take(ev.host, m.src, m.tag);
         if T::ACTIVE {
             self.tracer.event(&TraceEvent::MsgReceived {
                 host: ev.host,
@@ -1012,11 +1215,11 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 arrived: if m.arrived { m.arrival } else { ef },
                 start: t,
                 end,
-                node: matched.map(|x| x.2),
+                node: matched,
             });
         }
         match matched {
-            Some((_, _, rnode)) => {
+            Some(rnode) => {
                 if m.size > p.s {
                     self.rendezvous_done(slot, t);
                 }
@@ -1033,7 +1236,13 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     pub fn report(&self) -> Report {
         let p = self.sched.num_ranks() as usize;
         let finish_times = (0..p)
-            .map(|h| self.nexto[h * self.ncpu..(h + 1) * self.ncpu].iter().copied().max().unwrap_or(0))
+            .map(|h| {
+                self.nexto[h * self.ncpu..(h + 1) * self.ncpu]
+                    .iter()
+                    .copied()
+                    .max()
+                    .unwrap_or(0)
+            })
             .collect();
         let pend = |src: u32, tag: u32, size: u64| Pending {
             src: if src == ANY { -1 } else { src as i64 },
@@ -1042,13 +1251,16 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         };
         let mut leftovers = Vec::new();
         for h in 0..p {
-            if self.rq[h].is_empty() && self.uq[h].is_empty() {
+            if self.rq_len(h).0 == 0 && self.uq[h].is_empty() {
                 continue;
             }
-            let receives = self.rq[h]
-                .entries_in_order()
+            let receives = self
+                .rq_nodes(h)
                 .into_iter()
-                .map(|(s, t, n)| pend(s, t, self.sched.op(n).size))
+                .map(|n| {
+                    let op = self.sched.op(n);
+                    pend(op.peer, op.tag, op.size)
+                })
                 .collect();
             let unexpected = self.uq[h]
                 .entries_in_order()
@@ -1071,7 +1283,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             end_time: self.now,
             leftovers,
             incomplete_ops: self.sched.num_nodes() as u64 - self.completed,
-            max_rq: self.rq.iter().map(|q| q.max_len() as u64).collect(),
+            max_rq: (0..p).map(|h| self.rq_len(h).1 as u64).collect(),
             max_uq: self.uq.iter().map(|q| q.max_len() as u64).collect(),
             network_stats: self.net.stats(),
         }

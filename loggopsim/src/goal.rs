@@ -86,10 +86,6 @@ impl<'a> Lex<'a> {
             peeked: None,
         }
     }
-    /// Column (1-based) of the next token.
-    fn col(&mut self) -> PResult<usize> {
-        Ok(self.peek()?.0)
-    }
     fn peek(&mut self) -> PResult<(usize, Option<Tok<'a>>)> {
         if self.peeked.is_none() {
             let t = self.lex()?;
@@ -154,7 +150,9 @@ impl<'a> Lex<'a> {
                 }
             }
             b'a'..=b'z' | b'A'..=b'Z' => {
-                while self.pos < s.len() && (s[self.pos].is_ascii_alphanumeric() || s[self.pos] == b'_') {
+                while self.pos < s.len()
+                    && (s[self.pos].is_ascii_alphanumeric() || s[self.pos] == b'_')
+                {
                     self.pos += 1;
                 }
                 Ok((col, Some(Tok::Word(&s[start..self.pos]))))
@@ -243,7 +241,19 @@ struct Parser {
 }
 
 const KEYWORDS: &[&str] = &[
-    "num_ranks", "rank", "send", "recv", "calc", "requires", "irequires", "to", "from", "tag", "cpu", "nic", "b",
+    "num_ranks",
+    "rank",
+    "send",
+    "recv",
+    "calc",
+    "requires",
+    "irequires",
+    "to",
+    "from",
+    "tag",
+    "cpu",
+    "nic",
+    "b",
 ];
 
 impl Parser {
@@ -276,7 +286,10 @@ impl Parser {
                 State::Header => {
                     lx.expect_word("num_ranks").map_err(|_| PErr {
                         col,
-                        msg: format!("expected 'num_ranks N' at the start of the schedule, found {}", describe(Some(t))),
+                        msg: format!(
+                            "expected 'num_ranks N' at the start of the schedule, found {}",
+                            describe(Some(t))
+                        ),
                     })?;
                     let (c, n) = lx.expect_int("the number of ranks")?;
                     if n == 0 {
@@ -300,12 +313,20 @@ impl Parser {
                                 return perr(col, format!("more rank blocks than num_ranks {n}"));
                             }
                             if r != expected as u64 {
-                                return perr(c, format!("rank block {r} out of order: expected rank {expected}"));
+                                return perr(
+                                    c,
+                                    format!(
+                                        "rank block {r} out of order: expected rank {expected}"
+                                    ),
+                                );
                             }
                             self.state = State::ExpectBrace(r as u32);
                         }
                         other => {
-                            return perr(col, format!("expected 'rank R {{', found {}", describe(Some(other))));
+                            return perr(
+                                col,
+                                format!("expected 'rank R {{', found {}", describe(Some(other))),
+                            );
                         }
                     }
                 }
@@ -315,7 +336,12 @@ impl Parser {
                         self.labels.clear();
                         self.state = State::InBlock(r);
                     }
-                    (c, other) => return perr(c, format!("expected '{{' after 'rank {r}', found {}", describe(other))),
+                    (c, other) => {
+                        return perr(
+                            c,
+                            format!("expected '{{' after 'rank {r}', found {}", describe(other)),
+                        )
+                    }
                 },
                 State::InBlock(r) => {
                     if t == Tok::RBrace {
@@ -327,7 +353,10 @@ impl Parser {
                     self.statement(lx, r)?;
                     let (c, rest) = lx.peek()?;
                     if rest.is_some() {
-                        return perr(c, format!("unexpected {} after the statement", describe(rest)));
+                        return perr(
+                            c,
+                            format!("unexpected {} after the statement", describe(rest)),
+                        );
                     }
                     self.in_comment = lx.in_comment;
                     return Ok(());
@@ -341,7 +370,10 @@ impl Parser {
             Some(&o) => Ok(o),
             None => perr(
                 col,
-                format!("undefined label '{}' (labels must be defined above their use)", String::from_utf8_lossy(w)),
+                format!(
+                    "undefined label '{}' (labels must be defined above their use)",
+                    String::from_utf8_lossy(w)
+                ),
             ),
         }
     }
@@ -349,10 +381,7 @@ impl Parser {
     fn statement<'a>(&mut self, lx: &mut Lex<'a>, _rank: u32) -> PResult<()> {
         let (col, t) = lx.next()?;
         match t {
-            Some(Tok::Word(w)) if !KEYWORDS.iter().any(|k| k.as_bytes() == w) || {
-                // a keyword used as a label is an error below; here only non-keywords
-                false
-            } => {
+            Some(Tok::Word(w)) if !KEYWORDS.iter().any(|k| k.as_bytes() == w) => {
                 // label definition or dependency
                 let (c2, t2) = lx.next()?;
                 match t2 {
@@ -366,14 +395,24 @@ impl Parser {
                         let a = self.label_of(col, w)?;
                         let (c3, t3) = lx.next()?;
                         let Some(Tok::Word(bw)) = t3 else {
-                            return perr(c3, format!("expected a label after '{}', found {}", String::from_utf8_lossy(k), describe(t3)));
+                            return perr(
+                                c3,
+                                format!(
+                                    "expected a label after '{}', found {}",
+                                    String::from_utf8_lossy(k),
+                                    describe(t3)
+                                ),
+                            );
                         };
                         let bo = self.label_of(c3, bw)?;
                         self.b
                             .as_mut()
                             .unwrap()
                             .add_dep(a, bo, k == b"irequires")
-                            .map_err(|e| PErr { col, msg: e.to_string() })
+                            .map_err(|e| PErr {
+                                col,
+                                msg: e.to_string(),
+                            })
                     }
                     other => perr(
                         c2,
@@ -388,7 +427,13 @@ impl Parser {
             Some(Tok::Word(w)) if w == b"send" || w == b"recv" || w == b"calc" => {
                 self.operation(lx, col, t).map(|_| ())
             }
-            other => perr(col, format!("expected an operation or a dependency, found {}", describe(other))),
+            other => perr(
+                col,
+                format!(
+                    "expected an operation or a dependency, found {}",
+                    describe(other)
+                ),
+            ),
         }
     }
 
@@ -398,7 +443,15 @@ impl Parser {
             Some(Tok::Word(b"send")) => Kind::Send,
             Some(Tok::Word(b"recv")) => Kind::Recv,
             Some(Tok::Word(b"calc")) => Kind::Calc,
-            other => return perr(col, format!("expected 'send', 'recv' or 'calc', found {}", describe(other))),
+            other => {
+                return perr(
+                    col,
+                    format!(
+                        "expected 'send', 'recv' or 'calc', found {}",
+                        describe(other)
+                    ),
+                )
+            }
         };
         let mut op = Op {
             kind,
@@ -434,7 +487,10 @@ impl Parser {
                     None => ANY,
                     Some(v) if v < p as u64 => v as u32,
                     Some(v) => {
-                        return perr(pc, format!("peer {v} is outside 0..{} (num_ranks {p})", p - 1));
+                        return perr(
+                            pc,
+                            format!("peer {v} is outside 0..{} (num_ranks {p})", p - 1),
+                        );
                     }
                 };
                 if lx.peek_word("tag")? {
@@ -469,22 +525,36 @@ impl Parser {
                 }
             }
         }
-        self.b.as_mut().unwrap().add_op(op).map_err(|e| PErr { col, msg: e.to_string() })
+        self.b.as_mut().unwrap().add_op(op).map_err(|e| PErr {
+            col,
+            msg: e.to_string(),
+        })
     }
 
     fn finish(self, lines: u64, last_col: usize) -> Result<Schedule, PErr> {
         let col = last_col;
         match self.state {
-            State::Header => perr(col, "empty schedule: expected 'num_ranks N'").map_err(|e| at_eof(e, lines)),
-            State::ExpectBrace(r) => perr(col, format!("end of file: expected '{{' after 'rank {r}'")),
-            State::InBlock(r) => perr(col, format!("end of file inside rank block {r}: missing '}}'")),
+            State::Header => {
+                perr(col, "empty schedule: expected 'num_ranks N'").map_err(|e| at_eof(e, lines))
+            }
+            State::ExpectBrace(r) => {
+                perr(col, format!("end of file: expected '{{' after 'rank {r}'"))
+            }
+            State::InBlock(r) => perr(
+                col,
+                format!("end of file inside rank block {r}: missing '}}'"),
+            ),
             State::Between => {
                 let b = self.b.unwrap();
                 let n = self.num_ranks.unwrap();
                 if b.ranks_done() < n {
                     return perr(
                         col,
-                        format!("end of file after {} rank blocks: num_ranks is {n} (missing rank {})", b.ranks_done(), b.ranks_done()),
+                        format!(
+                            "end of file after {} rank blocks: num_ranks is {n} (missing rank {})",
+                            b.ranks_done(),
+                            b.ranks_done()
+                        ),
                     );
                 }
                 Ok(b.finish())
@@ -510,9 +580,7 @@ fn small((col, v): (usize, u64), what: &str) -> PResult<u8> {
 /// the reference's binary layout stores them; 4294967295 is any-tag (the
 /// layout cannot tell them apart). Other values above 32 bits are rejected.
 fn tag_value(col: usize, v: u64) -> PResult<u32> {
-    if v <= u32::MAX as u64 {
-        Ok(v as u32)
-    } else if v >= 0xFFFF_FFFF_8000_0000 {
+    if v <= u32::MAX as u64 || v >= 0xFFFF_FFFF_8000_0000 {
         Ok(v as u32)
     } else {
         perr(col, format!("tag {v} does not fit in 32 bits"))
@@ -551,12 +619,13 @@ pub fn parse_reader<R: BufRead>(name: &str, mut r: R) -> Result<Schedule, LoadEr
         })?;
     }
     let line = line_no.max(1);
-    p.finish(line_no, last_len + 1).map_err(|e| LoadError::Syntax {
-        file: name.to_string(),
-        line,
-        col: e.col as u64,
-        msg: e.msg,
-    })
+    p.finish(line_no, last_len + 1)
+        .map_err(|e| LoadError::Syntax {
+            file: name.to_string(),
+            line,
+            col: e.col as u64,
+            msg: e.msg,
+        })
 }
 
 pub fn parse_str(name: &str, text: &str) -> Result<Schedule, LoadError> {
@@ -568,7 +637,10 @@ pub fn parse_file(path: &Path) -> Result<Schedule, LoadError> {
         file: path.display().to_string(),
         msg: e.to_string(),
     })?;
-    parse_reader(&path.display().to_string(), std::io::BufReader::with_capacity(1 << 20, f))
+    parse_reader(
+        &path.display().to_string(),
+        std::io::BufReader::with_capacity(1 << 20, f),
+    )
 }
 
 /// Writes a schedule as GOAL text: operations labelled `l<offset+1>`, then
@@ -586,7 +658,11 @@ pub fn write_goal<W: Write>(s: &Schedule, w: &mut W) -> std::io::Result<()> {
             match op.kind {
                 Kind::Calc => write!(w, "calc {}", op.size)?,
                 Kind::Send | Kind::Recv => {
-                    let (verb, dir) = if op.kind == Kind::Send { ("send", "to") } else { ("recv", "from") };
+                    let (verb, dir) = if op.kind == Kind::Send {
+                        ("send", "to")
+                    } else {
+                        ("recv", "from")
+                    };
                     write!(w, "{verb} {}b {dir} ", op.size)?;
                     if op.peer == ANY {
                         write!(w, "-1")?

@@ -10,6 +10,10 @@
 //! - [`engine`]: the simulator itself (state, ordering rules, handlers);
 //! - [`noise`]: optional CPU noise from a trace;
 //! - [`report`]: the reference's text output and the JSON report.
+//!
+//! The command line (`src/main.rs`) exits with 0 on success, 1 on a failed
+//! simulation (unmatched receive/unexpected queues, operations that never
+//! completed, network errors) and 2 on usage or input errors.
 pub use ipc_proto::Time;
 
 pub mod binfmt;

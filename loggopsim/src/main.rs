@@ -68,6 +68,10 @@ enum Format {
 enum NetworkKind {
     /// Built-in LogGP model (the reference's).
     Loggp,
+    /// Flit-level IB fabric in another process (`ibnet serve --key KEY`), over POSIX message queues.
+    Ipc,
+    /// Flit-level IB fabric on a thread of this process (same protocol, in-process channels).
+    Inproc,
 }
 
 #[derive(Args, Debug)]
@@ -129,6 +133,9 @@ struct SimArgs {
     /// Network backend.
     #[arg(long, value_enum, default_value = "loggp")]
     network: NetworkKind,
+    /// Options of the co-simulation backends (ipc, inproc).
+    #[command(flatten)]
+    cosim: loggopsim::network::fabric::CosimArgs,
 }
 
 /// An error that exits with a specific code.
@@ -159,6 +166,20 @@ fn main() {
     }
 }
 
+/// CPU time consumed by this process so far.
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes into the timespec we pass.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
 fn input_err(e: impl std::fmt::Display) -> anyhow::Error {
     Exit(2, e.to_string()).into()
 }
@@ -171,8 +192,10 @@ fn convert(a: &ConvertArgs) -> anyhow::Result<()> {
         let mut f = std::fs::File::open(&a.input)?;
         f.read(&mut b)? == 8 && u64::from_le_bytes(b) == loggopsim::binfmt::MAGIC
     };
-    let to = a.to.unwrap_or(if is_bin { Format::Text } else { Format::Binary });
-    let f = std::fs::File::create(&a.output).with_context(|| format!("cannot create {}", a.output.display()))?;
+    let to =
+        a.to.unwrap_or(if is_bin { Format::Text } else { Format::Binary });
+    let f = std::fs::File::create(&a.output)
+        .with_context(|| format!("cannot create {}", a.output.display()))?;
     let mut w = std::io::BufWriter::new(f);
     match to {
         Format::Text => loggopsim::goal::write_goal(&s, &mut w)?,
@@ -196,9 +219,16 @@ fn params(a: &SimArgs) -> Params {
     }
 }
 
-fn make_network(a: &SimArgs) -> anyhow::Result<Box<dyn Network>> {
+fn make_network(a: &SimArgs, num_ranks: u32) -> anyhow::Result<Box<dyn Network>> {
     Ok(match a.network {
         NetworkKind::Loggp => Box::new(LogGp::new()),
+        NetworkKind::Ipc => Box::new(
+            loggopsim::network::fabric::CosimNetwork::connect_ipc(&a.cosim, num_ranks)
+                .map_err(|e| Exit(1, e))?,
+        ),
+        NetworkKind::Inproc => Box::new(
+            loggopsim::network::inproc::spawn(&a.cosim, num_ranks).map_err(|e| Exit(2, e))?,
+        ),
     })
 }
 
@@ -217,12 +247,39 @@ impl CliTracer {
         }
         if let Some(t) = &mut self.timeline {
             match *e {
-                TraceEvent::Calc { host, cpu, start, end, .. } => writeln!(t, "loclop {host} {cpu} {start} {end} 0.0 0.0 1.0;")?,
-                TraceEvent::Send { host, cpu, start, end, .. } => writeln!(t, "osend {host} {cpu} {start} {end} 1.0 0.0 0.0;")?,
-                TraceEvent::MsgReceived { host, cpu, src, size, sent, arrived, start, end, .. } => {
+                TraceEvent::Calc {
+                    host,
+                    cpu,
+                    start,
+                    end,
+                    ..
+                } => writeln!(t, "loclop {host} {cpu} {start} {end} 0.0 0.0 1.0;")?,
+                TraceEvent::Send {
+                    host,
+                    cpu,
+                    start,
+                    end,
+                    ..
+                } => writeln!(t, "osend {host} {cpu} {start} {end} 1.0 0.0 0.0;")?,
+                TraceEvent::MsgReceived {
+                    host,
+                    cpu,
+                    src,
+                    size,
+                    sent,
+                    arrived,
+                    start,
+                    end,
+                    ..
+                } => {
                     writeln!(t, "orecv {host} {cpu} {start} {end} 0.0 1.0 0.0;")?;
                     let o = self.p.overheads(size).0;
-                    writeln!(t, "transmission {src} {host} {} {arrived} {size} {} 0.0 0.0 0.0;", sent + o, self.p.big_g)?;
+                    writeln!(
+                        t,
+                        "transmission {src} {host} {} {arrived} {size} {} 0.0 0.0 0.0;",
+                        sent + o,
+                        self.p.big_g
+                    )?;
                 }
                 _ => {}
             }
@@ -249,12 +306,21 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
     let sched = loggopsim::load_schedule(file).map_err(input_err)?;
     let noise = match &a.noise_trace {
         Some(nf) => {
-            let text = std::fs::read_to_string(nf).map_err(|e| input_err(format!("{}: {e}", nf.display())))?;
-            Some(loggopsim::noise::Noise::parse(&nf.display().to_string(), &text, sched.num_ranks(), a.noise_seed).map_err(input_err)?)
+            let text = std::fs::read_to_string(nf)
+                .map_err(|e| input_err(format!("{}: {e}", nf.display())))?;
+            Some(
+                loggopsim::noise::Noise::parse(
+                    &nf.display().to_string(),
+                    &text,
+                    sched.num_ranks(),
+                    a.noise_seed,
+                )
+                .map_err(input_err)?,
+            )
         }
         None => None,
     };
-    let net = make_network(a)?;
+    let net = make_network(a, sched.num_ranks() as u32)?;
     if a.verbose || a.timeline.is_some() {
         let tl = match &a.timeline {
             Some(f) => Some(std::io::BufWriter::new(
@@ -263,7 +329,9 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
             None => None,
         };
         let tr = CliTracer {
-            verbose: a.verbose.then(|| std::io::BufWriter::new(std::io::stdout())),
+            verbose: a
+                .verbose
+                .then(|| std::io::BufWriter::new(std::io::stdout())),
             timeline: tl,
             p,
             err: None,
@@ -302,12 +370,13 @@ fn run<T: Tracer>(
         b
     });
     let t0 = Instant::now();
+    let c0 = cpu_seconds();
     let mut res = Ok(());
     loop {
         match sim.step() {
             Ok(Some(t)) => {
                 if let Some(b) = &bar {
-                    if sim.processed() % (1 << 18) == 0 {
+                    if sim.processed().is_multiple_of(1 << 18) {
                         b.set_message(format!("{} events, simulated time {}", sim.events(), t));
                         b.tick();
                     }
@@ -321,6 +390,7 @@ fn run<T: Tracer>(
         }
     }
     let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - c0;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -331,7 +401,9 @@ fn run<T: Tracer>(
     let params = *sim.params();
     if let Some(prefix) = &a.qstat {
         let path = format!("{prefix}.qstat");
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&path).with_context(|| format!("cannot create {path}"))?);
+        let mut f = std::io::BufWriter::new(
+            std::fs::File::create(&path).with_context(|| format!("cannot create {path}"))?,
+        );
         writeln!(f, "# host max_rq max_uq")?;
         for h in 0..rep.num_hosts as usize {
             writeln!(f, "{h} {} {}", rep.max_rq[h], rep.max_uq[h])?;
@@ -339,7 +411,7 @@ fn run<T: Tracer>(
         f.flush()?;
     }
     let out = if a.json {
-        loggopsim::report::json(&name, &rep, &params, wall)
+        loggopsim::report::json(&name, &rep, &params, wall, cpu)
     } else {
         loggopsim::report::text(&name, &rep, &params, wall, a.batchmode)
     };
@@ -351,7 +423,10 @@ fn run<T: Tracer>(
         return Ok(1);
     }
     if rep.incomplete_ops > 0 {
-        eprintln!("loggopsim: error: {} operations never completed", rep.incomplete_ops);
+        eprintln!(
+            "loggopsim: error: {} operations never completed",
+            rep.incomplete_ops
+        );
         return Ok(1);
     }
     Ok(0)

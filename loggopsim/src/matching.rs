@@ -156,7 +156,9 @@ impl MatchQueue {
 
     #[inline]
     fn bucket_head(&self, src: u32, tag: u32) -> Option<u32> {
-        self.exact.get(&key(src, tag)).map(|&tail| self.entries[tail as usize].next)
+        self.exact
+            .get(&key(src, tag))
+            .map(|&tail| self.entries[tail as usize].next)
     }
 
     fn list_head(entries: &[Entry], l: &mut VecDeque<(u32, u64)>) -> Option<u32> {
@@ -169,7 +171,11 @@ impl MatchQueue {
         None
     }
 
-    fn map_head(entries: &[Entry], m: &mut FastMap<u32, VecDeque<(u32, u64)>>, k: u32) -> Option<u32> {
+    fn map_head(
+        entries: &[Entry],
+        m: &mut FastMap<u32, VecDeque<(u32, u64)>>,
+        k: u32,
+    ) -> Option<u32> {
         let l = m.get_mut(&k)?;
         let h = Self::list_head(entries, l);
         if h.is_none() {
@@ -203,7 +209,11 @@ impl MatchQueue {
             (true, false) => match &mut self.by_tag {
                 Some(m) => {
                     let a = Self::map_head(&self.entries, m, qtag);
-                    let b = if self.n_tag_any > 0 { Self::map_head(&self.entries, m, ANY) } else { None };
+                    let b = if self.n_tag_any > 0 {
+                        Self::map_head(&self.entries, m, ANY)
+                    } else {
+                        None
+                    };
                     self.earlier(a, b)
                 }
                 None => self.scan(qsrc, qtag),
@@ -211,7 +221,11 @@ impl MatchQueue {
             (false, true) => match &mut self.by_src {
                 Some(m) => {
                     let a = Self::map_head(&self.entries, m, qsrc);
-                    let b = if self.n_src_any > 0 { Self::map_head(&self.entries, m, ANY) } else { None };
+                    let b = if self.n_src_any > 0 {
+                        Self::map_head(&self.entries, m, ANY)
+                    } else {
+                        None
+                    };
                     self.earlier(a, b)
                 }
                 None => self.scan(qsrc, qtag),
@@ -270,7 +284,9 @@ impl MatchQueue {
             if e.order == DEAD {
                 continue;
             }
-            if matches(e.src, e.tag, qsrc, qtag) && best.is_none_or(|b| e.order < self.entries[b as usize].order) {
+            if matches(e.src, e.tag, qsrc, qtag)
+                && best.is_none_or(|b| e.order < self.entries[b as usize].order)
+            {
                 best = Some(i as u32);
             }
         }
@@ -282,7 +298,10 @@ impl MatchQueue {
         let e = self.entries[slot as usize];
         let k = key(e.src, e.tag);
         let tail = *self.exact.get(&k).expect("entry without bucket");
-        debug_assert_eq!(self.entries[tail as usize].next, slot, "matched entry is not its bucket's head");
+        debug_assert_eq!(
+            self.entries[tail as usize].next, slot,
+            "matched entry is not its bucket's head"
+        );
         if tail == slot {
             self.exact.remove(&k);
         } else {
@@ -322,7 +341,10 @@ impl NaiveQueue {
         self.v.push_back((src, tag, item));
     }
     pub fn take(&mut self, qsrc: u32, qtag: u32) -> Option<(u32, u32, u32)> {
-        let i = self.v.iter().position(|&(s, t, _)| matches(s, t, qsrc, qtag))?;
+        let i = self
+            .v
+            .iter()
+            .position(|&(s, t, _)| matches(s, t, qsrc, qtag))?;
         self.v.remove(i)
     }
     pub fn len(&self) -> usize {
@@ -330,5 +352,210 @@ impl NaiveQueue {
     }
     pub fn is_empty(&self) -> bool {
         self.v.is_empty()
+    }
+}
+
+/// Receive queue of one host for schedules without wildcards (no receive
+/// uses any-source or any-tag, no send uses any-tag): every query is exact,
+/// so FIFO-with-wildcards reduces to "the oldest posted receive with this
+/// (source, tag)".
+///
+/// Memory-lean layout: the FIFO of each (source, tag) is a circular list
+/// threaded through a per-node `link` array shared by all hosts (a receive
+/// is posted at most once); the host's open-addressing table (linear
+/// probing, backward-shift deletion) holds one u64 per bucket: a 32-bit
+/// hash of the key and the bucket's tail node. Keys are read back from the
+/// schedule. push/take are O(1) expected.
+///
+/// When every key fits in 32 bits (`packed`, chosen by the engine when
+/// source and tag bit widths allow), the slot stores the key itself instead
+/// of its hash, so lookups never touch the schedule.
+#[derive(Clone, Debug, Default)]
+pub struct ExactRq {
+    packed: bool,
+    slots: Vec<u64>,
+    buckets: u32,
+    len: u32,
+    max_len: u32,
+}
+
+const EMPTY: u64 = u64::MAX;
+/// In a slot's lower half: the bucket has more than one entry (only then is
+/// the `link` list used; singletons never touch it). Nodes are < 2^31.
+const MULTI: u64 = 1 << 31;
+const NODE_MASK: u64 = MULTI - 1;
+
+#[inline]
+fn hash32(key: u64) -> u32 {
+    let mut x = key.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    x ^= x >> 29;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (x >> 32) as u32
+}
+
+impl ExactRq {
+    /// `packed`: all keys passed in are < 2^32 and are compared directly.
+    pub fn new(packed: bool) -> Self {
+        ExactRq {
+            packed,
+            ..Default::default()
+        }
+    }
+
+    /// The 32-bit tag stored in a slot's upper half for `key`.
+    #[inline]
+    fn tag32(&self, key: u64) -> u32 {
+        if self.packed {
+            key as u32
+        } else {
+            hash32(key)
+        }
+    }
+
+    #[inline]
+    fn home(&self, upper: u32) -> usize {
+        if self.packed {
+            hash32(upper as u64) as usize
+        } else {
+            upper as usize
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn max_len(&self) -> usize {
+        self.max_len as usize
+    }
+
+    #[inline]
+    fn find(&self, key: u64, h: u32, key_of: &impl Fn(u32) -> u64) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h) & mask;
+        loop {
+            let s = self.slots[i];
+            if s == EMPTY {
+                return None;
+            }
+            if (s >> 32) as u32 == h && (self.packed || key_of((s & NODE_MASK) as u32) == key) {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn place(&mut self, v: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home((v >> 32) as u32) & mask;
+        while self.slots[i] != EMPTY {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = v;
+    }
+
+    fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(8);
+        let old = std::mem::replace(&mut self.slots, vec![EMPTY; cap]);
+        for v in old.into_iter().filter(|&v| v != EMPTY) {
+            self.place(v);
+        }
+    }
+
+    /// Appends `node` with key (src << 32 | tag); `link` is the shared array.
+    pub fn push(&mut self, key: u64, node: u32, link: &mut [u32], key_of: impl Fn(u32) -> u64) {
+        let h = self.tag32(key);
+        match self.find(key, h, &key_of) {
+            Some(i) => {
+                let s = self.slots[i];
+                let tail = (s & NODE_MASK) as u32;
+                if s & MULTI == 0 {
+                    link[tail as usize] = tail; // start the circular list
+                }
+                link[node as usize] = link[tail as usize];
+                link[tail as usize] = node;
+                self.slots[i] = ((h as u64) << 32) | MULTI | node as u64;
+            }
+            None => {
+                if (self.buckets as usize + 1) * 4 > self.slots.len() * 3 {
+                    self.grow();
+                }
+                self.place(((h as u64) << 32) | node as u64);
+                self.buckets += 1;
+            }
+        }
+        self.len += 1;
+        self.max_len = self.max_len.max(self.len);
+    }
+
+    /// Removes and returns the oldest node with this key.
+    pub fn take(&mut self, key: u64, link: &mut [u32], key_of: impl Fn(u32) -> u64) -> Option<u32> {
+        let i = self.find(key, self.tag32(key), &key_of)?;
+        let s = self.slots[i];
+        let tail = (s & NODE_MASK) as u32;
+        let head = if s & MULTI == 0 { tail } else { link[tail as usize] };
+        if head == tail {
+            self.remove_slot(i);
+            self.buckets -= 1;
+        } else {
+            let next = link[head as usize];
+            link[tail as usize] = next;
+            if next == tail {
+                self.slots[i] = s & !MULTI; // one entry left
+            }
+        }
+        self.len -= 1;
+        Some(head)
+    }
+
+    /// Backward-shift deletion keeps probe sequences intact without tombstones.
+    fn remove_slot(&mut self, mut i: usize) {
+        let mask = self.slots.len() - 1;
+        let mut j = i;
+        loop {
+            j = (j + 1) & mask;
+            let v = self.slots[j];
+            if v == EMPTY {
+                break;
+            }
+            let home = self.home((v >> 32) as u32) & mask;
+            // move v into the hole at i if its home is not in (i, j]
+            let in_range = if i <= j {
+                home > i && home <= j
+            } else {
+                home > i || home <= j
+            };
+            if !in_range {
+                self.slots[i] = v;
+                i = j;
+            }
+        }
+        self.slots[i] = EMPTY;
+    }
+
+    /// Live nodes, bucket by bucket (FIFO within a bucket).
+    pub fn nodes(&self, link: &[u32]) -> Vec<u32> {
+        let mut out = Vec::new();
+        for &s in self.slots.iter().filter(|&&s| s != EMPTY) {
+            let tail = (s & NODE_MASK) as u32;
+            if s & MULTI == 0 {
+                out.push(tail);
+                continue;
+            }
+            let mut n = link[tail as usize];
+            loop {
+                out.push(n);
+                if n == tail {
+                    break;
+                }
+                n = link[n as usize];
+            }
+        }
+        out
     }
 }

@@ -54,19 +54,37 @@ impl Noise {
             let d = num("duration")?;
             ev.push((s, d));
         }
+        let offsets_seed = seed;
+        Ok(Self::from_events(ev, hosts, |h, period| {
+            splitmix(offsets_seed ^ splitmix(h as u64)) % period
+        }))
+    }
+
+    /// Builds the model from (start, duration) events; `offset(host, period)`
+    /// gives each host's starting point in the trace.
+    pub fn from_events(
+        mut ev: Vec<(u64, u64)>,
+        hosts: u32,
+        offset: impl Fn(u32, u64) -> u64,
+    ) -> Noise {
         ev.sort();
-        let period = ev.iter().map(|&(s, d)| s.saturating_add(d)).max().unwrap_or(0).max(1);
+        let period = ev
+            .iter()
+            .map(|&(s, d)| s.saturating_add(d))
+            .max()
+            .unwrap_or(0)
+            .max(1);
         let mut prefix = vec![0u64];
         for &(_, d) in &ev {
             prefix.push(prefix.last().unwrap().saturating_add(d));
         }
-        let offsets = (0..hosts).map(|h| splitmix(seed ^ splitmix(h as u64)) % period).collect();
-        Ok(Noise {
+        let offsets = (0..hosts).map(|h| offset(h, period)).collect();
+        Noise {
             starts: ev.iter().map(|e| e.0).collect(),
             prefix,
             period,
             offsets,
-        })
+        }
     }
 
     /// Noise durations starting before x on the infinitely repeated trace.
@@ -87,5 +105,41 @@ impl Noise {
         let a = start as u128 + self.offsets[host as usize] as u128;
         let v = self.upto(a + len as u128) - self.upto(a);
         v.min(u64::MAX as u128) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Trace: noise 5 at 10, noise 7 at 60; period = 67.
+    /// Host 0 offset 0: work [0, 20) sees the event at 10 -> +5;
+    /// [0, 67) both -> +12; [0, 134) two periods -> +24; [11, 60) none.
+    /// Host 1 offset 50: [0, 20) is trace time [50, 70) -> the 60 event -> +7.
+    #[test]
+    fn periodic_trace_with_offsets() {
+        let n = Noise::from_events(
+            vec![(60, 7), (10, 5)],
+            2,
+            |h, _| if h == 0 { 0 } else { 50 },
+        );
+        assert_eq!(n.extra(0, 0, 20), 5);
+        assert_eq!(n.extra(0, 0, 67), 12);
+        assert_eq!(n.extra(0, 0, 134), 24);
+        assert_eq!(n.extra(0, 11, 49), 0);
+        assert_eq!(n.extra(1, 0, 20), 7);
+        // [60, 80) on host 1 = trace [110, 130) = [43, 63) of the next period
+        assert_eq!(n.extra(1, 60, 20), 7);
+    }
+
+    #[test]
+    fn parse_errors_name_line() {
+        let e = Noise::parse("n.txt", "0\t5\nx\t3\n", 1, 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("n.txt:2:1: start 'x'"), "{e}");
+        let n = Noise::parse("n.txt", "# comment\n10\t5\n", 3, 42).unwrap();
+        assert_eq!(n.period, 15);
+        assert!(n.offsets.iter().all(|&o| o < 15));
     }
 }

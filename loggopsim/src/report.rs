@@ -18,7 +18,7 @@ pub fn fmt_g(x: f64) -> String {
     let sci = format!("{:.*e}", (P - 1) as usize, x);
     let (mant, exp) = sci.split_once('e').unwrap();
     let e: i32 = exp.parse().unwrap();
-    if e < -4 || e >= P {
+    if !(-4..P).contains(&e) {
         let mant = strip_zeros(mant);
         let sign = if e < 0 { '-' } else { '+' };
         format!("{mant}e{sign}{:02}", e.abs())
@@ -72,10 +72,16 @@ pub fn text(net: &str, r: &Report, p: &Params, wall_secs: f64, batch: bool) -> S
         out.push_str("Unmatched operations at the end of the run (no times printed):\n");
         for hl in &r.leftovers {
             for e in &hl.receives {
-                out.push_str(&format!("Host {} RQ: src={} tag={} size={}\n", hl.host, e.src, e.tag, e.size));
+                out.push_str(&format!(
+                    "Host {} RQ: src={} tag={} size={}\n",
+                    hl.host, e.src, e.tag, e.size
+                ));
             }
             for e in &hl.unexpected {
-                out.push_str(&format!("Host {} UQ: src={} tag={} size={}\n", hl.host, e.src, e.tag, e.size));
+                out.push_str(&format!(
+                    "Host {} UQ: src={} tag={} size={}\n",
+                    hl.host, e.src, e.tag, e.size
+                ));
             }
         }
         return out;
@@ -89,7 +95,10 @@ pub fn text(net: &str, r: &Report, p: &Params, wall_secs: f64, batch: bool) -> S
     }
     if r.num_hosts > 16 || batch {
         let (h, t) = r.max_finish();
-        out.push_str(&format!("Maximum finishing time at host {h}: {t} ({} s)\n", fmt_g(t as f64 / 1e9)));
+        out.push_str(&format!(
+            "Maximum finishing time at host {h}: {t} ({} s)\n",
+            fmt_g(t as f64 / 1e9)
+        ));
     } else {
         out.push_str("Times: \n");
         for (h, t) in r.finish_times.iter().enumerate() {
@@ -110,7 +119,10 @@ struct JsonReport<'a> {
     events: u64,
     processed_events: u64,
     wall_time_s: f64,
+    /// CPU time of the simulation (process CPU clock), without parsing
+    cpu_time_s: f64,
     events_per_s: f64,
+    events_per_cpu_s: f64,
     end_time: u64,
     max_finish_time: u64,
     max_finish_host: u32,
@@ -120,7 +132,7 @@ struct JsonReport<'a> {
     network_stats: std::collections::BTreeMap<&'a str, u64>,
 }
 
-pub fn json(net: &str, r: &Report, p: &Params, wall_secs: f64) -> String {
+pub fn json(net: &str, r: &Report, p: &Params, wall_secs: f64, cpu_secs: f64) -> String {
     let (h, t) = r.max_finish();
     let j = JsonReport {
         ok: r.ok(),
@@ -132,14 +144,48 @@ pub fn json(net: &str, r: &Report, p: &Params, wall_secs: f64) -> String {
         events: r.events,
         processed_events: r.processed,
         wall_time_s: wall_secs,
-        events_per_s: if wall_secs > 0.0 { r.events as f64 / wall_secs } else { 0.0 },
+        cpu_time_s: cpu_secs,
+        events_per_s: if wall_secs > 0.0 {
+            r.events as f64 / wall_secs
+        } else {
+            0.0
+        },
+        events_per_cpu_s: if cpu_secs > 0.0 {
+            r.events as f64 / cpu_secs
+        } else {
+            0.0
+        },
         end_time: r.end_time,
         max_finish_time: t,
         max_finish_host: h,
         finish_times: &r.finish_times,
         incomplete_ops: r.incomplete_ops,
         leftovers: &r.leftovers,
-        network_stats: r.network_stats.iter().map(|(k, v)| (k.as_str(), *v)).collect(),
+        network_stats: r
+            .network_stats
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect(),
     };
     serde_json::to_string_pretty(&j).unwrap() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fmt_g;
+
+    /// Values as C++ `std::cout << double` prints them.
+    #[test]
+    fn like_cpp_ostream() {
+        assert_eq!(fmt_g(f64::INFINITY), "inf");
+        assert_eq!(fmt_g(5654.0 / 1e9), "5.654e-06");
+        assert_eq!(fmt_g(12345678.0), "1.23457e+07");
+        assert_eq!(fmt_g(123456.0), "123456");
+        assert_eq!(fmt_g(0.5), "0.5");
+        assert_eq!(fmt_g(0.0001), "0.0001");
+        assert_eq!(fmt_g(7.0536), "7.0536");
+        assert_eq!(fmt_g(1e100), "1e+100");
+        assert_eq!(fmt_g(0.0), "0");
+        assert_eq!(fmt_g(999999.5), "1e+06");
+    }
 }

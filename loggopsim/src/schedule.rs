@@ -65,15 +65,22 @@ pub struct Schedule {
     max_cpu: u8,
     max_nic: u8,
     rank_start: Vec<u32>,
-    shape: Vec<u32>,
-    peer: Vec<u32>,
-    /// CSR offsets into `edges`, one more than nodes.
-    edge_start: Vec<u32>,
+    /// One 16-byte record per node (array of structs: the engine touches
+    /// all fields of a node together, so this is one cache line, not four).
+    nodes: Vec<NodeRec>,
     /// Dependents of each node, in dependency-line order; `EDGE_START` marks irequires.
     edges: Vec<u32>,
-    /// Number of incoming edges (requires + irequires) per node.
-    depcount: Vec<u32>,
     shapes: Vec<Shape>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct NodeRec {
+    shape: u32,
+    peer: u32,
+    /// start of this node's dependents in `edges` (the next node's start ends them)
+    edge_start: u32,
+    /// incoming edges (requires + irequires); the engine counts it down
+    depcount: u32,
 }
 
 impl Schedule {
@@ -81,7 +88,7 @@ impl Schedule {
         self.num_ranks
     }
     pub fn num_nodes(&self) -> u32 {
-        self.shape.len() as u32
+        self.nodes.len() as u32
     }
     /// max cpu index used + 1 (the same number of CPUs on all hosts).
     pub fn num_cpus(&self) -> u32 {
@@ -102,11 +109,12 @@ impl Schedule {
     }
     #[inline]
     pub fn op(&self, node: u32) -> Op {
-        let s = &self.shapes[self.shape[node as usize] as usize];
+        let n = &self.nodes[node as usize];
+        let s = &self.shapes[n.shape as usize];
         Op {
             kind: s.kind,
             size: s.size,
-            peer: self.peer[node as usize],
+            peer: n.peer,
             tag: s.tag,
             cpu: s.cpu,
             nic: s.nic,
@@ -114,16 +122,23 @@ impl Schedule {
     }
     #[inline]
     pub fn kind(&self, node: u32) -> Kind {
-        self.shapes[self.shape[node as usize] as usize].kind
+        self.shapes[self.nodes[node as usize].shape as usize].kind
     }
+    /// Number of dependency edges into `node` (during a run: still unsatisfied).
     #[inline]
     pub fn depcount(&self, node: u32) -> u32 {
-        self.depcount[node as usize]
+        self.nodes[node as usize].depcount
+    }
+    /// Counts one satisfied dependency of `node` down; returns what remains.
+    #[inline]
+    pub(crate) fn satisfy_one(&mut self, node: u32) -> u32 {
+        let c = &mut self.nodes[node as usize].depcount;
+        *c = c.saturating_sub(1);
+        *c
     }
     #[inline]
     pub(crate) fn raw_edges(&self, node: u32) -> &[u32] {
-        let a = self.edge_start[node as usize] as usize;
-        let b = self.edge_start[node as usize + 1] as usize;
+        let (a, b) = self.edge_bounds(node);
         &self.edges[a..b]
     }
     /// Dependents of `node` through `requires` edges (global ids, in line order).
@@ -158,20 +173,9 @@ impl Schedule {
     }
     /// Approximate heap bytes held (for reports).
     pub fn heap_bytes(&self) -> usize {
-        4 * (self.rank_start.capacity()
-            + self.shape.capacity()
-            + self.peer.capacity()
-            + self.edge_start.capacity()
-            + self.edges.capacity()
-            + self.depcount.capacity())
+        4 * (self.rank_start.capacity() + self.edges.capacity())
+            + std::mem::size_of::<NodeRec>() * self.nodes.capacity()
             + std::mem::size_of::<Shape>() * self.shapes.capacity()
-    }
-    /// Moves the per-node dependency counters out (the engine decrements them).
-    pub(crate) fn take_depcounts(&mut self) -> Vec<u32> {
-        std::mem::take(&mut self.depcount)
-    }
-    pub(crate) fn restore_depcounts(&mut self, d: Vec<u32>) {
-        self.depcount = d;
     }
 }
 
@@ -210,7 +214,6 @@ impl ScheduleBuilder {
             ..Default::default()
         };
         s.rank_start.push(0);
-        s.edge_start.push(0);
         ScheduleBuilder {
             s,
             shape_ids: FastMap::default(),
@@ -226,16 +229,16 @@ impl ScheduleBuilder {
     pub fn begin_rank(&mut self) {
         debug_assert!(!self.in_rank);
         self.in_rank = true;
-        self.cur_rank_first = self.s.shape.len() as u32;
+        self.cur_rank_first = self.s.nodes.len() as u32;
         self.pending.clear();
     }
     /// Number of operations in the current rank.
     pub fn rank_len(&self) -> u32 {
-        self.s.shape.len() as u32 - self.cur_rank_first
+        self.s.nodes.len() as u32 - self.cur_rank_first
     }
     /// Adds an operation; returns its offset within the rank.
     pub fn add_op(&mut self, op: Op) -> Result<u32, BuildError> {
-        if self.s.shape.len() as u64 >= MAX_NODES {
+        if self.s.nodes.len() as u64 >= MAX_NODES {
             return Err(BuildError::TooManyNodes);
         }
         let sh = Shape {
@@ -252,12 +255,21 @@ impl ScheduleBuilder {
         }
         self.s.max_cpu = self.s.max_cpu.max(op.cpu);
         self.s.max_nic = self.s.max_nic.max(op.nic);
-        self.s.shape.push(id);
-        self.s.peer.push(op.peer);
+        self.s.nodes.push(NodeRec {
+            shape: id,
+            peer: op.peer,
+            edge_start: 0,
+            depcount: 0,
+        });
         Ok(self.rank_len() - 1)
     }
     /// `dependent requires pred` (or `irequires` when `immediate`), local offsets.
-    pub fn add_dep(&mut self, dependent: u32, pred: u32, immediate: bool) -> Result<(), BuildError> {
+    pub fn add_dep(
+        &mut self,
+        dependent: u32,
+        pred: u32,
+        immediate: bool,
+    ) -> Result<(), BuildError> {
         let n = self.rank_len();
         if dependent >= n {
             return Err(BuildError::NoSuchOp(dependent));
@@ -291,24 +303,22 @@ impl ScheduleBuilder {
         let mut dep = vec![0u32; n];
         for &(p, d) in &self.pending {
             let slot = &mut fill[p as usize];
-            self.s.edges[base + *slot as usize] = (d & !EDGE_START) + first | (d & EDGE_START);
+            self.s.edges[base + *slot as usize] = ((d & !EDGE_START) + first) | (d & EDGE_START);
             *slot += 1;
             dep[(d & !EDGE_START) as usize] += 1;
         }
         for i in 0..n {
-            self.s.edge_start.push(base as u32 + count[i + 1]);
+            let r = &mut self.s.nodes[first as usize + i];
+            r.edge_start = base as u32 + count[i];
+            r.depcount = dep[i];
         }
-        self.s.depcount.extend_from_slice(&dep);
         self.pending.clear();
-        self.s.rank_start.push(self.s.shape.len() as u32);
+        self.s.rank_start.push(self.s.nodes.len() as u32);
     }
     pub fn finish(mut self) -> Schedule {
         debug_assert!(!self.in_rank);
-        self.s.shape.shrink_to_fit();
-        self.s.peer.shrink_to_fit();
-        self.s.edge_start.shrink_to_fit();
+        self.s.nodes.shrink_to_fit();
         self.s.edges.shrink_to_fit();
-        self.s.depcount.shrink_to_fit();
         self.s
     }
 }
@@ -316,10 +326,34 @@ impl ScheduleBuilder {
 impl Schedule {
     #[inline]
     pub(crate) fn edge_bounds(&self, node: u32) -> (usize, usize) {
-        (self.edge_start[node as usize] as usize, self.edge_start[node as usize + 1] as usize)
+        let a = self.nodes[node as usize].edge_start as usize;
+        let b = match self.nodes.get(node as usize + 1) {
+            Some(n) => n.edge_start as usize,
+            None => self.edges.len(),
+        };
+        (a, b)
     }
     #[inline]
     pub(crate) fn edge_at(&self, i: usize) -> u32 {
         self.edges[i]
+    }
+}
+
+impl Schedule {
+    /// Largest tag used by a send or receive (any-tag excluded).
+    pub fn max_tag(&self) -> u32 {
+        self.shapes
+            .iter()
+            .filter(|s| s.kind != Kind::Calc && s.tag != ANY)
+            .map(|s| s.tag)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// (peer << 32) | tag: the key receives are matched on.
+    #[inline]
+    pub fn match_key(&self, node: u32) -> u64 {
+        let n = &self.nodes[node as usize];
+        ((n.peer as u64) << 32) | self.shapes[n.shape as usize].tag as u64
     }
 }

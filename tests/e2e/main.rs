@@ -5,3 +5,4 @@
 mod util;
 mod tracer;
 mod schedgen;
+mod cosim;

@@ -56,7 +56,9 @@ fn parse_json_report(output: &str) -> Result<Vec<u64>, String> {
     if v.get("ok").and_then(|o| o.as_bool()) == Some(false) {
         return Err(format!(
             "the simulation failed (leftovers: {})",
-            v.get("leftovers").map(|l| l.to_string()).unwrap_or_default()
+            v.get("leftovers")
+                .map(|l| l.to_string())
+                .unwrap_or_default()
         ));
     }
     let times = v
@@ -110,7 +112,7 @@ pub fn compare(
             simulated.len()
         ));
     }
-    if !(timemult > 0.0) {
+    if !timemult.is_finite() || timemult <= 0.0 {
         return Err(format!("timemult must be positive, got {timemult}"));
     }
     Ok(real_us
@@ -177,19 +179,37 @@ mod tests {
     #[test]
     fn json_reports_are_read_too() {
         let ok = r#"{"ok": true, "finish_times": [2875191800, 2880191800], "leftovers": []}"#;
-        assert_eq!(parse_host_times(ok).unwrap(), vec![2_875_191_800, 2_880_191_800]);
+        assert_eq!(
+            parse_host_times(ok).unwrap(),
+            vec![2_875_191_800, 2_880_191_800]
+        );
         let failed = r#"{"ok": false, "finish_times": [], "leftovers": ["rank 0 recv"]}"#;
-        assert!(parse_host_times(failed).unwrap_err().contains("rank 0 recv"));
-        assert!(parse_host_times(r#"{"ok": true}"#).unwrap_err().contains("finish_times"));
-        assert!(parse_host_times("{ nope").unwrap_err().starts_with("simulator JSON report"));
+        assert!(parse_host_times(failed)
+            .unwrap_err()
+            .contains("rank 0 recv"));
+        assert!(parse_host_times(r#"{"ok": true}"#)
+            .unwrap_err()
+            .contains("finish_times"));
+        assert!(parse_host_times("{ nope")
+            .unwrap_err()
+            .starts_with("simulator JSON report"));
     }
 
     #[test]
     fn host_line_errors() {
-        assert!(parse_host_times("leftover queues\n").unwrap_err().contains("no `Host"));
-        assert_eq!(parse_host_times("Host 1: 5\n").unwrap_err(), "no finish time for host 0");
-        assert!(parse_host_times("Host 0: 5\nHost 0: 6\n").unwrap_err().contains("twice"));
-        assert!(parse_host_times("Host 0: x\n").unwrap_err().starts_with("line 1:"));
+        assert!(parse_host_times("leftover queues\n")
+            .unwrap_err()
+            .contains("no `Host"));
+        assert_eq!(
+            parse_host_times("Host 1: 5\n").unwrap_err(),
+            "no finish time for host 0"
+        );
+        assert!(parse_host_times("Host 0: 5\nHost 0: 6\n")
+            .unwrap_err()
+            .contains("twice"));
+        assert!(parse_host_times("Host 0: x\n")
+            .unwrap_err()
+            .starts_with("line 1:"));
     }
 
     #[test]
@@ -199,7 +219,10 @@ mod tests {
         assert!((rows[1].simulated_us - 14_583.45).abs() < 1e-9);
         assert!((rows[1].relative_error() - 0.05).abs() < 1e-12);
         let table = render_table(&rows);
-        assert!(table.contains("    1          13889        14583.450     +5.000"), "{table}");
+        assert!(
+            table.contains("    1          13889        14583.450     +5.000"),
+            "{table}"
+        );
         assert_eq!(render_json(&rows)[1]["real_us"], 13_889);
         assert!(compare(&[1], &[1, 2], 1000.0).is_err());
         assert!(compare(&[1], &[1], 0.0).is_err());

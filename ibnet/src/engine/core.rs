@@ -1,7 +1,7 @@
 //! State and event handlers of the fabric engine. See `engine/mod.rs` for
 //! the ordering rules; section numbers refer to ibfabric.md.
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 use ipc_proto::Time;
 use thiserror::Error;
@@ -21,7 +21,9 @@ pub enum FabricError {
     InPast { at: u64, now: u64 },
     #[error("HCA index {0} out of range ({1} HCAs)")]
     NoSuchHca(usize, usize),
-    #[error("a message from HCA {0} to itself cannot be sent (it would loop back at the switch)")]
+    /// Kept for API compatibility; no longer produced: a self-send is legal
+    /// (it loops back at the first switch, as in the reference).
+    #[error("a message from HCA {0} to itself cannot be sent")]
     SelfSend(usize),
     #[error("no route from {src} to LID {lid}: {detail}")]
     Unroutable { src: String, lid: u16, detail: String },
@@ -117,25 +119,10 @@ impl Ev {
     }
 }
 
+/// Queued event (now-queue and slab).
 struct Entry {
     key: u128,
     ev: Ev,
-}
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        o.key.cmp(&self.key) // min-heap
-    }
 }
 
 struct Msg {
@@ -313,7 +300,14 @@ pub struct Fabric {
     msgs: Vec<Msg>,
     completions: Vec<(MsgId, Time)>,
     in_flight: usize,
-    heap: BinaryHeap<Entry>,
+    heap: super::radix::RadixHeap<u32>,
+    slab: Vec<Ev>,
+    slab_free: Vec<u32>,
+    pub max_heap: usize,
+    /// Zero-delay events scheduled at the current instant, FIFO. Their keys
+    /// are larger than those of every heap event at this instant except
+    /// virtual-sequence ones, so `step` takes whichever key is smaller.
+    nowq: VecDeque<Entry>,
     counter: u64,
     cur_seq: u64,
     now: u64,
@@ -541,7 +535,11 @@ impl Fabric {
             msgs: Vec::new(),
             completions: Vec::new(),
             in_flight: 0,
-            heap: BinaryHeap::with_capacity(1024),
+            heap: super::radix::RadixHeap::new(),
+            slab: Vec::with_capacity(1024),
+            slab_free: Vec::new(),
+            max_heap: 0,
+            nowq: VecDeque::with_capacity(256),
             counter: 0,
             cur_seq: 0,
             now: 0,
@@ -596,7 +594,22 @@ impl Fabric {
     fn sched(&mut self, at: u64, ev: Ev) {
         let seq = self.counter << SEQ_SHIFT;
         self.counter += 1;
-        self.push_key(at, seq, ev);
+        if at == self.now && self.started {
+            if !ev.background() {
+                self.fg_pending += 1;
+            }
+            self.nowq.push_back(Entry { key: ((at as u128) << 64) | seq as u128, ev });
+        } else {
+            self.push_key(at, seq, ev);
+        }
+    }
+
+    #[inline]
+    fn peek_time(&mut self) -> Option<u64> {
+        match self.nowq.front() {
+            Some(a) => Some((a.key >> 64) as u64),
+            None => self.heap.peek_key().map(|k| (k >> 64) as u64),
+        }
     }
 
     #[inline]
@@ -604,7 +617,18 @@ impl Fabric {
         if !ev.background() {
             self.fg_pending += 1;
         }
-        self.heap.push(Entry { key: ((at as u128) << 64) | seq as u128, ev });
+        let idx = match self.slab_free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = ev;
+                i
+            }
+            None => {
+                self.slab.push(ev);
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.heap.push(((at as u128) << 64) | seq as u128, idx);
+        if self.heap.len() > self.max_heap { self.max_heap = self.heap.len(); }
     }
 
     /// Virtual sequence number of an event inserted by the (possibly
@@ -691,9 +715,9 @@ impl Fabric {
         let Some(dh) = self.hca_of_lid(lid) else {
             return Err(err("no HCA has this LID".into()));
         };
-        if dh == h {
-            return Err(FabricError::SelfSend(h));
-        }
+        // A message to oneself is legal: the first switch sends it back out
+        // of its arrival port (the "not yet through any switch" flag allows
+        // that, sec. 5.5); the 2-hot example sequences contain such sends.
         let mut pi = self.hcas[h].port as usize;
         let mut switches = 0usize;
         for _ in 0..=self.ports.len() {
@@ -772,8 +796,8 @@ impl Fabric {
     /// Process every event with time <= t; afterwards now() == max(now, t).
     pub fn run_until(&mut self, t: Time) {
         while self.fatal.is_none() {
-            match self.heap.peek() {
-                Some(e) if (e.key >> 64) as u64 <= t.0 => {
+            match self.peek_time() {
+                Some(et) if et <= t.0 => {
                     self.step();
                 }
                 _ => break,
@@ -796,8 +820,7 @@ impl Fabric {
             if self.fatal.is_some() {
                 break;
             }
-            let Some(e) = self.heap.peek() else { break };
-            let t = (e.key >> 64) as u64;
+            let Some(t) = self.peek_time() else { break };
             if let Some(ft) = found {
                 if t > ft {
                     break;
@@ -826,8 +849,8 @@ impl Fabric {
         self.in_flight
     }
 
-    pub fn next_event_time(&self) -> Option<Time> {
-        self.heap.peek().map(|e| Time((e.key >> 64) as u64))
+    pub fn next_event_time(&mut self) -> Option<Time> {
+        self.peek_time().map(Time)
     }
 
     pub fn events_processed(&self) -> u64 {
@@ -849,7 +872,21 @@ impl Fabric {
 
     #[inline]
     fn step(&mut self) {
-        let Some(Entry { key, ev }) = self.heap.pop() else { return };
+        let take_now = match self.nowq.front() {
+            Some(a) => match self.heap.peek_key() {
+                Some(b) => a.key < b,
+                None => true,
+            },
+            None => false,
+        };
+        let (key, ev) = if take_now {
+            let e = self.nowq.pop_front().unwrap();
+            (e.key, e.ev)
+        } else {
+            let Some((k, idx)) = self.heap.pop() else { return };
+            self.slab_free.push(idx);
+            (k, self.slab[idx as usize])
+        };
         let t = (key >> 64) as u64;
         self.cur_seq = key as u64;
         if !self.started {

@@ -19,12 +19,27 @@ impl Network for LogGp {
         "LogGP"
     }
     #[inline]
-    fn insert(&mut self, _now: Time, _src: u32, _dst: u32, _size: u64, _tag: u32) -> Result<Handle, NetError> {
+    fn insert(
+        &mut self,
+        _now: Time,
+        _src: u32,
+        _dst: u32,
+        _size: u64,
+        _tag: u32,
+    ) -> Result<Handle, NetError> {
         self.messages += 1;
         Ok(self.messages - 1)
     }
     #[inline]
-    fn query(&mut self, _start: Time, now: Time, _src: u32, _dst: u32, _size: u64, _handle: Handle) -> Result<Time, NetError> {
+    fn query(
+        &mut self,
+        _start: Time,
+        now: Time,
+        _src: u32,
+        _dst: u32,
+        _size: u64,
+        _handle: Handle,
+    ) -> Result<Time, NetError> {
         Ok(now)
     }
     fn stats(&self) -> Vec<(String, u64)> {

@@ -14,6 +14,8 @@
 
 use crate::Time;
 
+pub mod fabric;
+pub mod inproc;
 pub mod loggp;
 pub use loggp::LogGp;
 
@@ -30,7 +32,10 @@ pub enum SyncMode {
 pub enum NetError {
     /// The simulated system cannot progress: messages in flight never arrive.
     #[error("deadlock: {detail} (handles {handles:?})")]
-    Deadlock { handles: Vec<Handle>, detail: String },
+    Deadlock {
+        handles: Vec<Handle>,
+        detail: String,
+    },
     /// The peer broke the protocol (e.g. an insert into the fabric's past).
     #[error("protocol violation: {0}")]
     Protocol(String),
@@ -49,15 +54,33 @@ pub trait Network {
         SyncMode::Poll
     }
     /// A send starts at `now` on host src (rank) to dst: hand the message over.
-    fn insert(&mut self, now: Time, src: u32, dst: u32, size: u64, tag: u32) -> Result<Handle, NetError>;
+    fn insert(
+        &mut self,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+    ) -> Result<Handle, NetError>;
     /// Poll mode: the message event of `handle` is processed at `now`; return the earliest arrival time the
     /// network can promise (<= now means "it is there"). LogGP returns `now`.
-    fn query(&mut self, start: Time, now: Time, src: u32, dst: u32, size: u64, handle: Handle) -> Result<Time, NetError>;
+    fn query(
+        &mut self,
+        start: Time,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        handle: Handle,
+    ) -> Result<Time, NetError>;
     /// Notify mode only: the active queue holds only "waiting for the network" events; block until the network
     /// reports the next batch of arrivals (all at one time) and return them. `now` = scheduler's current time.
     fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
         let _ = now;
-        Err(NetError::Unsupported(format!("{}: wait_arrivals (notify mode) is not implemented", self.name())))
+        Err(NetError::Unsupported(format!(
+            "{}: wait_arrivals (notify mode) is not implemented",
+            self.name()
+        )))
     }
     /// The last event has been processed at `end`.
     fn finish(&mut self, end: Time) -> Result<(), NetError> {
@@ -77,10 +100,25 @@ impl<N: Network + ?Sized> Network for Box<N> {
     fn mode(&self) -> SyncMode {
         (**self).mode()
     }
-    fn insert(&mut self, now: Time, src: u32, dst: u32, size: u64, tag: u32) -> Result<Handle, NetError> {
+    fn insert(
+        &mut self,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+    ) -> Result<Handle, NetError> {
         (**self).insert(now, src, dst, size, tag)
     }
-    fn query(&mut self, start: Time, now: Time, src: u32, dst: u32, size: u64, handle: Handle) -> Result<Time, NetError> {
+    fn query(
+        &mut self,
+        start: Time,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        handle: Handle,
+    ) -> Result<Time, NetError> {
         (**self).query(start, now, src, dst, size, handle)
     }
     fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {

@@ -96,11 +96,8 @@ fn main() -> anyhow::Result<()> {
                 println!("{}", serde_json::to_string_pretty(&arr)?);
             } else {
                 for (rank, _, t, run) in &ranks {
-                    let counts: Vec<String> = t
-                        .counts()
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect();
+                    let counts: Vec<String> =
+                        t.counts().iter().map(|(k, v)| format!("{k}={v}")).collect();
                     println!("rank {rank}: run_time_us {run} calls {}", counts.join(" "));
                 }
             }
@@ -125,7 +122,10 @@ fn main() -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", sim_output.display()))?;
             let rows = compare::compare(&real, &sim, timemult).map_err(anyhow::Error::msg)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&compare::render_json(&rows))?);
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&compare::render_json(&rows))?
+                );
             } else {
                 print!("{}", compare::render_table(&rows));
             }

@@ -1,0 +1,230 @@
+//! The transport loop around [`FabricServer`] and the `ibnet serve` command.
+
+use super::{parse_quantum, FabricServer, FabricSetup, ServerConfig, ServerError, SetupArgs, Step};
+use ipc_proto::{Channel, ProtoError, Protocol};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `ibnet serve`: the fabric side of a co-simulation over POSIX message
+/// queues (cosim-protocol.md). Creates the session's objects, waits for the
+/// scheduler, serves until Finish, prints its statistics and exits 0.
+#[derive(clap::Args, Clone, Debug)]
+#[command(after_help = "Exit codes: 0 after Finish; 1 protocol violation, deadlock, fabric error or \
+the scheduler failed/died; 2 bad options or input files.\n\n\
+Example (what scripts/cosim runs):\n  ibnet serve --key cosim-42 --protocol notify --topology H8_S6 &\n  \
+loggopsim -f app.goal -L 0 -o 0 -g 0 -G 0 -O 0 --network ipc --protocol notify --key cosim-42")]
+pub struct ServeArgs {
+    /// Session key: the IPC objects are /<KEY>.ins, /<KEY>.qry, ... and /<KEY>.ctl.
+    #[arg(long)]
+    pub key: String,
+    /// Synchronisation protocol: query (polling) or notify.
+    #[arg(long, default_value = "notify")]
+    pub protocol: Protocol,
+    /// Query protocol: precision q of "not yet" replies (1ns, 100ps, 1ps, ...).
+    /// Must equal the scheduler's --quantum (it checks the replies).
+    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = parse_quantum)]
+    pub quantum: ipc_proto::Time,
+    /// Query protocol: answer a message's first query with
+    /// max(t'+q, t_insert + F * zero-load latency).
+    #[arg(long, value_name = "F")]
+    pub estimate: Option<f64>,
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// Write every insert (handle time_ps src_rank dst_rank bytes) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log_inserts: Option<PathBuf>,
+    /// Write every arrival (handle time_ps) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log_arrivals: Option<PathBuf>,
+    /// Print the statistics as JSON (server counters and the fabric report).
+    #[arg(long)]
+    pub json: bool,
+    /// Write the statistics to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Progress line on stderr.
+    #[arg(long)]
+    pub progress: bool,
+    /// How long to wait for a scheduler to attach, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub attach_timeout: f64,
+}
+
+/// Why `serve_channel` ended without Finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Server(#[from] ServerError),
+    #[error("transport: {0}")]
+    Transport(#[from] ProtoError),
+}
+
+/// Serve one session on a connected channel until Finish. On a server error
+/// the Error record is sent to the scheduler before returning.
+pub fn serve_channel(ch: &mut Channel, server: &mut FabricServer, progress: Option<&indicatif::ProgressBar>) -> Result<(), ServeError> {
+    let mut out = Vec::with_capacity(64);
+    let mut n: u64 = 0;
+    loop {
+        let rec = ch.recv()?;
+        match server.handle(rec, &mut out) {
+            Ok(step) => {
+                for r in out.drain(..) {
+                    ch.send(r)?;
+                }
+                if step == Step::Finished {
+                    ch.flush()?;
+                    return Ok(());
+                }
+            }
+            Err(e) => {
+                if !matches!(e, ServerError::Peer { .. }) {
+                    let _ = ch.send(e.to_record());
+                    let _ = ch.flush();
+                }
+                return Err(e.into());
+            }
+        }
+        n += 1;
+        if let Some(b) = progress {
+            if n % 4096 == 0 {
+                let f = server.fabric();
+                b.set_message(format!(
+                    "fabric time {} ps, {} events, {} messages in flight, {} records",
+                    f.now().0,
+                    f.events_processed(),
+                    f.in_flight(),
+                    n
+                ));
+                b.tick();
+            }
+        }
+    }
+}
+
+/// A spinner line on stderr, when asked (scripts/cosim asks the scheduler
+/// only, so two spinners never share one terminal line).
+pub fn progress_bar(asked: bool) -> Option<indicatif::ProgressBar> {
+    asked.then(|| {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        b.set_style(indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap());
+        b
+    })
+}
+
+fn open_log(p: &PathBuf) -> anyhow::Result<Box<dyn Write + Send>> {
+    let f = std::fs::File::create(p).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", p.display()))?;
+    Ok(Box::new(std::io::BufWriter::new(f)))
+}
+
+/// Write the statistics (text or JSON) to `report` or stdout.
+pub fn write_summary(server: &FabricServer, json: bool, report: Option<&PathBuf>) -> anyhow::Result<()> {
+    let text = if json {
+        serde_json::to_string_pretty(&server.summary_json())? + "\n"
+    } else {
+        server.summary()
+    };
+    match report {
+        Some(p) => std::fs::write(p, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        None => {
+            let mut so = std::io::stdout().lock();
+            so.write_all(text.as_bytes())?;
+            so.flush()?;
+        }
+    }
+    Ok(())
+}
+
+/// Build the server for a session from the common settings.
+pub fn build_server(
+    setup: &SetupArgs,
+    protocol: Protocol,
+    quantum: ipc_proto::Time,
+    estimate: Option<f64>,
+    log_inserts: Option<&PathBuf>,
+    log_arrivals: Option<&PathBuf>,
+) -> anyhow::Result<FabricServer> {
+    let s = FabricSetup::build(setup).map_err(anyhow::Error::msg)?;
+    let cfg = ServerConfig { protocol, quantum, estimate, rank_hcas: s.rank_hcas };
+    let mut server = FabricServer::new(s.fabric, cfg)?;
+    if let Some(p) = log_inserts {
+        server.set_insert_log(open_log(p)?)?;
+    }
+    if let Some(p) = log_arrivals {
+        server.set_arrival_log(open_log(p)?)?;
+    }
+    Ok(server)
+}
+
+/// `ibnet serve`: returns the process exit code (errors are printed).
+pub fn run_serve(a: &ServeArgs) -> i32 {
+    let mut server = match build_server(&a.setup, a.protocol, a.quantum, a.estimate, a.log_inserts.as_ref(), a.log_arrivals.as_ref()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ibnet serve: error: {e:#}");
+            return 2;
+        }
+    };
+    let endpoints = server.config().rank_hcas.len() as u32;
+    let session = match ipc_proto::create_fabric(&a.key, a.protocol, endpoints) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ibnet serve: error: cannot create session {}: {e}", a.key);
+            return 1;
+        }
+    };
+    if let Err(e) = session.wait_for_scheduler(Duration::from_secs_f64(a.attach_timeout.max(0.0))) {
+        eprintln!("ibnet serve: error: {e}");
+        return 1;
+    }
+    let mut ch = match session.connect() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ibnet serve: error: {e}");
+            return 1;
+        }
+    };
+    let bar = progress_bar(a.progress);
+    let r = serve_channel(&mut ch, &mut server, bar.as_ref());
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    // Drop the channel (unlinks the session's objects) before printing.
+    drop(ch);
+    match r {
+        Ok(()) => match write_summary(&server, a.json, a.report.as_ref()) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("ibnet serve: error: {e:#}");
+                1
+            }
+        },
+        Err(e) => {
+            eprintln!("ibnet serve: error: {e}");
+            if let ServeError::Server(ServerError::Deadlock { handles, .. }) = &e {
+                if !handles.is_empty() {
+                    eprintln!("ibnet serve: messages in flight (scheduler handles): {handles:?}");
+                }
+            }
+            1
+        }
+    }
+}
+
+/// Stand-alone parser for `ibnet serve ...` (used by the binary's
+/// dispatcher; the subcommand form is `Serve(ServeArgs)` -> [`run_serve`]).
+#[derive(clap::Parser, Debug)]
+#[command(name = "ibnet serve", bin_name = "ibnet serve", about = "Serve a co-simulation: the fabric side of cosim-protocol.md over POSIX message queues")]
+pub struct ServeCli {
+    #[command(flatten)]
+    pub args: ServeArgs,
+}
+
+/// `ibnet serve ARGS...`: parse `std::env::args()` after the subcommand
+/// word, run, exit with the code of [`run_serve`].
+pub fn main_serve() -> ! {
+    use clap::Parser;
+    let cli = ServeCli::parse_from(std::env::args().skip(1));
+    std::process::exit(run_serve(&cli.args))
+}

@@ -1,0 +1,141 @@
+//! Counters of the co-simulation server and the statistics printed at
+//! Finish (text, or JSON with the fabric's full report).
+
+use super::FabricServer;
+use ipc_proto::Protocol;
+use serde::Serialize;
+
+/// Protocol counters of one session.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ServerStats {
+    pub inserts: u64,
+    pub queries: u64,
+    pub replies_arrived: u64,
+    pub replies_not_yet: u64,
+    /// First-query replies that used the arrival estimate (it exceeded t' + q).
+    pub estimates: u64,
+    /// Real arrivals earlier than a time the estimate had promised.
+    pub causality_errors: u64,
+    pub causality_error_ps_total: u64,
+    pub causality_error_ps_max: u64,
+    /// Sum over arrived replies of (query time - arrival time): how late the
+    /// scheduler learned of arrivals because of the quantum.
+    pub query_lateness_ps: u64,
+    pub no_more_inserts: u64,
+    pub arrival_batches: u64,
+    pub arrivals: u64,
+    pub max_in_flight: u64,
+    pub in_flight_at_finish: u64,
+    pub finish_time: Option<u64>,
+}
+
+impl ServerStats {
+    pub(crate) fn note_causality_error(&mut self, ps: u64) {
+        self.causality_errors += 1;
+        self.causality_error_ps_total += ps;
+        self.causality_error_ps_max = self.causality_error_ps_max.max(ps);
+    }
+}
+
+pub(crate) fn summary_text(s: &FabricServer) -> String {
+    let f = s.fabric();
+    let r = f.report();
+    let st = s.stats();
+    let cfg = s.config();
+    let mut out = String::new();
+    out.push_str(&format!(
+        "fabric: topology {}, {} HCAs, {} ranks mapped, protocol {}",
+        r.topology,
+        f.num_hcas(),
+        cfg.rank_hcas.len(),
+        cfg.protocol
+    ));
+    if cfg.protocol == Protocol::Query {
+        out.push_str(&format!(", quantum {} ps", cfg.quantum.0));
+        if let Some(x) = cfg.estimate {
+            out.push_str(&format!(", estimate factor {x}"));
+        }
+    }
+    out.push('\n');
+    out.push_str(&format!(
+        "fabric: end {} ps (Finish at {} ps), {} events, {} messages injected, {} completed, {} in flight\n",
+        r.now_ps,
+        st.finish_time.map(|t| t.to_string()).unwrap_or_else(|| "-".into()),
+        r.events_processed,
+        r.messages_injected,
+        r.messages_completed,
+        r.messages_in_flight
+    ));
+    match cfg.protocol {
+        Protocol::Query => out.push_str(&format!(
+            "protocol: {} inserts, {} queries ({} arrived, {} not yet, {} estimated), lateness {} ps, causality errors {} (total {} ps, max {} ps)\n",
+            st.inserts,
+            st.queries,
+            st.replies_arrived,
+            st.replies_not_yet,
+            st.estimates,
+            st.query_lateness_ps,
+            st.causality_errors,
+            st.causality_error_ps_total,
+            st.causality_error_ps_max
+        )),
+        Protocol::Notify => out.push_str(&format!(
+            "protocol: {} inserts, {} NoMoreInserts, {} arrival batches, {} arrivals\n",
+            st.inserts, st.no_more_inserts, st.arrival_batches, st.arrivals
+        )),
+    }
+    // Sinks: aggregate over the HCAs that received something.
+    let active: Vec<_> = r.sinks.iter().filter(|k| k.msg_network_latency_ps.count > 0).collect();
+    let msgs: u64 = active.iter().map(|k| k.msg_network_latency_ps.count).sum();
+    if msgs > 0 {
+        let sum: f64 = active.iter().map(|k| k.msg_network_latency_ps.mean * k.msg_network_latency_ps.count as f64).sum();
+        let min = active.iter().map(|k| k.msg_network_latency_ps.min).min().unwrap_or(0);
+        let max = active.iter().map(|k| k.msg_network_latency_ps.max).max().unwrap_or(0);
+        let last = r.sinks.iter().map(|k| k.time_last_packet_consumed_ps).max().unwrap_or(0);
+        out.push_str(&format!(
+            "sinks: {} HCAs received {} messages (after stat start); network latency mean {:.1} ps, min {} ps, max {} ps; last packet consumed at {} ps\n",
+            active.len(),
+            msgs,
+            sum / msgs as f64,
+            min,
+            max,
+            last
+        ));
+    } else {
+        out.push_str(&format!(
+            "sinks: {} flits consumed (no message counted after the statistics start)\n",
+            r.flits_consumed
+        ));
+    }
+    // Obufs: the busiest links.
+    let mut obufs: Vec<_> = r.obufs.iter().filter(|o| o.data_flits_sent > 0).collect();
+    obufs.sort_by(|a, b| b.busy_ps.cmp(&a.busy_ps).then(a.node.cmp(&b.node)).then(a.port.cmp(&b.port)));
+    let total_flits: u64 = r.obufs.iter().map(|o| o.data_flits_sent).sum();
+    out.push_str(&format!("obufs: {} ports sent {} data flits", obufs.len(), total_flits));
+    if let Some(o) = obufs.first() {
+        out.push_str(&format!(
+            "; busiest {}[{}] -> {}: {} flits, busy {} ps, utilisation {:.4}, max queue {}",
+            o.node,
+            o.port,
+            o.peer.as_deref().unwrap_or("-"),
+            o.data_flits_sent,
+            o.busy_ps,
+            o.utilisation,
+            o.queue_depth.max
+        ));
+    }
+    out.push('\n');
+    out
+}
+
+pub(crate) fn summary_json(s: &FabricServer) -> serde_json::Value {
+    let cfg = s.config();
+    serde_json::json!({
+        "protocol": cfg.protocol.name(),
+        "quantum_ps": cfg.quantum.0,
+        "estimate": cfg.estimate,
+        "ranks": cfg.rank_hcas.len(),
+        "server": s.stats(),
+        "fabric": s.fabric().report(),
+    })
+}

@@ -1,0 +1,404 @@
+//! Co-simulation backends: the engine's network is the flit-level fabric
+//! (`ibnet`), reached through an ipc-proto [`Channel`] (cosim-protocol.md).
+//!
+//! One type, [`CosimNetwork`], serves both protocols and both transports
+//! (POSIX message queues to an `ibnet serve` process, or an in-process
+//! channel to a fabric thread, see [`super::inproc`]):
+//!
+//! - query (SyncMode::Poll): `insert` sends Insert; `query` sends
+//!   Query{handle, t', inserts_sent} and blocks for the Reply, whose time is
+//!   returned unchanged: the arrival time (<= t') or the next time to ask
+//!   (t' + q, or the fabric's estimate). The engine re-inserts the message
+//!   event there; its rules do not change.
+//! - notify (SyncMode::Notify): `insert` sends Insert; `wait_arrivals`
+//!   sends NoMoreInserts{now} and collects one batch of Arrivals up to the
+//!   batch end.
+//! - `finish` sends Finish{t_end}.
+//!
+//! Handles are the scheduler's: 0, 1, 2, ... in insert order.
+
+use super::{Handle, NetError, Network, SyncMode};
+use ipc_proto::{Channel, ErrorCode, ProtoError, Protocol, Record, Time};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Command-line options of the co-simulation backends (`--network ipc` and
+/// `--network inproc`). Flattened into loggopsim's options.
+#[derive(clap::Args, Clone, Debug)]
+pub struct CosimArgs {
+    /// Co-simulation protocol: query (polling, engine unchanged) or notify.
+    #[arg(
+        long,
+        default_value = "notify",
+        help_heading = "Co-simulation (--network ipc|inproc)"
+    )]
+    pub protocol: Protocol,
+    /// Query protocol: precision q (1ns, 100ps, 10ps, 1ps, any value; a
+    /// bare number is ps). The fabric answers "not yet" with t' + q.
+    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = ibnet::server::parse_quantum, help_heading = "Co-simulation (--network ipc|inproc)")]
+    pub quantum: Time,
+    /// Query protocol: arrival-estimate factor F; the first query of a
+    /// message is answered max(t'+q, t_insert + F * zero-load latency).
+    #[arg(
+        long,
+        value_name = "F",
+        help_heading = "Co-simulation (--network ipc|inproc)"
+    )]
+    pub estimate: Option<f64>,
+    /// ipc: session key of the fabric (`ibnet serve --key KEY`).
+    #[arg(
+        long,
+        value_name = "KEY",
+        help_heading = "Co-simulation (--network ipc|inproc)"
+    )]
+    pub key: Option<String>,
+    /// ipc: how long to wait for the fabric to be ready, in seconds.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 30.0,
+        help_heading = "Co-simulation (--network ipc|inproc)"
+    )]
+    pub connect_timeout: f64,
+    #[command(
+        flatten,
+        next_help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+    )]
+    pub fabric: ibnet::server::SetupArgs,
+    /// inproc: write the fabric's statistics to FILE (default: stderr).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+    )]
+    pub fabric_report: Option<PathBuf>,
+    /// inproc: the fabric's statistics as JSON.
+    #[arg(
+        long,
+        help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+    )]
+    pub fabric_json: bool,
+    /// inproc: write the fabric's insert log (handle time_ps src dst bytes).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+    )]
+    pub log_inserts: Option<PathBuf>,
+    /// inproc: write the fabric's arrival log (handle time_ps).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+    )]
+    pub log_arrivals: Option<PathBuf>,
+}
+
+/// Run at `finish` (the in-process backend joins its fabric thread there)
+/// and returns extra counters for the report.
+pub type FinishHook = Box<dyn FnOnce() -> Result<Vec<(String, u64)>, NetError> + Send>;
+
+/// Counters of the scheduler's side.
+#[derive(Clone, Copy, Debug, Default)]
+struct Counters {
+    inserts: u64,
+    queries: u64,
+    not_yet: u64,
+    waits: u64,
+    arrivals: u64,
+}
+
+/// The co-simulation backend.
+pub struct CosimNetwork {
+    ch: Channel,
+    protocol: Protocol,
+    quantum: Time,
+    estimate: bool,
+    name: String,
+    next_handle: u64,
+    c: Counters,
+    batch: Vec<(Handle, Time)>,
+    on_finish: Option<FinishHook>,
+    extra_stats: Vec<(String, u64)>,
+    /// Finish was sent, or the peer already failed: nothing to tell it on drop.
+    done: bool,
+}
+
+fn transport(e: ProtoError) -> NetError {
+    match e {
+        ProtoError::Violation(m) => NetError::Protocol(m),
+        e => NetError::Transport(e.to_string()),
+    }
+}
+
+impl CosimNetwork {
+    /// Wrap a connected scheduler channel.
+    pub fn new(
+        ch: Channel,
+        quantum: Time,
+        estimate: bool,
+        name: String,
+        on_finish: Option<FinishHook>,
+    ) -> CosimNetwork {
+        CosimNetwork {
+            protocol: ch.protocol(),
+            ch,
+            quantum,
+            estimate,
+            name,
+            next_handle: 0,
+            c: Counters::default(),
+            batch: Vec::new(),
+            on_finish,
+            extra_stats: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// `--network ipc`: attach to the fabric's session `args.key` (bounded
+    /// wait), check protocol and endpoint count against the schedule.
+    pub fn connect_ipc(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
+        let key = args.key.as_deref().ok_or(
+            "--network ipc needs --key KEY (the session key given to `ibnet serve --key`)",
+        )?;
+        let timeout = Duration::from_secs_f64(args.connect_timeout.max(0.0));
+        let session = ipc_proto::open_scheduler(key, timeout)
+            .map_err(|e| format!("cannot attach to the fabric: {e}"))?;
+        if session.protocol() != args.protocol {
+            return Err(format!(
+                "the fabric of session {key} serves the {} protocol, but --protocol {} was given",
+                session.protocol(),
+                args.protocol
+            ));
+        }
+        if session.endpoints() < num_ranks {
+            return Err(format!(
+                "the schedule has {num_ranks} ranks but the fabric of session {key} maps only {} ranks to HCAs (use a larger topology or a --map file)",
+                session.endpoints()
+            ));
+        }
+        let ch = session
+            .connect()
+            .map_err(|e| format!("cannot connect to the fabric: {e}"))?;
+        Ok(CosimNetwork::new(
+            ch,
+            args.quantum,
+            args.estimate.is_some(),
+            format!("ibnet/{} over mq", args.protocol),
+            None,
+        ))
+    }
+
+    fn fresh_handle(&mut self) -> Handle {
+        let h = self.next_handle;
+        self.next_handle += 1;
+        h
+    }
+
+    /// The fabric sent an Error record: turn it into the engine's error.
+    fn peer_error(&mut self, rec: &Record) -> NetError {
+        self.done = true;
+        let (code, detail) = match rec {
+            Record::Error { code, .. } => (*code, rec.error_detail().unwrap_or_default()),
+            _ => unreachable!(),
+        };
+        match ErrorCode::from_u32(code) {
+            ErrorCode::Deadlock => NetError::Deadlock {
+                handles: parse_stuck(&detail),
+                detail: format!("the fabric reports a deadlock of the simulated system ({detail}); see the fabric's message for all handles"),
+            },
+            ErrorCode::Violation => NetError::Protocol(format!("the fabric reports: {detail}")),
+            ErrorCode::Config => NetError::Protocol(format!("the fabric rejects the run (configuration): {detail}")),
+            c => NetError::Transport(format!("the fabric failed (code {}): {detail}", c.as_u32())),
+        }
+    }
+
+    fn recv(&mut self) -> Result<Record, NetError> {
+        match self.ch.recv() {
+            Ok(r @ Record::Error { .. }) => Err(self.peer_error(&r)),
+            Ok(r) => Ok(r),
+            Err(e) => {
+                self.done = true;
+                Err(transport(e))
+            }
+        }
+    }
+
+    fn send(&mut self, r: Record) -> Result<(), NetError> {
+        self.ch.send(r).map_err(|e| {
+            self.done = true;
+            transport(e)
+        })
+    }
+}
+
+/// Handles from an Error detail "N stuck: a,b,c,..." (best effort).
+fn parse_stuck(detail: &str) -> Vec<Handle> {
+    detail
+        .split_once("stuck:")
+        .map(|(_, l)| l.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+impl Network for CosimNetwork {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn mode(&self) -> SyncMode {
+        match self.protocol {
+            Protocol::Query => SyncMode::Poll,
+            Protocol::Notify => SyncMode::Notify,
+        }
+    }
+
+    fn insert(
+        &mut self,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+    ) -> Result<Handle, NetError> {
+        let handle = self.fresh_handle();
+        self.send(Record::Insert {
+            handle,
+            time: now,
+            src,
+            dst,
+            size,
+            tag,
+        })?;
+        self.c.inserts += 1;
+        Ok(handle)
+    }
+
+    fn query(
+        &mut self,
+        _start: Time,
+        now: Time,
+        _src: u32,
+        _dst: u32,
+        _size: u64,
+        handle: Handle,
+    ) -> Result<Time, NetError> {
+        if self.protocol != Protocol::Query {
+            return Err(NetError::Unsupported("query in the notify protocol".into()));
+        }
+        let inserts_sent = self.ch.inserts_sent();
+        self.send(Record::Query {
+            handle,
+            time: now,
+            inserts_sent,
+        })?;
+        self.c.queries += 1;
+        match self.recv()? {
+            Record::Reply {
+                handle: h,
+                time,
+                arrived,
+            } if h == handle => {
+                if arrived {
+                    if time > now {
+                        return Err(NetError::Protocol(format!(
+                            "Reply for {handle}: arrived at {} ps, after the query time {} ps",
+                            time.0, now.0
+                        )));
+                    }
+                } else {
+                    self.c.not_yet += 1;
+                    let expect = Time(now.0.saturating_add(self.quantum.0));
+                    // Without the estimate every "not yet" is exactly t'+q:
+                    // this catches a fabric started with another --quantum.
+                    if (!self.estimate && time != expect) || time < expect {
+                        return Err(NetError::Protocol(format!(
+                            "Reply for {handle} at {} ps: next query at {} ps, expected {} ps (t' + q with q = {} ps); do the scheduler's and the fabric's --quantum/--estimate agree?",
+                            now.0, time.0, expect.0, self.quantum.0
+                        )));
+                    }
+                }
+                Ok(time)
+            }
+            other => Err(NetError::Protocol(format!(
+                "expected the Reply for handle {handle}, got {other:?}"
+            ))),
+        }
+    }
+
+    fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
+        if self.protocol != Protocol::Notify {
+            return Err(NetError::Unsupported(
+                "wait_arrivals in the query protocol".into(),
+            ));
+        }
+        self.send(Record::NoMoreInserts { time: now })?;
+        self.c.waits += 1;
+        self.batch.clear();
+        loop {
+            match self.recv()? {
+                Record::Arrival { handle, time } => self.batch.push((handle, time)),
+                Record::ArrivalBatchEnd { time, .. } => {
+                    if let Some((h, t)) = self.batch.iter().find(|(_, t)| *t != time) {
+                        return Err(NetError::Protocol(format!(
+                            "Arrival {h} at {} ps inside a batch ending at {} ps",
+                            t.0, time.0
+                        )));
+                    }
+                    self.c.arrivals += self.batch.len() as u64;
+                    return Ok(std::mem::take(&mut self.batch));
+                }
+                other => {
+                    return Err(NetError::Protocol(format!(
+                        "expected Arrival or ArrivalBatchEnd, got {other:?}"
+                    )))
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, end: Time) -> Result<(), NetError> {
+        self.send(Record::Finish { time: end })?;
+        self.ch.flush().map_err(transport)?;
+        self.done = true;
+        if let Some(hook) = self.on_finish.take() {
+            self.extra_stats = hook()?;
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        let mut v = vec![("inserts".to_string(), self.c.inserts)];
+        match self.protocol {
+            Protocol::Query => {
+                v.push(("queries".into(), self.c.queries));
+                v.push(("replies_not_yet".into(), self.c.not_yet));
+                v.push(("quantum_ps".into(), self.quantum.0));
+            }
+            Protocol::Notify => {
+                v.push(("no_more_inserts".into(), self.c.waits));
+                v.push(("arrivals".into(), self.c.arrivals));
+            }
+        }
+        let cs = self.ch.stats();
+        v.push(("records_sent".into(), cs.records_sent));
+        v.push(("messages_sent".into(), cs.messages_sent));
+        v.push(("records_received".into(), cs.records_received));
+        v.extend(self.extra_stats.iter().cloned());
+        v
+    }
+}
+
+impl Drop for CosimNetwork {
+    /// The run ended without Finish (engine error, unmatched operations
+    /// detected early, ...): tell the fabric, so it stops at once instead
+    /// of noticing our death a second later.
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.ch.send(Record::error(
+                ErrorCode::Abort,
+                "the scheduler stopped before Finish",
+            ));
+            let _ = self.ch.flush();
+        }
+    }
+}

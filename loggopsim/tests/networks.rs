@@ -1,0 +1,279 @@
+//! The Network trait from the engine's side: notify mode with a fake
+//! network replaying LogGP timing, a poll network that answers "later",
+//! and error propagation.
+
+use loggopsim::engine::{Params, Report, Sim, SimError};
+use loggopsim::goal::parse_str;
+use loggopsim::network::{Handle, LogGp, NetError, Network, SyncMode};
+use loggopsim::Time;
+use std::collections::BTreeSet;
+
+/// Notify-mode network whose arrivals are LogGP's: start + o + L.
+struct FakeNotify {
+    o: u64,
+    l: u64,
+    next: Handle,
+    pending: BTreeSet<(u64, Handle)>,
+    waits: u64,
+}
+
+impl FakeNotify {
+    fn new(p: &Params) -> Self {
+        FakeNotify {
+            o: p.o,
+            l: p.l,
+            next: 100,
+            pending: BTreeSet::new(),
+            waits: 0,
+        }
+    }
+}
+
+impl Network for FakeNotify {
+    fn name(&self) -> &str {
+        "FakeNotify"
+    }
+    fn mode(&self) -> SyncMode {
+        SyncMode::Notify
+    }
+    fn insert(
+        &mut self,
+        now: Time,
+        _src: u32,
+        _dst: u32,
+        _size: u64,
+        _tag: u32,
+    ) -> Result<Handle, NetError> {
+        self.next += 7; // handles need not be dense
+        self.pending.insert((now.0 + self.o + self.l, self.next));
+        Ok(self.next)
+    }
+    fn query(
+        &mut self,
+        _: Time,
+        _: Time,
+        _: u32,
+        _: u32,
+        _: u64,
+        _: Handle,
+    ) -> Result<Time, NetError> {
+        Err(NetError::Unsupported("query in notify mode".into()))
+    }
+    fn wait_arrivals(&mut self, _now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
+        self.waits += 1;
+        let Some(&(t, _)) = self.pending.iter().next() else {
+            return Err(NetError::Deadlock {
+                handles: vec![],
+                detail: "nothing in flight".into(),
+            });
+        };
+        let batch: Vec<_> = self
+            .pending
+            .iter()
+            .take_while(|x| x.0 == t)
+            .map(|&(t, h)| (h, Time(t)))
+            .collect();
+        for (h, _) in &batch {
+            self.pending.remove(&(t, *h));
+        }
+        Ok(batch)
+    }
+}
+
+/// Poll network that, at the first query of each message, promises an
+/// arrival `extra` later than LogGP's (start + o + L + extra).
+struct LatePoll {
+    o: u64,
+    l: u64,
+    extra: u64,
+    queries: u64,
+    finished_at: Option<u64>,
+}
+
+impl Network for LatePoll {
+    fn name(&self) -> &str {
+        "LatePoll"
+    }
+    fn insert(&mut self, _: Time, _: u32, _: u32, _: u64, _: u32) -> Result<Handle, NetError> {
+        Ok(0)
+    }
+    fn query(
+        &mut self,
+        start: Time,
+        _now: Time,
+        _: u32,
+        _: u32,
+        _: u64,
+        _: Handle,
+    ) -> Result<Time, NetError> {
+        self.queries += 1;
+        Ok(Time(start.0 + self.o + self.l + self.extra))
+    }
+    fn finish(&mut self, end: Time) -> Result<(), NetError> {
+        self.finished_at = Some(end.0);
+        Ok(())
+    }
+    fn stats(&self) -> Vec<(String, u64)> {
+        vec![("queries".into(), self.queries)]
+    }
+}
+
+const WORKED: &str = "num_ranks 2\nrank 0 {\nl1: calc 100\nl2: send 10b to 1\nl3: recv 10b from 1\nl2 requires l1\n}\nrank 1 {\nl1: calc 100\nl2: send 10b to 0\nl3: recv 10b from 0\nl2 requires l1\n}\n";
+
+fn loggp(text: &str) -> Report {
+    let mut s = Sim::new(
+        parse_str("x", text).unwrap(),
+        Params::default(),
+        LogGp::new(),
+    )
+    .unwrap();
+    s.run().unwrap();
+    s.report()
+}
+
+fn notify(text: &str) -> (Report, u64) {
+    let p = Params::default();
+    let mut s = Sim::new(parse_str("x", text).unwrap(), p, FakeNotify::new(&p)).unwrap();
+    s.run().unwrap();
+    (s.report(), s.network().waits)
+}
+
+fn thesis(path: &str) -> String {
+    std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/data/thesis")
+            .join(path),
+    )
+    .unwrap()
+}
+
+#[test]
+fn notify_mode_equals_loggp_on_worked_example_and_thesis_schedules() {
+    for text in [
+        WORKED.to_string(),
+        thesis("ltest/ltest.goal"),
+        thesis("ringtest/ringtest_durations.goal"),
+    ] {
+        let a = loggp(&text);
+        let (b, waits) = notify(&text);
+        assert!(a.ok() && b.ok());
+        assert_eq!(a.finish_times, b.finish_times);
+        assert_eq!(a.events, b.events);
+        assert!(waits > 0);
+    }
+    let (w, waits) = notify(WORKED);
+    assert_eq!(w.finish_times, vec![5654, 5654]);
+    assert_eq!(waits, 1, "both messages arrive at 4100, one batch");
+}
+
+#[test]
+fn notify_mode_equals_loggp_on_a_chain_of_exchanges() {
+    // each rank only waits for messages (nothing runs ahead of an arrival)
+    let mut t = String::from("num_ranks 4\n");
+    for me in 0..4 {
+        t += &format!("rank {me} {{\n");
+        let mut prev = None;
+        for (k, dist) in [1, 2].iter().enumerate() {
+            let s = 2 * k + 1;
+            t += &format!("l{s}: send 100b to {} tag {k}\n", (me + dist) % 4);
+            if let Some(p) = prev {
+                t += &format!("l{s} requires l{p}\n");
+            }
+            t += &format!(
+                "l{}: recv 100b from {} tag {k}\n",
+                s + 1,
+                (me + 4 - dist) % 4
+            );
+            prev = Some(s + 1);
+        }
+        t += "}\n";
+    }
+    let a = loggp(&t);
+    let (b, _) = notify(&t);
+    assert!(a.ok() && b.ok());
+    assert_eq!(a.finish_times, b.finish_times);
+}
+
+#[test]
+fn notify_deadlock_error_fails_the_run() {
+    struct NeverArrives;
+    impl Network for NeverArrives {
+        fn name(&self) -> &str {
+            "never"
+        }
+        fn mode(&self) -> SyncMode {
+            SyncMode::Notify
+        }
+        fn insert(&mut self, _: Time, _: u32, _: u32, _: u64, _: u32) -> Result<Handle, NetError> {
+            Ok(1)
+        }
+        fn query(
+            &mut self,
+            _: Time,
+            _: Time,
+            _: u32,
+            _: u32,
+            _: u64,
+            _: Handle,
+        ) -> Result<Time, NetError> {
+            unreachable!()
+        }
+        fn wait_arrivals(&mut self, _now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
+            Err(NetError::Deadlock {
+                handles: vec![1],
+                detail: "event queue drained".into(),
+            })
+        }
+    }
+    let mut s = Sim::new(
+        parse_str("x", WORKED).unwrap(),
+        Params::default(),
+        NeverArrives,
+    )
+    .unwrap();
+    let e = s.run().unwrap_err();
+    assert!(
+        matches!(e, SimError::Net(NetError::Deadlock { ref handles, .. }) if handles == &vec![1]),
+        "{e}"
+    );
+    assert!(e.to_string().contains("deadlock"));
+}
+
+#[test]
+fn poll_network_later_arrival_reinserts_the_message() {
+    // LogGP would take the messages in at 4100; the network says 4100+1000.
+    // The event is re-inserted at 5100 and queried again (then it is there):
+    // receivers end at 5100 + 1500 + 54 = 6654; 2 queries per message.
+    let net = LatePoll {
+        o: 1500,
+        l: 2500,
+        extra: 1000,
+        queries: 0,
+        finished_at: None,
+    };
+    let mut s = Sim::new(parse_str("x", WORKED).unwrap(), Params::default(), net).unwrap();
+    s.run().unwrap();
+    let r = s.report();
+    assert_eq!(r.finish_times, vec![6654, 6654]);
+    assert_eq!(s.network().queries, 4);
+    assert_eq!(s.network().finished_at, Some(5100));
+    assert_eq!(r.events, 8, "re-insertions are not events");
+    assert_eq!(r.network_stats, vec![("queries".to_string(), 4)]);
+}
+
+#[test]
+fn step_api_reports_event_times_in_order() {
+    let mut s = Sim::new(
+        parse_str("x", WORKED).unwrap(),
+        Params::default(),
+        LogGp::new(),
+    )
+    .unwrap();
+    let mut times = vec![];
+    while let Some(t) = s.step().unwrap() {
+        times.push(t.0);
+    }
+    assert_eq!(times, vec![0, 0, 0, 0, 100, 100, 4100, 4100]);
+    assert!(s.is_done());
+    assert_eq!(s.step().unwrap(), None);
+}

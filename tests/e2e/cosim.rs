@@ -1,0 +1,446 @@
+//! Co-simulation end to end: `scripts/cosim` driving `ibnet serve` and
+//! `loggopsim --network ipc|inproc` (and the in-process backend), the
+//! fixed-latency test peer, and the failure paths (killed sides, unmatched
+//! receives, too many ranks).
+//!
+//! Query at 1 ps runs with the arrival estimate F = 1: the zero-load
+//! latency is a lower bound of every arrival, so the first reply never
+//! promises too much and the result is exact, while a plain 1 ps poll of a
+//! 400 kB message would need 2e8 round trips.
+
+use crate::util::{bin, repo_root, shared_dir};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+fn bin_dir() -> PathBuf {
+    bin("loggopsim").parent().unwrap().to_path_buf()
+}
+
+fn cosim_script() -> PathBuf {
+    repo_root().join("scripts").join("cosim")
+}
+
+fn ltest() -> PathBuf {
+    shared_dir().join("data/thesis/ltest/ltest.goal")
+}
+
+/// A session key no other test (or run) uses.
+fn fresh_key() -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("e2e-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+}
+
+/// `scripts/cosim ARGS` with the test build's binaries; panics after `limit`.
+fn cosim_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new("bash");
+    c.arg(cosim_script()).args(args).env("IBCOSIM_BIN_DIR", bin_dir());
+    c
+}
+
+fn run_limited(mut c: Command, limit: Duration) -> Output {
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = c.spawn().expect("spawn");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(o) => o.expect("wait"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("{c:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Run scripts/cosim with --json; return (scheduler JSON, fabric JSON).
+fn cosim_json(args: &[&str]) -> (Value, Value) {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("--json");
+    let o = run_limited(cosim_cmd(&all), Duration::from_secs(120));
+    assert!(o.status.success(), "cosim {args:?} failed: {}\n{}", text(&o.stderr), text(&o.stdout));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("cosim {args:?}: bad JSON ({e}): {}", text(&o.stdout)));
+    (v["scheduler"].clone(), v["fabric"].clone())
+}
+
+fn finish_times(sched: &Value) -> Vec<u64> {
+    sched["finish_times"].as_array().expect("finish_times").iter().map(|x| x.as_u64().unwrap()).collect()
+}
+
+/// The four protocol/transport combinations; query is exact at 1 ps with F = 1.
+const MODES: &[(&str, &[&str])] = &[
+    ("notify/ipc", &["--protocol", "notify", "--transport", "ipc"]),
+    ("notify/inproc", &["--protocol", "notify", "--transport", "inproc"]),
+    ("query1ps/ipc", &["--protocol", "query", "--quantum", "1ps", "--estimate", "1", "--transport", "ipc"]),
+    ("query1ps/inproc", &["--protocol", "query", "--quantum", "1ps", "--estimate", "1", "--transport", "inproc"]),
+];
+
+/// Per-rank finish times of every mode; all must be identical.
+fn all_modes_agree(base: &[&str]) -> Vec<u64> {
+    let mut first: Option<(String, Vec<u64>)> = None;
+    for (name, m) in MODES {
+        let key = fresh_key();
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(m);
+        args.extend_from_slice(&["--key", &key]);
+        let (s, f) = cosim_json(&args);
+        let t = finish_times(&s);
+        assert!(t.iter().any(|&x| x > 0), "{name}: all finish times are 0");
+        assert_eq!(f["fabric"]["messages_in_flight"], 0, "{name}: messages left in the fabric");
+        assert_eq!(f["server"]["causality_errors"], 0, "{name}: causality errors with F = 1");
+        match &first {
+            None => first = Some((name.to_string(), t)),
+            Some((n0, t0)) => assert_eq!(&t, t0, "{base:?}: {name} differs from {n0}"),
+        }
+    }
+    first.unwrap().1
+}
+
+fn gen(pattern: &str, ranks: u32, bytes: u64, dir: &Path) -> PathBuf {
+    let out = dir.join(format!("{pattern}-{ranks}-{bytes}.goal"));
+    let o = crate::util::run(Command::new(bin("loggopsim")).args(["gen", pattern, "-s", &ranks.to_string(), "-d", &bytes.to_string(), "-o"]).arg(&out));
+    assert!(o.status.success(), "gen {pattern}: {}", text(&o.stderr));
+    out
+}
+
+fn write_goal(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+#[test]
+fn ltest_identical_in_every_mode() {
+    let g = ltest();
+    let t = all_modes_agree(&["-f", g.to_str().unwrap(), "-t", "H8_S6"]);
+    assert_eq!(t.len(), 2);
+    // rank 1 ends with the last receive: it finishes after rank 0.
+    assert!(t[1] > t[0], "{t:?}");
+}
+
+#[test]
+fn dissemination_identical_in_every_mode_on_h8_topologies() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("dissemination", 8, 180, dir.path());
+    let mut per_topo = Vec::new();
+    for topo in ["H8_S1", "H8_S2", "H8_S4", "H8_S6"] {
+        per_topo.push(all_modes_agree(&["-f", g.to_str().unwrap(), "-t", topo]));
+    }
+    // More switches on the paths: never faster than the single switch.
+    let max = |v: &Vec<u64>| *v.iter().max().unwrap();
+    assert!(per_topo.iter().all(|t| max(t) >= max(&per_topo[0])), "{per_topo:?}");
+}
+
+/// 64 ranks on a 64-HCA fat tree (8 leaves of 16-port switches): a gather
+/// with any-source receives, a broadcast, and a ring with any-source
+/// receives.
+fn any_source_goal(n: usize) -> String {
+    let mut s = format!("num_ranks {n}\n\n");
+    for r in 0..n {
+        s.push_str(&format!("rank {r} {{\n"));
+        if r == 0 {
+            for i in 1..n {
+                s.push_str(&format!("g{i}: recv 180b from -1 tag 1\n"));
+            }
+            s.push_str("j: calc 0\n");
+            for i in 1..n {
+                s.push_str(&format!("j requires g{i}\n"));
+            }
+            for i in 1..n {
+                s.push_str(&format!("bc{i}: send 180b to {i} tag 2\nbc{i} requires j\n"));
+            }
+            s.push_str("tx: send 180b to 1 tag 3\ntx requires j\nrx: recv 180b from -1 tag 3\n");
+        } else {
+            s.push_str(&format!(
+                "g: send 180b to 0 tag 1\nbc: recv 180b from 0 tag 2\ntx: send 180b to {} tag 3\ntx requires bc\nrx: recv 180b from -1 tag 3\n",
+                (r + 1) % n
+            ));
+        }
+        s.push_str("}\n\n");
+    }
+    s
+}
+
+#[test]
+fn any_source_64_ranks_identical_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write_goal(dir.path(), "anysrc64.goal", &any_source_goal(64));
+    let t = all_modes_agree(&["-f", g.to_str().unwrap(), "-t", "fattree:16:8"]);
+    assert_eq!(t.len(), 64);
+}
+
+#[test]
+fn query_at_1ns_stays_within_quantum_times_critical_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("dissemination", 8, 180, dir.path());
+    let gs = g.to_str().unwrap();
+    let (s, _) = cosim_json(&["-f", gs, "-t", "H8_S6", "--key", &fresh_key()]);
+    let exact = finish_times(&s);
+    for transport in ["ipc", "inproc"] {
+        let (q, f) = cosim_json(&["-f", gs, "-t", "H8_S6", "-p", "query", "-q", "1ns", "--transport", transport, "--key", &fresh_key()]);
+        let t = finish_times(&q);
+        // 3 rounds: 3 messages on every critical path, each learned at most
+        // q - 1 ps late.
+        for (r, (&a, &b)) in exact.iter().zip(&t).enumerate() {
+            assert!(a.abs_diff(b) <= 3 * 1000, "rank {r}: notify {a} ps, query@1ns {b} ps");
+        }
+        assert_eq!(f["quantum_ps"], 1000);
+        assert!(f["server"]["queries"].as_u64().unwrap() > 24, "{f}");
+        assert_eq!(q["network_stats"]["quantum_ps"], 1000);
+    }
+}
+
+/// One message between two HCAs of one switch, L=o=g=G=O=0: the receiver
+/// finishes at the fabric's travel time.
+///
+/// 1 flit (44 B + 20 B header = 64 B, thesis-ddr, ibfabric.md 11 case 1
+/// and 13): injected at 0, the generator gets it at 1 ns (msg2msgGap) and
+/// pops it in 64 x 0.25 = 16 ns: it leaves H_1 at 17 ns, reaches the switch
+/// at 17 ns (first bit), ISW 50 ns, VSW 50 ns -> at H_2 at 117 ns, drained
+/// in 64 x 0.525 = 33.6 ns -> consumed at 150.6 ns = 150600 ps.
+#[test]
+fn single_message_travel_time_equals_standalone_fabric() {
+    let dir = tempfile::tempdir().unwrap();
+    for (bytes, expect) in [(44u64, 150_600u64), (2048, 1_225_800), (4312, MULTI_PACKET_PS)] {
+        let g = write_goal(
+            dir.path(),
+            &format!("one-{bytes}.goal"),
+            &format!("num_ranks 2\n\nrank 0 {{\nl1: send {bytes}b to 1 tag 0\n}}\n\nrank 1 {{\nl1: recv {bytes}b from 0 tag 0\n}}\n"),
+        );
+        for (name, m) in MODES {
+            let (s, _) = cosim_json(&[&["-f", g.to_str().unwrap(), "-t", "H8_S1", "--key", &fresh_key()], *m].concat());
+            assert_eq!(finish_times(&s), vec![0, expect], "{bytes} B, {name}");
+        }
+        // The fabric alone: same message injected at 0 on the same network.
+        let topo = ibnet::topology::builtin("H8_S1").unwrap();
+        let mut f = ibnet::Fabric::new(&topo, &ibnet::Params::thesis_ddr()).unwrap();
+        let id = f.inject(ibnet::Time(0), 0, 1, bytes).unwrap();
+        assert_eq!(f.run_until_completion(), Some((ibnet::Time(expect), vec![id])), "{bytes} B standalone");
+        assert_eq!(f.zero_load_latency(0, 1, bytes).0, expect, "{bytes} B zero-load");
+    }
+}
+
+/// 4312 B = 2 x 2156 B payload: two packets of 2176 B = 34 full flits each,
+/// over one switch (thesis-ddr, ibfabric.md 13; derivation in docs/cosim.md).
+/// Packet 0 is the single-packet case: flit k reaches H_2 at 117 + 32k ns
+/// and, the 33.6 ns drain being slower than the 32 ns wire, is consumed at
+/// 150.6 + 33.6k ns, flit 33 at 1259.4 ns. Packet 1 may start at H_1 only
+/// when the HCA obuf (36) holds at most one queued flit (flit 32 on the
+/// wire at 17 + 32 x 32 = 1041 ns); it follows flit 33 (on the wire
+/// 1073-1105 ns, plus at most a 4 ns FC packet), so its flit 34 reaches H_2
+/// by 1209 ns, before the sink's next tick at 1293 ns: the sink never
+/// idles and the last of the 68 flits is consumed at
+/// 1259.4 + 34 x 33.6 = 2401.8 ns.
+const MULTI_PACKET_PS: u64 = 2_401_800;
+
+/// A peer that answers every message with a fixed latency Lfix gives the
+/// LogGP backend's results with L = Lfix - o (the engine schedules the
+/// message event at t + o + L; the peer's arrival is t + Lfix).
+#[test]
+fn fixed_latency_peer_matches_loggp() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("dissemination", 8, 180, dir.path());
+    let peer = bin("fixed-latency-peer");
+    for (o, lfix) in [(0u64, 5000u64), (1500, 5000)] {
+        let l = lfix - o;
+        let params = |l: u64| vec!["-L".to_string(), l.to_string(), "-o".into(), o.to_string(), "-g".into(), "1000".into(), "-G".into(), "6".into(), "--json".into()];
+        let reference = crate::util::run(Command::new(bin("loggopsim")).arg("-f").arg(&g).args(params(l)));
+        assert!(reference.status.success());
+        let want = finish_times(&serde_json::from_slice(&reference.stdout).unwrap());
+        for protocol in ["notify", "query"] {
+            let key = fresh_key();
+            let mut p = Command::new(&peer)
+                .args(["--key", &key, "--protocol", protocol, "--latency", &lfix.to_string()])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut c = Command::new(bin("loggopsim"));
+            c.arg("-f").arg(&g).args(params(0)).args(["--network", "ipc", "--key", &key, "--protocol", protocol, "--estimate", "1"]);
+            let o2 = run_limited(c, Duration::from_secs(30));
+            let ps = p.wait().unwrap();
+            assert!(o2.status.success(), "{}", text(&o2.stderr));
+            assert!(ps.success());
+            let got = finish_times(&serde_json::from_slice(&o2.stdout).unwrap());
+            assert_eq!(got, want, "o={o} Lfix={lfix} {protocol}");
+        }
+    }
+}
+
+/// Direct children of `pid` (Linux /proc).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect()
+}
+
+fn comm(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_string()
+}
+
+fn session_objects_left(key: &str) -> Vec<String> {
+    let k = ipc_proto::SessionKey::new(key).unwrap();
+    k.all_object_names().into_iter().filter(|n| ipc_proto::object_exists(n).unwrap_or(true)).collect()
+}
+
+/// Start a run that lasts as long as we want (query at 1 ps without the
+/// estimate: one round trip per simulated ps of a 400 kB transfer), kill
+/// one side, and expect a prompt, clear, non-zero end without leftovers.
+fn kill_one_side(victim: &str) {
+    let key = fresh_key();
+    let g = ltest();
+    let mut c = cosim_cmd(&["-f", g.to_str().unwrap(), "-p", "query", "-q", "1ps", "--key", &key]);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let sup = child.id();
+    // Wait until both sides run and the session exists.
+    let start = Instant::now();
+    let target = loop {
+        let kids = children(sup);
+        let named: Vec<(u32, String)> = kids.iter().map(|&p| (p, comm(p))).collect();
+        let has = |n: &str| named.iter().find(|(_, c)| c == n).map(|(p, _)| *p);
+        if let (Some(f), Some(s)) = (has("ibnet"), has("loggopsim")) {
+            if session_objects_left(&key).len() == 4 {
+                break if victim == "ibnet" { f } else { s };
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "the run did not start: {named:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let killed = Instant::now();
+    assert!(Command::new("kill").args(["-KILL", &target.to_string()]).status().unwrap().success());
+    let out = run_wait(child, Duration::from_secs(10));
+    let took = killed.elapsed();
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(took < Duration::from_secs(2), "took {took:?}: {err}");
+    let side = if victim == "ibnet" { "the fabric (ibnet) failed" } else { "the scheduler (loggopsim) failed" };
+    assert!(err.contains(side) && err.contains("SIGKILL"), "{err}");
+    assert_eq!(session_objects_left(&key), Vec::<String>::new(), "IPC objects left");
+}
+
+fn run_wait(child: std::process::Child, limit: Duration) -> Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(o) => o.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("the supervisor did not end within {limit:?}");
+        }
+    }
+}
+
+#[test]
+fn killing_the_fabric_stops_the_run_cleanly() {
+    kill_one_side("ibnet");
+}
+
+#[test]
+fn killing_the_scheduler_stops_the_run_cleanly() {
+    kill_one_side("loggopsim");
+}
+
+#[test]
+fn sigterm_to_the_supervisor_stops_both_and_cleans_up() {
+    let key = fresh_key();
+    let g = ltest();
+    let mut c = cosim_cmd(&["-f", g.to_str().unwrap(), "-p", "query", "-q", "1ps", "--key", &key]);
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    let sup = child.id();
+    let start = Instant::now();
+    while children(sup).len() < 2 || session_objects_left(&key).len() < 4 {
+        assert!(start.elapsed() < Duration::from_secs(20), "the run did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let kids = children(sup);
+    assert!(Command::new("kill").args(["-TERM", &sup.to_string()]).status().unwrap().success());
+    let out = run_wait(child, Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(143), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("caught SIGTERM"));
+    assert!(kids.iter().all(|p| !Path::new(&format!("/proc/{p}")).exists() || comm(*p).is_empty()), "children survive");
+    assert_eq!(session_objects_left(&key), Vec::<String>::new());
+}
+
+#[test]
+fn unmatched_receive_is_reported_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write_goal(
+        dir.path(),
+        "unmatched.goal",
+        "num_ranks 2\n\nrank 0 {\nl1: send 8b to 1 tag 6\n}\n\nrank 1 {\nl1: recv 8b from 0 tag 5\n}\n",
+    );
+    for transport in ["ipc", "inproc"] {
+        for protocol in ["notify", "query"] {
+            let key = fresh_key();
+            let o = run_limited(
+                cosim_cmd(&["-f", g.to_str().unwrap(), "-p", protocol, "--transport", transport, "--key", &key]),
+                Duration::from_secs(30),
+            );
+            let (out, err) = (text(&o.stdout), text(&o.stderr));
+            assert_eq!(o.status.code(), Some(1), "{transport}/{protocol}: {err}");
+            assert!(out.contains("Host 1 RQ: src=0 tag=5 size=8"), "{out}");
+            assert!(out.contains("Host 1 UQ: src=0 tag=6 size=8"), "{out}");
+            assert!(err.contains("unmatched receive"), "{err}");
+            assert!(err.contains("cosim: the scheduler (loggopsim"), "{err}");
+            assert_eq!(session_objects_left(&key), Vec::<String>::new());
+        }
+    }
+}
+
+#[test]
+fn more_ranks_than_hcas_is_a_startup_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("dissemination", 16, 8, dir.path());
+    for transport in ["ipc", "inproc"] {
+        let key = fresh_key();
+        let o = run_limited(cosim_cmd(&["-f", g.to_str().unwrap(), "-t", "H8_S6", "--transport", transport, "--key", &key]), Duration::from_secs(30));
+        let err = text(&o.stderr);
+        assert!(!o.status.success());
+        assert!(err.contains("the schedule has 16 ranks but the fabric"), "{transport}: {err}");
+        assert!(err.contains("maps only 8 ranks"), "{transport}: {err}");
+        assert_eq!(session_objects_left(&key), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn default_run_prints_finish_times_and_fabric_summary() {
+    let o = run_limited(cosim_cmd(&[]), Duration::from_secs(60));
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(out.contains("Host 0: ") && out.contains("Host 1: "), "{out}");
+    assert!(out.contains("fabric: topology H8_S6"), "{out}");
+    assert!(out.contains("protocol: 20 inserts, 20 NoMoreInserts"), "{out}");
+}
+
+#[test]
+fn fabric_logs_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("dissemination", 8, 180, dir.path());
+    let logs = dir.path().join("logs");
+    for transport in ["ipc", "inproc"] {
+        let _ = std::fs::remove_dir_all(&logs);
+        let (_, f) = cosim_json(&["-f", g.to_str().unwrap(), "--transport", transport, "--fabric-log", logs.to_str().unwrap(), "--key", &fresh_key()]);
+        let ins = std::fs::read_to_string(logs.join("inserts.log")).unwrap();
+        let arr = std::fs::read_to_string(logs.join("arrivals.log")).unwrap();
+        assert_eq!(ins.lines().filter(|l| !l.starts_with('#')).count(), 24, "{transport}");
+        assert_eq!(arr.lines().filter(|l| !l.starts_with('#')).count(), 24, "{transport}");
+        // first round: every rank sends at 0 to r+1
+        assert!(ins.lines().any(|l| l.ends_with(" 0 0 1 180")), "{ins}");
+        assert_eq!(f["server"]["arrivals"], 24);
+    }
+}
