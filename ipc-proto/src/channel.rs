@@ -260,9 +260,17 @@ impl Channel {
 
     /// Decode one incoming message and check each record's queue.
     fn accept(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
-        let i = self.in_lanes.iter().position(|&l| l == lane).ok_or_else(|| {
-            ProtoError::Violation(format!("message on queue .{} which the {} does not read", lane.suffix(), self.role))
-        })?;
+        let i = self
+            .in_lanes
+            .iter()
+            .position(|&l| l == lane)
+            .ok_or_else(|| {
+                ProtoError::Violation(format!(
+                    "message on queue .{} which the {} does not read",
+                    lane.suffix(),
+                    self.role
+                ))
+            })?;
         let before = self.in_queues[i].len();
         let n = decode_message(msg, &mut self.in_queues[i])?;
         self.stats.messages_received += 1;
@@ -330,9 +338,9 @@ impl Channel {
             self.in_queues[0].pop_front()
         };
         match rec {
-            Some(Record::Hello { .. }) => Err(self.fatal(ProtoError::Violation(
-                "second Hello from the peer".into(),
-            ))),
+            Some(Record::Hello { .. }) => {
+                Err(self.fatal(ProtoError::Violation("second Hello from the peer".into())))
+            }
             Some(Record::Insert { .. }) => {
                 self.inserts_delivered += 1;
                 Ok(rec)

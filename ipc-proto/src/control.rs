@@ -55,11 +55,11 @@ impl ControlSegment {
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
-        debug_assert!(off % 4 == 0 && off + 4 <= SEGMENT_SIZE);
+        debug_assert!(off.is_multiple_of(4) && off + 4 <= SEGMENT_SIZE);
         unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU32) }
     }
     fn u64_at(&self, off: usize) -> &AtomicU64 {
-        debug_assert!(off % 8 == 0 && off + 8 <= SEGMENT_SIZE);
+        debug_assert!(off.is_multiple_of(8) && off + 8 <= SEGMENT_SIZE);
         unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU64) }
     }
 

@@ -59,8 +59,13 @@ pub mod transport;
 pub use channel::{Channel, ChannelStats, FabricEnd, PeerHello, SchedulerEnd};
 pub use error::ProtoError;
 pub use names::{Lane, SessionKey};
-pub use record::{decode_message, ErrorCode, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE};
-pub use session::{cleanup, create_fabric, object_exists, open_scheduler, FabricSession, SchedulerSession};
+pub use record::{
+    decode_message, ErrorCode, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE,
+};
+pub use session::{
+    cleanup, create_fabric, create_fabric_with, object_exists, open_scheduler, FabricSession,
+    QueueGeometry, SchedulerSession,
+};
 pub use time::Time;
 pub use transport::Transport;
 #[doc(hidden)]

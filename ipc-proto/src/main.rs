@@ -10,14 +10,18 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use ipc_proto::{
-    cleanup, create_fabric, inproc, open_scheduler, selftest, Channel, Protocol, ProtoError,
-    Record, Role, Time,
+    cleanup, create_fabric, create_fabric_with, inproc, open_scheduler, selftest, Channel,
+    ProtoError, Protocol, QueueGeometry, Record, Role, Time,
 };
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
-#[command(name = "ipc-proto", version, about = "Scheduler <-> fabric wire protocol: maintenance and benchmark tool")]
+#[command(
+    name = "ipc-proto",
+    version,
+    about = "Scheduler <-> fabric wire protocol: maintenance and benchmark tool"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -60,6 +64,9 @@ enum Cmd {
         protocol: Protocol,
         #[arg(long, default_value_t = 1000)]
         records: u64,
+        /// Queue depth (mq_maxmsg) when creating the session.
+        #[arg(long, default_value_t = 10)]
+        depth: usize,
         /// Set up the session, print READY, then sleep until killed.
         #[arg(long)]
         hold: bool,
@@ -94,8 +101,9 @@ fn main() {
             key,
             protocol,
             records,
+            depth,
             hold,
-        } => run_test_peer(role, &key, protocol, records, hold),
+        } => run_test_peer(role, &key, protocol, records, depth, hold),
     };
     if let Err(e) = r {
         eprintln!("ipc-proto: error: {e:#}");
@@ -121,10 +129,33 @@ fn run_cleanup(key: &str, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn run_test_peer(role: PeerRole, key: &str, protocol: Protocol, n: u64, hold: bool) -> Result<()> {
+fn run_test_peer(
+    role: PeerRole,
+    key: &str,
+    protocol: Protocol,
+    n: u64,
+    depth: usize,
+    hold: bool,
+) -> Result<()> {
     let mut ch = match role {
         PeerRole::Fabric => {
-            let s = create_fabric(key, protocol, 4)?;
+            let g = QueueGeometry {
+                depth,
+                ..QueueGeometry::default()
+            };
+            // Other sessions of this user may hold the small message-queue
+            // budget for a moment (tests run in parallel): retry briefly.
+            let start = Instant::now();
+            let s = loop {
+                match create_fabric_with(key, protocol, 4, g) {
+                    Err(ProtoError::QueueBudget { .. })
+                        if start.elapsed() < Duration::from_secs(20) =>
+                    {
+                        std::thread::sleep(Duration::from_millis(50))
+                    }
+                    r => break r?,
+                }
+            };
             ready();
             if hold {
                 loop {
@@ -137,7 +168,10 @@ fn run_test_peer(role: PeerRole, key: &str, protocol: Protocol, n: u64, hold: bo
         PeerRole::Scheduler => {
             let s = open_scheduler(key, Duration::from_secs(10))?;
             if s.protocol() != protocol {
-                bail!("session {key} uses the {} protocol, not {protocol}", s.protocol());
+                bail!(
+                    "session {key} uses the {} protocol, not {protocol}",
+                    s.protocol()
+                );
             }
             ready();
             if hold {
@@ -233,7 +267,8 @@ fn run_bench(records: u64, roundtrips: u64, which: Which, json: bool) -> Result<
             continue;
         }
         let ow = bench_oneway(mq, records).with_context(|| format!("one-way over {name}"))?;
-        let rt = bench_roundtrip(mq, roundtrips).with_context(|| format!("round trips over {name}"))?;
+        let rt =
+            bench_roundtrip(mq, roundtrips).with_context(|| format!("round trips over {name}"))?;
         rows.push((name, ow, rt));
     }
     if json {
@@ -255,8 +290,13 @@ fn run_bench(records: u64, roundtrips: u64, which: Which, json: bool) -> Result<
             serde_json::json!({"records": records, "roundtrips": roundtrips, "results": v})
         );
     } else {
-        println!("records={records} roundtrips={roundtrips} (both ends are threads of this process)");
-        println!("{:<8} {:>18} {:>16} {:>14}", "transport", "one-way rec/s", "round trips/s", "us/round trip");
+        println!(
+            "records={records} roundtrips={roundtrips} (both ends are threads of this process)"
+        );
+        println!(
+            "{:<8} {:>18} {:>16} {:>14}",
+            "transport", "one-way rec/s", "round trips/s", "us/round trip"
+        );
         for (n, ow, rt) in rows {
             println!("{n:<8} {ow:>18.0} {rt:>16.0} {:>14.2}", 1e6 / rt);
         }

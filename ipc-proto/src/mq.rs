@@ -52,7 +52,9 @@ pub fn pid_alive(pid: u32) -> bool {
         Err(Errno::ESRCH) => false,
         _ => match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Ok(s) => {
-                let state = s.rfind(')').and_then(|i| s[i + 1..].trim_start().chars().next());
+                let state = s
+                    .rfind(')')
+                    .and_then(|i| s[i + 1..].trim_start().chars().next());
                 !matches!(state, Some('Z') | Some('X'))
             }
             Err(_) => true,
@@ -165,7 +167,13 @@ impl Transport for MqTransport {
             .out
             .iter()
             .position(|q| q.lane == lane)
-            .ok_or_else(|| ProtoError::Violation(format!("the {} does not write queue .{}", self.role, lane.suffix())))?;
+            .ok_or_else(|| {
+                ProtoError::Violation(format!(
+                    "the {} does not write queue .{}",
+                    self.role,
+                    lane.suffix()
+                ))
+            })?;
         loop {
             match mq_send(&self.out[i].mqd, msg, 0) {
                 Ok(()) => return Ok(()),

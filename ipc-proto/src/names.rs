@@ -128,9 +128,11 @@ impl Lane {
             (Scheduler, Query, kind::QUERY) => Some(Lane::Qry),
             (Scheduler, Notify, kind::NO_MORE_INSERTS) => Some(Lane::Ins),
             (Fabric, Query, kind::HELLO | kind::REPLY | kind::ERROR) => Some(Lane::Rep),
-            (Fabric, Notify, kind::HELLO | kind::ARRIVAL | kind::ARRIVAL_BATCH_END | kind::ERROR) => {
-                Some(Lane::Arr)
-            }
+            (
+                Fabric,
+                Notify,
+                kind::HELLO | kind::ARRIVAL | kind::ARRIVAL_BATCH_END | kind::ERROR,
+            ) => Some(Lane::Arr),
             _ => None,
         }
     }
@@ -147,7 +149,13 @@ mod tests {
         assert_eq!(k.queue_name(Lane::Qry), "/run-42_a.qry");
         assert_eq!(
             k.all_object_names(),
-            ["/run-42_a.ins", "/run-42_a.qry", "/run-42_a.rep", "/run-42_a.arr", "/run-42_a.ctl"]
+            [
+                "/run-42_a.ins",
+                "/run-42_a.qry",
+                "/run-42_a.rep",
+                "/run-42_a.arr",
+                "/run-42_a.ctl"
+            ]
         );
         assert!(SessionKey::new("").is_err());
         assert!(SessionKey::new(&"a".repeat(65)).is_err());
@@ -170,6 +178,9 @@ mod tests {
         assert_eq!(Lane::route(Query, Scheduler, kind::NO_MORE_INSERTS), None);
         assert_eq!(Lane::route(Notify, Fabric, kind::REPLY), None);
         assert_eq!(Lane::route(Query, Fabric, kind::INSERT), None);
-        assert_eq!(Lane::route(Notify, Fabric, kind::ARRIVAL_BATCH_END), Some(Lane::Arr));
+        assert_eq!(
+            Lane::route(Notify, Fabric, kind::ARRIVAL_BATCH_END),
+            Some(Lane::Arr)
+        );
     }
 }

@@ -417,7 +417,7 @@ pub fn kind_name(k: u8) -> &'static str {
 
 /// Decode a queue message holding any number (>= 1) of records back to back.
 pub fn decode_message(msg: &[u8], out: &mut impl Extend<Record>) -> Result<usize, ProtoError> {
-    if msg.is_empty() || msg.len() % RECORD_SIZE != 0 {
+    if msg.is_empty() || !msg.len().is_multiple_of(RECORD_SIZE) {
         return Err(ProtoError::Violation(format!(
             "message of {} bytes is not a non-zero multiple of {RECORD_SIZE}",
             msg.len()
@@ -572,7 +572,10 @@ mod tests {
         b[40] = 1;
         let e = Record::decode(&b).unwrap_err().to_string();
         assert!(e.contains("offset 40"), "{e}");
-        assert!(Record::decode(&[0u8; 64]).unwrap_err().to_string().contains("kind 0"));
+        assert!(Record::decode(&[0u8; 64])
+            .unwrap_err()
+            .to_string()
+            .contains("kind 0"));
         assert!(Record::decode(&[0u8; 63]).is_err());
         let mut r = Record::Reply {
             handle: 1,
@@ -581,7 +584,10 @@ mod tests {
         }
         .encode();
         r[24] = 2;
-        assert!(Record::decode(&r).unwrap_err().to_string().contains("arrived=2"));
+        assert!(Record::decode(&r)
+            .unwrap_err()
+            .to_string()
+            .contains("arrived=2"));
         let mut out = Vec::new();
         assert!(decode_message(&[], &mut out).is_err());
         assert!(decode_message(&[0u8; 65], &mut out).is_err());
@@ -590,7 +596,14 @@ mod tests {
     fn arb_record() -> impl Strategy<Value = Record> {
         let t = any::<u64>().prop_map(Time);
         prop_oneof![
-            (any::<u64>(), t.clone(), any::<u32>(), any::<u32>(), any::<u64>(), any::<u32>())
+            (
+                any::<u64>(),
+                t.clone(),
+                any::<u32>(),
+                any::<u32>(),
+                any::<u64>(),
+                any::<u32>()
+            )
                 .prop_map(|(handle, time, src, dst, size, tag)| Record::Insert {
                     handle,
                     time,
@@ -615,9 +628,11 @@ mod tests {
                 }
             }),
             (any::<u64>(), t.clone()).prop_map(|(handle, time)| Record::Arrival { handle, time }),
-            (t.clone(), any::<u32>()).prop_map(|(time, count)| Record::ArrivalBatchEnd { time, count }),
+            (t.clone(), any::<u32>())
+                .prop_map(|(time, count)| Record::ArrivalBatchEnd { time, count }),
             t.prop_map(|time| Record::Finish { time }),
-            (any::<u32>(), "[a-z ]{0,60}").prop_map(|(c, s)| Record::error(ErrorCode::from_u32(c), &s)),
+            (any::<u32>(), "[a-z ]{0,60}")
+                .prop_map(|(c, s)| Record::error(ErrorCode::from_u32(c), &s)),
         ]
     }
 
@@ -632,6 +647,49 @@ mod tests {
             let n = decode_message(&msg, &mut out).unwrap();
             prop_assert_eq!(n, recs.len());
             prop_assert_eq!(out, recs);
+        }
+    }
+}
+
+#[cfg(test)]
+mod doc_agreement {
+    //! docs/protocol.md must name every kind with its number, the magic and
+    //! the version exactly as the code does.
+    use super::*;
+
+    const DOC: &str = include_str!("../../docs/protocol.md");
+
+    #[test]
+    fn protocol_md_matches_the_code() {
+        for k in 1..=9u8 {
+            let row = format!("| {k} | {} |", kind_name(k));
+            assert!(DOC.contains(&row), "docs/protocol.md lacks {row:?}");
+        }
+        let magic = format!("{:#018x}", crate::control::SEGMENT_MAGIC);
+        assert_eq!(magic, "0x4c5443534f434249");
+        assert!(DOC.contains(&format!("`{magic}`")));
+        assert!(DOC.contains(&format!("version {PROTOCOL_VERSION}")));
+        for (code, name) in [(1, "protocol violation"), (2, "deadlock"), (6, "abort")] {
+            assert!(DOC.contains(&format!("| {code} | {name}")), "code {code}");
+        }
+        for (name, off) in [
+            ("version", crate::control::offset::VERSION),
+            ("ready flag", crate::control::offset::READY),
+            ("fabric process id", crate::control::offset::FABRIC_PID),
+            (
+                "scheduler process id",
+                crate::control::offset::SCHEDULER_PID,
+            ),
+            (
+                "`mq_maxmsg` of every queue",
+                crate::control::offset::QUEUE_DEPTH,
+            ),
+        ] {
+            let row = DOC
+                .lines()
+                .find(|l| l.starts_with(&format!("| {off} |")))
+                .unwrap_or_else(|| panic!("no segment row at offset {off}"));
+            assert!(row.contains(name), "offset {off}: {row}");
         }
     }
 }

@@ -36,7 +36,9 @@ pub fn scheduler_stream(ch: &mut Channel, n: u64) -> Result<u64> {
         match ch.recv()? {
             Record::Arrival { handle, time } => {
                 if handle != got || time != Time(got * 2) {
-                    return Err(violation(format!("arrival {got}: got handle {handle} time {time}")));
+                    return Err(violation(format!(
+                        "arrival {got}: got handle {handle} time {time}"
+                    )));
                 }
                 got += 1;
             }
@@ -129,7 +131,9 @@ pub fn scheduler_roundtrips(ch: &mut Channel, n: u64, with_inserts: bool) -> Res
             other => return Err(violation(format!("round trip {i}: got {other:?}"))),
         }
     }
-    ch.send(Record::Finish { time: Time(n + 100) })?;
+    ch.send(Record::Finish {
+        time: Time(n + 100),
+    })?;
     ch.flush()
 }
 

@@ -11,7 +11,7 @@ use crate::record::{Protocol, Role, PROTOCOL_VERSION, RECORD_SIZE};
 use crate::signals;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
-use nix::mqueue::{mq_getattr, mq_open, mq_unlink, MqAttr, MQ_OFlag};
+use nix::mqueue::{mq_getattr, mq_open, mq_unlink, MQ_OFlag, MqAttr};
 use nix::sys::mman::{shm_open, shm_unlink};
 use nix::sys::stat::{fstat, Mode};
 use nix::unistd::ftruncate;
@@ -24,6 +24,41 @@ use std::time::{Duration, Instant};
 pub const QUEUE_DEPTH: usize = 10;
 /// mq_msgsize of every queue: 128 records.
 pub const MESSAGE_SIZE: usize = 8192;
+
+/// Attributes of the queues a fabric creates. The defaults are the
+/// machine limits (10 messages of 8192 bytes); smaller queues cost less of
+/// the per-user RLIMIT_MSGQUEUE budget. Peers read the real values with
+/// mq_getattr (and from the control segment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueGeometry {
+    /// mq_maxmsg: 1..=10.
+    pub depth: usize,
+    /// mq_msgsize: a multiple of 64 in 64..=8192.
+    pub message_size: usize,
+}
+
+impl Default for QueueGeometry {
+    fn default() -> Self {
+        QueueGeometry {
+            depth: QUEUE_DEPTH,
+            message_size: MESSAGE_SIZE,
+        }
+    }
+}
+
+impl QueueGeometry {
+    fn validate(&self) -> Result<()> {
+        if !(1..=QUEUE_DEPTH).contains(&self.depth)
+            || !(RECORD_SIZE..=MESSAGE_SIZE).contains(&self.message_size)
+            || !self.message_size.is_multiple_of(RECORD_SIZE)
+        {
+            return Err(ProtoError::Violation(format!(
+                "queue geometry {self:?}: depth must be 1..={QUEUE_DEPTH}, message size a multiple of {RECORD_SIZE} up to {MESSAGE_SIZE}"
+            )));
+        }
+        Ok(())
+    }
+}
 
 /// Unlink one object name (`*.ctl` is shared memory, the rest are queues).
 /// Ok(true) if it existed, Ok(false) if it did not.
@@ -121,20 +156,30 @@ impl Drop for OwnerGuard {
     }
 }
 
-fn open_queue(lane: Lane, key: &SessionKey, flags: MQ_OFlag, attr: Option<&MqAttr>) -> Result<Queue> {
+fn open_queue(
+    lane: Lane,
+    key: &SessionKey,
+    flags: MQ_OFlag,
+    attr: Option<&MqAttr>,
+) -> Result<Queue> {
     let name = key.queue_name(lane);
-    let mqd = mq_open(name.as_str(), flags | MQ_OFlag::O_NONBLOCK, Mode::from_bits_truncate(0o600), attr)
-        .map_err(|e| match e {
-            Errno::EEXIST => ProtoError::SessionExists {
-                key: key.to_string(),
-                name: name.clone(),
-            },
-            Errno::EMFILE => ProtoError::QueueBudget {
-                name: name.clone(),
-                limit: msgqueue_rlimit(),
-            },
-            e => ProtoError::os("mq_open", name.clone(), e),
-        })?;
+    let mqd = mq_open(
+        name.as_str(),
+        flags | MQ_OFlag::O_NONBLOCK,
+        Mode::from_bits_truncate(0o600),
+        attr,
+    )
+    .map_err(|e| match e {
+        Errno::EEXIST => ProtoError::SessionExists {
+            key: key.to_string(),
+            name: name.clone(),
+        },
+        Errno::EMFILE => ProtoError::QueueBudget {
+            name: name.clone(),
+            limit: msgqueue_rlimit(),
+        },
+        e => ProtoError::os("mq_open", name.clone(), e),
+    })?;
     let a = mq_getattr(&mqd).map_err(|e| ProtoError::os("mq_getattr", name.clone(), e))?;
     let msgsize = a.msgsize() as usize;
     if msgsize < RECORD_SIZE {
@@ -165,6 +210,17 @@ pub struct FabricSession {
 /// `SessionExists` if any object of the key exists (nothing of the other
 /// run is touched); on any failure what was created is removed again.
 pub fn create_fabric(key: &str, protocol: Protocol, endpoints: u32) -> Result<FabricSession> {
+    create_fabric_with(key, protocol, endpoints, QueueGeometry::default())
+}
+
+/// [`create_fabric`] with explicit queue attributes.
+pub fn create_fabric_with(
+    key: &str,
+    protocol: Protocol,
+    endpoints: u32,
+    geometry: QueueGeometry,
+) -> Result<FabricSession> {
+    geometry.validate()?;
     let key = SessionKey::new(key)?;
     let mut guard = OwnerGuard::new();
     let ctl = key.segment_name();
@@ -183,7 +239,7 @@ pub fn create_fabric(key: &str, protocol: Protocol, endpoints: u32) -> Result<Fa
     guard.add(ctl.clone());
     ftruncate(&fd, SEGMENT_SIZE as i64).map_err(|e| ProtoError::os("ftruncate", ctl.clone(), e))?;
     let seg = Arc::new(ControlSegment::map(&fd, &ctl)?);
-    let attr = MqAttr::new(0, QUEUE_DEPTH as _, MESSAGE_SIZE as _, 0);
+    let attr = MqAttr::new(0, geometry.depth as _, geometry.message_size as _, 0);
     let mut queues = Vec::new();
     for &lane in Lane::of(protocol) {
         let q = open_queue(
@@ -200,8 +256,8 @@ pub fn create_fabric(key: &str, protocol: Protocol, endpoints: u32) -> Result<Fa
         protocol,
         endpoints,
         std::process::id(),
-        MESSAGE_SIZE as u32,
-        QUEUE_DEPTH as u32,
+        geometry.message_size as u32,
+        geometry.depth as u32,
     );
     Ok(FabricSession {
         key,
@@ -244,10 +300,15 @@ impl FabricSession {
         }
     }
     /// The fabric's channel (sends its Hello). The channel now owns the
-    /// objects: they are unlinked when it is dropped or fails.
+    /// objects: they are unlinked when it is dropped or fails. Until a
+    /// scheduler attaches there is no pid to watch, so a fabric that sends
+    /// more than the queues hold would wait for it without bound: call
+    /// [`FabricSession::wait_for_scheduler`] first (or set a timeout).
     pub fn connect(self) -> Result<Channel> {
-        let (out, inc): (Vec<Queue>, Vec<Queue>) =
-            self.queues.into_iter().partition(|q| q.lane.writer() == Role::Fabric);
+        let (out, inc): (Vec<Queue>, Vec<Queue>) = self
+            .queues
+            .into_iter()
+            .partition(|q| q.lane.writer() == Role::Fabric);
         let t = MqTransport::new(Role::Fabric, out, inc, self.seg, self.guard);
         Channel::new(Box::new(t), self.protocol, Role::Fabric)
     }
@@ -275,7 +336,8 @@ pub fn open_scheduler(key: &str, timeout: Duration) -> Result<SchedulerSession> 
     let seg = loop {
         let state = match shm_open(ctl.as_str(), OFlag::O_RDWR, Mode::empty()) {
             Ok(fd) => {
-                let st = fstat(fd.as_raw_fd()).map_err(|e| ProtoError::os("fstat", ctl.clone(), e))?;
+                let st =
+                    fstat(fd.as_raw_fd()).map_err(|e| ProtoError::os("fstat", ctl.clone(), e))?;
                 if (st.st_size as usize) < SEGMENT_SIZE {
                     "exists but is not sized yet"
                 } else {
@@ -315,7 +377,9 @@ pub fn open_scheduler(key: &str, timeout: Duration) -> Result<SchedulerSession> 
     let protocol = u8::try_from(seg.protocol_raw())
         .ok()
         .and_then(Protocol::from_u8)
-        .ok_or_else(|| ProtoError::Violation(format!("{ctl}: unknown protocol {}", seg.protocol_raw())))?;
+        .ok_or_else(|| {
+            ProtoError::Violation(format!("{ctl}: unknown protocol {}", seg.protocol_raw()))
+        })?;
     if seg.record_size() as usize != RECORD_SIZE {
         return Err(ProtoError::Violation(format!(
             "{ctl}: record size {} (expected {RECORD_SIZE})",
@@ -378,8 +442,10 @@ impl SchedulerSession {
     }
     /// The scheduler's channel (sends its Hello).
     pub fn connect(self) -> Result<Channel> {
-        let (out, inc): (Vec<Queue>, Vec<Queue>) =
-            self.queues.into_iter().partition(|q| q.lane.writer() == Role::Scheduler);
+        let (out, inc): (Vec<Queue>, Vec<Queue>) = self
+            .queues
+            .into_iter()
+            .partition(|q| q.lane.writer() == Role::Scheduler);
         let t = MqTransport::new(Role::Scheduler, out, inc, self.seg, self.guard);
         Channel::new(Box::new(t), self.protocol, Role::Scheduler)
     }

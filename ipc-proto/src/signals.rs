@@ -10,8 +10,8 @@
 //! [`unlink_registered`] from its handler (documented in the crate docs).
 
 use crate::session::unlink_name;
-use std::collections::HashMap;
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, Once};
 
@@ -20,7 +20,11 @@ static INSTALL: Once = Once::new();
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 const SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
-static CHAINED: [AtomicUsize; 3] = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
+static CHAINED: [AtomicUsize; 3] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
 
 extern "C" fn record_signal(signo: libc::c_int) {
     LAST_SIGNAL.store(signo, Ordering::SeqCst);
@@ -103,5 +107,8 @@ pub fn unlink_registered() -> usize {
             .map(|m| m.values().flatten().cloned().collect())
             .unwrap_or_default()
     };
-    names.iter().filter(|n| matches!(unlink_name(n), Ok(true))).count()
+    names
+        .iter()
+        .filter(|n| matches!(unlink_name(n), Ok(true)))
+        .count()
 }

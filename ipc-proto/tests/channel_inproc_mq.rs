@@ -5,8 +5,8 @@ mod common;
 use common::*;
 use ipc_proto::inproc::{self, transport_pair, InprocTransport};
 use ipc_proto::{
-    open_scheduler, selftest, Channel, ErrorCode, Lane, Protocol, ProtoError,
-    Record, Role, Time, Transport, PROTOCOL_VERSION, RECORD_SIZE,
+    open_scheduler, selftest, Channel, ErrorCode, Lane, ProtoError, Protocol, Record, Role, Time,
+    Transport, PROTOCOL_VERSION, RECORD_SIZE,
 };
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -56,9 +56,18 @@ fn every_record_roundtrip(mq: bool) {
         assert_eq!(f.recv().unwrap(), r);
     }
     let from_f = [
-        Record::Arrival { handle: 1, time: Time(5000) },
-        Record::Arrival { handle: 2, time: Time(5000) },
-        Record::ArrivalBatchEnd { time: Time(5000), count: 2 },
+        Record::Arrival {
+            handle: 1,
+            time: Time(5000),
+        },
+        Record::Arrival {
+            handle: 2,
+            time: Time(5000),
+        },
+        Record::ArrivalBatchEnd {
+            time: Time(5000),
+            count: 2,
+        },
         Record::error(ErrorCode::Deadlock, "handles 3 4"),
     ];
     for r in from_f {
@@ -75,14 +84,26 @@ fn every_record_roundtrip(mq: bool) {
     drop((s, f));
     let (mut s, mut f) = pair(mq, Protocol::Query);
     s.send(insert(9)).unwrap();
-    let q = Record::Query { handle: 9, time: Time(2000), inserts_sent: 1 };
+    let q = Record::Query {
+        handle: 9,
+        time: Time(2000),
+        inserts_sent: 1,
+    };
     s.send(q).unwrap();
     s.flush().unwrap();
     assert_eq!(f.recv().unwrap(), insert(9));
     assert_eq!(f.recv().unwrap(), q);
     let reps = [
-        Record::Reply { handle: 9, time: Time(2100), arrived: false },
-        Record::Reply { handle: 9, time: Time(2050), arrived: true },
+        Record::Reply {
+            handle: 9,
+            time: Time(2100),
+            arrived: false,
+        },
+        Record::Reply {
+            handle: 9,
+            time: Time(2050),
+            arrived: true,
+        },
         Record::error(ErrorCode::Violation, "insert into the past"),
     ];
     for r in reps {
@@ -134,7 +155,10 @@ fn batching_packs_128_records_per_message_and_never_splits() {
     let (st, ft) = transport_pair();
     let sizes = Arc::new(Mutex::new(Vec::new()));
     let mut s = Channel::new(
-        Box::new(Recording { inner: st, sizes: sizes.clone() }),
+        Box::new(Recording {
+            inner: st,
+            sizes: sizes.clone(),
+        }),
         Protocol::Notify,
         Role::Scheduler,
     )
@@ -150,7 +174,10 @@ fn batching_packs_128_records_per_message_and_never_splits() {
     assert_eq!(sizes.lock().unwrap().len(), 1 + 7);
     s.flush().unwrap();
     let got = sizes.lock().unwrap().clone();
-    assert_eq!(got[1..], [8192, 8192, 8192, 8192, 8192, 8192, 8192, 104 * 64]);
+    assert_eq!(
+        got[1..],
+        [8192, 8192, 8192, 8192, 8192, 8192, 8192, 104 * 64]
+    );
     assert!(got.iter().all(|&n| n % RECORD_SIZE == 0 && n <= 8192));
     for i in 0..1000 {
         assert_eq!(f.recv().unwrap(), insert(i));
@@ -197,7 +224,11 @@ fn query_waits_for_the_inserts_it_counts() {
     // .ins): the fabric must still see the Inserts first.
     let (mut st, ft) = transport_pair();
     let mut f = Channel::new(Box::new(ft), Protocol::Query, Role::Fabric).unwrap();
-    let q = Record::Query { handle: 1, time: Time(10), inserts_sent: 2 };
+    let q = Record::Query {
+        handle: 1,
+        time: Time(10),
+        inserts_sent: 2,
+    };
     st.send_message(Lane::Qry, &q.encode()).unwrap();
     let mut m = Record::Hello {
         version: PROTOCOL_VERSION,
@@ -224,39 +255,81 @@ fn query_waits_for_the_inserts_it_counts() {
 fn local_misuse_is_rejected() {
     let (mut s, mut f) = inproc::pair(Protocol::Query).unwrap();
     let e = s.send(Record::NoMoreInserts { time: Time(1) }).unwrap_err();
-    assert!(e.to_string().contains("may not send NoMoreInserts in the query protocol"), "{e}");
-    let e = s.send(Record::Query { handle: 1, time: Time(1), inserts_sent: 3 }).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("may not send NoMoreInserts in the query protocol"),
+        "{e}"
+    );
+    let e = s
+        .send(Record::Query {
+            handle: 1,
+            time: Time(1),
+            inserts_sent: 3,
+        })
+        .unwrap_err();
     assert!(e.to_string().contains("inserts_sent=3 but 0"), "{e}");
     let e = f.send(insert(1)).unwrap_err();
     assert!(matches!(e, ProtoError::Violation(_)));
     let e = s
-        .send(Record::Hello { version: 1, protocol: Protocol::Query, role: Role::Scheduler, pid: 1 })
+        .send(Record::Hello {
+            version: 1,
+            protocol: Protocol::Query,
+            role: Role::Scheduler,
+            pid: 1,
+        })
         .unwrap_err();
     assert!(e.to_string().contains("Hello"));
     let (_s, mut f) = inproc::pair(Protocol::Notify).unwrap();
-    f.send(Record::Arrival { handle: 1, time: Time(1) }).unwrap();
-    let e = f.send(Record::ArrivalBatchEnd { time: Time(1), count: 2 }).unwrap_err();
+    f.send(Record::Arrival {
+        handle: 1,
+        time: Time(1),
+    })
+    .unwrap();
+    let e = f
+        .send(Record::ArrivalBatchEnd {
+            time: Time(1),
+            count: 2,
+        })
+        .unwrap_err();
     assert!(e.to_string().contains("count=2 but 1"), "{e}");
 }
 
 fn raw_fabric(protocol: Protocol) -> (InprocTransport, Channel) {
     let (st, ft) = transport_pair();
-    (st, Channel::new(Box::new(ft), protocol, Role::Fabric).unwrap())
+    (
+        st,
+        Channel::new(Box::new(ft), protocol, Role::Fabric).unwrap(),
+    )
 }
 
 #[test]
 fn peer_violations_are_detected() {
-    let hello = |v: u32, p: Protocol, r: Role| Record::Hello { version: v, protocol: p, role: r, pid: 1 }.encode();
+    let hello = |v: u32, p: Protocol, r: Role| {
+        Record::Hello {
+            version: v,
+            protocol: p,
+            role: r,
+            pid: 1,
+        }
+        .encode()
+    };
     // Wrong version in the Hello.
     let (mut st, mut f) = raw_fabric(Protocol::Notify);
-    st.send_message(Lane::Ins, &hello(7, Protocol::Notify, Role::Scheduler)).unwrap();
+    st.send_message(Lane::Ins, &hello(7, Protocol::Notify, Role::Scheduler))
+        .unwrap();
     match f.recv().unwrap_err() {
-        ProtoError::VersionMismatch { ours, theirs } => assert_eq!((ours, theirs), (PROTOCOL_VERSION, 7)),
+        ProtoError::VersionMismatch { ours, theirs } => {
+            assert_eq!((ours, theirs), (PROTOCOL_VERSION, 7))
+        }
         e => panic!("{e}"),
     }
     // Wrong protocol.
     let (mut st, mut f) = raw_fabric(Protocol::Notify);
-    st.send_message(Lane::Ins, &hello(PROTOCOL_VERSION, Protocol::Query, Role::Scheduler)).unwrap();
+    st.send_message(
+        Lane::Ins,
+        &hello(PROTOCOL_VERSION, Protocol::Query, Role::Scheduler),
+    )
+    .unwrap();
     assert!(f.recv().unwrap_err().to_string().contains("query protocol"));
     // No Hello first.
     let (mut st, mut f) = raw_fabric(Protocol::Notify);
@@ -265,7 +338,14 @@ fn peer_violations_are_detected() {
     // A record on a queue where it may not travel.
     let (mut st, mut f) = raw_fabric(Protocol::Notify);
     let mut m = hello(PROTOCOL_VERSION, Protocol::Notify, Role::Scheduler).to_vec();
-    m.extend_from_slice(&Record::Reply { handle: 1, time: Time(1), arrived: true }.encode());
+    m.extend_from_slice(
+        &Record::Reply {
+            handle: 1,
+            time: Time(1),
+            arrived: true,
+        }
+        .encode(),
+    );
     st.send_message(Lane::Ins, &m).unwrap();
     let e = f.recv().unwrap_err().to_string();
     assert!(e.contains("Reply received on queue .ins"), "{e}");
@@ -274,8 +354,20 @@ fn peer_violations_are_detected() {
     let mut s = Channel::new(Box::new(st), Protocol::Notify, Role::Scheduler).unwrap();
     let mut ft = ft;
     let mut m = hello(PROTOCOL_VERSION, Protocol::Notify, Role::Fabric).to_vec();
-    m.extend_from_slice(&Record::Arrival { handle: 1, time: Time(1) }.encode());
-    m.extend_from_slice(&Record::ArrivalBatchEnd { time: Time(1), count: 3 }.encode());
+    m.extend_from_slice(
+        &Record::Arrival {
+            handle: 1,
+            time: Time(1),
+        }
+        .encode(),
+    );
+    m.extend_from_slice(
+        &Record::ArrivalBatchEnd {
+            time: Time(1),
+            count: 3,
+        }
+        .encode(),
+    );
     ft.send_message(Lane::Arr, &m).unwrap();
     s.recv().unwrap();
     assert!(s.recv().unwrap_err().to_string().contains("count=3 but 1"));
@@ -293,7 +385,13 @@ fn inproc_peer_drop_is_peer_died_and_timeouts_are_bounded() {
     assert!(matches!(s.recv().unwrap_err(), ProtoError::TimedOut { .. }));
     assert!(t.elapsed() < Duration::from_secs(1));
     drop(f);
-    assert!(matches!(s.recv().unwrap_err(), ProtoError::PeerDied { peer: Role::Fabric, .. }));
+    assert!(matches!(
+        s.recv().unwrap_err(),
+        ProtoError::PeerDied {
+            peer: Role::Fabric,
+            ..
+        }
+    ));
 }
 
 /// Both sides push far more than the queues hold before reading anything.

@@ -498,7 +498,11 @@ impl ExactRq {
         let i = self.find(key, self.tag32(key), &key_of)?;
         let s = self.slots[i];
         let tail = (s & NODE_MASK) as u32;
-        let head = if s & MULTI == 0 { tail } else { link[tail as usize] };
+        let head = if s & MULTI == 0 {
+            tail
+        } else {
+            link[tail as usize]
+        };
         if head == tail {
             self.remove_slot(i);
             self.buckets -= 1;

@@ -48,7 +48,8 @@ fn main() {
 }
 
 fn run(a: &Args) -> anyhow::Result<u64> {
-    let session = ipc_proto::create_fabric(&a.key, a.protocol, a.endpoints).context("create session")?;
+    let session =
+        ipc_proto::create_fabric(&a.key, a.protocol, a.endpoints).context("create session")?;
     session.wait_for_scheduler(Duration::from_secs(30))?;
     let mut ch = session.connect()?;
     let mut arrival: HashMap<u64, Time> = HashMap::new();
@@ -64,14 +65,21 @@ fn run(a: &Args) -> anyhow::Result<u64> {
             }
             Record::Query { handle, time, .. } => {
                 let Some(&t) = arrival.get(&handle) else {
-                    ch.send(Record::error(ErrorCode::Violation, "query for an unknown handle"))?;
+                    ch.send(Record::error(
+                        ErrorCode::Violation,
+                        "query for an unknown handle",
+                    ))?;
                     bail!("query for unknown handle {handle}");
                 };
                 if t <= time {
                     arrival.remove(&handle);
                     pending.remove(&(t, handle));
                 }
-                ch.send(Record::Reply { handle, time: t, arrived: t <= time })?;
+                ch.send(Record::Reply {
+                    handle,
+                    time: t,
+                    arrived: t <= time,
+                })?;
             }
             Record::NoMoreInserts { .. } => {
                 let Some(&(t, _)) = pending.first() else {

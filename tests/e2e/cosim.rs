@@ -30,13 +30,19 @@ fn ltest() -> PathBuf {
 /// A session key no other test (or run) uses.
 fn fresh_key() -> String {
     static N: AtomicU32 = AtomicU32::new(0);
-    format!("e2e-{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+    format!(
+        "e2e-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    )
 }
 
 /// `scripts/cosim ARGS` with the test build's binaries; panics after `limit`.
 fn cosim_cmd(args: &[&str]) -> Command {
     let mut c = Command::new("bash");
-    c.arg(cosim_script()).args(args).env("IBCOSIM_BIN_DIR", bin_dir());
+    c.arg(cosim_script())
+        .args(args)
+        .env("IBCOSIM_BIN_DIR", bin_dir());
     c
 }
 
@@ -51,7 +57,9 @@ fn run_limited(mut c: Command, limit: Duration) -> Output {
     match rx.recv_timeout(limit) {
         Ok(o) => o.expect("wait"),
         Err(_) => {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
             panic!("{c:?} did not finish within {limit:?}");
         }
     }
@@ -66,21 +74,62 @@ fn cosim_json(args: &[&str]) -> (Value, Value) {
     let mut all: Vec<&str> = args.to_vec();
     all.push("--json");
     let o = run_limited(cosim_cmd(&all), Duration::from_secs(120));
-    assert!(o.status.success(), "cosim {args:?} failed: {}\n{}", text(&o.stderr), text(&o.stdout));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("cosim {args:?}: bad JSON ({e}): {}", text(&o.stdout)));
+    assert!(
+        o.status.success(),
+        "cosim {args:?} failed: {}\n{}",
+        text(&o.stderr),
+        text(&o.stdout)
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("cosim {args:?}: bad JSON ({e}): {}", text(&o.stdout)));
     (v["scheduler"].clone(), v["fabric"].clone())
 }
 
 fn finish_times(sched: &Value) -> Vec<u64> {
-    sched["finish_times"].as_array().expect("finish_times").iter().map(|x| x.as_u64().unwrap()).collect()
+    sched["finish_times"]
+        .as_array()
+        .expect("finish_times")
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
 }
 
 /// The four protocol/transport combinations; query is exact at 1 ps with F = 1.
 const MODES: &[(&str, &[&str])] = &[
-    ("notify/ipc", &["--protocol", "notify", "--transport", "ipc"]),
-    ("notify/inproc", &["--protocol", "notify", "--transport", "inproc"]),
-    ("query1ps/ipc", &["--protocol", "query", "--quantum", "1ps", "--estimate", "1", "--transport", "ipc"]),
-    ("query1ps/inproc", &["--protocol", "query", "--quantum", "1ps", "--estimate", "1", "--transport", "inproc"]),
+    (
+        "notify/ipc",
+        &["--protocol", "notify", "--transport", "ipc"],
+    ),
+    (
+        "notify/inproc",
+        &["--protocol", "notify", "--transport", "inproc"],
+    ),
+    (
+        "query1ps/ipc",
+        &[
+            "--protocol",
+            "query",
+            "--quantum",
+            "1ps",
+            "--estimate",
+            "1",
+            "--transport",
+            "ipc",
+        ],
+    ),
+    (
+        "query1ps/inproc",
+        &[
+            "--protocol",
+            "query",
+            "--quantum",
+            "1ps",
+            "--estimate",
+            "1",
+            "--transport",
+            "inproc",
+        ],
+    ),
 ];
 
 /// Per-rank finish times of every mode; all must be identical.
@@ -94,8 +143,14 @@ fn all_modes_agree(base: &[&str]) -> Vec<u64> {
         let (s, f) = cosim_json(&args);
         let t = finish_times(&s);
         assert!(t.iter().any(|&x| x > 0), "{name}: all finish times are 0");
-        assert_eq!(f["fabric"]["messages_in_flight"], 0, "{name}: messages left in the fabric");
-        assert_eq!(f["server"]["causality_errors"], 0, "{name}: causality errors with F = 1");
+        assert_eq!(
+            f["fabric"]["messages_in_flight"], 0,
+            "{name}: messages left in the fabric"
+        );
+        assert_eq!(
+            f["server"]["causality_errors"], 0,
+            "{name}: causality errors with F = 1"
+        );
         match &first {
             None => first = Some((name.to_string(), t)),
             Some((n0, t0)) => assert_eq!(&t, t0, "{base:?}: {name} differs from {n0}"),
@@ -106,7 +161,19 @@ fn all_modes_agree(base: &[&str]) -> Vec<u64> {
 
 fn gen(pattern: &str, ranks: u32, bytes: u64, dir: &Path) -> PathBuf {
     let out = dir.join(format!("{pattern}-{ranks}-{bytes}.goal"));
-    let o = crate::util::run(Command::new(bin("loggopsim")).args(["gen", pattern, "-s", &ranks.to_string(), "-d", &bytes.to_string(), "-o"]).arg(&out));
+    let o = crate::util::run(
+        Command::new(bin("loggopsim"))
+            .args([
+                "gen",
+                pattern,
+                "-s",
+                &ranks.to_string(),
+                "-d",
+                &bytes.to_string(),
+                "-o",
+            ])
+            .arg(&out),
+    );
     assert!(o.status.success(), "gen {pattern}: {}", text(&o.stderr));
     out
 }
@@ -136,32 +203,42 @@ fn dissemination_identical_in_every_mode_on_h8_topologies() {
     }
     // More switches on the paths: never faster than the single switch.
     let max = |v: &Vec<u64>| *v.iter().max().unwrap();
-    assert!(per_topo.iter().all(|t| max(t) >= max(&per_topo[0])), "{per_topo:?}");
+    assert!(
+        per_topo.iter().all(|t| max(t) >= max(&per_topo[0])),
+        "{per_topo:?}"
+    );
 }
 
-/// 64 ranks on a 64-HCA fat tree (8 leaves of 16-port switches): a gather
-/// with any-source receives, a broadcast, and a ring with any-source
-/// receives.
+/// 64 ranks on a 64-HCA fat tree (8 leaves of 16-port switches):
+/// recursive-doubling exchange rounds whose receives are any-source
+/// (`from -1`, one tag per round), then a fan-in in groups of four, also
+/// any-source. (A 63-to-1 gather of 180-byte messages overflows a spine
+/// obuf, ibfabric.md Q4, which the fabric reports as a fatal error.)
 fn any_source_goal(n: usize) -> String {
+    let rounds = n.trailing_zeros() as usize;
     let mut s = format!("num_ranks {n}\n\n");
     for r in 0..n {
         s.push_str(&format!("rank {r} {{\n"));
-        if r == 0 {
-            for i in 1..n {
-                s.push_str(&format!("g{i}: recv 180b from -1 tag 1\n"));
+        for k in 0..rounds {
+            s.push_str(&format!(
+                "s{k}: send 180b to {} tag {k}\nr{k}: recv 180b from -1 tag {k}\n",
+                r ^ (1 << k)
+            ));
+            if k > 0 {
+                s.push_str(&format!("s{k} requires r{}\n", k - 1));
             }
-            s.push_str("j: calc 0\n");
-            for i in 1..n {
-                s.push_str(&format!("j requires g{i}\n"));
+        }
+        let last = rounds - 1;
+        if r % 4 == 0 {
+            for i in 1..4 {
+                s.push_str(&format!(
+                    "f{i}: recv 180b from -1 tag 99\nf{i} requires r{last}\n"
+                ));
             }
-            for i in 1..n {
-                s.push_str(&format!("bc{i}: send 180b to {i} tag 2\nbc{i} requires j\n"));
-            }
-            s.push_str("tx: send 180b to 1 tag 3\ntx requires j\nrx: recv 180b from -1 tag 3\n");
         } else {
             s.push_str(&format!(
-                "g: send 180b to 0 tag 1\nbc: recv 180b from 0 tag 2\ntx: send 180b to {} tag 3\ntx requires bc\nrx: recv 180b from -1 tag 3\n",
-                (r + 1) % n
+                "f: send 180b to {} tag 99\nf requires r{last}\n",
+                r - r % 4
             ));
         }
         s.push_str("}\n\n");
@@ -185,12 +262,28 @@ fn query_at_1ns_stays_within_quantum_times_critical_path() {
     let (s, _) = cosim_json(&["-f", gs, "-t", "H8_S6", "--key", &fresh_key()]);
     let exact = finish_times(&s);
     for transport in ["ipc", "inproc"] {
-        let (q, f) = cosim_json(&["-f", gs, "-t", "H8_S6", "-p", "query", "-q", "1ns", "--transport", transport, "--key", &fresh_key()]);
+        let (q, f) = cosim_json(&[
+            "-f",
+            gs,
+            "-t",
+            "H8_S6",
+            "-p",
+            "query",
+            "-q",
+            "1ns",
+            "--transport",
+            transport,
+            "--key",
+            &fresh_key(),
+        ]);
         let t = finish_times(&q);
         // 3 rounds: 3 messages on every critical path, each learned at most
         // q - 1 ps late.
         for (r, (&a, &b)) in exact.iter().zip(&t).enumerate() {
-            assert!(a.abs_diff(b) <= 3 * 1000, "rank {r}: notify {a} ps, query@1ns {b} ps");
+            assert!(
+                a.abs_diff(b) <= 3 * 1000,
+                "rank {r}: notify {a} ps, query@1ns {b} ps"
+            );
         }
         assert_eq!(f["quantum_ps"], 1000);
         assert!(f["server"]["queries"].as_u64().unwrap() > 24, "{f}");
@@ -209,22 +302,47 @@ fn query_at_1ns_stays_within_quantum_times_critical_path() {
 #[test]
 fn single_message_travel_time_equals_standalone_fabric() {
     let dir = tempfile::tempdir().unwrap();
-    for (bytes, expect) in [(44u64, 150_600u64), (2048, 1_225_800), (4312, MULTI_PACKET_PS)] {
+    for (bytes, expect) in [
+        (44u64, 150_600u64),
+        (2048, 1_225_800),
+        (4312, MULTI_PACKET_PS),
+    ] {
         let g = write_goal(
             dir.path(),
             &format!("one-{bytes}.goal"),
             &format!("num_ranks 2\n\nrank 0 {{\nl1: send {bytes}b to 1 tag 0\n}}\n\nrank 1 {{\nl1: recv {bytes}b from 0 tag 0\n}}\n"),
         );
         for (name, m) in MODES {
-            let (s, _) = cosim_json(&[&["-f", g.to_str().unwrap(), "-t", "H8_S1", "--key", &fresh_key()], *m].concat());
+            let (s, _) = cosim_json(
+                &[
+                    &[
+                        "-f",
+                        g.to_str().unwrap(),
+                        "-t",
+                        "H8_S1",
+                        "--key",
+                        &fresh_key(),
+                    ],
+                    *m,
+                ]
+                .concat(),
+            );
             assert_eq!(finish_times(&s), vec![0, expect], "{bytes} B, {name}");
         }
         // The fabric alone: same message injected at 0 on the same network.
         let topo = ibnet::topology::builtin("H8_S1").unwrap();
         let mut f = ibnet::Fabric::new(&topo, &ibnet::Params::thesis_ddr()).unwrap();
         let id = f.inject(ibnet::Time(0), 0, 1, bytes).unwrap();
-        assert_eq!(f.run_until_completion(), Some((ibnet::Time(expect), vec![id])), "{bytes} B standalone");
-        assert_eq!(f.zero_load_latency(0, 1, bytes).0, expect, "{bytes} B zero-load");
+        assert_eq!(
+            f.run_until_completion(),
+            Some((ibnet::Time(expect), vec![id])),
+            "{bytes} B standalone"
+        );
+        assert_eq!(
+            f.zero_load_latency(0, 1, bytes).0,
+            expect,
+            "{bytes} B zero-load"
+        );
     }
 }
 
@@ -251,19 +369,52 @@ fn fixed_latency_peer_matches_loggp() {
     let peer = bin("fixed-latency-peer");
     for (o, lfix) in [(0u64, 5000u64), (1500, 5000)] {
         let l = lfix - o;
-        let params = |l: u64| vec!["-L".to_string(), l.to_string(), "-o".into(), o.to_string(), "-g".into(), "1000".into(), "-G".into(), "6".into(), "--json".into()];
-        let reference = crate::util::run(Command::new(bin("loggopsim")).arg("-f").arg(&g).args(params(l)));
+        let params = |l: u64| {
+            vec![
+                "-L".to_string(),
+                l.to_string(),
+                "-o".into(),
+                o.to_string(),
+                "-g".into(),
+                "1000".into(),
+                "-G".into(),
+                "6".into(),
+                "--json".into(),
+            ]
+        };
+        let reference = crate::util::run(
+            Command::new(bin("loggopsim"))
+                .arg("-f")
+                .arg(&g)
+                .args(params(l)),
+        );
         assert!(reference.status.success());
         let want = finish_times(&serde_json::from_slice(&reference.stdout).unwrap());
         for protocol in ["notify", "query"] {
             let key = fresh_key();
             let mut p = Command::new(&peer)
-                .args(["--key", &key, "--protocol", protocol, "--latency", &lfix.to_string()])
+                .args([
+                    "--key",
+                    &key,
+                    "--protocol",
+                    protocol,
+                    "--latency",
+                    &lfix.to_string(),
+                ])
                 .stdout(Stdio::piped())
                 .spawn()
                 .unwrap();
             let mut c = Command::new(bin("loggopsim"));
-            c.arg("-f").arg(&g).args(params(0)).args(["--network", "ipc", "--key", &key, "--protocol", protocol, "--estimate", "1"]);
+            c.arg("-f").arg(&g).args(params(0)).args([
+                "--network",
+                "ipc",
+                "--key",
+                &key,
+                "--protocol",
+                protocol,
+                "--estimate",
+                "1",
+            ]);
             let o2 = run_limited(c, Duration::from_secs(30));
             let ps = p.wait().unwrap();
             assert!(o2.status.success(), "{}", text(&o2.stderr));
@@ -284,12 +435,18 @@ fn children(pid: u32) -> Vec<u32> {
 }
 
 fn comm(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim().to_string()
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }
 
 fn session_objects_left(key: &str) -> Vec<String> {
     let k = ipc_proto::SessionKey::new(key).unwrap();
-    k.all_object_names().into_iter().filter(|n| ipc_proto::object_exists(n).unwrap_or(true)).collect()
+    k.all_object_names()
+        .into_iter()
+        .filter(|n| ipc_proto::object_exists(n).unwrap_or(true))
+        .collect()
 }
 
 /// Start a run that lasts as long as we want (query at 1 ps without the
@@ -298,7 +455,16 @@ fn session_objects_left(key: &str) -> Vec<String> {
 fn kill_one_side(victim: &str) {
     let key = fresh_key();
     let g = ltest();
-    let mut c = cosim_cmd(&["-f", g.to_str().unwrap(), "-p", "query", "-q", "1ps", "--key", &key]);
+    let mut c = cosim_cmd(&[
+        "-f",
+        g.to_str().unwrap(),
+        "-p",
+        "query",
+        "-q",
+        "1ps",
+        "--key",
+        &key,
+    ]);
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = c.spawn().unwrap();
     let sup = child.id();
@@ -313,20 +479,35 @@ fn kill_one_side(victim: &str) {
                 break if victim == "ibnet" { f } else { s };
             }
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "the run did not start: {named:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the run did not start: {named:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     std::thread::sleep(Duration::from_millis(500));
     let killed = Instant::now();
-    assert!(Command::new("kill").args(["-KILL", &target.to_string()]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-KILL", &target.to_string()])
+        .status()
+        .unwrap()
+        .success());
     let out = run_wait(child, Duration::from_secs(10));
     let took = killed.elapsed();
     let err = text(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(took < Duration::from_secs(2), "took {took:?}: {err}");
-    let side = if victim == "ibnet" { "the fabric (ibnet) failed" } else { "the scheduler (loggopsim) failed" };
+    let side = if victim == "ibnet" {
+        "the fabric (ibnet) failed"
+    } else {
+        "the scheduler (loggopsim) failed"
+    };
     assert!(err.contains(side) && err.contains("SIGKILL"), "{err}");
-    assert_eq!(session_objects_left(&key), Vec::<String>::new(), "IPC objects left");
+    assert_eq!(
+        session_objects_left(&key),
+        Vec::<String>::new(),
+        "IPC objects left"
+    );
 }
 
 fn run_wait(child: std::process::Child, limit: Duration) -> Output {
@@ -338,7 +519,9 @@ fn run_wait(child: std::process::Child, limit: Duration) -> Output {
     match rx.recv_timeout(limit) {
         Ok(o) => o.unwrap(),
         Err(_) => {
-            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
             panic!("the supervisor did not end within {limit:?}");
         }
     }
@@ -358,21 +541,41 @@ fn killing_the_scheduler_stops_the_run_cleanly() {
 fn sigterm_to_the_supervisor_stops_both_and_cleans_up() {
     let key = fresh_key();
     let g = ltest();
-    let mut c = cosim_cmd(&["-f", g.to_str().unwrap(), "-p", "query", "-q", "1ps", "--key", &key]);
+    let mut c = cosim_cmd(&[
+        "-f",
+        g.to_str().unwrap(),
+        "-p",
+        "query",
+        "-q",
+        "1ps",
+        "--key",
+        &key,
+    ]);
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = c.spawn().unwrap();
     let sup = child.id();
     let start = Instant::now();
     while children(sup).len() < 2 || session_objects_left(&key).len() < 4 {
-        assert!(start.elapsed() < Duration::from_secs(20), "the run did not start");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the run did not start"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let kids = children(sup);
-    assert!(Command::new("kill").args(["-TERM", &sup.to_string()]).status().unwrap().success());
+    assert!(Command::new("kill")
+        .args(["-TERM", &sup.to_string()])
+        .status()
+        .unwrap()
+        .success());
     let out = run_wait(child, Duration::from_secs(5));
     assert_eq!(out.status.code(), Some(143), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("caught SIGTERM"));
-    assert!(kids.iter().all(|p| !Path::new(&format!("/proc/{p}")).exists() || comm(*p).is_empty()), "children survive");
+    assert!(
+        kids.iter()
+            .all(|p| !Path::new(&format!("/proc/{p}")).exists() || comm(*p).is_empty()),
+        "children survive"
+    );
     assert_eq!(session_objects_left(&key), Vec::<String>::new());
 }
 
@@ -388,7 +591,16 @@ fn unmatched_receive_is_reported_and_fails() {
         for protocol in ["notify", "query"] {
             let key = fresh_key();
             let o = run_limited(
-                cosim_cmd(&["-f", g.to_str().unwrap(), "-p", protocol, "--transport", transport, "--key", &key]),
+                cosim_cmd(&[
+                    "-f",
+                    g.to_str().unwrap(),
+                    "-p",
+                    protocol,
+                    "--transport",
+                    transport,
+                    "--key",
+                    &key,
+                ]),
                 Duration::from_secs(30),
             );
             let (out, err) = (text(&o.stdout), text(&o.stderr));
@@ -408,10 +620,25 @@ fn more_ranks_than_hcas_is_a_startup_error() {
     let g = gen("dissemination", 16, 8, dir.path());
     for transport in ["ipc", "inproc"] {
         let key = fresh_key();
-        let o = run_limited(cosim_cmd(&["-f", g.to_str().unwrap(), "-t", "H8_S6", "--transport", transport, "--key", &key]), Duration::from_secs(30));
+        let o = run_limited(
+            cosim_cmd(&[
+                "-f",
+                g.to_str().unwrap(),
+                "-t",
+                "H8_S6",
+                "--transport",
+                transport,
+                "--key",
+                &key,
+            ]),
+            Duration::from_secs(30),
+        );
         let err = text(&o.stderr);
         assert!(!o.status.success());
-        assert!(err.contains("the schedule has 16 ranks but the fabric"), "{transport}: {err}");
+        assert!(
+            err.contains("the schedule has 16 ranks but the fabric"),
+            "{transport}: {err}"
+        );
         assert!(err.contains("maps only 8 ranks"), "{transport}: {err}");
         assert_eq!(session_objects_left(&key), Vec::<String>::new());
     }
@@ -422,9 +649,15 @@ fn default_run_prints_finish_times_and_fabric_summary() {
     let o = run_limited(cosim_cmd(&[]), Duration::from_secs(60));
     let out = text(&o.stdout);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(out.contains("Host 0: ") && out.contains("Host 1: "), "{out}");
+    assert!(
+        out.contains("Host 0: ") && out.contains("Host 1: "),
+        "{out}"
+    );
     assert!(out.contains("fabric: topology H8_S6"), "{out}");
-    assert!(out.contains("protocol: 20 inserts, 20 NoMoreInserts"), "{out}");
+    assert!(
+        out.contains("protocol: 20 inserts, 20 NoMoreInserts"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -434,11 +667,28 @@ fn fabric_logs_are_written() {
     let logs = dir.path().join("logs");
     for transport in ["ipc", "inproc"] {
         let _ = std::fs::remove_dir_all(&logs);
-        let (_, f) = cosim_json(&["-f", g.to_str().unwrap(), "--transport", transport, "--fabric-log", logs.to_str().unwrap(), "--key", &fresh_key()]);
+        let (_, f) = cosim_json(&[
+            "-f",
+            g.to_str().unwrap(),
+            "--transport",
+            transport,
+            "--fabric-log",
+            logs.to_str().unwrap(),
+            "--key",
+            &fresh_key(),
+        ]);
         let ins = std::fs::read_to_string(logs.join("inserts.log")).unwrap();
         let arr = std::fs::read_to_string(logs.join("arrivals.log")).unwrap();
-        assert_eq!(ins.lines().filter(|l| !l.starts_with('#')).count(), 24, "{transport}");
-        assert_eq!(arr.lines().filter(|l| !l.starts_with('#')).count(), 24, "{transport}");
+        assert_eq!(
+            ins.lines().filter(|l| !l.starts_with('#')).count(),
+            24,
+            "{transport}"
+        );
+        assert_eq!(
+            arr.lines().filter(|l| !l.starts_with('#')).count(),
+            24,
+            "{transport}"
+        );
         // first round: every rank sends at 0 to r+1
         assert!(ins.lines().any(|l| l.ends_with(" 0 0 1 180")), "{ins}");
         assert_eq!(f["server"]["arrivals"], 24);

@@ -304,6 +304,7 @@ pub struct Fabric {
     slab: Vec<Ev>,
     slab_free: Vec<u32>,
     pub max_heap: usize,
+    dbg_last_key: u128,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
     /// virtual-sequence ones, so `step` takes whichever key is smaller.
@@ -539,6 +540,7 @@ impl Fabric {
             slab: Vec::with_capacity(1024),
             slab_free: Vec::new(),
             max_heap: 0,
+            dbg_last_key: 0,
             nowq: VecDeque::with_capacity(256),
             counter: 0,
             cur_seq: 0,
@@ -606,6 +608,9 @@ impl Fabric {
 
     #[inline]
     fn peek_time(&mut self) -> Option<u64> {
+        if self.heap.has_at(self.now) {
+            return Some(self.now);
+        }
         match self.nowq.front() {
             Some(a) => Some((a.key >> 64) as u64),
             None => self.heap.peek_key().map(|k| (k >> 64) as u64),
@@ -872,13 +877,9 @@ impl Fabric {
 
     #[inline]
     fn step(&mut self) {
-        let take_now = match self.nowq.front() {
-            Some(a) => match self.heap.peek_key() {
-                Some(b) => a.key < b,
-                None => true,
-            },
-            None => false,
-        };
+        // Heap events at the current instant were inserted before every
+        // now-queue event (or carry a virtual seq below them): they go first.
+        let take_now = !self.nowq.is_empty() && !self.heap.has_at(self.now);
         let (key, ev) = if take_now {
             let e = self.nowq.pop_front().unwrap();
             (e.key, e.ev)
@@ -888,6 +889,10 @@ impl Fabric {
             (k, self.slab[idx as usize])
         };
         let t = (key >> 64) as u64;
+        if std::env::var_os("IBNET_DBG_KEYS").is_some() && key <= self.dbg_last_key && self.events > 0 {
+            eprintln!("non-increasing key at t={t}: seq {:x} after {:x} ev {:?}", key as u64, self.dbg_last_key as u64, ev);
+        }
+        self.dbg_last_key = key;
         self.cur_seq = key as u64;
         if !self.started {
             self.started = true;

@@ -9,6 +9,8 @@
 pub(crate) struct RadixHeap<T: Copy> {
     last: u128,
     len: usize,
+    /// items in buckets 0..=64 (same time as `last`)
+    near: usize,
     buckets: Vec<Vec<(u128, T)>>,
 }
 
@@ -19,7 +21,7 @@ fn bucket(x: u128) -> usize {
 
 impl<T: Copy> RadixHeap<T> {
     pub fn new() -> Self {
-        RadixHeap { last: 0, len: 0, buckets: (0..129).map(|_| Vec::new()).collect() }
+        RadixHeap { last: 0, len: 0, near: 0, buckets: (0..129).map(|_| Vec::new()).collect() }
     }
 
     #[inline]
@@ -29,9 +31,40 @@ impl<T: Copy> RadixHeap<T> {
 
     #[inline]
     pub fn push(&mut self, key: u128, v: T) {
-        debug_assert!(key >= self.last, "radix heap: key below the last popped key");
-        self.buckets[bucket(key ^ self.last)].push((key, v));
+        if key < self.last {
+            // Only after a peek moved `last` ahead (API calls between
+            // peeking and popping): rebuild relative to the new key.
+            self.rebase(key);
+        }
+        let b = bucket(key ^ self.last);
+        if b <= 64 {
+            self.near += 1;
+        }
+        self.buckets[b].push((key, v));
         self.len += 1;
+    }
+
+    fn rebase(&mut self, key: u128) {
+        let mut all = Vec::with_capacity(self.len);
+        for b in &mut self.buckets {
+            all.append(b);
+        }
+        self.last = key;
+        self.near = 0;
+        for (k, v) in all {
+            let b = bucket(k ^ key);
+            if b <= 64 {
+                self.near += 1;
+            }
+            self.buckets[b].push((k, v));
+        }
+    }
+
+    /// Is there an item whose time (high 64 bits) is `t`, given that no
+    /// item is earlier than `t`? Cheap: such items share `last`'s time.
+    #[inline]
+    pub fn has_at(&self, t: u64) -> bool {
+        self.near > 0 && (self.last >> 64) as u64 == t
     }
 
     /// Smallest key without removing it (moves items between buckets).
@@ -51,6 +84,7 @@ impl<T: Copy> RadixHeap<T> {
         }
         self.refill();
         self.len -= 1;
+        self.near -= 1;
         self.buckets[0].pop()
     }
 
@@ -61,10 +95,17 @@ impl<T: Copy> RadixHeap<T> {
         }
         let i = (1..129).find(|&i| !self.buckets[i].is_empty()).unwrap();
         let b = std::mem::take(&mut self.buckets[i]);
+        if i <= 64 {
+            self.near -= b.len();
+        }
         let min = b.iter().map(|e| e.0).min().unwrap();
         self.last = min;
         for e in &b {
-            self.buckets[bucket(e.0 ^ min)].push(*e);
+            let nb = bucket(e.0 ^ min);
+            if nb <= 64 {
+                self.near += 1;
+            }
+            self.buckets[nb].push(*e);
         }
         // give the allocation back to bucket i for reuse
         let mut b = b;
@@ -90,6 +131,15 @@ mod tests {
                 let k = now + ((x >> 40) as u128 % 1000) * (1 << 64) + round;
                 h.push(k, k);
                 keys.push(k);
+            }
+            if round % 7 == 0 {
+                // a peek moves `last`; a later smaller push must still work
+                let _ = h.peek_key();
+                let k = now + 1;
+                if !keys.contains(&k) && k < h.peek_key().unwrap() {
+                    h.push(k, k);
+                    keys.push(k);
+                }
             }
             let (k, v) = h.pop().unwrap();
             assert_eq!(k, v);

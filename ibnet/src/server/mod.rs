@@ -84,7 +84,10 @@ impl ServerError {
             ServerError::Deadlock { handles, .. } => {
                 let list: Vec<String> = handles.iter().take(6).map(|h| h.to_string()).collect();
                 let more = if handles.len() > 6 { ",..." } else { "" };
-                (ErrorCode::Deadlock, format!("{} stuck: {}{more}", handles.len(), list.join(",")))
+                (
+                    ErrorCode::Deadlock,
+                    format!("{} stuck: {}{more}", handles.len(), list.join(",")),
+                )
             }
             ServerError::Config(m) => (ErrorCode::Config, m.clone()),
             ServerError::Fabric(m) | ServerError::Log(m) => (ErrorCode::Internal, m.clone()),
@@ -126,14 +129,20 @@ impl FabricServer {
     pub fn new(fabric: Fabric, cfg: ServerConfig) -> Result<FabricServer, ServerError> {
         let n = fabric.num_hcas();
         if let Some((r, &h)) = cfg.rank_hcas.iter().enumerate().find(|(_, &h)| h >= n) {
-            return Err(ServerError::Config(format!("rank {r} is mapped to HCA number {h}, but the fabric has {n} HCAs")));
+            return Err(ServerError::Config(format!(
+                "rank {r} is mapped to HCA number {h}, but the fabric has {n} HCAs"
+            )));
         }
         if cfg.protocol == Protocol::Query && cfg.quantum.0 == 0 {
-            return Err(ServerError::Config("the query quantum must be at least 1 ps".into()));
+            return Err(ServerError::Config(
+                "the query quantum must be at least 1 ps".into(),
+            ));
         }
         if let Some(f) = cfg.estimate {
             if !(f.is_finite() && f > 0.0) {
-                return Err(ServerError::Config(format!("the estimate factor must be a positive number, not {f}")));
+                return Err(ServerError::Config(format!(
+                    "the estimate factor must be a positive number, not {f}"
+                )));
             }
         }
         Ok(FabricServer {
@@ -151,7 +160,8 @@ impl FabricServer {
 
     /// Log every insert as `handle time_ps src_rank dst_rank bytes`.
     pub fn set_insert_log(&mut self, mut w: Box<dyn Write + Send>) -> Result<(), ServerError> {
-        writeln!(w, "# handle time_ps src_rank dst_rank bytes").map_err(|e| ServerError::Log(e.to_string()))?;
+        writeln!(w, "# handle time_ps src_rank dst_rank bytes")
+            .map_err(|e| ServerError::Log(e.to_string()))?;
         self.insert_log = Some(w);
         Ok(())
     }
@@ -180,10 +190,20 @@ impl FabricServer {
     /// appended to `out` in the order they must be sent.
     pub fn handle(&mut self, rec: Record, out: &mut Vec<Record>) -> Result<Step, ServerError> {
         if self.finished {
-            return Err(ServerError::Violation(format!("{} after Finish", rec.kind_name())));
+            return Err(ServerError::Violation(format!(
+                "{} after Finish",
+                rec.kind_name()
+            )));
         }
         match rec {
-            Record::Insert { handle, time, src, dst, size, .. } => {
+            Record::Insert {
+                handle,
+                time,
+                src,
+                dst,
+                size,
+                ..
+            } => {
                 self.insert(handle, time, src, dst, size)?;
                 Ok(Step::Continue)
             }
@@ -221,7 +241,14 @@ impl FabricServer {
         })
     }
 
-    fn insert(&mut self, handle: u64, time: Time, src: u32, dst: u32, size: u64) -> Result<(), ServerError> {
+    fn insert(
+        &mut self,
+        handle: u64,
+        time: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+    ) -> Result<(), ServerError> {
         let now = self.fabric.now();
         if time < now {
             return Err(ServerError::Violation(format!(
@@ -232,17 +259,28 @@ impl FabricServer {
         let src_hca = self.hca_of(src, "source", handle)?;
         let dst_hca = self.hca_of(dst, "destination", handle)?;
         if self.by_handle.contains_key(&handle) {
-            return Err(ServerError::Violation(format!("Insert reuses handle {handle}, which is still in flight")));
+            return Err(ServerError::Violation(format!(
+                "Insert reuses handle {handle}, which is still in flight"
+            )));
         }
         // A 0-byte MPI message still crosses the wire as a header-only
         // packet; the fabric's packetiser needs at least one byte, so it is
         // injected as 1 byte (deviation noted in docs/cosim.md).
         let bytes = size.max(1);
-        let id = self.fabric.inject(time, src_hca, dst_hca, bytes).map_err(|e| match e {
-            FabricError::InPast { .. } => ServerError::Violation(format!("Insert {handle}: {e}")),
-            e => ServerError::Fabric(format!("Insert {handle}: {e}")),
-        })?;
-        debug_assert_eq!(id as usize, self.slots.len(), "fabric message ids are dense");
+        let id = self
+            .fabric
+            .inject(time, src_hca, dst_hca, bytes)
+            .map_err(|e| match e {
+                FabricError::InPast { .. } => {
+                    ServerError::Violation(format!("Insert {handle}: {e}"))
+                }
+                e => ServerError::Fabric(format!("Insert {handle}: {e}")),
+            })?;
+        debug_assert_eq!(
+            id as usize,
+            self.slots.len(),
+            "fabric message ids are dense"
+        );
         self.slots.push(Slot {
             handle,
             insert_time: time,
@@ -257,7 +295,8 @@ impl FabricServer {
         self.stats.inserts += 1;
         self.stats.max_in_flight = self.stats.max_in_flight.max(self.fabric.in_flight() as u64);
         if let Some(w) = &mut self.insert_log {
-            writeln!(w, "{handle} {} {src} {dst} {size}", time.0).map_err(|e| ServerError::Log(e.to_string()))?;
+            writeln!(w, "{handle} {} {src} {dst} {size}", time.0)
+                .map_err(|e| ServerError::Log(e.to_string()))?;
         }
         Ok(())
     }
@@ -272,7 +311,9 @@ impl FabricServer {
     /// Record the fabric's completions in the slots (query protocol).
     fn collect_completions(&mut self) -> Result<(), ServerError> {
         for (id, t) in self.fabric.take_completions() {
-            let Some(slot) = self.slots.get_mut(id as usize) else { continue };
+            let Some(slot) = self.slots.get_mut(id as usize) else {
+                continue;
+            };
             slot.arrived = Some(t);
             if let Some(p) = slot.promised {
                 if t < p {
@@ -280,7 +321,8 @@ impl FabricServer {
                 }
             }
             if let Some(w) = &mut self.arrival_log {
-                writeln!(w, "{} {}", slot.handle, t.0).map_err(|e| ServerError::Log(e.to_string()))?;
+                writeln!(w, "{} {}", slot.handle, t.0)
+                    .map_err(|e| ServerError::Log(e.to_string()))?;
             }
         }
         Ok(())
@@ -288,10 +330,11 @@ impl FabricServer {
 
     fn query(&mut self, handle: u64, t: Time) -> Result<Record, ServerError> {
         self.stats.queries += 1;
-        let &id = self
-            .by_handle
-            .get(&handle)
-            .ok_or_else(|| ServerError::Violation(format!("Query for unknown handle {handle} (never inserted, or already reported)")))?;
+        let &id = self.by_handle.get(&handle).ok_or_else(|| {
+            ServerError::Violation(format!(
+                "Query for unknown handle {handle} (never inserted, or already reported)"
+            ))
+        })?;
         if t < self.fabric.now() {
             return Err(ServerError::Violation(format!(
                 "Query {handle} at {} ps is in the fabric's past (fabric time {} ps)",
@@ -309,7 +352,11 @@ impl FabricServer {
             self.stats.replies_arrived += 1;
             self.stats.query_lateness_ps += t.0 - ta.0;
             self.by_handle.remove(&handle);
-            return Ok(Record::Reply { handle, time: ta, arrived: true });
+            return Ok(Record::Reply {
+                handle,
+                time: ta,
+                arrived: true,
+            });
         }
         let mut next = Time(t.0.saturating_add(q.0));
         if !slot.queried {
@@ -323,7 +370,11 @@ impl FabricServer {
                         z
                     }
                 };
-                let est = Time(slot.insert_time.0.saturating_add((f * zll.0 as f64).round() as u64));
+                let est = Time(
+                    slot.insert_time
+                        .0
+                        .saturating_add((f * zll.0 as f64).round() as u64),
+                );
                 if est > next {
                     next = est;
                     self.slots[id as usize].promised = Some(est);
@@ -333,11 +384,20 @@ impl FabricServer {
         }
         self.slots[id as usize].queried = true;
         self.stats.replies_not_yet += 1;
-        Ok(Record::Reply { handle, time: next, arrived: false })
+        Ok(Record::Reply {
+            handle,
+            time: next,
+            arrived: false,
+        })
     }
 
     fn stuck_handles(&self) -> Vec<u64> {
-        self.fabric.in_flight_ids().into_iter().filter_map(|id| self.slots.get(id as usize)).map(|s| s.handle).collect()
+        self.fabric
+            .in_flight_ids()
+            .into_iter()
+            .filter_map(|id| self.slots.get(id as usize))
+            .map(|s| s.handle)
+            .collect()
     }
 
     fn no_more_inserts(&mut self, t: Time, out: &mut Vec<Record>) -> Result<(), ServerError> {
@@ -360,12 +420,16 @@ impl FabricServer {
                     self.by_handle.remove(&handle);
                     out.push(Record::Arrival { handle, time: ta });
                     if let Some(w) = &mut self.arrival_log {
-                        writeln!(w, "{handle} {}", ta.0).map_err(|e| ServerError::Log(e.to_string()))?;
+                        writeln!(w, "{handle} {}", ta.0)
+                            .map_err(|e| ServerError::Log(e.to_string()))?;
                     }
                 }
                 self.stats.arrivals += ids.len() as u64;
                 self.stats.arrival_batches += 1;
-                out.push(Record::ArrivalBatchEnd { time: ta, count: ids.len() as u32 });
+                out.push(Record::ArrivalBatchEnd {
+                    time: ta,
+                    count: ids.len() as u32,
+                });
                 Ok(())
             }
             None => {
@@ -391,7 +455,10 @@ impl FabricServer {
             self.collect_completions()?;
         }
         self.stats.in_flight_at_finish = self.fabric.in_flight() as u64;
-        for w in [&mut self.insert_log, &mut self.arrival_log].into_iter().flatten() {
+        for w in [&mut self.insert_log, &mut self.arrival_log]
+            .into_iter()
+            .flatten()
+        {
             w.flush().map_err(|e| ServerError::Log(e.to_string()))?;
         }
         Ok(())

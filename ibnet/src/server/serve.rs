@@ -10,10 +10,12 @@ use std::time::Duration;
 /// queues (cosim-protocol.md). Creates the session's objects, waits for the
 /// scheduler, serves until Finish, prints its statistics and exits 0.
 #[derive(clap::Args, Clone, Debug)]
-#[command(after_help = "Exit codes: 0 after Finish; 1 protocol violation, deadlock, fabric error or \
+#[command(
+    after_help = "Exit codes: 0 after Finish; 1 protocol violation, deadlock, fabric error or \
 the scheduler failed/died; 2 bad options or input files.\n\n\
 Example (what scripts/cosim runs):\n  ibnet serve --key cosim-42 --protocol notify --topology H8_S6 &\n  \
-loggopsim -f app.goal -L 0 -o 0 -g 0 -G 0 -O 0 --network ipc --protocol notify --key cosim-42")]
+loggopsim -f app.goal -L 0 -o 0 -g 0 -G 0 -O 0 --network ipc --protocol notify --key cosim-42"
+)]
 pub struct ServeArgs {
     /// Session key: the IPC objects are /<KEY>.ins, /<KEY>.qry, ... and /<KEY>.ctl.
     #[arg(long)]
@@ -62,7 +64,11 @@ pub enum ServeError {
 
 /// Serve one session on a connected channel until Finish. On a server error
 /// the Error record is sent to the scheduler before returning.
-pub fn serve_channel(ch: &mut Channel, server: &mut FabricServer, progress: Option<&indicatif::ProgressBar>) -> Result<(), ServeError> {
+pub fn serve_channel(
+    ch: &mut Channel,
+    server: &mut FabricServer,
+    progress: Option<&indicatif::ProgressBar>,
+) -> Result<(), ServeError> {
     let mut out = Vec::with_capacity(64);
     let mut n: u64 = 0;
     loop {
@@ -87,7 +93,7 @@ pub fn serve_channel(ch: &mut Channel, server: &mut FabricServer, progress: Opti
         }
         n += 1;
         if let Some(b) = progress {
-            if n % 4096 == 0 {
+            if n.is_multiple_of(4096) {
                 let f = server.fabric();
                 b.set_message(format!(
                     "fabric time {} ps, {} events, {} messages in flight, {} records",
@@ -114,19 +120,25 @@ pub fn progress_bar(asked: bool) -> Option<indicatif::ProgressBar> {
 }
 
 fn open_log(p: &PathBuf) -> anyhow::Result<Box<dyn Write + Send>> {
-    let f = std::fs::File::create(p).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", p.display()))?;
+    let f = std::fs::File::create(p)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", p.display()))?;
     Ok(Box::new(std::io::BufWriter::new(f)))
 }
 
 /// Write the statistics (text or JSON) to `report` or stdout.
-pub fn write_summary(server: &FabricServer, json: bool, report: Option<&PathBuf>) -> anyhow::Result<()> {
+pub fn write_summary(
+    server: &FabricServer,
+    json: bool,
+    report: Option<&PathBuf>,
+) -> anyhow::Result<()> {
     let text = if json {
         serde_json::to_string_pretty(&server.summary_json())? + "\n"
     } else {
         server.summary()
     };
     match report {
-        Some(p) => std::fs::write(p, text).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
         None => {
             let mut so = std::io::stdout().lock();
             so.write_all(text.as_bytes())?;
@@ -146,7 +158,12 @@ pub fn build_server(
     log_arrivals: Option<&PathBuf>,
 ) -> anyhow::Result<FabricServer> {
     let s = FabricSetup::build(setup).map_err(anyhow::Error::msg)?;
-    let cfg = ServerConfig { protocol, quantum, estimate, rank_hcas: s.rank_hcas };
+    let cfg = ServerConfig {
+        protocol,
+        quantum,
+        estimate,
+        rank_hcas: s.rank_hcas,
+    };
     let mut server = FabricServer::new(s.fabric, cfg)?;
     if let Some(p) = log_inserts {
         server.set_insert_log(open_log(p)?)?;
@@ -159,7 +176,14 @@ pub fn build_server(
 
 /// `ibnet serve`: returns the process exit code (errors are printed).
 pub fn run_serve(a: &ServeArgs) -> i32 {
-    let mut server = match build_server(&a.setup, a.protocol, a.quantum, a.estimate, a.log_inserts.as_ref(), a.log_arrivals.as_ref()) {
+    let mut server = match build_server(
+        &a.setup,
+        a.protocol,
+        a.quantum,
+        a.estimate,
+        a.log_inserts.as_ref(),
+        a.log_arrivals.as_ref(),
+    ) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("ibnet serve: error: {e:#}");
@@ -215,7 +239,11 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
 /// Stand-alone parser for `ibnet serve ...` (used by the binary's
 /// dispatcher; the subcommand form is `Serve(ServeArgs)` -> [`run_serve`]).
 #[derive(clap::Parser, Debug)]
-#[command(name = "ibnet serve", bin_name = "ibnet serve", about = "Serve a co-simulation: the fabric side of cosim-protocol.md over POSIX message queues")]
+#[command(
+    name = "ibnet serve",
+    bin_name = "ibnet serve",
+    about = "Serve a co-simulation: the fabric side of cosim-protocol.md over POSIX message queues"
+)]
 pub struct ServeCli {
     #[command(flatten)]
     pub args: ServeArgs,

@@ -53,22 +53,38 @@ impl FabricSetup {
     /// Load the topology, apply preset and overrides, build the fabric and
     /// resolve the rank mapping. Errors name the offending input.
     pub fn build(a: &SetupArgs) -> Result<FabricSetup, String> {
-        let topology = topology::open(&a.topology).map_err(|e| format!("topology {}: {e}", a.topology))?;
-        let mut params = Params::preset(&a.preset).map_err(|e| format!("--preset {}: {e}", a.preset))?;
+        let topology =
+            topology::open(&a.topology).map_err(|e| format!("topology {}: {e}", a.topology))?;
+        let mut params =
+            Params::preset(&a.preset).map_err(|e| format!("--preset {}: {e}", a.preset))?;
         for kv in &a.set {
-            params = params.apply_override(kv).map_err(|e| format!("--set {kv}: {e}"))?;
+            params = params
+                .apply_override(kv)
+                .map_err(|e| format!("--set {kv}: {e}"))?;
         }
         let hcas = topology.hcas();
         let rank_nodes: Vec<usize> = match &a.map {
             Some(path) => topology::load_rank_file(path, &topology).map_err(|e| e.to_string())?,
-            None => (0..topology.num_ranks()).filter_map(|r| topology.hca_of_rank(r)).collect(),
+            None => (0..topology.num_ranks())
+                .filter_map(|r| topology.hca_of_rank(r))
+                .collect(),
         };
         let rank_hcas = rank_nodes
             .iter()
-            .map(|node| hcas.iter().position(|h| h == node).expect("rank mapped to an HCA node"))
+            .map(|node| {
+                hcas.iter()
+                    .position(|h| h == node)
+                    .expect("rank mapped to an HCA node")
+            })
             .collect();
-        let fabric = Fabric::new(&topology, &params).map_err(|e| format!("fabric parameters: {e}"))?;
-        Ok(FabricSetup { topology, params, fabric, rank_hcas })
+        let fabric =
+            Fabric::new(&topology, &params).map_err(|e| format!("fabric parameters: {e}"))?;
+        Ok(FabricSetup {
+            topology,
+            params,
+            fabric,
+            rank_hcas,
+        })
     }
 }
 

@@ -85,13 +85,33 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
         )),
     }
     // Sinks: aggregate over the HCAs that received something.
-    let active: Vec<_> = r.sinks.iter().filter(|k| k.msg_network_latency_ps.count > 0).collect();
+    let active: Vec<_> = r
+        .sinks
+        .iter()
+        .filter(|k| k.msg_network_latency_ps.count > 0)
+        .collect();
     let msgs: u64 = active.iter().map(|k| k.msg_network_latency_ps.count).sum();
     if msgs > 0 {
-        let sum: f64 = active.iter().map(|k| k.msg_network_latency_ps.mean * k.msg_network_latency_ps.count as f64).sum();
-        let min = active.iter().map(|k| k.msg_network_latency_ps.min).min().unwrap_or(0);
-        let max = active.iter().map(|k| k.msg_network_latency_ps.max).max().unwrap_or(0);
-        let last = r.sinks.iter().map(|k| k.time_last_packet_consumed_ps).max().unwrap_or(0);
+        let sum: f64 = active
+            .iter()
+            .map(|k| k.msg_network_latency_ps.mean * k.msg_network_latency_ps.count as f64)
+            .sum();
+        let min = active
+            .iter()
+            .map(|k| k.msg_network_latency_ps.min)
+            .min()
+            .unwrap_or(0);
+        let max = active
+            .iter()
+            .map(|k| k.msg_network_latency_ps.max)
+            .max()
+            .unwrap_or(0);
+        let last = r
+            .sinks
+            .iter()
+            .map(|k| k.time_last_packet_consumed_ps)
+            .max()
+            .unwrap_or(0);
         out.push_str(&format!(
             "sinks: {} HCAs received {} messages (after stat start); network latency mean {:.1} ps, min {} ps, max {} ps; last packet consumed at {} ps\n",
             active.len(),
@@ -109,9 +129,18 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
     }
     // Obufs: the busiest links.
     let mut obufs: Vec<_> = r.obufs.iter().filter(|o| o.data_flits_sent > 0).collect();
-    obufs.sort_by(|a, b| b.busy_ps.cmp(&a.busy_ps).then(a.node.cmp(&b.node)).then(a.port.cmp(&b.port)));
+    obufs.sort_by(|a, b| {
+        b.busy_ps
+            .cmp(&a.busy_ps)
+            .then(a.node.cmp(&b.node))
+            .then(a.port.cmp(&b.port))
+    });
     let total_flits: u64 = r.obufs.iter().map(|o| o.data_flits_sent).sum();
-    out.push_str(&format!("obufs: {} ports sent {} data flits", obufs.len(), total_flits));
+    out.push_str(&format!(
+        "obufs: {} ports sent {} data flits",
+        obufs.len(),
+        total_flits
+    ));
     if let Some(o) = obufs.first() {
         out.push_str(&format!(
             "; busiest {}[{}] -> {}: {} flits, busy {} ps, utilisation {:.4}, max queue {}",

@@ -205,7 +205,9 @@ impl CosimNetwork {
         match ErrorCode::from_u32(code) {
             ErrorCode::Deadlock => NetError::Deadlock {
                 handles: parse_stuck(&detail),
-                detail: format!("the fabric reports a deadlock of the simulated system ({detail}); see the fabric's message for all handles"),
+                detail: format!(
+                    "the fabric reports a deadlock of the simulated system ({detail}); see the fabric's message for all handles"
+                ),
             },
             ErrorCode::Violation => NetError::Protocol(format!("the fabric reports: {detail}")),
             ErrorCode::Config => NetError::Protocol(format!("the fabric rejects the run (configuration): {detail}")),

@@ -1,5 +1,8 @@
 #![allow(dead_code)]
-use ipc_proto::{create_fabric, object_exists, FabricSession, Protocol, ProtoError, SessionKey};
+use ipc_proto::{
+    create_fabric_with, object_exists, FabricSession, ProtoError, Protocol, QueueGeometry,
+    SessionKey,
+};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -15,10 +18,16 @@ pub fn mq_lock() -> MutexGuard<'static, ()> {
 
 /// create_fabric, retrying for up to 20 s while other processes of this
 /// user hold the queue budget.
+/// Tests use shallow queues (2 messages): a fraction of the budget, and
+/// full queues happen all the time.
 pub fn create_fabric_retry(key: &str, protocol: Protocol, endpoints: u32) -> FabricSession {
     let start = Instant::now();
+    let g = QueueGeometry {
+        depth: 2,
+        message_size: 8192,
+    };
     loop {
-        match create_fabric(key, protocol, endpoints) {
+        match create_fabric_with(key, protocol, endpoints, g) {
             Ok(s) => return s,
             Err(ProtoError::QueueBudget { .. }) if start.elapsed() < Duration::from_secs(20) => {
                 std::thread::sleep(Duration::from_millis(50))
