@@ -1,8 +1,305 @@
+//! `ibnet`: command line of the flit-level InfiniBand fabric simulator.
+//!
+//! - `ibnet run`: the fabric alone with standalone traffic; prints the
+//!   reference's sink/obuf summaries or a JSON report.
+//! - `ibnet serve`: the co-simulation server (ibnet::server).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use ibnet::traffic::{apply_app_traffic, rank_hcas, run_closed_loop, ClosedLoopSummary, TrafficSpec};
+use ibnet::units::parse_time;
+use ibnet::{topology, Fabric, Params, Report, Time};
+use serde::Serialize;
+
+#[derive(Parser)]
+#[command(name = "ibnet", version, about = "Flit-level InfiniBand fabric simulator (ibfabric.md)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the fabric alone with standalone traffic.
+    #[command(after_help = "\
+Traffic specs (--traffic, repeatable):
+  param:SRC=DST[,SRC=DST...]      app of LID SRC streams to LID DST (reference `param` mode)
+  seq_loop:FILE.dstSeq[:INI]      destination sequences, cyclic (INI defaults to FILE.dstSeq.ini)
+  seq_once:FILE.dstSeq[:INI]      each row once
+  seq_rand:FILE.dstSeq[:INI]      uniform random entry (seed: --set seed=N)
+  shift:K                         HCA i streams to HCA i+K (mod n)
+  dissemination[:BYTES[:COUNT]]   closed loop: rank r sends to r+2^k after receiving round k-1
+  chain[:BYTES[:COUNT]]           closed loop: rank r sends to r+1 after each receive
+Message length and MTU of the app modes: --set msg_length=N --set msg_mtu=N.
+
+Examples:
+  ibnet run --topology /data/is1_3l_32n.topo --traffic seq_loop:/data/32n_1hot.dstSeq --until 2ms
+  ibnet run --topology M9 --traffic shift:1 --until 100us --json
+  ibnet run --topology H8_S6 --preset thesis-ddr --traffic dissemination:1024:10 --json --latencies
+
+Exit codes: 0 success; 1 fatal model condition or deadlock; 2 bad options, files or parameters.")]
+    Run(RunArgs),
+    /// Co-simulation server (see `ibnet serve --help`).
+    Serve,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Topology: a file (TOML, IBDM .topo with .fdbs) or a built-in name
+    /// (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, chain:N).
+    #[arg(long, value_name = "FILE|NAME")]
+    topology: String,
+    /// Parameter preset: qdr (reference defaults), thesis-ddr (sec. 13), hcyang99 (CC).
+    #[arg(long, default_value = "qdr", value_name = "NAME")]
+    preset: String,
+    /// TOML file of parameter overrides (flat `key = value`; `preset = "..."` allowed).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Override one parameter, e.g. --set isw_delay_ns=40 (repeatable, applied last).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Traffic specification (repeatable; see below).
+    #[arg(long, value_name = "SPEC")]
+    traffic: Vec<String>,
+    /// Simulated time limit with a unit (2ms, 100us, 1500ns, 7ps). Default:
+    /// 2ms for open-loop traffic, none for closed-loop patterns.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    until: Option<Time>,
+    /// Print the JSON report instead of the text summaries.
+    #[arg(long)]
+    json: bool,
+    /// Include every message's timing in the JSON report.
+    #[arg(long)]
+    latencies: bool,
+    /// Leave wall-clock figures out of the JSON (byte-identical reruns).
+    #[arg(long)]
+    no_wall_time: bool,
+    /// Write the JSON report to FILE (in addition to stdout output).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Progress bar on stderr (default: when stderr is a terminal).
+    #[arg(long)]
+    progress: bool,
+}
+
+#[derive(Serialize)]
+struct RunInfo {
+    until_ps: Option<u64>,
+    sim_time_ps: u64,
+    events_processed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wall_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events_per_sec: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sim_time_per_wall_s: Option<f64>,
+    lazy_credit_timer: bool,
+}
+
+#[derive(Serialize)]
+struct JsonOut<'a> {
+    ibnet: &'static str,
+    topology: &'a str,
+    preset: &'a str,
+    traffic: &'a [String],
+    params: &'a Params,
+    run: RunInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    closed_loop: Option<ClosedLoopSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    report: Report,
+}
+
+/// Exit code 2 for user input errors.
+struct UserError(anyhow::Error);
+
 fn main() {
-    // `ibnet serve`: the co-simulation server (ibnet::server).
     if std::env::args().nth(1).as_deref() == Some("serve") {
         ibnet::server::serve::main_serve();
     }
-    eprintln!("ibnet: not built yet");
-    std::process::exit(2);
+    let cli = Cli::parse();
+    let code = match cli.cmd {
+        Cmd::Run(a) => match run(&a) {
+            Ok(c) => c,
+            Err(UserError(e)) => {
+                eprintln!("ibnet: error: {e:#}");
+                2
+            }
+        },
+        Cmd::Serve => unreachable!("handled above"),
+    };
+    std::process::exit(code);
+}
+
+fn params_from(a: &RunArgs) -> Result<Params> {
+    let mut p = Params::preset(&a.preset).with_context(|| format!("--preset {}", a.preset))?;
+    if let Some(f) = &a.config {
+        let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        p = p.apply_toml(&text, &f.display().to_string())?;
+    }
+    for kv in &a.set {
+        p = p.apply_override(kv).with_context(|| format!("--set {kv}"))?;
+    }
+    p.check()?;
+    Ok(p)
+}
+
+fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
+    let u = |e: anyhow::Error| UserError(e);
+    let params = params_from(a).map_err(u)?;
+    let topo = topology::open(&a.topology).map_err(|e| UserError(anyhow::anyhow!("topology {}: {e}", a.topology)))?;
+    let mut fabric = Fabric::new(&topo, &params).map_err(|e| UserError(anyhow::anyhow!("{e}")))?;
+    let mut specs = Vec::new();
+    for s in &a.traffic {
+        specs.push(TrafficSpec::parse(s).map_err(|e| UserError(anyhow::anyhow!(e)))?);
+    }
+    let closed: Vec<&TrafficSpec> = specs.iter().filter(|s| s.is_closed_loop()).collect();
+    if closed.len() > 1 {
+        return Err(u(anyhow::anyhow!("at most one closed-loop traffic pattern per run")));
+    }
+    for s in specs.iter().filter(|s| !s.is_closed_loop()) {
+        apply_app_traffic(&mut fabric, &topo, s).map_err(|e| UserError(anyhow::anyhow!(e)))?;
+    }
+    let until = a.until.or(if closed.is_empty() { Some(Time(2_000_000_000)) } else { None });
+    let show_progress = a.progress || (std::io::stderr().is_terminal() && !a.json);
+    let t0 = Instant::now();
+    let mut closed_summary = None;
+    let mut run_error: Option<String> = None;
+    if let Some(spec) = closed.first() {
+        match run_closed_loop(&mut fabric, spec, &rank_hcas(&topo), until) {
+            Ok(s) => closed_summary = Some(s),
+            Err(e) => run_error = Some(e.to_string()),
+        }
+    } else if let Some(limit) = until {
+        let pb = show_progress.then(|| {
+            let pb = indicatif::ProgressBar::new(100);
+            pb.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}% simulated, {elapsed} {msg}").unwrap());
+            pb
+        });
+        let steps = if pb.is_some() { 100 } else { 1 };
+        for i in 1..=steps {
+            fabric.run_until(Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 }));
+            if let Some(pb) = &pb {
+                pb.set_position(i);
+                pb.set_message(format!("{} events", fabric.events_processed()));
+            }
+            if fabric.error().is_some() {
+                break;
+            }
+        }
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    if run_error.is_none() {
+        if let Some(e) = fabric.error() {
+            run_error = Some(e.to_string());
+        }
+    }
+    let report = fabric.report_with(a.latencies);
+    let wall_opt = (!a.no_wall_time).then_some(wall);
+    let info = RunInfo {
+        until_ps: until.map(|t| t.0),
+        sim_time_ps: fabric.now().0,
+        events_processed: fabric.events_processed(),
+        wall_s: wall_opt,
+        events_per_sec: wall_opt.map(|w| fabric.events_processed() as f64 / w.max(1e-9)),
+        sim_time_per_wall_s: wall_opt.map(|w| fabric.now().as_secs_f64() / w.max(1e-9)),
+        lazy_credit_timer: fabric.lazy_credit_timer_active(),
+    };
+    let out = JsonOut {
+        ibnet: env!("CARGO_PKG_VERSION"),
+        topology: &a.topology,
+        preset: &a.preset,
+        traffic: &a.traffic,
+        params: &params,
+        run: info,
+        closed_loop: closed_summary,
+        error: run_error.clone(),
+        report,
+    };
+    let json = serde_json::to_string_pretty(&out).expect("report serialises");
+    if let Some(f) = &a.report {
+        std::fs::write(f, &json).map_err(|e| UserError(anyhow::anyhow!("writing {}: {e}", f.display())))?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if a.json {
+        let _ = writeln!(stdout, "{json}");
+    } else {
+        let _ = print_text(&mut stdout, &out);
+    }
+    if let Some(e) = run_error {
+        eprintln!("ibnet: {e}");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+fn ns(ps: f64) -> String {
+    format!("{:.3} ns", ps / 1000.0)
+}
+
+/// The reference's end-of-run summaries (sec. 8), one block per module.
+fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
+    let r = &o.report;
+    writeln!(w, "ibnet run: topology {} preset {} until {}", o.topology, o.preset, o.run.until_ps.map(|t| format!("{t} ps")).unwrap_or("-".into()))?;
+    for s in &r.sinks {
+        let l = &s.msg_network_latency_ps;
+        writeln!(w, "{}.sink:", s.name)?;
+        if l.count > 0 {
+            writeln!(w, "  Msg-Network-Latency: count {} mean {} stddev {} min {} max {}", l.count, ns(l.mean), ns(l.stddev), ns(l.min as f64), ns(l.max as f64))?;
+            let f = &s.msg_first2first_network_latency_ps;
+            writeln!(w, "  Msg-First2First-Network-Latency: count {} mean {} min {} max {}", f.count, ns(f.mean), ns(f.min as f64), ns(f.max as f64))?;
+        }
+        let p = &s.packet_fabric_time_ps;
+        if p.count > 0 {
+            writeln!(w, "  Packet Fabric Time: count {} mean {} min {} max {}", p.count, ns(p.mean), ns(p.min as f64), ns(p.max as f64))?;
+            let q = &s.waiting_time_ps;
+            writeln!(w, "  Waiting time statistics: count {} mean {} min {} max {}", q.count, ns(q.mean), ns(q.min as f64), ns(q.max as f64))?;
+        }
+        writeln!(w, "  Time last packet consumed: {}", ns(s.time_last_packet_consumed_ps as f64))?;
+        writeln!(w, "  Sink-BW-MBps: {:.3}", s.sink_bw_mbps)?;
+        for (v, n) in s.vl_total_flits.iter().enumerate() {
+            writeln!(w, "  VL-{v}-total-flits: {n}")?;
+        }
+        writeln!(w, "  OOO-Packets: {} OO-IO-Packets-Ratio: {:.6} Num-SRCs: {}", s.ooo_packets, s.oo_io_packets_ratio, s.num_srcs)?;
+        if s.cnps_received + s.cnps_sent > 0 {
+            writeln!(w, "  CC: CNPs sent {} received {} CCTI {} (max {})", s.cnps_sent, s.cnps_received, s.ccti, s.ccti_max)?;
+        }
+    }
+    for ob in &r.obufs {
+        writeln!(
+            w,
+            "{}.port[{}].obuf: Output BW (Byte/Sec): {:.1} utilisation {:.4} data flits {} FC packets {} queue depth mean {:.3} max {}",
+            ob.node, ob.port, ob.output_bw_bytes_per_sec, ob.utilisation, ob.data_flits_sent, ob.fc_packets_sent, ob.queue_depth.mean, ob.queue_depth.max
+        )?;
+    }
+    writeln!(
+        w,
+        "flits generated {} consumed {} in flight {} dropped {}; messages {} completed {}",
+        r.flits_generated, r.flits_consumed, r.flits_in_flight, r.flits_dropped, r.messages_injected, r.messages_completed
+    )?;
+    if let Some(c) = &o.closed_loop {
+        writeln!(w, "closed loop {}: {} ranks, {} messages, last completion {}", c.pattern, c.ranks, c.messages, ns(c.end_ps as f64))?;
+    }
+    write!(w, "events {} simulated {}", o.run.events_processed, ns(o.run.sim_time_ps as f64))?;
+    if let (Some(ws), Some(eps)) = (o.run.wall_s, o.run.events_per_sec) {
+        write!(w, " wall {ws:.3} s ({eps:.0} events/s)")?;
+    }
+    writeln!(w)?;
+    if let Some(e) = &o.error {
+        writeln!(w, "ERROR: {e}")?;
+    }
+    Ok(())
+}
+
+#[allow(dead_code)]
+fn unused() -> Result<()> {
+    bail!("")
 }

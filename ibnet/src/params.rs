@@ -128,6 +128,9 @@ pub struct Params {
     pub cc_cct_coeff_ns: f64,
     /// Injection interval per unit (flit) in CC mode before the CCT delay.
     pub cc_base_interval_ns: f64,
+    /// Keep one CCT index per (source, destination) flow instead of one per
+    /// app (the fork's choice). Sec. 12.3 allows both.
+    pub cc_per_destination: bool,
 }
 
 impl Default for Params {
@@ -196,6 +199,7 @@ impl Params {
             cc_timer_ns: 10_000.0,
             cc_cct_coeff_ns: 3300.0 / 6889.0,
             cc_base_interval_ns: 512.0,
+            cc_per_destination: true,
         }
     }
 
@@ -237,6 +241,7 @@ impl Params {
             cc_timer_ns: 10_000.0,
             cc_cct_coeff_ns: 3300.0 / 6889.0,
             cc_base_interval_ns: 512.0,
+            cc_per_destination: false,
             ..Params::qdr()
         }
     }

@@ -192,6 +192,19 @@ impl Channel {
         Ok(())
     }
 
+    /// Test hook (conformance checker): ship `msg` as one message on `lane`
+    /// exactly as given, after the buffered records, bypassing every check
+    /// (to see whether the peer rejects malformed records).
+    #[doc(hidden)]
+    pub fn send_raw_message(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
+        self.flush()?;
+        if let Err(e) = self.transport.send_message(lane, msg) {
+            return Err(self.fatal(e));
+        }
+        self.stats.messages_sent += 1;
+        Ok(())
+    }
+
     /// Ship every buffered record (`.ins` before `.qry`).
     pub fn flush(&mut self) -> Result<()> {
         for i in 0..self.out_lanes.len() {

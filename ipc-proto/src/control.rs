@@ -131,6 +131,14 @@ impl ControlSegment {
         self.u32_at(offset::VERSION).store(v, Ordering::Release);
     }
 
+    /// Test hook (conformance checker): publish another process's pid as
+    /// the fabric's, so that its death looks like the fabric's death.
+    #[doc(hidden)]
+    pub fn debug_set_fabric_pid(&self, pid: u32) {
+        self.u32_at(offset::FABRIC_PID)
+            .store(pid, Ordering::Release);
+    }
+
     /// Copy of the first 48 bytes (for golden tests and diagnostics).
     pub fn header_bytes(&self) -> [u8; 48] {
         let mut b = [0u8; 48];

@@ -45,6 +45,7 @@
 //! ```
 
 pub mod channel;
+pub mod conformance;
 pub mod control;
 pub mod error;
 pub mod inproc;
@@ -63,7 +64,7 @@ pub use record::{
     decode_message, ErrorCode, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE,
 };
 pub use session::{
-    cleanup, create_fabric, create_fabric_with, object_exists, open_scheduler, FabricSession,
+    cleanup, create_fabric, create_fabric_with, object_exists, open_scheduler, open_scheduler_as, FabricSession,
     QueueGeometry, SchedulerSession,
 };
 pub use time::Time;

@@ -4,6 +4,8 @@
 //!   KEY left behind.
 //! - `ipc-proto bench`: one-way throughput and query round trips over POSIX
 //!   message queues and in-process channels.
+//! - `ipc-proto conformance --role fabric|scheduler --key KEY ...`: check
+//!   a peer under test against docs/protocol.md (see `--help`).
 //! - `ipc-proto test-peer ...` (hidden): the second process of the
 //!   integration tests.
 
@@ -53,6 +55,11 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Check a peer under test against docs/protocol.md: the checker plays
+    /// the OTHER side in scripted scenarios and prints one line per rule
+    /// (PASS/FAIL and a reason); exit status 1 if any rule failed.
+    #[command(after_help = CONFORMANCE_HELP)]
+    Conformance(ConformanceArgs),
     /// Test peer for the integration tests (prints READY once set up).
     #[command(hide = true)]
     TestPeer {
@@ -71,6 +78,94 @@ enum Cmd {
         #[arg(long)]
         hold: bool,
     },
+}
+
+const CONFORMANCE_HELP: &str = "\
+Roles: --role names the PEER UNDER TEST.
+  --role fabric     the peer is a fabric (ibnet serve, scripts/peers/fabric.py);
+                    the checker is the scheduler and scripts every record.
+  --role scheduler  the peer is a scheduler (loggopsim --network ipc,
+                    scripts/peers/scheduler.py); the checker is a fabric in
+                    which every message arrives --latency after its insert.
+
+Sessions: scenario n (see --list) runs in its own session KEY-n, because
+several scenarios end a session (a refused record, a killed process). With
+--spawn the checker starts the peer for every scenario: `{key}` (and
+`{protocol}`) in COMMAND are replaced and the result is run with `sh -c` in
+its own process group; the peer's exit status is checked too. Without
+--spawn, start a peer on each KEY-n yourself (the checker names the key on
+stderr; exit statuses are then not checked).
+
+Examples:
+  ipc-proto conformance --role fabric --key t --protocol notify \\
+      --spawn 'ibnet serve --key {key} --protocol {protocol} --topology H8_S1'
+  ipc-proto conformance --role fabric --key t --protocol query --quantum 1ns \\
+      --spawn 'ibnet serve --key {key} --protocol query --quantum 1ns'
+  ipc-proto conformance --role scheduler --key t --protocol notify \\
+      --spawn 'loggopsim -f pingpong.goal --network ipc --key {key} --protocol notify'
+  ipc-proto conformance --role fabric --key t --spawn 'python3 scripts/peers/fabric.py --key {key}'
+
+Timing-dependent answers are checked structurally (replies in order,
+arrived iff t_a <= t', \"not yet\" = t' + q, strictly increasing batch times,
+every handle arrives exactly once, batch counts), never picosecond values.
+Exit status: 0 all rules passed, 1 a rule failed, 2 bad options.";
+
+#[derive(clap::Args)]
+struct ConformanceArgs {
+    /// Role of the peer UNDER TEST: fabric (the checker acts as the
+    /// scheduler) or scheduler (the checker acts as the fabric).
+    #[arg(long, required_unless_present = "list")]
+    role: Option<PeerRole>,
+    /// Base session key; scenario n uses KEY-n.
+    #[arg(long, required_unless_present = "list")]
+    key: Option<String>,
+    /// Protocol the peer speaks.
+    #[arg(long, default_value = "notify")]
+    protocol: Protocol,
+    /// Start the peer for each scenario: COMMAND with {key} (and
+    /// {protocol}) substituted, run by `sh -c`.
+    #[arg(long, value_name = "COMMAND")]
+    spawn: Option<String>,
+    /// Query protocol: the fabric's quantum q (1ps, 100ps, 1ns; bare number = ps).
+    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = parse_time)]
+    quantum: Time,
+    /// Query protocol: the fabric uses an arrival estimate (its first
+    /// "not yet" for a message may be later than t' + q). With --role
+    /// scheduler the checker's fabric answers first queries with the exact
+    /// arrival.
+    #[arg(long)]
+    estimate: bool,
+    /// --role scheduler: latency of every message in the checker's fabric.
+    #[arg(long, value_name = "TIME", default_value = "1000ps", value_parser = parse_time)]
+    latency: Time,
+    /// Bound of every wait for the peer, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    timeout: f64,
+    /// Run only these scenarios (comma-separated names, see --list).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    only: Vec<String>,
+    /// List the scenarios with their numbers and exit.
+    #[arg(long)]
+    list: bool,
+    /// Print the results as one JSON array instead of lines.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `1000`, `1000ps`, `1ns`, `2us`, `1ms` -> picoseconds.
+fn parse_time(s: &str) -> Result<Time, String> {
+    let t = s.trim();
+    let (num, mult) = [("ps", 1u64), ("ns", 1_000), ("us", 1_000_000), ("ms", 1_000_000_000)]
+        .iter()
+        .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))
+        .unwrap_or((t, 1));
+    let v: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a time (e.g. 1000, 1000ps, 1ns, 2us)"))?;
+    v.checked_mul(mult)
+        .map(Time)
+        .ok_or_else(|| format!("`{s}` is too large"))
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]
@@ -104,6 +199,14 @@ fn main() {
             depth,
             hold,
         } => run_test_peer(role, &key, protocol, records, depth, hold),
+        Cmd::Conformance(a) => match run_conformance(a) {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(1),
+            Err(e) => {
+                eprintln!("ipc-proto conformance: error: {e:#}");
+                std::process::exit(2);
+            }
+        },
     };
     if let Err(e) = r {
         eprintln!("ipc-proto: error: {e:#}");
@@ -113,6 +216,75 @@ fn main() {
             .is_some_and(|p| matches!(p, ProtoError::PeerDied { .. }));
         std::process::exit(if died { 3 } else { 1 });
     }
+}
+
+fn run_conformance(a: ConformanceArgs) -> Result<bool> {
+    use ipc_proto::conformance::{self, Options};
+    let role = |r: PeerRole| match r {
+        PeerRole::Fabric => Role::Fabric,
+        PeerRole::Scheduler => Role::Scheduler,
+    };
+    if a.list {
+        for (i, s) in conformance::scenarios().iter().enumerate() {
+            let applies = a
+                .role
+                .is_none_or(|r| s.applies(role(r), a.protocol) || a.role.is_none());
+            if applies {
+                println!(
+                    "{:>2} {:<9} {:<7} {:<20} {}",
+                    i + 1,
+                    s.role,
+                    s.protocol.map(|p| p.name()).unwrap_or("both"),
+                    s.name,
+                    s.about
+                );
+            }
+        }
+        return Ok(true);
+    }
+    if !(a.timeout.is_finite() && a.timeout > 0.0) {
+        bail!("--timeout must be a positive number of seconds");
+    }
+    let opts = Options {
+        role: role(a.role.expect("clap requires --role")),
+        protocol: a.protocol,
+        key: a.key.expect("clap requires --key"),
+        spawn: a.spawn,
+        quantum: a.quantum,
+        estimate: a.estimate,
+        latency: a.latency,
+        timeout: Duration::from_secs_f64(a.timeout),
+        only: a.only,
+    };
+    if opts.quantum.0 == 0 {
+        bail!("--quantum must be at least 1 ps");
+    }
+    let json = a.json;
+    let report = conformance::run(&opts, |r| {
+        if !json {
+            println!("{r}");
+            let _ = std::io::stdout().flush();
+        }
+    })
+    .map_err(anyhow::Error::msg)?;
+    if json {
+        let v: Vec<serde_json::Value> = report
+            .results
+            .iter()
+            .map(|r| {
+                serde_json::json!({"scenario": r.scenario, "rule": r.rule, "pass": r.pass, "reason": r.reason})
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(v));
+    } else {
+        println!(
+            "{} rules checked, {} failed: {}",
+            report.results.len(),
+            report.failures(),
+            if report.passed() { "the peer conforms" } else { "the peer does NOT conform" }
+        );
+    }
+    Ok(report.passed())
 }
 
 fn run_cleanup(key: &str, json: bool) -> Result<()> {

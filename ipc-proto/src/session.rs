@@ -270,6 +270,17 @@ pub fn create_fabric_with(
 }
 
 impl FabricSession {
+    /// The raw message-queue transport, without a Channel (no Hello is
+    /// sent): for tests that must put arbitrary bytes on the wire. It owns
+    /// the objects like a channel does.
+    #[doc(hidden)]
+    pub fn into_transport(self) -> MqTransport {
+        let (out, inc): (Vec<Queue>, Vec<Queue>) = self
+            .queues
+            .into_iter()
+            .partition(|q| q.lane.writer() == Role::Fabric);
+        MqTransport::new(Role::Fabric, out, inc, self.seg, self.guard)
+    }
     pub fn key(&self) -> &SessionKey {
         &self.key
     }
@@ -330,6 +341,14 @@ pub struct SchedulerSession {
 /// the queues. From then on this side also removes the session's objects
 /// when it ends (the fabric may have been killed).
 pub fn open_scheduler(key: &str, timeout: Duration) -> Result<SchedulerSession> {
+    open_scheduler_as(key, timeout, std::process::id())
+}
+
+/// [`open_scheduler`] claiming the session for `pid` instead of this
+/// process (conformance checker: the fabric under test then watches that
+/// process, whose death the checker controls).
+#[doc(hidden)]
+pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<SchedulerSession> {
     let key = SessionKey::new(key)?;
     let ctl = key.segment_name();
     let start = Instant::now();
@@ -393,7 +412,7 @@ pub fn open_scheduler(key: &str, timeout: Duration) -> Result<SchedulerSession> 
             pid: fabric_pid,
         });
     }
-    if let Err(other) = seg.claim_scheduler(std::process::id()) {
+    if let Err(other) = seg.claim_scheduler(pid) {
         return Err(ProtoError::Violation(format!(
             "session {key} already has a scheduler (pid {other})"
         )));
@@ -425,6 +444,16 @@ pub fn open_scheduler(key: &str, timeout: Duration) -> Result<SchedulerSession> 
 }
 
 impl SchedulerSession {
+    /// The raw transport, without a Channel (see
+    /// [`FabricSession::into_transport`]).
+    #[doc(hidden)]
+    pub fn into_transport(self) -> MqTransport {
+        let (out, inc): (Vec<Queue>, Vec<Queue>) = self
+            .queues
+            .into_iter()
+            .partition(|q| q.lane.writer() == Role::Scheduler);
+        MqTransport::new(Role::Scheduler, out, inc, self.seg, self.guard)
+    }
     pub fn key(&self) -> &SessionKey {
         &self.key
     }

@@ -573,6 +573,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 }
             }
         };
+        self.prefetch_next();
         if ev.host & PROXY != 0 {
             self.proxy(ev)?;
         } else {
@@ -590,6 +591,21 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             self.enqueue_released();
         }
         Ok(Some(Time(ev.time)))
+    }
+
+    /// If the next event is a message, start loading the receive-queue slot
+    /// it will look up (a cache miss otherwise paid in full).
+    #[inline]
+    fn prefetch_next(&self) {
+        if let Some(n) = self.heap.peek() {
+            if n.host & PROXY != 0 {
+                return;
+            }
+            if n.id & MSG_FLAG != 0 && self.rq.is_empty() {
+                let m = &self.msgs[(n.id & !MSG_FLAG) as usize];
+                self.rq_exact[n.host as usize].prefetch(self.rq_key(m.src, m.tag));
+            }
+        }
     }
 
     #[inline]

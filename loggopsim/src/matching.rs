@@ -467,6 +467,27 @@ impl ExactRq {
         }
     }
 
+    /// Hints the CPU to load the slot where `key` would be probed first
+    /// (the engine calls it for the next event while it processes this one).
+    #[inline]
+    pub fn prefetch(&self, key: u64) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let i = self.home(self.tag32(key)) & (self.slots.len() - 1);
+        #[cfg(target_arch = "x86_64")]
+        {
+            let p = self.slots.as_ptr().wrapping_add(i) as *const i8;
+            // SAFETY: a prefetch never faults and has no observable effect.
+            #[allow(unused_unsafe)]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch(p, std::arch::x86_64::_MM_HINT_T0)
+            };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
     /// Appends `node` with key (src << 32 | tag); `link` is the shared array.
     pub fn push(&mut self, key: u64, node: u32, link: &mut [u32], key_of: impl Fn(u32) -> u64) {
         let h = self.tag32(key);

@@ -210,10 +210,14 @@ fn dissemination_identical_in_every_mode_on_h8_topologies() {
 }
 
 /// 64 ranks on a 64-HCA fat tree (8 leaves of 16-port switches):
-/// recursive-doubling exchange rounds whose receives are any-source
-/// (`from -1`, one tag per round), then a fan-in in groups of four, also
-/// any-source. (A 63-to-1 gather of 180-byte messages overflows a spine
-/// obuf, ibfabric.md Q4, which the fabric reports as a fatal error.)
+/// recursive-doubling exchange rounds (partner r XOR 2^k) whose receives
+/// are all `from -1 tag 0`, so a message of a later round may match an
+/// earlier round's receive: the matching depends on arrival order.
+///
+/// (Not a many-to-one gather: at q = 1 ps a message delayed by incast is
+/// polled once per ps of delay, e.g. a 3-to-1 fan-in after these rounds
+/// takes 5e6 round trips; a 63-to-1 gather of 180 B overflows a spine
+/// obuf, ibfabric.md Q4, reported as a fabric error.)
 fn any_source_goal(n: usize) -> String {
     let rounds = n.trailing_zeros() as usize;
     let mut s = format!("num_ranks {n}\n\n");
@@ -221,25 +225,12 @@ fn any_source_goal(n: usize) -> String {
         s.push_str(&format!("rank {r} {{\n"));
         for k in 0..rounds {
             s.push_str(&format!(
-                "s{k}: send 180b to {} tag {k}\nr{k}: recv 180b from -1 tag {k}\n",
+                "s{k}: send 180b to {} tag 0\nr{k}: recv 180b from -1 tag 0\n",
                 r ^ (1 << k)
             ));
             if k > 0 {
                 s.push_str(&format!("s{k} requires r{}\n", k - 1));
             }
-        }
-        let last = rounds - 1;
-        if r % 4 == 0 {
-            for i in 1..4 {
-                s.push_str(&format!(
-                    "f{i}: recv 180b from -1 tag 99\nf{i} requires r{last}\n"
-                ));
-            }
-        } else {
-            s.push_str(&format!(
-                "f: send 180b to {} tag 99\nf requires r{last}\n",
-                r - r % 4
-            ));
         }
         s.push_str("}\n\n");
     }
@@ -254,40 +245,56 @@ fn any_source_64_ranks_identical_in_every_mode() {
     assert_eq!(t.len(), 64);
 }
 
+/// Query at 1 ns without the estimate: each message is learned up to
+/// q - 1 ps late, so with 3 messages on every critical path (dissemination
+/// among 8) a finish time moves by at most 3 q, where the delay of one
+/// message does not change the fabric's timing of the others. That holds
+/// on the single switch (H8_S1) and on the fat tree (H8_S6). It is not a
+/// law where flows share a link: on H8_S2 (all round-2 messages cross the
+/// one inter-switch cable) the shifted injections reorder the arbitration
+/// there, and rank 1 ends 5.8 ns late (measured), more than 3 q.
 #[test]
 fn query_at_1ns_stays_within_quantum_times_critical_path() {
     let dir = tempfile::tempdir().unwrap();
     let g = gen("dissemination", 8, 180, dir.path());
     let gs = g.to_str().unwrap();
-    let (s, _) = cosim_json(&["-f", gs, "-t", "H8_S6", "--key", &fresh_key()]);
-    let exact = finish_times(&s);
-    for transport in ["ipc", "inproc"] {
-        let (q, f) = cosim_json(&[
-            "-f",
-            gs,
-            "-t",
-            "H8_S6",
-            "-p",
-            "query",
-            "-q",
-            "1ns",
-            "--transport",
-            transport,
-            "--key",
-            &fresh_key(),
-        ]);
-        let t = finish_times(&q);
-        // 3 rounds: 3 messages on every critical path, each learned at most
-        // q - 1 ps late.
-        for (r, (&a, &b)) in exact.iter().zip(&t).enumerate() {
-            assert!(
-                a.abs_diff(b) <= 3 * 1000,
-                "rank {r}: notify {a} ps, query@1ns {b} ps"
+    for topo in ["H8_S1", "H8_S6"] {
+        let (s, _) = cosim_json(&["-f", gs, "-t", topo, "--key", &fresh_key()]);
+        let exact = finish_times(&s);
+        for transport in ["ipc", "inproc"] {
+            let (q, f) = cosim_json(&[
+                "-f",
+                gs,
+                "-t",
+                topo,
+                "-p",
+                "query",
+                "-q",
+                "1ns",
+                "--transport",
+                transport,
+                "--key",
+                &fresh_key(),
+            ]);
+            let t = finish_times(&q);
+            assert_ne!(
+                t, exact,
+                "{topo} {transport}: 1 ns polling should be visible"
             );
+            for (r, (&a, &b)) in exact.iter().zip(&t).enumerate() {
+                assert!(
+                    b >= a && b - a <= 3 * 1000,
+                    "{topo} {transport} rank {r}: notify {a} ps, query@1ns {b} ps"
+                );
+            }
+            assert_eq!(f["quantum_ps"], 1000);
+            assert_eq!(f["server"]["replies_arrived"], 24, "{f}");
+            assert!(
+                f["server"]["query_lateness_ps"].as_u64().unwrap() > 0,
+                "{f}"
+            );
+            assert_eq!(q["network_stats"]["quantum_ps"], 1000);
         }
-        assert_eq!(f["quantum_ps"], 1000);
-        assert!(f["server"]["queries"].as_u64().unwrap() > 24, "{f}");
-        assert_eq!(q["network_stats"]["quantum_ps"], 1000);
     }
 }
 

@@ -190,7 +190,8 @@ struct SinkSt {
 }
 
 struct Cc {
-    ccti: u32,
+    /// CCT index per flow key (destination LID, or 0 = the whole app)
+    ccti: HashMap<u16, u32>,
     ccti_max: u32,
     first_inj: Option<u64>,
     timer_pending: bool,
@@ -481,7 +482,7 @@ impl Fabric {
                             first_flit: None,
                         },
                         sink: SinkSt::default(),
-                        cc: Cc { ccti: 0, ccti_max: 0, first_inj: None, timer_pending: false },
+                        cc: Cc { ccti: HashMap::new(), ccti_max: 0, first_inj: None, timer_pending: false },
                     });
                     ports.push(Port {
                         node: ni as u32,
@@ -889,9 +890,7 @@ impl Fabric {
             (k, self.slab[idx as usize])
         };
         let t = (key >> 64) as u64;
-        if std::env::var_os("IBNET_DBG_KEYS").is_some() && key <= self.dbg_last_key && self.events > 0 {
-            eprintln!("non-increasing key at t={t}: seq {:x} after {:x} ev {:?}", key as u64, self.dbg_last_key as u64, ev);
-        }
+        debug_assert!(key > self.dbg_last_key || self.events == 0, "event keys must increase");
         self.dbg_last_key = key;
         self.cur_seq = key as u64;
         if !self.started {
@@ -1133,14 +1132,18 @@ impl Fabric {
             self.sched(now, Ev::AppDone { h: h as u32 });
         }
         self.hcas[h].gen.push_pending = true;
-        let period = self.push_period(h);
+        let period = self.push_period(h, flit.dst);
         self.sched(now + period, Ev::GenPush { h: h as u32 });
     }
 
+    /// Push period; in CC mode the injection interval of the flow of the
+    /// message in service (sec. 12.1 item 5).
     #[inline]
-    fn push_period(&self, h: usize) -> u64 {
+    fn push_period(&self, h: usize, dst: u16) -> u64 {
         if self.p.cc_enabled {
-            self.tm.cc_base + self.tm.cct[self.hcas[h].cc.ccti as usize]
+            let key = if self.p.cc_per_destination { dst } else { 0 };
+            let i = self.hcas[h].cc.ccti.get(&key).copied().unwrap_or(0);
+            self.tm.cc_base + self.tm.cct[i as usize]
         } else {
             self.tm.push
         }
@@ -1183,10 +1186,13 @@ impl Fabric {
             return;
         }
         let f = self.hcas[h].gen.vlq[v].pop_front().unwrap();
+        let dst = f.dst;
         self.gen_send_flit(h, f);
         if !self.hcas[h].gen.push_pending {
             self.hcas[h].gen.push_pending = true;
-            let period = self.push_period(h);
+            let cur = self.hcas[h].gen.cur;
+            let dst = if cur == NONE { dst } else { self.msgs[cur as usize].dst_lid };
+            let period = self.push_period(h, dst);
             self.sched(self.now + period, Ev::GenPush { h: h as u32 });
         }
     }
@@ -1740,12 +1746,16 @@ impl Fabric {
         }
         let pi = self.hcas[h].port as usize;
         if flit.flags & F_CNP != 0 {
-            // BECN: raise the CCT index; consumed at once, credit freed.
+            // BECN: raise the CCT index of the flow towards the CNP's
+            // sender; consumed at once, credit freed.
+            let key = if self.p.cc_per_destination { flit.src } else { 0 };
+            let limit = self.p.cc_cct_limit;
             let cc = &mut self.hcas[h].cc;
-            if cc.ccti < self.p.cc_cct_limit {
-                cc.ccti += 1;
+            let i = cc.ccti.entry(key).or_insert(0);
+            if *i < limit {
+                *i += 1;
             }
-            cc.ccti_max = cc.ccti_max.max(cc.ccti);
+            cc.ccti_max = cc.ccti_max.max(*i);
             self.hcas[h].sink.cnps_in += 1;
             self.ccti_timer_arm(h);
             self.sched(now, Ev::IbufSent { port: pi as u32, vl: flit.vl, last: true, out: 0 });
@@ -1895,7 +1905,8 @@ impl Fabric {
 
     fn ccti_timer_arm(&mut self, h: usize) {
         let cc = &self.hcas[h].cc;
-        if cc.timer_pending || cc.ccti <= self.p.cc_cct_min || self.tm.cc_timer == 0 {
+        let min = self.p.cc_cct_min;
+        if cc.timer_pending || !cc.ccti.values().any(|&i| i > min) || self.tm.cc_timer == 0 {
             return;
         }
         let t0 = cc.first_inj.unwrap_or(0);
@@ -1906,10 +1917,13 @@ impl Fabric {
     }
 
     fn ccti_timer(&mut self, h: usize) {
+        let min = self.p.cc_cct_min;
         let cc = &mut self.hcas[h].cc;
         cc.timer_pending = false;
-        if cc.ccti > self.p.cc_cct_min {
-            cc.ccti -= 1;
+        for i in cc.ccti.values_mut() {
+            if *i > min {
+                *i -= 1;
+            }
         }
         self.ccti_timer_arm(h);
     }
@@ -1952,7 +1966,7 @@ impl Fabric {
                     last_to_enough_pkt_arrival_ps: s.enough_gap.summary(),
                     cnps_received: s.cnps_in,
                     cnps_sent: s.cnps_out,
-                    ccti: h.cc.ccti,
+                    ccti: h.cc.ccti.values().copied().max().unwrap_or(0),
                     ccti_max: h.cc.ccti_max,
                 }
             })

@@ -1,0 +1,233 @@
+//! Engine properties: lazy credit timers equal the always-ticking model,
+//! credit back-pressure, zero-load latency, closed-loop traffic, the
+//! injection API and configuration errors.
+
+mod common;
+use common::*;
+use ibnet::engine::TraceRec;
+use ibnet::topology::{builtin, Topology};
+use ibnet::traffic::{run_closed_loop, TrafficSpec};
+use ibnet::{Fabric, Params, Time, TrafficMode};
+
+fn trace_run(topo: &Topology, p: &Params, modes: &[(usize, TrafficMode)], until: u64, lazy: bool) -> (Vec<TraceRec>, ibnet::Report, u64) {
+    let mut q = p.clone();
+    q.lazy_credit_timer = lazy;
+    let mut f = Fabric::new(topo, &q).unwrap();
+    assert_eq!(f.lazy_credit_timer_active(), lazy);
+    for h in 0..f.num_hcas() {
+        f.set_traffic(h, TrafficMode::Silent).unwrap();
+    }
+    for (h, m) in modes {
+        f.set_traffic(*h, m.clone()).unwrap();
+    }
+    f.enable_trace();
+    f.run_until(Time(until));
+    assert!(f.error().is_none(), "{:?}", f.error());
+    let ev = f.events_processed();
+    let mut r = f.report_with(true);
+    r.events_processed = 0;
+    (f.take_trace(), r, ev)
+}
+
+fn assert_lazy_equals_naive(topo: &Topology, p: &Params, modes: &[(usize, TrafficMode)], until: u64) {
+    let (ta, ra, ea) = trace_run(topo, p, modes, until, true);
+    let (tb, rb, eb) = trace_run(topo, p, modes, until, false);
+    assert!(!ta.is_empty());
+    assert_eq!(ta.len(), tb.len());
+    for (i, (a, b)) in ta.iter().zip(&tb).enumerate() {
+        assert_eq!(a, b, "trace record {i} differs");
+    }
+    assert_eq!(ra, rb, "reports differ");
+    assert!(ea < eb, "lazy mode should save events: {ea} vs {eb}");
+}
+
+#[test]
+fn lazy_equals_naive_single_flow_with_idle_gaps() {
+    // one message, a long idle period, another message (seq_once of 3)
+    let mut p = Params::qdr();
+    p.msg_mtu = 1600;
+    p.msg_length = 6400;
+    p.start_stat_col_ns = 0.0;
+    let t = two_hosts_one_switch();
+    assert_lazy_equals_naive(&t, &p, &[(0, TrafficMode::SeqOnce(vec![2, 2, 2])), (1, TrafficMode::SeqOnce(vec![1]))], 40_000_000);
+}
+
+#[test]
+fn lazy_equals_naive_incast_and_thesis() {
+    let p = Params::qdr();
+    let t = incast(3);
+    let modes: Vec<_> = (0..3).map(|h| (h, TrafficMode::SeqLoop(vec![4]))).collect();
+    assert_lazy_equals_naive(&t, &p, &modes, 60_000_000);
+    let mut q = Params::thesis_ddr();
+    q.msg_length = 10000;
+    assert_lazy_equals_naive(&t, &q, &modes, 30_000_000);
+}
+
+#[test]
+fn lazy_equals_naive_fat_tree_shift() {
+    let t = builtin("fattree:4").unwrap();
+    let n = t.hcas().len();
+    let p = Params::qdr();
+    let mut modes = Vec::new();
+    for h in 0..n {
+        let lid = t.nodes[t.hcas()[(h + 1) % n]].lid().unwrap();
+        modes.push((h, TrafficMode::SeqOnce(vec![lid; 3])));
+    }
+    assert_lazy_equals_naive(&t, &p, &modes, 30_000_000);
+}
+
+#[test]
+fn credit_backpressure_stalls_and_resumes_without_loss() {
+    // H_2's sink is ON (not draining) from 1 ns for 20 us: its 200 credits
+    // fill, the switch stalls, H_1 stalls; then everything drains.
+    let mut p = Params::qdr();
+    p.hiccup_duration_ns = 20_000.0;
+    let mut f = case_fabric(&p, TrafficMode::SeqOnce(vec![2]));
+    run_to(&mut f, 19_000);
+    let r = f.report();
+    let h1_sent = r.obufs.iter().find(|o| o.node == "H_1").unwrap().data_flits_sent;
+    let sw_sent = r.obufs.iter().find(|o| o.node == "SW_1" && o.port == 1).unwrap().data_flits_sent;
+    assert_eq!(r.flits_consumed, 0);
+    // H_2's ibuf has 200 static credits; a packet (32 flits) starts only if
+    // all its flits fit: 6 packets = 192 flits pass the switch, then it stalls.
+    assert_eq!(sw_sent, 192);
+    assert!(h1_sent < 2048 && h1_sent >= 200, "{h1_sent}");
+    let tr = f.take_trace();
+    let last_send = tr.iter().filter(|r| r.kind == ibnet::engine::TraceKind::Send && r.node == 0).map(|r| r.t).max().unwrap();
+    assert!(last_send < 12_000_000, "H_1 must stall well before 19 us (last send {last_send})");
+    run_to(&mut f, 100_000);
+    let r = f.report();
+    assert_eq!(r.flits_generated, 2048);
+    assert_eq!(r.flits_consumed, 2048);
+    assert_eq!(r.flits_in_flight, 0);
+    assert_eq!(r.flits_dropped, 0);
+    assert_eq!(r.messages_completed, 1);
+    // the first consumption happens when the hiccup ends (20.001 us) plus 1 ns
+    let tr = f.take_trace();
+    let first = tr.iter().filter(|r| r.kind == ibnet::engine::TraceKind::Consume).map(|r| r.t).min().unwrap();
+    assert_eq!(first, 20_002_000);
+}
+
+#[test]
+fn zero_load_matches_simulation() {
+    let cases: Vec<(Topology, Params, u64)> = vec![
+        (two_hosts_one_switch(), Params::qdr(), 64),
+        (two_hosts_one_switch(), Params::qdr(), 6400),
+        (two_hosts_one_switch(), Params::qdr(), 131072),
+        (two_hosts_one_switch(), Params::qdr(), 400_000),
+        (two_hosts_one_switch(), Params::thesis_ddr(), 2048),
+        (two_hosts_one_switch(), Params::thesis_ddr(), 10000),
+        (two_hosts_one_switch(), Params::thesis_ddr(), 12),
+        (builtin("chain:3").unwrap(), Params::qdr(), 131072),
+        (builtin("chain:3").unwrap(), Params::thesis_ddr(), 65536),
+    ];
+    for (t, p, bytes) in cases {
+        let mut f = Fabric::new(&t, &p).unwrap();
+        let n = f.num_hcas();
+        let at = Time(50_000_000); // well after start-up, away from a credit tick
+        f.run_until(at);
+        let z = f.zero_load_latency(0, n - 1, bytes);
+        let id = f.inject(at, 0, n - 1, bytes).unwrap();
+        let (t_done, ids) = f.run_until_completion().unwrap();
+        assert_eq!(ids, vec![id]);
+        assert_eq!(t_done.0 - at.0, z.0, "{} {} bytes (preset sink {})", t.name, bytes, p.sink_pop_dly_per_byte_ns);
+    }
+}
+
+#[test]
+fn dissemination_closed_loop() {
+    // 8 ranks on one switch, 64-byte messages: every round is a permutation
+    // without contention, so each round takes the zero-load latency
+    // 1 + 16 + 100 + 19.693 ns = 136.693 ns; 3 rounds per iteration.
+    let t = builtin("H8_S1").unwrap();
+    let mut f = Fabric::new(&t, &Params::qdr()).unwrap();
+    let ranks: Vec<usize> = (0..8).collect();
+    let z = f.zero_load_latency(0, 1, 64);
+    assert_eq!(z, Time(136_693));
+    let s = run_closed_loop(&mut f, &TrafficSpec::Dissemination { bytes: 64, count: 2 }, &ranks, None).unwrap();
+    assert_eq!(s.messages, 8 * 3 * 2);
+    assert_eq!(s.end_ps, 6 * 136_693);
+    assert_eq!(f.in_flight(), 0);
+}
+
+#[test]
+fn chain_closed_loop() {
+    let t = builtin("H8_S1").unwrap();
+    let mut f = Fabric::new(&t, &Params::qdr()).unwrap();
+    let ranks: Vec<usize> = (0..8).collect();
+    let s = run_closed_loop(&mut f, &TrafficSpec::Chain { bytes: 64, count: 4 }, &ranks, None).unwrap();
+    assert_eq!(s.messages, 32);
+    // every rank's sends are paced by its receives: 4 rounds of one hop each
+    assert_eq!(s.end_ps, 4 * 136_693);
+}
+
+#[test]
+fn run_until_completion_batches_same_instant() {
+    // two symmetric messages complete at the same instant
+    let t = builtin("H8_S1").unwrap();
+    let mut f = Fabric::new(&t, &Params::qdr()).unwrap();
+    let a = f.inject(Time(0), 0, 1, 4096).unwrap();
+    let b = f.inject(Time(0), 2, 3, 4096).unwrap();
+    let c = f.inject(Time(0), 4, 5, 8192).unwrap();
+    let (t1, ids) = f.run_until_completion().unwrap();
+    assert_eq!(ids, vec![a, b]);
+    assert_eq!(f.in_flight(), 1);
+    let (t2, ids) = f.run_until_completion().unwrap();
+    assert!(t2 > t1);
+    assert_eq!(ids, vec![c]);
+    assert!(f.take_completions().is_empty(), "returned completions are not reported twice");
+    assert!(f.run_until_completion().is_none());
+    // run_until leaves completions in the buffer
+    let d = f.inject(t2, 1, 0, 64).unwrap();
+    f.run_until(Time(t2.0 + 1_000_000));
+    assert_eq!(f.take_completions(), vec![(d, Time(t2.0 + 136_693))]);
+    assert_eq!(f.now(), Time(t2.0 + 1_000_000));
+    assert!(f.next_event_time().is_some());
+}
+
+#[test]
+fn configuration_errors() {
+    let t = two_hosts_one_switch();
+    // Q10: a 4096-byte MTU packet (64 flits) can never fit the HCA obuf
+    let mut p = Params::qdr();
+    p.msg_mtu = 4096;
+    let e = Fabric::new(&t, &p).err().unwrap().to_string();
+    assert!(e.contains("obuf") && e.contains("64 flits"), "{e}");
+    let mut p = Params::qdr();
+    p.max_static = vec![20; 8];
+    let e = Fabric::new(&t, &p).err().unwrap().to_string();
+    assert!(e.contains("static credits"), "{e}");
+    // unroutable: a LID no HCA has, a table without the route
+    let mut f = Fabric::new(&t, &Params::qdr()).unwrap();
+    let e = f.set_traffic(0, TrafficMode::Param { dst_lid: 7 }).unwrap_err().to_string();
+    assert!(e.contains("LID 7"), "{e}");
+    let mut t2 = t.clone();
+    if let ibnet::topology::NodeKind::Switch { fdb, .. } = &mut t2.nodes[2].kind {
+        fdb[2] = 255;
+    }
+    let mut f = Fabric::new(&t2, &Params::qdr()).unwrap();
+    let e = f.inject(Time(0), 0, 1, 64).unwrap_err().to_string();
+    assert!(e.contains("no route") && e.contains("SW_1"), "{e}");
+    // legacy packet count: a message below the MTU cannot be sent (Q1)
+    let mut p = Params::qdr();
+    p.legacy_packet_count = true;
+    let mut f = Fabric::new(&t, &p).unwrap();
+    assert!(f.inject(Time(0), 0, 1, 100).is_err());
+    // malformed parameters
+    assert!(Params::qdr().apply_override("max_vl=9").unwrap().check().is_err());
+    assert!(Params::qdr().apply_override("isw_delay_ns=-5").unwrap().check().is_err());
+    assert!(Params::qdr().apply_override("link_speed=XDR").unwrap().check().is_err());
+}
+
+#[test]
+fn legacy_packet_count_loses_data_like_the_reference() {
+    // Q1: 400000 B at MTU 2048 sends 6218 flits with the legacy rule, 6250 fixed
+    for (legacy, flits) in [(true, 6218u64), (false, 6250)] {
+        let mut p = Params::qdr();
+        p.legacy_packet_count = legacy;
+        p.msg_length = 400_000;
+        let mut f = case_fabric(&p, TrafficMode::SeqOnce(vec![2]));
+        run_to(&mut f, 300_000);
+        assert_eq!(f.report().flits_consumed, flits);
+    }
+}

@@ -1,0 +1,280 @@
+//! The conformance checker (`ipc-proto conformance`): it plays the other
+//! side of a session against a peer under test and checks the rules of
+//! docs/protocol.md with scripted scenarios.
+//!
+//! - `Role::Fabric` = the peer under test is a fabric (`ibnet serve`,
+//!   `scripts/peers/fabric.py`); the checker acts as the scheduler and
+//!   scripts every record ([`fabric_checks`]).
+//! - `Role::Scheduler` = the peer under test is a scheduler (`loggopsim
+//!   --network ipc`, `scripts/peers/scheduler.py`); the checker acts as a
+//!   fixed-latency fabric, checks every record the scheduler sends and
+//!   injects faults into its answers ([`scheduler_checks`]).
+//!
+//! Every scenario runs in a fresh session `KEY-<n>` (n = the scenario's
+//! number in [`scenarios`], stable across runs) because several of them
+//! end the session (a violation, a killed process). With a spawn template
+//! the checker starts the peer for each scenario (`{key}` and `{protocol}`
+//! substituted, run by `sh -c` in its own process group) and also checks
+//! its exit status; without one, someone else must start a peer on each
+//! `KEY-<n>` (the checker says which on stderr).
+//!
+//! Checks whose answers depend on the fabric's timing are structural
+//! (replies in order, arrived iff t_a <= t', "not yet" = t' + q, batch
+//! times strictly increasing, every handle arrives exactly once, batch
+//! counts), never picosecond values. Every wait is bounded: a dead or
+//! silent peer gives a FAIL line, never a hang.
+
+pub mod fabric_checks;
+pub mod peer;
+pub mod scheduler_checks;
+
+use crate::record::{Protocol, Role};
+use crate::time::Time;
+use peer::PeerProcess;
+use std::fmt;
+use std::time::Duration;
+
+/// Settings of one conformance run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The role of the peer under test (the checker plays the other one).
+    pub role: Role,
+    pub protocol: Protocol,
+    /// Base session key; scenario n uses `KEY-n`.
+    pub key: String,
+    /// Command template starting the peer for one scenario (`{key}`,
+    /// `{protocol}` are substituted), run with `sh -c`.
+    pub spawn: Option<String>,
+    /// Query protocol: the quantum q the fabric answers "not yet" with.
+    pub quantum: Time,
+    /// Query protocol: the fabric may answer a message's first query later
+    /// than t' + q (arrival estimate, cosim-protocol.md 2.5).
+    pub estimate: bool,
+    /// Checker as fabric: every message arrives this long after its insert.
+    pub latency: Time,
+    /// Bound of every wait for the peer.
+    pub timeout: Duration,
+    /// Run only these scenarios (names); empty = all that apply.
+    pub only: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            role: Role::Fabric,
+            protocol: Protocol::Notify,
+            key: "conformance".into(),
+            spawn: None,
+            quantum: Time(1),
+            estimate: false,
+            latency: Time(1000),
+            timeout: Duration::from_secs(10),
+            only: Vec::new(),
+        }
+    }
+}
+
+/// One checked rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleResult {
+    pub scenario: &'static str,
+    pub rule: &'static str,
+    pub pass: bool,
+    pub reason: String,
+}
+
+impl fmt::Display for RuleResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {}/{}: {}",
+            if self.pass { "PASS" } else { "FAIL" },
+            self.scenario,
+            self.rule,
+            self.reason
+        )
+    }
+}
+
+/// A scenario: its name, the peer role and protocols it applies to, what
+/// it does (for `--list` and the docs).
+pub struct Scenario {
+    pub name: &'static str,
+    pub role: Role,
+    /// None = both protocols.
+    pub protocol: Option<Protocol>,
+    pub about: &'static str,
+    run: fn(&mut Ctx) -> Result<(), String>,
+}
+
+impl Scenario {
+    pub fn applies(&self, role: Role, protocol: Protocol) -> bool {
+        self.role == role && self.protocol.is_none_or(|p| p == protocol)
+    }
+}
+
+/// Every scenario, in a fixed order: scenario n (1-based) uses `KEY-n`.
+pub fn scenarios() -> Vec<Scenario> {
+    let mut v = fabric_checks::scenarios();
+    v.extend(scheduler_checks::scenarios());
+    v
+}
+
+/// State of one running scenario.
+pub struct Ctx<'a> {
+    pub opts: &'a Options,
+    pub scenario: &'static str,
+    /// This scenario's session key.
+    pub key: String,
+    pub peer: Option<PeerProcess>,
+    pub results: Vec<RuleResult>,
+}
+
+impl Ctx<'_> {
+    pub fn rule(&mut self, rule: &'static str, pass: bool, reason: impl Into<String>) {
+        self.results.push(RuleResult {
+            scenario: self.scenario,
+            rule,
+            pass,
+            reason: reason.into(),
+        });
+    }
+    pub fn pass(&mut self, rule: &'static str, reason: impl Into<String>) {
+        self.rule(rule, true, reason);
+    }
+    pub fn fail(&mut self, rule: &'static str, reason: impl Into<String>) {
+        self.rule(rule, false, reason);
+    }
+
+    /// Start the peer for this scenario (if a spawn template was given).
+    pub fn start_peer(&mut self) -> Result<(), String> {
+        if let Some(t) = &self.opts.spawn {
+            let p = PeerProcess::spawn(t, &self.key, self.opts.protocol)?;
+            self.peer = Some(p);
+        } else {
+            eprintln!(
+                "conformance: scenario {}: start the {} under test with session key {}",
+                self.scenario, self.opts.role, self.key
+            );
+        }
+        Ok(())
+    }
+
+    /// The spawned peer's output so far (for reasons), or "".
+    pub fn peer_output(&self) -> String {
+        self.peer
+            .as_ref()
+            .map(|p| p.output_tail(3))
+            .unwrap_or_default()
+    }
+
+    /// Wait (bounded) until the peer has ended. `pid` is the peer's pid as
+    /// the session tells it (used without a spawned process). Returns
+    /// Some(exit code) (None inside = killed by a signal or not observable)
+    /// or Err(reason) if it is still running after `within`.
+    pub fn wait_peer_exit(&mut self, pid: u32, within: Duration) -> Result<Option<i32>, String> {
+        match &mut self.peer {
+            Some(p) => match p.wait_timeout(within) {
+                Some(status) => Ok(status.code()),
+                None => Err(format!("still running {within:?} later")),
+            },
+            None => {
+                let start = std::time::Instant::now();
+                while pid != 0 && crate::mq::pid_alive(pid) {
+                    if start.elapsed() > within {
+                        return Err(format!("pid {pid} still running {within:?} later"));
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl Drop for Ctx<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = &mut self.peer {
+            p.kill();
+        }
+        let _ = crate::session::cleanup(&self.key);
+    }
+}
+
+/// The outcome of a run.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub results: Vec<RuleResult>,
+}
+
+impl Report {
+    pub fn passed(&self) -> bool {
+        !self.results.is_empty() && self.results.iter().all(|r| r.pass)
+    }
+    pub fn failures(&self) -> usize {
+        self.results.iter().filter(|r| !r.pass).count()
+    }
+}
+
+/// Run every applicable scenario (or those named in `opts.only`), calling
+/// `each` with every result as soon as it is known.
+pub fn run(opts: &Options, mut each: impl FnMut(&RuleResult)) -> Result<Report, String> {
+    crate::names::SessionKey::new(&format!("{}-99", opts.key)).map_err(|e| e.to_string())?;
+    let all = scenarios();
+    for name in &opts.only {
+        match all.iter().find(|s| s.name == name) {
+            None => {
+                return Err(format!(
+                    "unknown scenario {name:?} (see --list)"
+                ))
+            }
+            Some(s) if !s.applies(opts.role, opts.protocol) => {
+                return Err(format!(
+                    "scenario {name} does not apply to a {} peer with the {} protocol",
+                    opts.role, opts.protocol
+                ))
+            }
+            _ => {}
+        }
+    }
+    let mut report = Report::default();
+    for (i, s) in all.iter().enumerate() {
+        if !s.applies(opts.role, opts.protocol)
+            || (!opts.only.is_empty() && !opts.only.iter().any(|n| n == s.name))
+        {
+            continue;
+        }
+        let mut ctx = Ctx {
+            opts,
+            scenario: s.name,
+            key: format!("{}-{}", opts.key, i + 1),
+            peer: None,
+            results: Vec::new(),
+        };
+        let _ = crate::session::cleanup(&ctx.key);
+        if let Err(reason) = (s.run)(&mut ctx) {
+            let out = ctx.peer_output();
+            let reason = if out.is_empty() {
+                reason
+            } else {
+                format!("{reason} [peer output: {out}]")
+            };
+            ctx.fail("scenario", reason);
+        }
+        let results = std::mem::take(&mut ctx.results);
+        drop(ctx);
+        for r in results {
+            each(&r);
+            report.results.push(r);
+        }
+    }
+    if report.results.is_empty() {
+        return Err("no scenario ran".into());
+    }
+    Ok(report)
+}
+
+/// Convert a transport error into a scenario failure reason.
+pub(crate) fn err(e: crate::ProtoError) -> String {
+    e.to_string()
+}
