@@ -1,0 +1,1 @@
+//! Placeholder: the efficiency study.
