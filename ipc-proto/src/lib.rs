@@ -64,8 +64,8 @@ pub use record::{
     decode_message, ErrorCode, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE,
 };
 pub use session::{
-    cleanup, create_fabric, create_fabric_with, object_exists, open_scheduler, open_scheduler_as, FabricSession,
-    QueueGeometry, SchedulerSession,
+    cleanup, create_fabric, create_fabric_with, object_exists, open_scheduler, open_scheduler_as,
+    FabricSession, QueueGeometry, SchedulerSession,
 };
 pub use time::Time;
 pub use transport::Transport;

@@ -155,10 +155,15 @@ struct ConformanceArgs {
 /// `1000`, `1000ps`, `1ns`, `2us`, `1ms` -> picoseconds.
 fn parse_time(s: &str) -> Result<Time, String> {
     let t = s.trim();
-    let (num, mult) = [("ps", 1u64), ("ns", 1_000), ("us", 1_000_000), ("ms", 1_000_000_000)]
-        .iter()
-        .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))
-        .unwrap_or((t, 1));
+    let (num, mult) = [
+        ("ps", 1u64),
+        ("ns", 1_000),
+        ("us", 1_000_000),
+        ("ms", 1_000_000_000),
+    ]
+    .iter()
+    .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))
+    .unwrap_or((t, 1));
     let v: u64 = num
         .trim()
         .parse()
@@ -226,14 +231,13 @@ fn run_conformance(a: ConformanceArgs) -> Result<bool> {
     };
     if a.list {
         for (i, s) in conformance::scenarios().iter().enumerate() {
-            let applies = a
-                .role
-                .is_none_or(|r| s.applies(role(r), a.protocol) || a.role.is_none());
+            // With --role, only what applies to it (and --protocol).
+            let applies = a.role.is_none_or(|r| s.applies(role(r), a.protocol));
             if applies {
                 println!(
                     "{:>2} {:<9} {:<7} {:<20} {}",
                     i + 1,
-                    s.role,
+                    s.role.name(),
                     s.protocol.map(|p| p.name()).unwrap_or("both"),
                     s.name,
                     s.about
@@ -281,7 +285,11 @@ fn run_conformance(a: ConformanceArgs) -> Result<bool> {
             "{} rules checked, {} failed: {}",
             report.results.len(),
             report.failures(),
-            if report.passed() { "the peer conforms" } else { "the peer does NOT conform" }
+            if report.passed() {
+                "the peer conforms"
+            } else {
+                "the peer does NOT conform"
+            }
         );
     }
     Ok(report.passed())

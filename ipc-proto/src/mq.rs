@@ -30,6 +30,18 @@ pub(crate) struct Queue {
     pub msgsize: usize,
 }
 
+impl Drop for Queue {
+    /// nix's `MqdT` does not close itself: without this every session a
+    /// process opened kept its queues charged against RLIMIT_MSGQUEUE
+    /// (unlinked queues live on while a descriptor is open) until exit.
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is owned by this Queue and closed once.
+        unsafe {
+            libc::mq_close(self.mqd.as_raw_fd());
+        }
+    }
+}
+
 pub struct MqTransport {
     role: Role,
     out: Vec<Queue>,

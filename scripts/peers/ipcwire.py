@@ -159,7 +159,7 @@ def pid_alive(pid):
 def check_key(key):
     ok = key and len(key) <= 64 and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
     if not ok:
-        raise ValueError("invalid session key %r: 1 to 64 characters from [A-Za-z0-9_-]" % key)
+        raise SystemExit("error: invalid session key %r: 1 to 64 characters from [A-Za-z0-9_-]" % key)
 
 
 class Segment:

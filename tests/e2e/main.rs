@@ -6,3 +6,5 @@ mod util;
 mod tracer;
 mod schedgen;
 mod cosim;
+mod peers;
+mod conformance;

@@ -55,3 +55,39 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// Serialises the tests that open POSIX message-queue sessions: only about
+/// 9 default-size queues (RLIMIT_MSGQUEUE = 819200 bytes per user, root
+/// included) exist at once on the whole machine, so concurrent sessions
+/// fail with EMFILE. A process-wide mutex (test threads) plus an exclusive
+/// flock on `target/ipc-sessions.lock` (other test processes of this
+/// checkout) held until the guard is dropped.
+pub struct IpcLock {
+    _file: std::fs::File,
+    _guard: std::sync::MutexGuard<'static, ()>,
+}
+
+pub fn ipc_lock() -> IpcLock {
+    static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    // target/<profile>/deps/e2e-xxxx -> target
+    let exe = std::env::current_exe().expect("current_exe");
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(std::env::temp_dir);
+    let path = target.join("ipc-sessions.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    file.lock()
+        .unwrap_or_else(|e| panic!("flock {}: {e}", path.display()));
+    IpcLock {
+        _file: file,
+        _guard: guard,
+    }
+}

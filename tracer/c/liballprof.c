@@ -349,8 +349,11 @@ static int open_trace(int rank) {
 /* Called right after a successful PMPI_Init/PMPI_Init_thread. All slow set-up
  * (file, thread, header) comes first; the clock synchronisation ends with a
  * barrier, and the MPI_Init return time is taken right after it. So the
- * ranks' traces start within a barrier's exit skew of each other, and the
- * set-up does not count as application time. */
+ * ranks' traces start within a barrier's exit skew of each other, and neither
+ * the set-up nor the synchronisation counts as application time. (With more
+ * ranks than cores that skew can reach a scheduler time slice; releasing all
+ * ranks at a broadcast common instant instead was tried and did not help,
+ * because the ranks then wait for a core at the release time.) */
 static void tracer_start(int *argc, char ***argv) {
     int rank;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -138,6 +138,8 @@ struct Msg {
     first_stamp: Option<u64>,
     arrived_pkts: u32,
     consumed_pkts: u32,
+    /// arrival of the repFirstPackets-th packet end
+    enough_at: Option<u64>,
     net_latency: Option<u64>,
     done: Option<u64>,
 }
@@ -304,7 +306,6 @@ pub struct Fabric {
     heap: super::radix::RadixHeap<u32>,
     slab: Vec<Ev>,
     slab_free: Vec<u32>,
-    pub max_heap: usize,
     dbg_last_key: u128,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
@@ -540,7 +541,6 @@ impl Fabric {
             heap: super::radix::RadixHeap::new(),
             slab: Vec::with_capacity(1024),
             slab_free: Vec::new(),
-            max_heap: 0,
             dbg_last_key: 0,
             nowq: VecDeque::with_capacity(256),
             counter: 0,
@@ -614,7 +614,7 @@ impl Fabric {
         }
         match self.nowq.front() {
             Some(a) => Some((a.key >> 64) as u64),
-            None => self.heap.peek_key().map(|k| (k >> 64) as u64),
+            None => self.heap.peek_key().map(|k| k.0),
         }
     }
 
@@ -633,8 +633,7 @@ impl Fabric {
                 (self.slab.len() - 1) as u32
             }
         };
-        self.heap.push(((at as u128) << 64) | seq as u128, idx);
-        if self.heap.len() > self.max_heap { self.max_heap = self.heap.len(); }
+        self.heap.push(at, seq, idx);
     }
 
     /// Virtual sequence number of an event inserted by the (possibly
@@ -792,6 +791,7 @@ impl Fabric {
             first_stamp: None,
             arrived_pkts: 0,
             consumed_pkts: 0,
+            enough_at: None,
             net_latency: None,
             done: None,
         });
@@ -885,9 +885,9 @@ impl Fabric {
             let e = self.nowq.pop_front().unwrap();
             (e.key, e.ev)
         } else {
-            let Some((k, idx)) = self.heap.pop() else { return };
+            let Some((t, seq, idx)) = self.heap.pop() else { return };
             self.slab_free.push(idx);
-            (k, self.slab[idx as usize])
+            (((t as u128) << 64) | seq as u128, self.slab[idx as usize])
         };
         let t = (key >> 64) as u64;
         debug_assert!(key > self.dbg_last_key || self.events == 0, "event keys must increase");
@@ -1793,11 +1793,15 @@ impl Fabric {
                 if let Some(st) = m.first_stamp {
                     s.enough_lat.add(now - st);
                 }
+                m.enough_at = Some(now);
             }
             if m.arrived_pkts == m.npkts {
                 if let Some(st) = m.first_stamp {
                     s.lat.add(now - st);
                     m.net_latency = Some(now - st);
+                }
+                if let Some(e) = m.enough_at {
+                    s.enough_gap.add(now - e);
                 }
             }
         }

@@ -220,14 +220,17 @@ impl Report {
 /// `each` with every result as soon as it is known.
 pub fn run(opts: &Options, mut each: impl FnMut(&RuleResult)) -> Result<Report, String> {
     crate::names::SessionKey::new(&format!("{}-99", opts.key)).map_err(|e| e.to_string())?;
+    if let Some(t) = &opts.spawn {
+        if !t.contains("{key}") {
+            return Err(format!(
+                "the --spawn command {t:?} has no {{key}}: the peer would not use the scenario's session key"
+            ));
+        }
+    }
     let all = scenarios();
     for name in &opts.only {
         match all.iter().find(|s| s.name == name) {
-            None => {
-                return Err(format!(
-                    "unknown scenario {name:?} (see --list)"
-                ))
-            }
+            None => return Err(format!("unknown scenario {name:?} (see --list)")),
             Some(s) if !s.applies(opts.role, opts.protocol) => {
                 return Err(format!(
                     "scenario {name} does not apply to a {} peer with the {} protocol",
@@ -277,4 +280,123 @@ pub fn run(opts: &Options, mut each: impl FnMut(&RuleResult)) -> Result<Report, 
 /// Convert a transport error into a scenario failure reason.
 pub(crate) fn err(e: crate::ProtoError) -> String {
     e.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_table_is_stable_and_unambiguous() {
+        let all = scenarios();
+        assert_eq!(all.len(), 18);
+        // KEY-n numbering: scenario 1 is the fabric handshake, 13 the
+        // scheduler run (documented in --list and docs/protocol.md).
+        assert_eq!((all[0].name, all[0].role), ("handshake", Role::Fabric));
+        assert_eq!((all[12].name, all[12].role), ("run", Role::Scheduler));
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert!(
+                    !(a.name == b.name && a.role == b.role),
+                    "duplicate scenario {}",
+                    a.name
+                );
+            }
+        }
+        let count = |r, p| all.iter().filter(|s| s.applies(r, p)).count();
+        assert_eq!(count(Role::Fabric, Protocol::Notify), 10);
+        assert_eq!(count(Role::Fabric, Protocol::Query), 11);
+        assert_eq!(count(Role::Scheduler, Protocol::Notify), 6);
+        assert_eq!(count(Role::Scheduler, Protocol::Query), 6);
+    }
+
+    #[test]
+    fn spawn_template_substitution() {
+        assert_eq!(
+            peer::expand(
+                "ibnet serve --key {key} --protocol {protocol} # {key}",
+                "k-3",
+                Protocol::Query
+            ),
+            "ibnet serve --key k-3 --protocol query # k-3"
+        );
+    }
+
+    #[test]
+    fn result_lines() {
+        let r = RuleResult {
+            scenario: "times",
+            rule: "quantum",
+            pass: false,
+            reason: "expected 1001 ps".into(),
+        };
+        assert_eq!(r.to_string(), "FAIL times/quantum: expected 1001 ps");
+        let mut rep = Report::default();
+        assert!(!rep.passed(), "an empty report is not a pass");
+        rep.results.push(RuleResult {
+            pass: true,
+            ..r.clone()
+        });
+        assert!(rep.passed());
+        rep.results.push(r);
+        assert!(!rep.passed());
+        assert_eq!(rep.failures(), 1);
+    }
+
+    #[test]
+    fn bad_options_are_refused_before_any_session() {
+        let run_err = |o: Options| run(&o, |_| {}).unwrap_err();
+        let e = run_err(Options {
+            key: "a/b".into(),
+            ..Options::default()
+        });
+        assert!(e.contains("invalid session key"), "{e}");
+        let e = run_err(Options {
+            spawn: Some("ibnet serve".into()),
+            ..Options::default()
+        });
+        assert!(e.contains("has no {key}"), "{e}");
+        let e = run_err(Options {
+            only: vec!["nosuch".into()],
+            ..Options::default()
+        });
+        assert!(e.contains("unknown scenario \"nosuch\""), "{e}");
+        let e = run_err(Options {
+            only: vec!["no-more-inserts".into()],
+            protocol: Protocol::Query,
+            ..Options::default()
+        });
+        assert!(
+            e.contains("does not apply to a fabric peer with the query protocol"),
+            "{e}"
+        );
+    }
+
+    /// With a spawn command that never opens the session, a scenario
+    /// fails after the bounded wait (and the command is stopped).
+    #[test]
+    fn missing_peer_fails_within_the_timeout() {
+        let o = Options {
+            key: format!("cfu-{}", std::process::id()),
+            spawn: Some("sleep 30 # {key}".into()),
+            only: vec!["handshake".into()],
+            timeout: std::time::Duration::from_millis(300),
+            ..Options::default()
+        };
+        let start = std::time::Instant::now();
+        let mut seen = 0;
+        let rep = run(&o, |_| seen += 1).unwrap();
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(seen, 1);
+        assert_eq!(rep.results.len(), 1);
+        let r = &rep.results[0];
+        assert!(!r.pass);
+        assert_eq!((r.scenario, r.rule), ("handshake", "scenario"));
+        assert!(
+            r.reason
+                .starts_with("cannot attach to the fabric: timed out"),
+            "{}",
+            r.reason
+        );
+    }
 }

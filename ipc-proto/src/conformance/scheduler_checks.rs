@@ -73,7 +73,6 @@ fn setup(ctx: &mut Ctx) -> Result<(FabricSession, u32), String> {
 }
 
 struct InFlight {
-    insert: Time,
     arrival: Time,
     order: u64,
     told_not_yet: Option<Time>,
@@ -139,39 +138,60 @@ impl<'c> Fabric<'c> {
         loop {
             let rec = self.next()?;
             match rec {
-                Record::Insert { handle, time, src, dst, size, .. } => {
+                Record::Insert {
+                    handle,
+                    time,
+                    src,
+                    dst,
+                    ..
+                } => {
                     let clock = self.clock;
                     self.check("insert-times", time >= clock, || {
-                        format!("Insert {handle} at {time} ps, before the fabric's clock {clock} ps")
+                        format!(
+                            "Insert {handle} at {time} ps, before the fabric's clock {clock} ps"
+                        )
                     });
                     let dup = self.flight.contains_key(&handle);
-                    self.check("handles", !dup, || format!("Insert reuses handle {handle} while it is in flight"));
+                    self.check("handles", !dup, || {
+                        format!("Insert reuses handle {handle} while it is in flight")
+                    });
                     self.check("ranks", src < ENDPOINTS && dst < ENDPOINTS, || {
-                        format!("Insert {handle}: rank {src} -> {dst}, the fabric serves {ENDPOINTS}")
+                        format!(
+                            "Insert {handle}: rank {src} -> {dst}, the fabric serves {ENDPOINTS}"
+                        )
                     });
-                    let _ = size;
                     self.inserts += 1;
-                    self.flight.insert(handle, InFlight {
-                        insert: time,
-                        arrival: Time(time.0 + self.latency.0),
-                        order: self.order,
-                        told_not_yet: None,
-                    });
+                    self.flight.insert(
+                        handle,
+                        InFlight {
+                            arrival: Time(time.0 + self.latency.0),
+                            order: self.order,
+                            told_not_yet: None,
+                        },
+                    );
                     self.order += 1;
                 }
-                Record::Query { handle, time, inserts_sent } => {
+                Record::Query {
+                    handle,
+                    time,
+                    inserts_sent,
+                } => {
                     let (clock, n) = (self.clock, self.inserts);
                     self.check("query-times", time >= clock, || {
                         format!("Query {handle} at {time} ps, before the fabric's clock {clock} ps")
                     });
                     self.check("inserts-sent", inserts_sent == n, || {
-                        format!("Query {handle} counts {inserts_sent} inserts; {n} were sent before it")
+                        format!(
+                            "Query {handle} counts {inserts_sent} inserts; {n} were sent before it"
+                        )
                     });
                     self.check_waiting("Query")?;
                     self.waits += 1;
                     self.clock = self.clock.max(time);
                     let Some(m) = self.flight.get_mut(&handle) else {
-                        self.check("query-handle", false, || format!("Query for unknown or already arrived handle {handle}"));
+                        self.check("query-handle", false, || {
+                            format!("Query for unknown or already arrived handle {handle}")
+                        });
                         return Err(format!("Query for unknown handle {handle}"));
                     };
                     if let Some(ny) = m.told_not_yet {
@@ -186,13 +206,24 @@ impl<'c> Fabric<'c> {
                     match fault {
                         Fault::None => {}
                         Fault::BadRecord => {
-                            let mut b = Record::Reply { handle, time: Time(time.0 + self.q.0), arrived: false }.encode();
+                            let mut b = Record::Reply {
+                                handle,
+                                time: Time(time.0 + self.q.0),
+                                arrived: false,
+                            }
+                            .encode();
                             b[RECORD_SIZE - 1] = 0x5a;
                             self.ch.send_raw_message(Lane::Rep, &b).map_err(err)?;
                             return Ok(End::Injected);
                         }
                         Fault::BadAnswer => {
-                            self.ch.send(Record::Reply { handle, time: Time(time.0 + 1), arrived: true }).map_err(err)?;
+                            self.ch
+                                .send(Record::Reply {
+                                    handle,
+                                    time: Time(time.0 + 1),
+                                    arrived: true,
+                                })
+                                .map_err(err)?;
                             self.ch.flush().map_err(err)?;
                             return Ok(End::Injected);
                         }
@@ -207,14 +238,22 @@ impl<'c> Fabric<'c> {
                         let t = m.arrival;
                         self.flight.remove(&handle);
                         self.last_reported = self.last_reported.max(t);
-                        Record::Reply { handle, time: t, arrived: true }
+                        Record::Reply {
+                            handle,
+                            time: t,
+                            arrived: true,
+                        }
                     } else {
                         let mut next = Time(time.0 + self.q.0);
                         if self.estimate && m.told_not_yet.is_none() {
                             next = next.max(m.arrival);
                         }
                         m.told_not_yet = Some(next);
-                        Record::Reply { handle, time: next, arrived: false }
+                        Record::Reply {
+                            handle,
+                            time: next,
+                            arrived: false,
+                        }
                     };
                     self.ch.send(reply).map_err(err)?;
                 }
@@ -230,7 +269,10 @@ impl<'c> Fabric<'c> {
                     self.check_waiting("NoMoreInserts")?;
                     self.waits += 1;
                     if empty {
-                        let _ = self.ch.send(Record::error(crate::ErrorCode::Deadlock, "NoMoreInserts with nothing in flight"));
+                        let _ = self.ch.send(Record::error(
+                            crate::ErrorCode::Deadlock,
+                            "NoMoreInserts with nothing in flight",
+                        ));
                         return Err("the scheduler waits with nothing in flight".into());
                     }
                     let ta = self.flight.values().map(|m| m.arrival).min().unwrap();
@@ -244,19 +286,38 @@ impl<'c> Fabric<'c> {
                     match fault {
                         Fault::None => {}
                         Fault::BadRecord => {
-                            let mut b = Record::Arrival { handle: done[0].1, time: ta }.encode().to_vec();
+                            let mut b = Record::Arrival {
+                                handle: done[0].1,
+                                time: ta,
+                            }
+                            .encode()
+                            .to_vec();
                             b[RECORD_SIZE - 1] = 0x5a;
-                            b.extend_from_slice(&Record::ArrivalBatchEnd { time: ta, count: 1 }.encode());
+                            b.extend_from_slice(
+                                &Record::ArrivalBatchEnd { time: ta, count: 1 }.encode(),
+                            );
                             self.ch.send_raw_message(Lane::Arr, &b).map_err(err)?;
                             return Ok(End::Injected);
                         }
                         Fault::BadAnswer => {
                             let mut b = Vec::new();
                             for &(_, h) in &done {
-                                b.extend_from_slice(&Record::Arrival { handle: h, time: ta }.encode());
+                                b.extend_from_slice(
+                                    &Record::Arrival {
+                                        handle: h,
+                                        time: ta,
+                                    }
+                                    .encode(),
+                                );
                             }
                             let wrong = done.len() as u32 + 1;
-                            b.extend_from_slice(&Record::ArrivalBatchEnd { time: ta, count: wrong }.encode());
+                            b.extend_from_slice(
+                                &Record::ArrivalBatchEnd {
+                                    time: ta,
+                                    count: wrong,
+                                }
+                                .encode(),
+                            );
                             self.ch.send_raw_message(Lane::Arr, &b).map_err(err)?;
                             return Ok(End::Injected);
                         }
@@ -269,9 +330,19 @@ impl<'c> Fabric<'c> {
                     }
                     for &(_, h) in &done {
                         self.flight.remove(&h);
-                        self.ch.send(Record::Arrival { handle: h, time: ta }).map_err(err)?;
+                        self.ch
+                            .send(Record::Arrival {
+                                handle: h,
+                                time: ta,
+                            })
+                            .map_err(err)?;
                     }
-                    self.ch.send(Record::ArrivalBatchEnd { time: ta, count: done.len() as u32 }).map_err(err)?;
+                    self.ch
+                        .send(Record::ArrivalBatchEnd {
+                            time: ta,
+                            count: done.len() as u32,
+                        })
+                        .map_err(err)?;
                     self.ch.flush().map_err(err)?;
                     self.clock = ta;
                     self.last_reported = ta;
@@ -331,13 +402,28 @@ fn expect_exit(ctx: &mut Ctx, rule: &'static str, pid: u32, want_zero: bool, wit
     match ctx.wait_peer_exit(pid, within) {
         Ok(Some(code)) => {
             let ok = (code == 0) == want_zero;
-            let out = if ok { String::new() } else { format!(": {}", ctx.peer_output()) };
-            ctx.rule(rule, ok, format!("exited with status {code} (expected {}){out}", if want_zero { "0" } else { "non-zero" }));
+            let out = if ok {
+                String::new()
+            } else {
+                format!(": {}", ctx.peer_output())
+            };
+            ctx.rule(
+                rule,
+                ok,
+                format!(
+                    "exited with status {code} (expected {}){out}",
+                    if want_zero { "0" } else { "non-zero" }
+                ),
+            );
         }
         Ok(None) => ctx.rule(
             rule,
             !want_zero || ctx.peer.is_none(),
-            if ctx.peer.is_none() { "exited (status not observable without --spawn)" } else { "killed by a signal" },
+            if ctx.peer.is_none() {
+                "exited (status not observable without --spawn)"
+            } else {
+                "killed by a signal"
+            },
         ),
         Err(e) => ctx.fail(rule, format!("the scheduler did not exit: {e}")),
     }
@@ -349,13 +435,19 @@ fn run(ctx: &mut Ctx) -> Result<(), String> {
     ch.set_timeout(Some(ctx.opts.timeout));
     let mut f = fabric(ctx, &mut ch);
     let end = f.serve(Fault::None, &mut None)?;
-    let (inserts, waits, batches, max_batch, protocol) = (f.inserts, f.waits, f.batches, f.max_batch, f.protocol);
+    let (inserts, waits, batches, max_batch, protocol) =
+        (f.inserts, f.waits, f.batches, f.max_batch, f.protocol);
     f.report(ctx);
     match ch.peer_hello() {
         Some(h) => ctx.rule(
             "hello",
             h.pid == pid,
-            format!("Hello version {}, scheduler speaking {}, pid {} (segment: {pid})", h.version, ch.protocol(), h.pid),
+            format!(
+                "Hello version {}, scheduler speaking {}, pid {} (segment: {pid})",
+                h.version,
+                ch.protocol(),
+                h.pid
+            ),
         ),
         None => ctx.fail("hello", "no Hello received"),
     }
@@ -364,8 +456,16 @@ fn run(ctx: &mut Ctx) -> Result<(), String> {
             "traffic",
             format!(
                 "{inserts} inserts, {waits} {}, {} until Finish at {t} ps",
-                if protocol == Protocol::Query { "queries" } else { "NoMoreInserts" },
-                if protocol == Protocol::Notify { format!("{batches} batches (largest {max_batch})") } else { "replies".into() }
+                if protocol == Protocol::Query {
+                    "queries"
+                } else {
+                    "NoMoreInserts"
+                },
+                if protocol == Protocol::Notify {
+                    format!("{batches} batches (largest {max_batch})")
+                } else {
+                    "replies".into()
+                }
             ),
         );
     }
@@ -385,20 +485,29 @@ fn run(ctx: &mut Ctx) -> Result<(), String> {
 /// Serve until the scheduler's first wait, inject `fault`, then expect
 /// the scheduler to stop with a non-zero status (and never Finish).
 fn faulty(ctx: &mut Ctx, fault: Fault) -> Result<(), String> {
-    let mut stand_in = if fault == Fault::Death { Some(StandIn::start()?) } else { None };
+    let mut stand_in = if fault == Fault::Death {
+        Some(StandIn::start()?)
+    } else {
+        None
+    };
     let s = create(ctx)?;
     if let Some(si) = &stand_in {
         s.segment().debug_set_fabric_pid(si.pid());
     }
     ctx.start_peer()?;
-    let pid = s.wait_for_scheduler(ctx.opts.timeout).map_err(|e| format!("no scheduler attached: {e}"))?;
+    let pid = s
+        .wait_for_scheduler(ctx.opts.timeout)
+        .map_err(|e| format!("no scheduler attached: {e}"))?;
     let mut ch = s.connect().map_err(err)?;
     ch.set_timeout(Some(ctx.opts.timeout));
     let mut f = fabric(ctx, &mut ch);
     let injected_at = Instant::now();
     match f.serve(fault, &mut stand_in)? {
         End::Finished(_) => {
-            return Err("the scheduler finished without ever waiting for the fabric: nothing to inject".into())
+            return Err(
+                "the scheduler finished without ever waiting for the fabric: nothing to inject"
+                    .into(),
+            )
         }
         End::Injected => {}
     }
@@ -410,7 +519,11 @@ fn faulty(ctx: &mut Ctx, fault: Fault) -> Result<(), String> {
     // Whatever it sends now must not be a Finish.
     let mut finished = false;
     let mut error_code = None;
-    let limit = if fault == Fault::Death { DEATH_LIMIT } else { ctx.opts.timeout };
+    let limit = if fault == Fault::Death {
+        DEATH_LIMIT
+    } else {
+        ctx.opts.timeout
+    };
     let status = loop {
         match ctx.wait_peer_exit(pid, Duration::from_millis(50)) {
             Ok(code) => break Ok(code),
@@ -434,9 +547,16 @@ fn faulty(ctx: &mut Ctx, fault: Fault) -> Result<(), String> {
                 ok,
                 format!(
                     "the scheduler stopped {waited:.2} s later{}{}{}",
-                    code.map(|c| format!(" with status {c}")).unwrap_or_default(),
-                    error_code.map(|c| format!(", after sending Error{{code={c}}}")).unwrap_or_default(),
-                    if finished { ", but it sent Finish first: the fault went unnoticed" } else { "" }
+                    code.map(|c| format!(" with status {c}"))
+                        .unwrap_or_default(),
+                    error_code
+                        .map(|c| format!(", after sending Error{{code={c}}}"))
+                        .unwrap_or_default(),
+                    if finished {
+                        ", but it sent Finish first: the fault went unnoticed"
+                    } else {
+                        ""
+                    }
                 ),
             );
         }
@@ -459,7 +579,11 @@ fn segment_version(ctx: &mut Ctx) -> Result<(), String> {
     let s = create(ctx)?;
     s.segment().debug_set_version(PROTOCOL_VERSION + 1);
     ctx.start_peer()?;
-    let watch = if ctx.peer.is_some() { ctx.opts.timeout } else { DEATH_LIMIT };
+    let watch = if ctx.peer.is_some() {
+        ctx.opts.timeout
+    } else {
+        DEATH_LIMIT
+    };
     let start = Instant::now();
     let mut claimed = 0;
     let mut exited = None;
@@ -481,7 +605,10 @@ fn segment_version(ctx: &mut Ctx) -> Result<(), String> {
         "version-check",
         claimed == 0 && (ctx.peer.is_none() || exited.is_some_and(|c| c != Some(0))),
         if claimed != 0 {
-            format!("the scheduler (pid {claimed}) attached to a version-{} segment", PROTOCOL_VERSION + 1)
+            format!(
+                "the scheduler (pid {claimed}) attached to a version-{} segment",
+                PROTOCOL_VERSION + 1
+            )
         } else {
             match exited {
                 Some(Some(c)) => format!("refused: exited with status {c} without attaching"),
@@ -499,7 +626,12 @@ fn hello_version(ctx: &mut Ctx) -> Result<(), String> {
     let protocol = s.protocol();
     let mut t = s.into_transport();
     let lane = Lane::outgoing(protocol, Role::Fabric)[0];
-    let hello = Record::Hello { version: PROTOCOL_VERSION + 1, protocol, role: Role::Fabric, pid: std::process::id() };
+    let hello = Record::Hello {
+        version: PROTOCOL_VERSION + 1,
+        protocol,
+        role: Role::Fabric,
+        pid: std::process::id(),
+    };
     t.send_message(lane, &hello.encode()).map_err(err)?;
     let start = Instant::now();
     let mut finished = false;
@@ -523,8 +655,13 @@ fn hello_version(ctx: &mut Ctx) -> Result<(), String> {
             !finished && code.is_none_or(|c| c != 0),
             format!(
                 "the scheduler stopped{}{}",
-                code.map(|c| format!(" with status {c}")).unwrap_or_default(),
-                if finished { " after sending Finish: it ignored the version" } else { "" }
+                code.map(|c| format!(" with status {c}"))
+                    .unwrap_or_default(),
+                if finished {
+                    " after sending Finish: it ignored the version"
+                } else {
+                    ""
+                }
             ),
         ),
         Err(e) => ctx.fail("version-check", format!("the scheduler kept running: {e}")),

@@ -1,0 +1,264 @@
+//! `ipc-proto conformance` against our own peers (ibnet serve, loggopsim
+//! --network ipc) and the Python reference peers, both protocols, plus
+//! peers that break rules (the checker must say which) and no peer at all
+//! (the checker must not hang). Sessions are serialised with `ipc_lock`.
+
+use crate::peers::{key, python_peers, run_within, text, PINGPONG3};
+use crate::util::{bin, ipc_lock};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn conformance(role: &str, protocol: &str, spawn: &str, extra: &[&str]) -> Output {
+    let _lock = ipc_lock();
+    let mut c = Command::new(bin("ipc-proto"));
+    c.args([
+        "conformance",
+        "--role",
+        role,
+        "--protocol",
+        protocol,
+        "--key",
+        &key("cf"),
+        "--spawn",
+        spawn,
+    ])
+    .args(extra);
+    run_within(c, Duration::from_secs(240))
+}
+
+/// Exit 0, no FAIL line, every applicable scenario reported, and the
+/// summary line agrees.
+fn assert_conforms(o: &Output, scenarios: &[&str], what: &str) {
+    let out = text(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{what}: exit {:?}\n{out}\n{}",
+        o.status.code(),
+        text(&o.stderr)
+    );
+    assert!(!out.contains("FAIL"), "{what}:\n{out}");
+    let passes = out.lines().filter(|l| l.starts_with("PASS ")).count();
+    assert!(
+        out.contains(&format!("{passes} rules checked, 0 failed: the peer conforms")),
+        "{what}:\n{out}"
+    );
+    for s in scenarios {
+        assert!(out.contains(&format!("PASS {s}/")), "{what}: no {s}\n{out}");
+    }
+}
+
+const FABRIC_COMMON: &[&str] = &[
+    "handshake",
+    "hello-version",
+    "bad-record",
+    "times",
+    "batching",
+    "simultaneous",
+    "finish",
+    "past-insert",
+    "peer-death",
+];
+
+fn fabric_scenarios(protocol: &str) -> Vec<&'static str> {
+    let mut v = FABRIC_COMMON.to_vec();
+    if protocol == "notify" {
+        v.push("no-more-inserts");
+    } else {
+        v.extend(["query-before-after", "quantum"]);
+    }
+    v
+}
+
+const SCHEDULER_SCENARIOS: &[&str] = &[
+    "run",
+    "segment-version",
+    "hello-version",
+    "bad-record",
+    "bad-answer",
+    "fabric-death",
+];
+
+#[test]
+fn ibnet_serve_conforms_as_a_fabric() {
+    let ibnet = bin("ibnet");
+    let ib = ibnet.display();
+    // (protocol, checker options, ibnet options): query at 1 ns keeps the
+    // step-by-step polling short; the estimate run checks the first-reply
+    // exception of the quantum rule.
+    for (protocol, checker, fabric) in [
+        ("notify", vec![], ""),
+        ("query", vec!["--quantum", "1ns"], "--quantum 1ns"),
+        ("query", vec!["--estimate"], "--estimate 1"),
+    ] {
+        let spawn =
+            format!("{ib} serve --key {{key}} --protocol {{protocol}} --topology H8_S1 {fabric}");
+        let o = conformance("fabric", protocol, &spawn, &checker);
+        assert_conforms(&o, &fabric_scenarios(protocol), &format!("ibnet {protocol} {fabric}"));
+        let out = text(&o.stdout);
+        assert!(out.contains("PASS past-insert/past-insert: Error{code=1}"), "{out}");
+        assert!(out.contains("PASS batching/batching: 1281 Inserts"), "{out}");
+    }
+}
+
+#[test]
+fn loggopsim_conforms_as_a_scheduler() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = dir.path().join("pp3.goal");
+    std::fs::write(&g, PINGPONG3).unwrap();
+    for protocol in ["notify", "query"] {
+        let spawn = format!(
+            "{} -f {} -L 0 -o 0 -g 0 -G 0 -O 0 --network ipc --key {{key}} --protocol {{protocol}}",
+            bin("loggopsim").display(),
+            g.display()
+        );
+        let o = conformance("scheduler", protocol, &spawn, &[]);
+        assert_conforms(&o, SCHEDULER_SCENARIOS, &format!("loggopsim {protocol}"));
+        // Three messages, each arriving 1000 ps (the checker's latency)
+        // after it was sent: Finish at 3000 ps.
+        let out = text(&o.stdout);
+        assert!(out.contains("3 inserts") && out.contains("until Finish at 3000 ps"), "{out}");
+    }
+}
+
+#[test]
+fn python_fabric_conforms() {
+    let Some(peers) = python_peers() else { return };
+    let fabric = peers.join("fabric.py");
+    for (protocol, checker, extra) in [
+        ("notify", vec![], ""),
+        ("query", vec![], ""),
+        ("query", vec!["--estimate"], "--estimate 1"),
+    ] {
+        let spawn = format!(
+            "python3 {} --key {{key}} --protocol {{protocol}} --latency 5000 --gap 6 {extra}",
+            fabric.display()
+        );
+        let o = conformance("fabric", protocol, &spawn, &checker);
+        assert_conforms(&o, &fabric_scenarios(protocol), &format!("fabric.py {protocol} {extra}"));
+    }
+}
+
+#[test]
+fn python_scheduler_conforms() {
+    let Some(peers) = python_peers() else { return };
+    let sched = peers.join("scheduler.py");
+    for (protocol, checker, extra) in [
+        ("notify", vec![], ""),
+        ("query", vec![], ""),
+        ("query", vec!["--estimate"], "--estimate"),
+    ] {
+        let spawn = format!(
+            "python3 {} --key {{key}} --protocol {{protocol}} --rounds 2 {extra}",
+            sched.display()
+        );
+        let o = conformance("scheduler", protocol, &spawn, &checker);
+        assert_conforms(&o, SCHEDULER_SCENARIOS, &format!("scheduler.py {protocol} {extra}"));
+        assert!(text(&o.stdout).contains("until Finish at 4000 ps"), "{}", text(&o.stdout));
+    }
+}
+
+/// The test fabric src/bin/fixed-latency-peer is deliberately minimal:
+/// it accepts Inserts into its past, and its "not yet" replies name the
+/// arrival time itself (it needs a scheduler running with --estimate).
+/// The checker must find exactly these deviations.
+#[test]
+fn checker_finds_the_deviations_of_the_fixed_latency_peer() {
+    let spawn = format!(
+        "{} --key {{key}} --protocol {{protocol}} --latency 5000",
+        bin("fixed-latency-peer").display()
+    );
+    let o = conformance("fabric", "notify", &spawn, &["--timeout", "2"]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fails.len(), 2, "{out}");
+    assert!(
+        fails[0].starts_with("FAIL past-insert/past-insert: the fabric answered normally: Arrival { handle: 1, time: Time(505000) }"),
+        "{out}"
+    );
+    assert!(fails[1].starts_with("FAIL past-insert/exit-status"), "{out}");
+    assert!(out.contains("the peer does NOT conform"), "{out}");
+
+    let o = conformance("fabric", "query", &spawn, &["--only", "quantum"]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL quantum/quantum: Reply 0 to a query at 5000 ps: not yet, next at 10000 ps; expected t' + q = 5001 ps"),
+        "{out}"
+    );
+    // With --estimate a later first reply is allowed: it conforms there.
+    let o = conformance("fabric", "query", &spawn, &["--only", "quantum", "--estimate"]);
+    assert!(o.status.success(), "{}", text(&o.stdout));
+}
+
+/// A fabric started with another quantum than the checker was told.
+#[test]
+fn checker_catches_a_wrong_quantum() {
+    let Some(peers) = python_peers() else { return };
+    let spawn = format!(
+        "python3 {} --key {{key}} --protocol query --quantum 2",
+        peers.join("fabric.py").display()
+    );
+    let o = conformance("fabric", "query", &spawn, &["--only", "quantum,handshake"]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL quantum/quantum: Reply 0 to a query at 5000 ps: not yet, next at 5002 ps; expected t' + q = 5001 ps"),
+        "{out}"
+    );
+    assert!(out.contains("FAIL handshake/quantum"), "{out}");
+    assert!(out.contains("PASS handshake/segment"), "{out}");
+}
+
+/// No peer at all (the command never opens a session): every scenario
+/// fails after the bounded wait, nothing hangs, the peers are stopped.
+#[test]
+fn checker_does_not_hang_without_a_peer() {
+    for role in ["fabric", "scheduler"] {
+        let start = std::time::Instant::now();
+        let o = conformance(
+            role,
+            "notify",
+            "sleep 60 # {key}",
+            &["--timeout", "0.5", "--only", if role == "fabric" { "handshake,finish" } else { "run" }],
+        );
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        assert!(start.elapsed() < Duration::from_secs(20), "{role}: took {:?}", start.elapsed());
+        let want = if role == "fabric" {
+            "FAIL handshake/scenario: cannot attach to the fabric: timed out"
+        } else {
+            "FAIL run/scenario: no scheduler attached: timed out"
+        };
+        assert!(out.contains(want), "{role}: {out}");
+    }
+}
+
+#[test]
+fn conformance_usage_errors() {
+    let ipc = bin("ipc-proto");
+    let run = |args: &[&str]| crate::util::run(Command::new(&ipc).arg("conformance").args(args));
+    let o = run(&["--key", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--role"), "{}", text(&o.stderr));
+    let o = run(&["--role", "fabric", "--key", "x", "--spawn", "ibnet serve"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("has no {key}"), "{}", text(&o.stderr));
+    let o = run(&["--role", "fabric", "--key", "x", "--only", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("unknown scenario \"nosuch\""), "{}", text(&o.stderr));
+    let o = run(&["--role", "scheduler", "--key", "x", "--only", "quantum"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["--role", "fabric", "--key", "bad/key"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("invalid session key"), "{}", text(&o.stderr));
+    // --list: every scenario with its number (the n of KEY-n).
+    let o = run(&["--list"]);
+    assert!(o.status.success());
+    let list = text(&o.stdout);
+    assert_eq!(list.lines().count(), 18, "{list}");
+    assert!(list.lines().next().unwrap().starts_with(" 1 fabric    both    handshake"), "{list}");
+    let help = text(&run(&["--help"]).stdout);
+    assert!(help.contains("the peer is a fabric"), "{help}");
+    assert!(help.contains("the checker acts as the scheduler"), "{help}");
+}
