@@ -8,15 +8,21 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use ibnet::traffic::{apply_app_traffic, rank_hcas, run_closed_loop, ClosedLoopSummary, TrafficSpec};
+use ibnet::traffic::{
+    apply_app_traffic, rank_hcas, run_closed_loop, ClosedLoopSummary, TrafficSpec,
+};
 use ibnet::units::parse_time;
 use ibnet::{topology, Fabric, Params, Report, Time};
 use serde::Serialize;
 
 #[derive(Parser)]
-#[command(name = "ibnet", version, about = "Flit-level InfiniBand fabric simulator (ibfabric.md)")]
+#[command(
+    name = "ibnet",
+    version,
+    about = "Flit-level InfiniBand fabric simulator (ibfabric.md)"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -139,11 +145,14 @@ fn main() {
 fn params_from(a: &RunArgs) -> Result<Params> {
     let mut p = Params::preset(&a.preset).with_context(|| format!("--preset {}", a.preset))?;
     if let Some(f) = &a.config {
-        let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
         p = p.apply_toml(&text, &f.display().to_string())?;
     }
     for kv in &a.set {
-        p = p.apply_override(kv).with_context(|| format!("--set {kv}"))?;
+        p = p
+            .apply_override(kv)
+            .with_context(|| format!("--set {kv}"))?;
     }
     p.check()?;
     Ok(p)
@@ -152,7 +161,8 @@ fn params_from(a: &RunArgs) -> Result<Params> {
 fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let u = |e: anyhow::Error| UserError(e);
     let params = params_from(a).map_err(u)?;
-    let topo = topology::open(&a.topology).map_err(|e| UserError(anyhow::anyhow!("topology {}: {e}", a.topology)))?;
+    let topo = topology::open(&a.topology)
+        .map_err(|e| UserError(anyhow::anyhow!("topology {}: {e}", a.topology)))?;
     let mut fabric = Fabric::new(&topo, &params).map_err(|e| UserError(anyhow::anyhow!("{e}")))?;
     let mut specs = Vec::new();
     for s in &a.traffic {
@@ -160,12 +170,18 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     }
     let closed: Vec<&TrafficSpec> = specs.iter().filter(|s| s.is_closed_loop()).collect();
     if closed.len() > 1 {
-        return Err(u(anyhow::anyhow!("at most one closed-loop traffic pattern per run")));
+        return Err(u(anyhow::anyhow!(
+            "at most one closed-loop traffic pattern per run"
+        )));
     }
     for s in specs.iter().filter(|s| !s.is_closed_loop()) {
         apply_app_traffic(&mut fabric, &topo, s).map_err(|e| UserError(anyhow::anyhow!(e)))?;
     }
-    let until = a.until.or(if closed.is_empty() { Some(Time(2_000_000_000)) } else { None });
+    let until = a.until.or(if closed.is_empty() {
+        Some(Time(2_000_000_000))
+    } else {
+        None
+    });
     let show_progress = a.progress || (std::io::stderr().is_terminal() && !a.json);
     let t0 = Instant::now();
     let mut closed_summary = None;
@@ -178,12 +194,19 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     } else if let Some(limit) = until {
         let pb = show_progress.then(|| {
             let pb = indicatif::ProgressBar::new(100);
-            pb.set_style(indicatif::ProgressStyle::with_template("{bar:40} {pos}% simulated, {elapsed} {msg}").unwrap());
+            pb.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}% simulated, {elapsed} {msg}",
+                )
+                .unwrap(),
+            );
             pb
         });
         let steps = if pb.is_some() { 100 } else { 1 };
         for i in 1..=steps {
-            fabric.run_until(Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 }));
+            fabric.run_until(Time(
+                limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 },
+            ));
             if let Some(pb) = &pb {
                 pb.set_position(i);
                 pb.set_message(format!("{} events", fabric.events_processed()));
@@ -226,7 +249,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     };
     let json = serde_json::to_string_pretty(&out).expect("report serialises");
     if let Some(f) = &a.report {
-        std::fs::write(f, &json).map_err(|e| UserError(anyhow::anyhow!("writing {}: {e}", f.display())))?;
+        std::fs::write(f, &json)
+            .map_err(|e| UserError(anyhow::anyhow!("writing {}: {e}", f.display())))?;
     }
     let mut stdout = std::io::stdout().lock();
     if a.json {
@@ -248,29 +272,79 @@ fn ns(ps: f64) -> String {
 /// The reference's end-of-run summaries (sec. 8), one block per module.
 fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
     let r = &o.report;
-    writeln!(w, "ibnet run: topology {} preset {} until {}", o.topology, o.preset, o.run.until_ps.map(|t| format!("{t} ps")).unwrap_or("-".into()))?;
+    writeln!(
+        w,
+        "ibnet run: topology {} preset {} until {}",
+        o.topology,
+        o.preset,
+        o.run
+            .until_ps
+            .map(|t| format!("{t} ps"))
+            .unwrap_or("-".into())
+    )?;
     for s in &r.sinks {
         let l = &s.msg_network_latency_ps;
         writeln!(w, "{}.sink:", s.name)?;
         if l.count > 0 {
-            writeln!(w, "  Msg-Network-Latency: count {} mean {} stddev {} min {} max {}", l.count, ns(l.mean), ns(l.stddev), ns(l.min as f64), ns(l.max as f64))?;
+            writeln!(
+                w,
+                "  Msg-Network-Latency: count {} mean {} stddev {} min {} max {}",
+                l.count,
+                ns(l.mean),
+                ns(l.stddev),
+                ns(l.min as f64),
+                ns(l.max as f64)
+            )?;
             let f = &s.msg_first2first_network_latency_ps;
-            writeln!(w, "  Msg-First2First-Network-Latency: count {} mean {} min {} max {}", f.count, ns(f.mean), ns(f.min as f64), ns(f.max as f64))?;
+            writeln!(
+                w,
+                "  Msg-First2First-Network-Latency: count {} mean {} min {} max {}",
+                f.count,
+                ns(f.mean),
+                ns(f.min as f64),
+                ns(f.max as f64)
+            )?;
         }
         let p = &s.packet_fabric_time_ps;
         if p.count > 0 {
-            writeln!(w, "  Packet Fabric Time: count {} mean {} min {} max {}", p.count, ns(p.mean), ns(p.min as f64), ns(p.max as f64))?;
+            writeln!(
+                w,
+                "  Packet Fabric Time: count {} mean {} min {} max {}",
+                p.count,
+                ns(p.mean),
+                ns(p.min as f64),
+                ns(p.max as f64)
+            )?;
             let q = &s.waiting_time_ps;
-            writeln!(w, "  Waiting time statistics: count {} mean {} min {} max {}", q.count, ns(q.mean), ns(q.min as f64), ns(q.max as f64))?;
+            writeln!(
+                w,
+                "  Waiting time statistics: count {} mean {} min {} max {}",
+                q.count,
+                ns(q.mean),
+                ns(q.min as f64),
+                ns(q.max as f64)
+            )?;
         }
-        writeln!(w, "  Time last packet consumed: {}", ns(s.time_last_packet_consumed_ps as f64))?;
+        writeln!(
+            w,
+            "  Time last packet consumed: {}",
+            ns(s.time_last_packet_consumed_ps as f64)
+        )?;
         writeln!(w, "  Sink-BW-MBps: {:.3}", s.sink_bw_mbps)?;
         for (v, n) in s.vl_total_flits.iter().enumerate() {
             writeln!(w, "  VL-{v}-total-flits: {n}")?;
         }
-        writeln!(w, "  OOO-Packets: {} OO-IO-Packets-Ratio: {:.6} Num-SRCs: {}", s.ooo_packets, s.oo_io_packets_ratio, s.num_srcs)?;
+        writeln!(
+            w,
+            "  OOO-Packets: {} OO-IO-Packets-Ratio: {:.6} Num-SRCs: {}",
+            s.ooo_packets, s.oo_io_packets_ratio, s.num_srcs
+        )?;
         if s.cnps_received + s.cnps_sent > 0 {
-            writeln!(w, "  CC: CNPs sent {} received {} CCTI {} (max {})", s.cnps_sent, s.cnps_received, s.ccti, s.ccti_max)?;
+            writeln!(
+                w,
+                "  CC: CNPs sent {} received {} CCTI {} (max {})",
+                s.cnps_sent, s.cnps_received, s.ccti, s.ccti_max
+            )?;
         }
     }
     for ob in &r.obufs {
@@ -283,12 +357,29 @@ fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
     writeln!(
         w,
         "flits generated {} consumed {} in flight {} dropped {}; messages {} completed {}",
-        r.flits_generated, r.flits_consumed, r.flits_in_flight, r.flits_dropped, r.messages_injected, r.messages_completed
+        r.flits_generated,
+        r.flits_consumed,
+        r.flits_in_flight,
+        r.flits_dropped,
+        r.messages_injected,
+        r.messages_completed
     )?;
     if let Some(c) = &o.closed_loop {
-        writeln!(w, "closed loop {}: {} ranks, {} messages, last completion {}", c.pattern, c.ranks, c.messages, ns(c.end_ps as f64))?;
+        writeln!(
+            w,
+            "closed loop {}: {} ranks, {} messages, last completion {}",
+            c.pattern,
+            c.ranks,
+            c.messages,
+            ns(c.end_ps as f64)
+        )?;
     }
-    write!(w, "events {} simulated {}", o.run.events_processed, ns(o.run.sim_time_ps as f64))?;
+    write!(
+        w,
+        "events {} simulated {}",
+        o.run.events_processed,
+        ns(o.run.sim_time_ps as f64)
+    )?;
     if let (Some(ws), Some(eps)) = (o.run.wall_s, o.run.events_per_sec) {
         write!(w, " wall {ws:.3} s ({eps:.0} events/s)")?;
     }
@@ -297,9 +388,4 @@ fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
         writeln!(w, "ERROR: {e}")?;
     }
     Ok(())
-}
-
-#[allow(dead_code)]
-fn unused() -> Result<()> {
-    bail!("")
 }

@@ -95,6 +95,9 @@ pub struct Params {
     pub high_vl_arb_entries: String,
     pub low_vl_arb_entries: String,
     pub use_fcfs_rq_arb: bool,
+    /// Q6 fix: IBA-style high limit and weights instead of the reference's
+    /// counter (changes results when max_vl > 0).
+    pub iba_vl_arb: bool,
     // ---- links --------------------------------------------------------
     /// Lanes per link (4x).
     pub link_width: u32,
@@ -184,6 +187,7 @@ impl Params {
             high_vl_arb_entries: "0:1 1:20 2:40 3:80".into(),
             low_vl_arb_entries: "0:1 1:20 2:40 3:80".into(),
             use_fcfs_rq_arb: false,
+            iba_vl_arb: false,
             link_width: 4,
             link_speed: "QDR".into(),
             pkt_header_bytes: 0,
@@ -265,17 +269,17 @@ impl Params {
     fn from_table(t: toml::Table, origin: &str) -> Result<Params, ConfigError> {
         toml::Value::Table(t)
             .try_into::<Params>()
-            .map_err(|e| ConfigError::File { file: origin.to_string(), msg: e.to_string() })
+            .map_err(|e| ConfigError::File {
+                file: origin.to_string(),
+                msg: e.to_string(),
+            })
     }
 
     /// Apply a TOML configuration text (flat table of parameter keys; an
     /// optional `preset = "name"` key first selects a base preset).
     pub fn apply_toml(&self, text: &str, origin: &str) -> Result<Params, ConfigError> {
         let doc: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let (line, col) = e
-                .span()
-                .map(|s| line_col(text, s.start))
-                .unwrap_or((0, 0));
+            let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((0, 0));
             ConfigError::File {
                 file: format!("{origin}:{line}:{col}"),
                 msg: e.message().trim().to_string(),
@@ -295,7 +299,10 @@ impl Params {
                 continue;
             }
             if !t.contains_key(&k) {
-                return Err(ConfigError::UnknownKey { key: k.clone(), hint: format!(" in {origin}") });
+                return Err(ConfigError::UnknownKey {
+                    key: k.clone(),
+                    hint: format!(" in {origin}"),
+                });
             }
             t.insert(k, v);
         }
@@ -318,10 +325,13 @@ impl Params {
         let value = if old.is_str() && !raw.starts_with('"') {
             toml::Value::String(raw.to_string())
         } else {
-            let doc: toml::Table = format!("x = {raw}").parse().map_err(|_| ConfigError::BadValue {
-                key: key.clone(),
-                msg: format!("cannot parse `{raw}`"),
-            })?;
+            let doc: toml::Table =
+                format!("x = {raw}")
+                    .parse()
+                    .map_err(|_| ConfigError::BadValue {
+                        key: key.clone(),
+                        msg: format!("cannot parse `{raw}`"),
+                    })?;
             let mut v = doc["x"].clone();
             // integers given for float parameters
             if old.is_float() {
@@ -355,7 +365,10 @@ impl Params {
             })?,
         };
         if !(gbps > 0.0 && gbps.is_finite()) {
-            return Err(ConfigError::BadValue { key: "link_speed".into(), msg: "must be > 0".into() });
+            return Err(ConfigError::BadValue {
+                key: "link_speed".into(),
+                msg: "must be > 0".into(),
+            });
         }
         Ok(self.link_width as f64 * gbps * 1e9 * 0.8)
     }
@@ -383,21 +396,37 @@ pub struct ArbEntry {
 /// Parse `"0:1 1:20 2:40 3:80"`; missing entries have weight 0 (8 entries).
 pub fn parse_arb_table(key: &str, s: &str) -> Result<[ArbEntry; 8], ConfigError> {
     let mut out = [ArbEntry::default(); 8];
-    let bad = |msg: String| ConfigError::BadValue { key: key.to_string(), msg };
-    for (i, tok) in s.split(|c: char| c.is_whitespace() || c == ',').filter(|t| !t.is_empty()).enumerate() {
+    let bad = |msg: String| ConfigError::BadValue {
+        key: key.to_string(),
+        msg,
+    };
+    for (i, tok) in s
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|t| !t.is_empty())
+        .enumerate()
+    {
         if i >= 8 {
             return Err(bad("more than 8 entries".into()));
         }
-        let (v, w) = tok.split_once(':').ok_or_else(|| bad(format!("entry `{tok}`: expected VL:weight")))?;
-        let vl: u32 = v.parse().map_err(|_| bad(format!("entry `{tok}`: bad VL")))?;
-        let weight: u32 = w.parse().map_err(|_| bad(format!("entry `{tok}`: bad weight")))?;
+        let (v, w) = tok
+            .split_once(':')
+            .ok_or_else(|| bad(format!("entry `{tok}`: expected VL:weight")))?;
+        let vl: u32 = v
+            .parse()
+            .map_err(|_| bad(format!("entry `{tok}`: bad VL")))?;
+        let weight: u32 = w
+            .parse()
+            .map_err(|_| bad(format!("entry `{tok}`: bad weight")))?;
         if vl > 8 {
             return Err(bad(format!("entry `{tok}`: VL above 8")));
         }
         if weight > 255 {
             return Err(bad(format!("entry `{tok}`: weight above 255")));
         }
-        out[i] = ArbEntry { vl: vl as u8, weight };
+        out[i] = ArbEntry {
+            vl: vl as u8,
+            weight,
+        };
     }
     Ok(out)
 }
@@ -459,7 +488,12 @@ impl Timing {
 impl Params {
     /// Consistency checks that do not need the topology.
     pub fn check(&self) -> Result<(), ConfigError> {
-        let bad = |key: &str, msg: &str| Err(ConfigError::BadValue { key: key.into(), msg: msg.into() });
+        let bad = |key: &str, msg: &str| {
+            Err(ConfigError::BadValue {
+                key: key.into(),
+                msg: msg.into(),
+            })
+        };
         for (key, v) in [
             ("gen_dly_per_byte_ns", self.gen_dly_per_byte_ns),
             ("gen_pop_dly_per_byte_ns", self.gen_pop_dly_per_byte_ns),
@@ -509,7 +543,10 @@ impl Params {
             return bad("max_queued_per_vl", "must be > 0");
         }
         if self.max_being_sent == 0 {
-            return bad("max_being_sent", "must be > 0 (0 would stall every switch input)");
+            return bad(
+                "max_being_sent",
+                "must be > 0 (0 would stall every switch input)",
+            );
         }
         if self.msg_mtu == 0 {
             return bad("msg_mtu", "must be > 0");
@@ -518,16 +555,23 @@ impl Params {
             return bad("cred_min_time_ns", "must be > 0");
         }
         if !self.obuf_enabled {
-            return bad("obuf_enabled", "false is not supported: no credits would ever flow and every sender would hang");
+            return bad(
+                "obuf_enabled",
+                "false is not supported: no credits would ever flow and every sender would hang",
+            );
         }
-        let statics: u64 = self.max_static[..=self.max_vl as usize].iter().map(|&s| s as u64).sum();
+        let statics: u64 = self.max_static[..=self.max_vl as usize]
+            .iter()
+            .map(|&s| s as u64)
+            .sum();
         if statics * self.width as u64 / 4 > self.total_buffer_size as u64 * self.width as u64 / 4 {
             return bad("max_static", "static credits exceed total_buffer_size");
         }
         match self.msg_len_mode.as_str() {
             "param" => {}
             "set" => {
-                if self.msg_len_set.is_empty() || self.msg_len_set.len() != self.msg_len_prob.len() {
+                if self.msg_len_set.is_empty() || self.msg_len_set.len() != self.msg_len_prob.len()
+                {
                     return bad("msg_len_set", "set mode needs msg_len_set and msg_len_prob of equal, non-zero length (Q2)");
                 }
             }
@@ -549,7 +593,10 @@ impl Params {
     /// included). Errors for a message the reference cannot send.
     pub fn packets(&self, bytes: u64) -> Result<Vec<u32>, ConfigError> {
         if bytes == 0 {
-            return Err(ConfigError::BadValue { key: "msg_length".into(), msg: "a message needs at least 1 byte".into() });
+            return Err(ConfigError::BadValue {
+                key: "msg_length".into(),
+                msg: "a message needs at least 1 byte".into(),
+            });
         }
         let m = self.msg_mtu as u64;
         let h = self.pkt_header_bytes;
@@ -576,7 +623,11 @@ impl Params {
     pub fn flits_of(&self, b: u32) -> (u32, u32) {
         let f = self.flit_size;
         let n = b.div_ceil(f).max(1);
-        let last = if self.short_last_flit { b - f * (n - 1) } else { f };
+        let last = if self.short_last_flit {
+            b - f * (n - 1)
+        } else {
+            f
+        };
         (n, last.max(1))
     }
 }
@@ -591,10 +642,19 @@ mod tests {
         assert_eq!(ps(64.0 * 0.3077), 19693);
         assert_eq!(ps(512.0 / 44.8e9 * 1e9), 11429);
         let t = Timing::new(&Params::qdr()).unwrap();
-        assert_eq!((t.push, t.gpop[64], t.arb_hca[64], t.arb_sw[64]), (19693, 16000, 20000, 10667));
-        assert_eq!((t.wire[64], t.wire_fc, t.drain[64], t.cred), (16000, 2000, 19693, 256000));
+        assert_eq!(
+            (t.push, t.gpop[64], t.arb_hca[64], t.arb_sw[64]),
+            (19693, 16000, 20000, 10667)
+        );
+        assert_eq!(
+            (t.wire[64], t.wire_fc, t.drain[64], t.cred),
+            (16000, 2000, 19693, 256000)
+        );
         let d = Timing::new(&Params::thesis_ddr()).unwrap();
-        assert_eq!((d.wire[64], d.wire_fc, d.drain[64], d.drain[20]), (32000, 4000, 33600, 10500));
+        assert_eq!(
+            (d.wire[64], d.wire_fc, d.drain[64], d.drain[20]),
+            (32000, 4000, 33600, 10500)
+        );
         let c = Timing::new(&Params::hcyang99()).unwrap();
         assert_eq!(c.cct[127], ps(127.0 * 127.0 * 3300.0 / 6889.0));
     }
@@ -635,9 +695,13 @@ mod tests {
         assert!(p.apply_override("isw_delay_ns").is_err());
         assert!(p.apply_override("isw_delay_ns=abc").is_err());
         assert!(p.apply_override("max_vl=true").is_err());
-        let e = p.apply_toml("isw_delay_ns = 3\nbogus = 2\n", "x.toml").unwrap_err();
+        let e = p
+            .apply_toml("isw_delay_ns = 3\nbogus = 2\n", "x.toml")
+            .unwrap_err();
         assert!(e.to_string().contains("bogus"), "{e}");
-        let q = p.apply_toml("preset = \"thesis-ddr\"\nvsw_delay_ns = 7.5\n", "x.toml").unwrap();
+        let q = p
+            .apply_toml("preset = \"thesis-ddr\"\nvsw_delay_ns = 7.5\n", "x.toml")
+            .unwrap();
         assert_eq!((q.vsw_delay_ns, q.pkt_header_bytes), (7.5, 20));
         let e = p.apply_toml("isw_delay_ns = \n", "x.toml").unwrap_err();
         assert!(e.to_string().contains("x.toml:1"), "{e}");

@@ -23,7 +23,11 @@ pub enum TrafficSpec {
     /// `param:SRC=DST,...` (LIDs): the app of SRC sends to DST forever.
     Param(Vec<(u16, u16)>),
     /// `seq_once|seq_loop|seq_rand:FILE.dstSeq[:FILE.dstSeq.ini]`.
-    Seq { mode: SeqMode, dstseq: PathBuf, ini: PathBuf },
+    Seq {
+        mode: SeqMode,
+        dstseq: PathBuf,
+        ini: PathBuf,
+    },
     /// `shift:K`: HCA i streams to HCA (i+K) mod n (seq_loop of one entry).
     Shift(usize),
     /// `dissemination[:BYTES[:COUNT]]`.
@@ -45,11 +49,15 @@ impl TrafficSpec {
         let nums = |rest: &str, def_bytes: u64| -> Result<(u64, u64), String> {
             let mut it = rest.split(':').filter(|x| !x.is_empty());
             let b = match it.next() {
-                Some(x) => x.parse::<u64>().map_err(|_| format!("traffic `{s}`: bad byte count `{x}`"))?,
+                Some(x) => x
+                    .parse::<u64>()
+                    .map_err(|_| format!("traffic `{s}`: bad byte count `{x}`"))?,
                 None => def_bytes,
             };
             let c = match it.next() {
-                Some(x) => x.parse::<u64>().map_err(|_| format!("traffic `{s}`: bad count `{x}`"))?,
+                Some(x) => x
+                    .parse::<u64>()
+                    .map_err(|_| format!("traffic `{s}`: bad count `{x}`"))?,
                 None => 1,
             };
             if b == 0 || c == 0 {
@@ -105,18 +113,28 @@ impl TrafficSpec {
     }
 
     pub fn is_closed_loop(&self) -> bool {
-        matches!(self, TrafficSpec::Dissemination { .. } | TrafficSpec::Chain { .. })
+        matches!(
+            self,
+            TrafficSpec::Dissemination { .. } | TrafficSpec::Chain { .. }
+        )
     }
 }
 
 /// Configure the apps for an open-loop spec (before the run starts).
-pub fn apply_app_traffic(f: &mut Fabric, topo: &Topology, spec: &TrafficSpec) -> Result<(), String> {
+pub fn apply_app_traffic(
+    f: &mut Fabric,
+    topo: &Topology,
+    spec: &TrafficSpec,
+) -> Result<(), String> {
     let n = f.num_hcas();
     match spec {
         TrafficSpec::Param(pairs) => {
             for &(s, d) in pairs {
-                let h = f.hca_of_lid(s).ok_or_else(|| format!("traffic: no HCA has LID {s}"))?;
-                f.set_traffic(h, TrafficMode::Param { dst_lid: d }).map_err(|e| format!("traffic param:{s}={d}: {e}"))?;
+                let h = f
+                    .hca_of_lid(s)
+                    .ok_or_else(|| format!("traffic: no HCA has LID {s}"))?;
+                f.set_traffic(h, TrafficMode::Param { dst_lid: d })
+                    .map_err(|e| format!("traffic param:{s}={d}: {e}"))?;
             }
         }
         TrafficSpec::Seq { mode, dstseq, ini } => {
@@ -131,16 +149,20 @@ pub fn apply_app_traffic(f: &mut Fabric, topo: &Topology, spec: &TrafficSpec) ->
                     SeqMode::Loop => TrafficMode::SeqLoop(row),
                     SeqMode::Rand => TrafficMode::SeqRand(row),
                 };
-                f.set_traffic(h, m).map_err(|e| format!("traffic {}: HCA {h}: {e}", dstseq.display()))?;
+                f.set_traffic(h, m)
+                    .map_err(|e| format!("traffic {}: HCA {h}: {e}", dstseq.display()))?;
             }
         }
         TrafficSpec::Shift(k) => {
             if n < 2 || k % n == 0 {
-                return Err(format!("traffic shift:{k}: needs a shift that is not a multiple of the {n} HCAs"));
+                return Err(format!(
+                    "traffic shift:{k}: needs a shift that is not a multiple of the {n} HCAs"
+                ));
             }
             for h in 0..n {
                 let d = f.hca_lid((h + k) % n);
-                f.set_traffic(h, TrafficMode::SeqLoop(vec![d])).map_err(|e| format!("traffic shift:{k}: {e}"))?;
+                f.set_traffic(h, TrafficMode::SeqLoop(vec![d]))
+                    .map_err(|e| format!("traffic shift:{k}: {e}"))?;
             }
         }
         _ => return Err("closed-loop traffic is run with run_closed_loop".into()),
@@ -161,7 +183,12 @@ pub struct ClosedLoopSummary {
 
 /// Run a closed-loop pattern to the end (or until the first completion
 /// after `until`). Rank r is HCA number `ranks[r]`.
-pub fn run_closed_loop(f: &mut Fabric, spec: &TrafficSpec, ranks: &[usize], until: Option<Time>) -> Result<ClosedLoopSummary, FabricError> {
+pub fn run_closed_loop(
+    f: &mut Fabric,
+    spec: &TrafficSpec,
+    ranks: &[usize],
+    until: Option<Time>,
+) -> Result<ClosedLoopSummary, FabricError> {
     let n = ranks.len();
     let mut tags: HashMap<MsgId, (usize, u64, u32)> = HashMap::new(); // id -> (dst rank, iter, round)
     let mut messages = 0u64;
@@ -169,11 +196,21 @@ pub fn run_closed_loop(f: &mut Fabric, spec: &TrafficSpec, ranks: &[usize], unti
     let mut stopped = false;
     match *spec {
         TrafficSpec::Dissemination { bytes, count } => {
-            let rounds = if n <= 1 { 0 } else { usize::BITS - (n - 1).leading_zeros() };
+            let rounds = if n <= 1 {
+                0
+            } else {
+                usize::BITS - (n - 1).leading_zeros()
+            };
             // state per rank: next (iter, round) to send
             let mut next: Vec<(u64, u32)> = vec![(0, 0); n];
             let mut got: Vec<HashSet<(u64, u32)>> = vec![HashSet::new(); n];
-            let send_ready = |f: &mut Fabric, r: usize, next: &mut Vec<(u64, u32)>, got: &Vec<HashSet<(u64, u32)>>, tags: &mut HashMap<MsgId, (usize, u64, u32)>, messages: &mut u64| -> Result<(), FabricError> {
+            let send_ready = |f: &mut Fabric,
+                              r: usize,
+                              next: &mut Vec<(u64, u32)>,
+                              got: &Vec<HashSet<(u64, u32)>>,
+                              tags: &mut HashMap<MsgId, (usize, u64, u32)>,
+                              messages: &mut u64|
+             -> Result<(), FabricError> {
                 loop {
                     let (i, k) = next[r];
                     if i >= count || rounds == 0 {
@@ -191,7 +228,11 @@ pub fn run_closed_loop(f: &mut Fabric, spec: &TrafficSpec, ranks: &[usize], unti
                     let id = f.inject(f.now(), ranks[r], ranks[dst], bytes)?;
                     tags.insert(id, (dst, i, k));
                     *messages += 1;
-                    next[r] = if k + 1 == rounds { (i + 1, 0) } else { (i, k + 1) };
+                    next[r] = if k + 1 == rounds {
+                        (i + 1, 0)
+                    } else {
+                        (i, k + 1)
+                    };
                 }
             };
             for r in 0..n {
@@ -247,7 +288,11 @@ pub fn run_closed_loop(f: &mut Fabric, spec: &TrafficSpec, ranks: &[usize], unti
     if !stopped && f.in_flight() > 0 {
         return Err(FabricError::Fatal {
             t: f.now().0,
-            msg: format!("deadlock: {} messages can never complete: {:?}", f.in_flight(), f.in_flight_ids()),
+            msg: format!(
+                "deadlock: {} messages can never complete: {:?}",
+                f.in_flight(),
+                f.in_flight_ids()
+            ),
         });
     }
     let pattern = match spec {
@@ -255,7 +300,13 @@ pub fn run_closed_loop(f: &mut Fabric, spec: &TrafficSpec, ranks: &[usize], unti
         TrafficSpec::Chain { bytes, count } => format!("chain:{bytes}:{count}"),
         _ => unreachable!(),
     };
-    Ok(ClosedLoopSummary { pattern, ranks: n, messages, end_ps: end, stopped_at_limit: stopped })
+    Ok(ClosedLoopSummary {
+        pattern,
+        ranks: n,
+        messages,
+        end_ps: end,
+        stopped_at_limit: stopped,
+    })
 }
 
 /// Rank -> HCA number (index among HCAs) from the topology's rank map.

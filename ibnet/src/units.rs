@@ -6,7 +6,9 @@ use ipc_proto::Time;
 /// error, so a forgotten unit never silently means picoseconds.
 pub fn parse_time(s: &str) -> Result<Time, String> {
     let t = s.trim();
-    let split = t.find(|c: char| c.is_ascii_alphabetic()).ok_or_else(|| format!("`{s}`: missing unit (s, ms, us, ns or ps)"))?;
+    let split = t
+        .find(|c: char| c.is_ascii_alphabetic())
+        .ok_or_else(|| format!("`{s}`: missing unit (s, ms, us, ns or ps)"))?;
     let (num, unit) = t.split_at(split);
     let mult: u64 = match unit {
         "s" => 1_000_000_000_000,
@@ -14,13 +16,22 @@ pub fn parse_time(s: &str) -> Result<Time, String> {
         "us" => 1_000_000,
         "ns" => 1_000,
         "ps" => 1,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (s, ms, us, ns or ps)")),
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown unit `{unit}` (s, ms, us, ns or ps)"
+            ))
+        }
     };
     let num = num.trim();
     if let Ok(i) = num.parse::<u64>() {
-        return i.checked_mul(mult).map(Time).ok_or_else(|| format!("`{s}`: too large"));
+        return i
+            .checked_mul(mult)
+            .map(Time)
+            .ok_or_else(|| format!("`{s}`: too large"));
     }
-    let f: f64 = num.parse().map_err(|_| format!("`{s}`: `{num}` is not a number"))?;
+    let f: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}`: `{num}` is not a number"))?;
     if !(f.is_finite() && f >= 0.0) {
         return Err(format!("`{s}`: must be a finite number >= 0"));
     }

@@ -55,7 +55,11 @@ pub fn latency(p: &Params, tm: &Timing, switches: usize, bytes: u64) -> u64 {
     let osize = p.obuf_size_hca as usize;
     for k in 0..n {
         // creation time
-        c[k] = if k == 0 { gen_start } else { c[k - 1] + tm.push };
+        c[k] = if k == 0 {
+            gen_start
+        } else {
+            c[k - 1] + tm.push
+        };
         if k > 0 {
             // VL queue occupancy at the push tick: created, not yet sent
             loop {
@@ -64,13 +68,21 @@ pub fn latency(p: &Params, tm: &Timing, switches: usize, bytes: u64) -> u64 {
                     break;
                 }
                 // resume Tpush after the next "sent" that pops the queue
-                let next = (0..k).filter(|&j| d[j] >= c[k]).map(|j| d[j]).min().unwrap_or(c[k]);
+                let next = (0..k)
+                    .filter(|&j| d[j] >= c[k])
+                    .map(|j| d[j])
+                    .min()
+                    .unwrap_or(c[k]);
                 c[k] = next + tm.push;
             }
         }
         s[k] = if k == 0 { c[k] } else { c[k].max(d[k - 1]) };
         let h = s[k] + tm.gpop[fl[k].0];
-        let mut dk = if k == 0 { h } else { h.max(d[k - 1] + tm.arb_hca[fl[k - 1].0]) };
+        let mut dk = if k == 0 {
+            h
+        } else {
+            h.max(d[k - 1] + tm.arb_hca[fl[k - 1].0])
+        };
         if fl[k].1 && k > 0 {
             // obuf admission: size - queued > packet flits
             loop {
@@ -78,11 +90,19 @@ pub fn latency(p: &Params, tm: &Timing, switches: usize, bytes: u64) -> u64 {
                 if osize as isize - q as isize > fl[k].2 as isize {
                     break;
                 }
-                dk = (0..k).filter(|&j| x[j] > dk).map(|j| x[j]).min().unwrap_or(dk + 1);
+                dk = (0..k)
+                    .filter(|&j| x[j] > dk)
+                    .map(|j| x[j])
+                    .min()
+                    .unwrap_or(dk + 1);
             }
         }
         d[k] = dk;
-        x[k] = if k == 0 { d[k] } else { d[k].max(x[k - 1] + tm.wire[fl[k - 1].0]) };
+        x[k] = if k == 0 {
+            d[k]
+        } else {
+            d[k].max(x[k - 1] + tm.wire[fl[k - 1].0])
+        };
     }
     // --- switches
     let mut arr = x;
@@ -94,11 +114,23 @@ pub fn latency(p: &Params, tm: &Timing, switches: usize, bytes: u64) -> u64 {
         let (mut last_ib, mut last_arb) = (0u64, 0u64);
         for k in 0..n {
             // ISW hand-off when the HoQ slot is free (previous flit sent)
-            let now = if k == 0 { arr[k] } else { arr[k].max(dd[k - 1]) };
+            let now = if k == 0 {
+                arr[k]
+            } else {
+                arr[k].max(dd[k - 1])
+            };
             hand[k] = handoff(arr[k] + tm.isw, now, &mut last_ib);
-            dd[k] = if k == 0 { hand[k] } else { hand[k].max(dd[k - 1] + tm.arb_sw[fl[k - 1].0]) };
+            dd[k] = if k == 0 {
+                hand[k]
+            } else {
+                hand[k].max(dd[k - 1] + tm.arb_sw[fl[k - 1].0])
+            };
             o[k] = handoff(hand[k] + tm.vsw, dd[k], &mut last_arb);
-            xx[k] = if k == 0 { o[k] } else { o[k].max(xx[k - 1] + tm.wire[fl[k - 1].0]) };
+            xx[k] = if k == 0 {
+                o[k]
+            } else {
+                o[k].max(xx[k - 1] + tm.wire[fl[k - 1].0])
+            };
         }
         arr = xx;
     }

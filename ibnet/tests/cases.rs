@@ -39,7 +39,10 @@ fn case1_single_flit() {
     assert_eq!(s.packet_fabric_time_ps.min, 119_693);
     assert_eq!(s.packet_fabric_time_ps.count, 1);
     // completion (consumption of the last flit) for the API
-    assert_eq!(f.message_times(0), Some((Some(Time(100_000)), Some(Time(136_693)))));
+    assert_eq!(
+        f.message_times(0),
+        Some((Some(Time(100_000)), Some(Time(136_693))))
+    );
 }
 
 fn case2(mtu: u32, len: u64, flits: u64, latency_ns: u64) {
@@ -82,7 +85,11 @@ fn case2_and_4_long_message_and_sink_sawtooth() {
         assert_eq!(c[k as usize].t, 136_693 + 19_693 * k, "c_{k}");
     }
     assert_eq!(c[65].t, 1_436_693, "drain restarts at a_65 + d");
-    assert_eq!(c[130].t, 1_436_693 + 1_300_000, "pattern repeats every 65 flits");
+    assert_eq!(
+        c[130].t,
+        1_436_693 + 1_300_000,
+        "pattern repeats every 65 flits"
+    );
     assert_eq!(r.flits_consumed, 6250);
 }
 
@@ -91,7 +98,12 @@ fn case3_back_to_back_messages() {
     let mut f = case_fabric(&qdr(1600, 6400), TrafficMode::SeqLoop(vec![2]));
     run_to(&mut f, 12_000);
     let r = f.report_with(true);
-    let lats: Vec<u64> = r.messages.unwrap().iter().filter_map(|m| m.network_latency_ps).collect();
+    let lats: Vec<u64> = r
+        .messages
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.network_latency_ps)
+        .collect();
     assert!(lats.len() >= 5, "{lats:?}");
     assert_eq!(lats[0], ns(2080));
     for l in &lats[1..] {
@@ -138,7 +150,11 @@ fn thesis_preset_worked_check() {
     }
     // flit k consumed 33.6 + 1.6k ns after its own arrival
     for k in 0..32u64 {
-        assert_eq!(cons[k as usize].t - recv[k as usize].t, 33_600 + 1_600 * k, "flit {k}");
+        assert_eq!(
+            cons[k as usize].t - recv[k as usize].t,
+            33_600 + 1_600 * k,
+            "flit {k}"
+        );
     }
     let r = f.report();
     assert_eq!(r.sinks[1].msg_network_latency_ps.min, ns(1124));
@@ -175,7 +191,11 @@ fn first_fc_packet_carries_full_limit_and_credit_ticks() {
     // nothing more happens while idle: the credit timers went dormant
     let ev = f.events_processed();
     run_to(&mut f, 2_000_000);
-    assert!(f.events_processed() - ev <= 4, "idle fabric processed {} events", f.events_processed() - ev);
+    assert!(
+        f.events_processed() - ev <= 4,
+        "idle fabric processed {} events",
+        f.events_processed() - ev
+    );
 }
 
 #[test]

@@ -21,7 +21,14 @@ fn run(cc: bool) -> (ibnet::Report, u64) {
     f.run_until(Time(2_000_000_000));
     assert!(f.error().is_none(), "{:?}", f.error());
     let r = f.report_with(true);
-    let victim: Vec<u64> = r.messages.as_ref().unwrap().iter().filter(|m| m.dst_lid == 5).filter_map(|m| m.network_latency_ps).collect();
+    let victim: Vec<u64> = r
+        .messages
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|m| m.dst_lid == 5)
+        .filter_map(|m| m.network_latency_ps)
+        .collect();
     assert!(victim.len() > 10);
     let mean = victim.iter().sum::<u64>() / victim.len() as u64;
     (r, mean)
@@ -36,9 +43,19 @@ fn incast_with_cc() {
     assert!(cnps > 0 && cnps_sent >= cnps, "{cnps} {cnps_sent}");
     assert_eq!(off.sinks.iter().map(|s| s.cnps_sent).sum::<u64>(), 0);
     // the senders' CCT index was raised
-    assert!(on.sinks[..3].iter().all(|s| s.ccti_max > 0), "{:?}", on.sinks.iter().map(|s| s.ccti_max).collect::<Vec<_>>());
-    assert_eq!(on.sinks[4].ccti_max, 0, "the victim receiver is never notified");
-    assert!(victim_on < victim_off, "victim latency with CC {victim_on} ps, without {victim_off} ps");
+    assert!(
+        on.sinks[..3].iter().all(|s| s.ccti_max > 0),
+        "{:?}",
+        on.sinks.iter().map(|s| s.ccti_max).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        on.sinks[4].ccti_max, 0,
+        "the victim receiver is never notified"
+    );
+    assert!(
+        victim_on < victim_off,
+        "victim latency with CC {victim_on} ps, without {victim_off} ps"
+    );
     // nothing lost
     for r in [&off, &on] {
         assert_eq!(r.flits_generated, r.flits_consumed + r.flits_in_flight);

@@ -24,42 +24,92 @@ fn shipped_preset_files_equal_builtin_presets() {
     }
     // the qdr file lists every key
     let text = std::fs::read_to_string(presets_dir().join("qdr.toml")).unwrap();
-    let from_file = Params::hcyang99().apply_toml(&text.replace("preset = \"qdr\"", ""), "qdr").unwrap();
+    let from_file = Params::hcyang99()
+        .apply_toml(&text.replace("preset = \"qdr\"", ""), "qdr")
+        .unwrap();
     assert_eq!(from_file, Params::qdr());
 }
 
 fn run_err(args: &[&str]) -> (i32, String) {
     let out = ibnet().args(args).output().unwrap();
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
 fn errors_exit_nonzero_with_clear_messages() {
     let cases: &[(&[&str], &str)] = &[
-        (&["run", "--topology", "H8_S1", "--set", "no_such_key=1"], "no_such_key"),
-        (&["run", "--topology", "H8_S1", "--set", "isw_delay_ns=abc"], "isw_delay_ns"),
-        (&["run", "--topology", "H8_S1", "--set", "isw_delay_ns"], "key=value"),
-        (&["run", "--topology", "H8_S1", "--set", "msg_mtu=4096"], "can never start"),
-        (&["run", "--topology", "H8_S1", "--traffic", "param:1=99"], "LID 99"),
-        (&["run", "--topology", "H8_S1", "--traffic", "bogus:1"], "unknown traffic"),
-        (&["run", "--topology", "no_such_topology"], "no_such_topology"),
-        (&["run", "--topology", "H8_S1", "--preset", "xdr"], "unknown preset"),
-        (&["run", "--topology", "H8_S1", "--until", "5"], "missing unit"),
+        (
+            &["run", "--topology", "H8_S1", "--set", "no_such_key=1"],
+            "no_such_key",
+        ),
+        (
+            &["run", "--topology", "H8_S1", "--set", "isw_delay_ns=abc"],
+            "isw_delay_ns",
+        ),
+        (
+            &["run", "--topology", "H8_S1", "--set", "isw_delay_ns"],
+            "key=value",
+        ),
+        (
+            &["run", "--topology", "H8_S1", "--set", "msg_mtu=4096"],
+            "can never start",
+        ),
+        (
+            &["run", "--topology", "H8_S1", "--traffic", "param:1=99"],
+            "LID 99",
+        ),
+        (
+            &["run", "--topology", "H8_S1", "--traffic", "bogus:1"],
+            "unknown traffic",
+        ),
+        (
+            &["run", "--topology", "no_such_topology"],
+            "no_such_topology",
+        ),
+        (
+            &["run", "--topology", "H8_S1", "--preset", "xdr"],
+            "unknown preset",
+        ),
+        (
+            &["run", "--topology", "H8_S1", "--until", "5"],
+            "missing unit",
+        ),
     ];
     for (args, needle) in cases {
         let (code, err) = run_err(args);
         assert_ne!(code, 0, "{args:?}");
-        assert!(err.contains(needle), "{args:?}: stderr {err:?} lacks {needle:?}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: stderr {err:?} lacks {needle:?}"
+        );
     }
     // a bad config file names file and line
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.toml");
     std::fs::write(&f, "isw_delay_ns = 40.0\nvsw_delay = 3\n").unwrap();
-    let (code, err) = run_err(&["run", "--topology", "H8_S1", "--config", f.to_str().unwrap()]);
+    let (code, err) = run_err(&[
+        "run",
+        "--topology",
+        "H8_S1",
+        "--config",
+        f.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2);
-    assert!(err.contains("vsw_delay") && err.contains("bad.toml"), "{err}");
+    assert!(
+        err.contains("vsw_delay") && err.contains("bad.toml"),
+        "{err}"
+    );
     std::fs::write(&f, "isw_delay_ns = = 4\n").unwrap();
-    let (code, err) = run_err(&["run", "--topology", "H8_S1", "--config", f.to_str().unwrap()]);
+    let (code, err) = run_err(&[
+        "run",
+        "--topology",
+        "H8_S1",
+        "--config",
+        f.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2);
     assert!(err.contains("bad.toml:1"), "{err}");
 }
@@ -67,8 +117,20 @@ fn errors_exit_nonzero_with_clear_messages() {
 #[test]
 fn json_is_deterministic() {
     let args = [
-        "run", "--topology", "H8_S2", "--traffic", "shift:3", "--until", "30us", "--json", "--latencies", "--no-wall-time",
-        "--set", "msg_length=20000", "--set", "start_stat_col_ns=5000",
+        "run",
+        "--topology",
+        "H8_S2",
+        "--traffic",
+        "shift:3",
+        "--until",
+        "30us",
+        "--json",
+        "--latencies",
+        "--no-wall-time",
+        "--set",
+        "msg_length=20000",
+        "--set",
+        "start_stat_col_ns=5000",
     ];
     let a = ibnet().args(args).output().unwrap();
     let b = ibnet().args(args).output().unwrap();
@@ -82,9 +144,26 @@ fn json_is_deterministic() {
 
 #[test]
 fn text_summary_and_closed_loop() {
-    let out = ibnet().args(["run", "--topology", "H8_S1", "--traffic", "dissemination:64:2"]).output().unwrap();
+    let out = ibnet()
+        .args([
+            "run",
+            "--topology",
+            "H8_S1",
+            "--traffic",
+            "dissemination:64:2",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.contains("H_1.sink:") && s.contains("Msg-Network-Latency"), "{s}");
-    assert!(s.contains("closed loop dissemination:64:2: 8 ranks, 48 messages, last completion 820.158 ns"), "{s}");
+    assert!(
+        s.contains("H_1.sink:") && s.contains("Msg-Network-Latency"),
+        "{s}"
+    );
+    assert!(
+        s.contains(
+            "closed loop dissemination:64:2: 8 ranks, 48 messages, last completion 820.158 ns"
+        ),
+        "{s}"
+    );
 }

@@ -9,7 +9,13 @@ use ibnet::topology::{builtin, Topology};
 use ibnet::traffic::{run_closed_loop, TrafficSpec};
 use ibnet::{Fabric, Params, Time, TrafficMode};
 
-fn trace_run(topo: &Topology, p: &Params, modes: &[(usize, TrafficMode)], until: u64, lazy: bool) -> (Vec<TraceRec>, ibnet::Report, u64) {
+fn trace_run(
+    topo: &Topology,
+    p: &Params,
+    modes: &[(usize, TrafficMode)],
+    until: u64,
+    lazy: bool,
+) -> (Vec<TraceRec>, ibnet::Report, u64) {
     let mut q = p.clone();
     q.lazy_credit_timer = lazy;
     let mut f = Fabric::new(topo, &q).unwrap();
@@ -29,7 +35,12 @@ fn trace_run(topo: &Topology, p: &Params, modes: &[(usize, TrafficMode)], until:
     (f.take_trace(), r, ev)
 }
 
-fn assert_lazy_equals_naive(topo: &Topology, p: &Params, modes: &[(usize, TrafficMode)], until: u64) {
+fn assert_lazy_equals_naive(
+    topo: &Topology,
+    p: &Params,
+    modes: &[(usize, TrafficMode)],
+    until: u64,
+) {
     let (ta, ra, ea) = trace_run(topo, p, modes, until, true);
     let (tb, rb, eb) = trace_run(topo, p, modes, until, false);
     assert!(!ta.is_empty());
@@ -49,7 +60,15 @@ fn lazy_equals_naive_single_flow_with_idle_gaps() {
     p.msg_length = 6400;
     p.start_stat_col_ns = 0.0;
     let t = two_hosts_one_switch();
-    assert_lazy_equals_naive(&t, &p, &[(0, TrafficMode::SeqOnce(vec![2, 2, 2])), (1, TrafficMode::SeqOnce(vec![1]))], 40_000_000);
+    assert_lazy_equals_naive(
+        &t,
+        &p,
+        &[
+            (0, TrafficMode::SeqOnce(vec![2, 2, 2])),
+            (1, TrafficMode::SeqOnce(vec![1])),
+        ],
+        40_000_000,
+    );
 }
 
 #[test]
@@ -61,6 +80,10 @@ fn lazy_equals_naive_incast_and_thesis() {
     let mut q = Params::thesis_ddr();
     q.msg_length = 10000;
     assert_lazy_equals_naive(&t, &q, &modes, 30_000_000);
+    let mut v = Params::qdr();
+    v.max_vl = 1;
+    v.msg_sq = 1;
+    assert_lazy_equals_naive(&t, &v, &modes, 30_000_000);
 }
 
 #[test]
@@ -85,16 +108,34 @@ fn credit_backpressure_stalls_and_resumes_without_loss() {
     let mut f = case_fabric(&p, TrafficMode::SeqOnce(vec![2]));
     run_to(&mut f, 19_000);
     let r = f.report();
-    let h1_sent = r.obufs.iter().find(|o| o.node == "H_1").unwrap().data_flits_sent;
-    let sw_sent = r.obufs.iter().find(|o| o.node == "SW_1" && o.port == 1).unwrap().data_flits_sent;
+    let h1_sent = r
+        .obufs
+        .iter()
+        .find(|o| o.node == "H_1")
+        .unwrap()
+        .data_flits_sent;
+    let sw_sent = r
+        .obufs
+        .iter()
+        .find(|o| o.node == "SW_1" && o.port == 1)
+        .unwrap()
+        .data_flits_sent;
     assert_eq!(r.flits_consumed, 0);
     // H_2's ibuf has 200 static credits; a packet (32 flits) starts only if
     // all its flits fit: 6 packets = 192 flits pass the switch, then it stalls.
     assert_eq!(sw_sent, 192);
     assert!((200..2048).contains(&h1_sent), "{h1_sent}");
     let tr = f.take_trace();
-    let last_send = tr.iter().filter(|r| r.kind == ibnet::engine::TraceKind::Send && r.node == 0).map(|r| r.t).max().unwrap();
-    assert!(last_send < 12_000_000, "H_1 must stall well before 19 us (last send {last_send})");
+    let last_send = tr
+        .iter()
+        .filter(|r| r.kind == ibnet::engine::TraceKind::Send && r.node == 0)
+        .map(|r| r.t)
+        .max()
+        .unwrap();
+    assert!(
+        last_send < 12_000_000,
+        "H_1 must stall well before 19 us (last send {last_send})"
+    );
     run_to(&mut f, 100_000);
     let r = f.report();
     assert_eq!(r.flits_generated, 2048);
@@ -104,7 +145,12 @@ fn credit_backpressure_stalls_and_resumes_without_loss() {
     assert_eq!(r.messages_completed, 1);
     // the first consumption happens when the hiccup ends (20.001 us) plus 1 ns
     let tr = f.take_trace();
-    let first = tr.iter().filter(|r| r.kind == ibnet::engine::TraceKind::Consume).map(|r| r.t).min().unwrap();
+    let first = tr
+        .iter()
+        .filter(|r| r.kind == ibnet::engine::TraceKind::Consume)
+        .map(|r| r.t)
+        .min()
+        .unwrap();
     assert_eq!(first, 20_002_000);
 }
 
@@ -130,7 +176,14 @@ fn zero_load_matches_simulation() {
         let id = f.inject(at, 0, n - 1, bytes).unwrap();
         let (t_done, ids) = f.run_until_completion().unwrap();
         assert_eq!(ids, vec![id]);
-        assert_eq!(t_done.0 - at.0, z.0, "{} {} bytes (preset sink {})", t.name, bytes, p.sink_pop_dly_per_byte_ns);
+        assert_eq!(
+            t_done.0 - at.0,
+            z.0,
+            "{} {} bytes (preset sink {})",
+            t.name,
+            bytes,
+            p.sink_pop_dly_per_byte_ns
+        );
     }
 }
 
@@ -144,7 +197,16 @@ fn dissemination_closed_loop() {
     let ranks: Vec<usize> = (0..8).collect();
     let z = f.zero_load_latency(0, 1, 64);
     assert_eq!(z, Time(136_693));
-    let s = run_closed_loop(&mut f, &TrafficSpec::Dissemination { bytes: 64, count: 2 }, &ranks, None).unwrap();
+    let s = run_closed_loop(
+        &mut f,
+        &TrafficSpec::Dissemination {
+            bytes: 64,
+            count: 2,
+        },
+        &ranks,
+        None,
+    )
+    .unwrap();
     assert_eq!(s.messages, 8 * 3 * 2);
     assert_eq!(s.end_ps, 6 * 136_693);
     assert_eq!(f.in_flight(), 0);
@@ -155,7 +217,16 @@ fn chain_closed_loop() {
     let t = builtin("H8_S1").unwrap();
     let mut f = Fabric::new(&t, &Params::qdr()).unwrap();
     let ranks: Vec<usize> = (0..8).collect();
-    let s = run_closed_loop(&mut f, &TrafficSpec::Chain { bytes: 64, count: 4 }, &ranks, None).unwrap();
+    let s = run_closed_loop(
+        &mut f,
+        &TrafficSpec::Chain {
+            bytes: 64,
+            count: 4,
+        },
+        &ranks,
+        None,
+    )
+    .unwrap();
     assert_eq!(s.messages, 32);
     // every rank's sends are paced by its receives: 4 rounds of one hop each
     assert_eq!(s.end_ps, 4 * 136_693);
@@ -175,7 +246,10 @@ fn run_until_completion_batches_same_instant() {
     let (t2, ids) = f.run_until_completion().unwrap();
     assert!(t2 > t1);
     assert_eq!(ids, vec![c]);
-    assert!(f.take_completions().is_empty(), "returned completions are not reported twice");
+    assert!(
+        f.take_completions().is_empty(),
+        "returned completions are not reported twice"
+    );
     assert!(f.run_until_completion().is_none());
     // run_until leaves completions in the buffer
     let d = f.inject(t2, 1, 0, 64).unwrap();
@@ -199,7 +273,10 @@ fn configuration_errors() {
     assert!(e.contains("static credits"), "{e}");
     // unroutable: a LID no HCA has, a table without the route
     let mut f = Fabric::new(&t, &Params::qdr()).unwrap();
-    let e = f.set_traffic(0, TrafficMode::Param { dst_lid: 7 }).unwrap_err().to_string();
+    let e = f
+        .set_traffic(0, TrafficMode::Param { dst_lid: 7 })
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("LID 7"), "{e}");
     let mut t2 = t.clone();
     if let ibnet::topology::NodeKind::Switch { fdb, .. } = &mut t2.nodes[2].kind {
@@ -214,9 +291,21 @@ fn configuration_errors() {
     let mut f = Fabric::new(&t, &p).unwrap();
     assert!(f.inject(Time(0), 0, 1, 100).is_err());
     // malformed parameters
-    assert!(Params::qdr().apply_override("max_vl=9").unwrap().check().is_err());
-    assert!(Params::qdr().apply_override("isw_delay_ns=-5").unwrap().check().is_err());
-    assert!(Params::qdr().apply_override("link_speed=XDR").unwrap().check().is_err());
+    assert!(Params::qdr()
+        .apply_override("max_vl=9")
+        .unwrap()
+        .check()
+        .is_err());
+    assert!(Params::qdr()
+        .apply_override("isw_delay_ns=-5")
+        .unwrap()
+        .check()
+        .is_err());
+    assert!(Params::qdr()
+        .apply_override("link_speed=XDR")
+        .unwrap()
+        .check()
+        .is_err());
 }
 
 #[test]
@@ -235,7 +324,8 @@ fn legacy_packet_count_loses_data_like_the_reference() {
 #[test]
 fn two_vls_share_a_link() {
     // maxVL = 1 (table arbitration, one FC packet per VL): a lone flit on
-    // either VL still takes 100 ns; two streams on VL 0 and VL 1 both progress.
+    // either VL still takes 100 ns; two streams on VL 1 into one port both
+    // progress and nothing lands on VL 0.
     for sq in [0u8, 1] {
         let mut p = Params::qdr();
         p.max_vl = 1;
@@ -248,19 +338,16 @@ fn two_vls_share_a_link() {
         assert_eq!(r.sinks[1].msg_network_latency_ps.min, 100_000, "VL {sq}");
         assert_eq!(r.sinks[1].vl_total_flits[sq as usize], 1);
         // one FC packet per VL at start-up on every link
-        assert!(r.obufs.iter().all(|o| o.fc_packets_sent >= 2), "{:?}", r.obufs);
+        assert!(
+            r.obufs.iter().all(|o| o.fc_packets_sent >= 2),
+            "{:?}",
+            r.obufs
+        );
     }
-    let mut p = Params::qdr();
-    p.max_vl = 1;
-    let t = incast(2);
-    let mut f = Fabric::new(&t, &p).unwrap();
-    f.set_traffic(2, TrafficMode::Silent).unwrap();
-    f.set_traffic(0, TrafficMode::SeqLoop(vec![3])).unwrap();
-    f.run_until(Time(1));
-    // H_2 sends on VL 1 through the external queue (msg_sq applies to all
-    // messages, so use a second fabric parameter set instead)
-    let mut p1 = p.clone();
+    let mut p1 = Params::qdr();
+    p1.max_vl = 1;
     p1.msg_sq = 1;
+    let t = incast(2);
     let mut g = Fabric::new(&t, &p1).unwrap();
     g.set_traffic(2, TrafficMode::Silent).unwrap();
     g.set_traffic(0, TrafficMode::SeqLoop(vec![3])).unwrap();
@@ -284,7 +371,11 @@ fn length_set_and_random_destinations() {
     let run = |p: &Params| {
         let mut f = Fabric::new(&t, p).unwrap();
         for h in 0..8 {
-            f.set_traffic(h, TrafficMode::SeqRand(vec![((h + 1) % 8 + 1) as u16, ((h + 3) % 8 + 1) as u16])).unwrap();
+            f.set_traffic(
+                h,
+                TrafficMode::SeqRand(vec![((h + 1) % 8 + 1) as u16, ((h + 3) % 8 + 1) as u16]),
+            )
+            .unwrap();
         }
         f.run_until(Time(100_000_000));
         f.report_with(true)
@@ -295,8 +386,16 @@ fn length_set_and_random_destinations() {
     let msgs = a.messages.unwrap();
     assert!(msgs.iter().all(|m| m.bytes == 64 || m.bytes == 4096));
     let small = msgs.iter().filter(|m| m.bytes == 64).count();
-    assert!(small > 0 && small < msgs.len() / 2, "{small} of {}", msgs.len());
-    let dsts: std::collections::HashSet<u16> = msgs.iter().filter(|m| m.src_lid == 1).map(|m| m.dst_lid).collect();
+    assert!(
+        small > 0 && small < msgs.len() / 2,
+        "{small} of {}",
+        msgs.len()
+    );
+    let dsts: std::collections::HashSet<u16> = msgs
+        .iter()
+        .filter(|m| m.src_lid == 1)
+        .map(|m| m.dst_lid)
+        .collect();
     assert_eq!(dsts.len(), 2);
     let mut q = p.clone();
     q.seed = 7;
@@ -306,4 +405,45 @@ fn length_set_and_random_destinations() {
     bad.msg_len_mode = "set".into();
     bad.msg_len_set = vec![64];
     assert!(Fabric::new(&t, &bad).is_err());
+}
+
+fn vl_shares(iba: bool) -> (u64, u64) {
+    // H_1 streams on VL 0 (High table), H_2 on VL 1 (Low table), both to H_3:
+    // the switch output to H_3 is the bottleneck.
+    let mut p = Params::qdr();
+    p.max_vl = 1;
+    p.high_vl_arb_entries = "0:255".into();
+    p.low_vl_arb_entries = "1:255".into();
+    p.vl_high_limit = 1;
+    p.iba_vl_arb = iba;
+    p.sink_pop_dly_per_byte_ns = 0.1; // the wire, not the sink, limits
+    let t = incast(2);
+    let mut f = Fabric::new(&t, &p).unwrap();
+    f.set_send_queue(0, 0).unwrap();
+    f.set_send_queue(1, 1).unwrap();
+    assert!(f.set_send_queue(1, 2).is_err());
+    f.set_traffic(0, TrafficMode::SeqLoop(vec![3])).unwrap();
+    f.set_traffic(1, TrafficMode::SeqLoop(vec![3])).unwrap();
+    f.set_traffic(2, TrafficMode::Silent).unwrap();
+    f.run_until(Time(300_000_000));
+    assert!(f.error().is_none(), "{:?}", f.error());
+    let r = f.report();
+    assert_eq!(r.flits_generated, r.flits_consumed + r.flits_in_flight);
+    (r.sinks[2].vl_total_flits[0], r.sinks[2].vl_total_flits[1])
+}
+
+#[test]
+fn vl_arbitration_high_limit_modes() {
+    let (h, l) = vl_shares(true);
+    // IBA mode: 64 High flits (vl_high_limit 1 x 4 KiB), then one Low packet
+    // of 32 flits: High gets about 2/3 of the bottleneck
+    let share = h as f64 / (h + l) as f64;
+    assert!(
+        l > 0 && (0.6..0.72).contains(&share),
+        "IBA: high {h} low {l}"
+    );
+    let (h2, l2) = vl_shares(false);
+    // Q6 reproduced: the counter goes negative and Low stays first forever
+    assert!(h2 > 0 && l2 > 2 * h2, "legacy: high {h2} low {l2}");
+    assert_ne!((h, l), (h2, l2), "the Q6 quirk changes the shares");
 }

@@ -43,29 +43,46 @@ fn min_latency_ps(switches: usize) -> u64 {
 /// stamp of case 3 plus the +21 ns of case 5): allowed when not strict and
 /// reported as doubtful.
 fn check_run(seq: &str, until_ps: u64, strict: bool) {
-    let Some((f, topo)) = run(seq, until_ps, true) else { return };
+    let Some((f, topo)) = run(seq, until_ps, true) else {
+        return;
+    };
     let r = f.report_with(true);
     // conservation: flits sent = consumed + in flight (+ dropped, none here)
     assert_eq!(r.flits_dropped, 0);
     assert_eq!(r.flits_generated, r.flits_consumed + r.flits_in_flight);
-    assert!(r.flits_consumed > until_ps / 1_000_000 * 1000, "{}", r.flits_consumed);
+    assert!(
+        r.flits_consumed > until_ps / 1_000_000 * 1000,
+        "{}",
+        r.flits_consumed
+    );
     let hcas = topo.hcas();
     let mut min_by_sink = vec![u64::MAX; hcas.len()];
     let mut n = 0;
     for m in r.messages.as_ref().unwrap() {
-        let Some(l) = m.network_latency_ps else { continue };
+        let Some(l) = m.network_latency_ps else {
+            continue;
+        };
         n += 1;
         let src = f.hca_of_lid(m.src_lid).unwrap();
         let dst = f.hca_of_lid(m.dst_lid).unwrap();
         let s = f.switches_between(src, dst).unwrap();
-        assert!(l >= min_latency_ps(s), "message {} over {s} switches: {l} ps", m.id);
+        assert!(
+            l >= min_latency_ps(s),
+            "message {} over {s} switches: {l} ps",
+            m.id
+        );
         min_by_sink[dst] = min_by_sink[dst].min(l);
     }
     assert!(n as u64 > until_ps / 1_000_000 / 2, "{n} messages");
     if seq.contains("1hot") {
         // case 6: per-sink minimum latencies take only 41061, 41261, 41461 ns
         let set = [41_061_000, 41_261_000, 41_461_000];
-        let off: Vec<(usize, u64)> = min_by_sink.iter().copied().enumerate().filter(|(_, m)| !set.contains(m)).collect();
+        let off: Vec<(usize, u64)> = min_by_sink
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, m)| !set.contains(m))
+            .collect();
         if strict {
             assert!(off.is_empty(), "{off:?}");
         } else {
@@ -109,23 +126,44 @@ fn case5_shared_handoff_clock() {
     }
     let topo = topology::load(&data("is1_3l_32n.topo")).unwrap();
     let mut f = Fabric::new(&topo, &Params::qdr()).unwrap();
-    let spec = TrafficSpec::parse(&format!("seq_loop:{}", data("32n_1hot.dstSeq").display())).unwrap();
+    let spec =
+        TrafficSpec::parse(&format!("seq_loop:{}", data("32n_1hot.dstSeq").display())).unwrap();
     apply_app_traffic(&mut f, &topo, &spec).unwrap();
     f.enable_trace();
     f.run_until(Time(45_000_000));
     let tr = f.take_trace();
     let r = f.report_with(true);
     let msgs = r.messages.unwrap();
-    let m0 = msgs.iter().find(|m| m.src_lid == 1 && m.dst_lid == 3).unwrap();
-    let m1 = msgs.iter().find(|m| m.src_lid == 1 && m.dst_lid == 9).unwrap();
+    let m0 = msgs
+        .iter()
+        .find(|m| m.src_lid == 1 && m.dst_lid == 3)
+        .unwrap();
+    let m1 = msgs
+        .iter()
+        .find(|m| m.src_lid == 1 && m.dst_lid == 9)
+        .unwrap();
     assert_eq!(m0.network_latency_ps, Some(41_061_000));
-    let leaf = topo.node_by_name("SW_L2_0_0_U1").expect("leaf switch of H_1") as u32;
+    let leaf = topo
+        .node_by_name("SW_L2_0_0_U1")
+        .expect("leaf switch of H_1") as u32;
     let at = |kind, msg: u64, pkt: u32, sn: u16| {
-        tr.iter().find(|r| r.kind == kind && r.node == leaf && r.msg as u64 == msg && r.pkt == pkt && r.sn == sn).map(|r| r.t)
+        tr.iter()
+            .find(|r| {
+                r.kind == kind
+                    && r.node == leaf
+                    && r.msg as u64 == msg
+                    && r.pkt == pkt
+                    && r.sn == sn
+            })
+            .map(|r| r.t)
     };
     use ibnet::engine::TraceKind::{Recv, Send};
     // X: last flit of message 1; Y: first flit of message 2
     assert_eq!(at(Recv, m0.id, 63, 31), Some(40_957_000));
     assert_eq!(at(Recv, m1.id, 0, 0), Some(40_977_000));
-    assert_eq!(at(Send, m0.id, 63, 31), Some(41_078_000), "X leaves 21 ns late");
+    assert_eq!(
+        at(Send, m0.id, 63, 31),
+        Some(41_078_000),
+        "X leaves 21 ns late"
+    );
 }

@@ -25,6 +25,9 @@
 //!   channel (or session) is dropped, when it fails, and on
 //!   SIGINT/SIGTERM/SIGHUP (exit status 128 + signal). [`cleanup`] removes
 //!   the leftovers of a killed run.
+//! - Conformance: [`conformance::run`] plays the other side of a session
+//!   against a peer under test (any language) and checks the rules of
+//!   docs/protocol.md scenario by scenario (`ipc-proto conformance`).
 //!
 //! A program that installs its own `ctrlc` handler before creating a
 //! session disables ours; it must call [`signals::unlink_registered`] from

@@ -141,6 +141,11 @@ struct ConformanceArgs {
     /// Bound of every wait for the peer, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     timeout: f64,
+    /// Kill a spawned peer whose scenario has not ended after SECS (a
+    /// peer that stopped reading blocks the checker's sends); default
+    /// 6 x --timeout, at least 60.
+    #[arg(long, value_name = "SECS")]
+    stall_limit: Option<f64>,
     /// Run only these scenarios (comma-separated names, see --list).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     only: Vec<String>,
@@ -259,6 +264,11 @@ fn run_conformance(a: ConformanceArgs) -> Result<bool> {
         latency: a.latency,
         timeout: Duration::from_secs_f64(a.timeout),
         only: a.only,
+        stall_limit: match a.stall_limit {
+            Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+            Some(_) => bail!("--stall-limit must be a positive number of seconds"),
+            None => None,
+        },
     };
     if opts.quantum.0 == 0 {
         bail!("--quantum must be at least 1 ps");

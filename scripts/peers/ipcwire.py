@@ -491,8 +491,11 @@ def open_scheduler(key, timeout=10.0):
     for lane in LANES[seg.protocol]:
         name = "/%s.%s" % (key, lane)
         _owned.append(name)
-        queues[lane] = posix_ipc.MessageQueue(name, read=WRITER[lane] != SCHEDULER,
-                                              write=WRITER[lane] == SCHEDULER)
+        try:
+            queues[lane] = posix_ipc.MessageQueue(name, read=WRITER[lane] != SCHEDULER,
+                                                  write=WRITER[lane] == SCHEDULER)
+        except posix_ipc.ExistentialError:
+            raise PeerDied("queue %s is gone: the fabric stopped while we attached" % name)
     _owned.append(ctl)
     return seg, seg.protocol, queues
 

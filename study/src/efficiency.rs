@@ -99,6 +99,24 @@ pub struct Row {
 }
 
 impl Row {
+    fn failed(setup: &Setup, wall_s: f64, why: String) -> Row {
+        Row {
+            setup: setup.clone(),
+            status: Status::Failed(why),
+            runs: 0,
+            wall_s,
+            wall_min_s: wall_s,
+            wall_max_s: wall_s,
+            sample: Sample::default(),
+            progress: None,
+            progress_raw: None,
+            wall_est_s: None,
+            round_trips_est: None,
+            error_ps: None,
+            error_pct: None,
+        }
+    }
+
     /// The wall time to compare and plot: measured, or extrapolated.
     pub fn wall_for_plot(&self) -> Option<f64> {
         match self.status {
@@ -140,7 +158,11 @@ pub fn median(xs: &[f64]) -> f64 {
 /// Extrapolate a stopped run linearly in simulated time: the polling cost
 /// per simulated picosecond is about (messages in flight / q), which the
 /// dissemination keeps roughly constant over the run.
-pub fn extrapolate(wall_s: f64, progress: Option<Progress>, reference_ps: Option<u64>) -> (Option<f64>, Option<f64>, Option<f64>) {
+pub fn extrapolate(
+    wall_s: f64,
+    progress: Option<Progress>,
+    reference_ps: Option<u64>,
+) -> (Option<f64>, Option<f64>, Option<f64>) {
     let (Some(p), Some(t)) = (progress, reference_ps) else {
         return (None, None, None);
     };
@@ -166,7 +188,8 @@ pub struct Runner<'a> {
 /// (other sessions on the machine hold the per-user RLIMIT_MSGQUEUE).
 fn mq_budget_exhausted(r: &RunResult) -> bool {
     r.proc("fabric").is_some_and(|p| {
-        !p.exit.success() && (p.stderr.contains("RLIMIT_MSGQUEUE") || p.stderr.contains("message-queue budget"))
+        !p.exit.success()
+            && (p.stderr.contains("RLIMIT_MSGQUEUE") || p.stderr.contains("message-queue budget"))
     })
 }
 
@@ -181,7 +204,12 @@ impl Runner<'_> {
 
     /// One run of a setup; retried while the message-queue budget is held
     /// by other sessions (up to about two minutes).
-    pub fn run_once(&mut self, setup: &Setup, w: &Workload, budget: Option<Duration>) -> anyhow::Result<(RunResult, std::path::PathBuf)> {
+    pub fn run_once(
+        &mut self,
+        setup: &Setup,
+        w: &Workload,
+        budget: Option<Duration>,
+    ) -> anyhow::Result<(RunResult, std::path::PathBuf)> {
         let mut tries = 0;
         loop {
             self.counter += 1;
@@ -216,18 +244,25 @@ impl Runner<'_> {
     }
 
     /// All runs of one setup.
-    pub fn measure(&mut self, setup: &Setup, cfg: &EffConfig, reference_ps: Option<u64>) -> anyhow::Result<Row> {
+    pub fn measure(
+        &mut self,
+        setup: &Setup,
+        cfg: &EffConfig,
+        reference_ps: Option<u64>,
+    ) -> anyhow::Result<Row> {
         let budget = cfg.budget;
         let mut samples: Vec<Sample> = Vec::new();
         let mut spent = 0.0;
         loop {
             let (r, dir) = self.run_once(setup, &cfg.workload, Some(budget))?;
             if r.over_budget {
-                let (progress, wall_est_s, round_trips_est) = extrapolate(r.wall_s, r.progress, reference_ps);
+                let (progress, wall_est_s, round_trips_est) =
+                    extrapolate(r.wall_s, r.progress, reference_ps);
                 let sample = Sample {
                     wall_s: r.wall_s,
                     sched_rss_kb: r.proc("scheduler").map(|p| p.maxrss_kb),
                     fabric_rss_kb: r.proc("fabric").map(|p| p.maxrss_kb),
+                    parent_anon_kb: r.parent_anon_kb,
                     ..Sample::default()
                 };
                 eprintln!(
@@ -235,7 +270,11 @@ impl Runner<'_> {
                     setup.label(),
                     r.wall_s,
                     match (progress, wall_est_s) {
-                        (Some(p), Some(e)) => format!(" at {:.2}% of the simulated time; extrapolated {:.0} s", p * 100.0, e),
+                        (Some(p), Some(e)) => format!(
+                            " at {:.2}% of the simulated time; extrapolated {:.0} s",
+                            p * 100.0,
+                            e
+                        ),
                         _ => " (no progress known, no extrapolation)".into(),
                     }
                 );
@@ -260,24 +299,22 @@ impl Runner<'_> {
             if !r.all_ok() {
                 let why = r.failure_text();
                 eprintln!("  {}: FAILED\n{why}", setup.label());
-                return Ok(Row {
-                    setup: setup.clone(),
-                    status: Status::Failed(why),
-                    runs: 0,
-                    wall_s: r.wall_s,
-                    wall_min_s: r.wall_s,
-                    wall_max_s: r.wall_s,
-                    sample: Sample::default(),
-                    progress: None,
-                    progress_raw: None,
-                    wall_est_s: None,
-                    round_trips_est: None,
-                    error_ps: None,
-                    error_pct: None,
-                });
+                return Ok(Row::failed(setup, r.wall_s, why));
             }
-            let s = setup.sample(&r, &dir)?;
-            eprintln!("  {}: run {} {:.3} s", setup.label(), samples.len() + 1, s.wall_s);
+            let s = match setup.sample(&r, &cfg.workload, &dir) {
+                Ok(s) => s,
+                Err(e) => {
+                    let why = format!("{e:#}");
+                    eprintln!("  {}: FAILED: {why}", setup.label());
+                    return Ok(Row::failed(setup, r.wall_s, why));
+                }
+            };
+            eprintln!(
+                "  {}: run {} {:.3} s",
+                setup.label(),
+                samples.len() + 1,
+                s.wall_s
+            );
             spent += s.wall_s;
             let last = s.wall_s;
             samples.push(s);
@@ -310,21 +347,29 @@ impl Runner<'_> {
     pub fn run_study(&mut self, cfg: &EffConfig) -> anyhow::Result<EffResult> {
         let setups = cfg.setups();
         let n = setups.len();
-        let first: Vec<usize> = (0..n).filter(|&i| matches!(setups[i], Setup::Notify { .. })).collect();
+        let first: Vec<usize> = (0..n)
+            .filter(|&i| matches!(setups[i], Setup::Notify { .. }))
+            .collect();
         let rest: Vec<usize> = (0..n).filter(|i| !first.contains(i)).collect();
         let mut rows: Vec<Option<Row>> = vec![None; n];
         let mut reference: Option<(u64, String)> = None;
         for (k, &i) in first.iter().chain(rest.iter()).enumerate() {
             eprintln!("[{}/{}] {}", k + 1, n, setups[i].label());
             let row = self.measure(&setups[i], cfg, reference.as_ref().map(|r| r.0))?;
-            if reference.is_none() && row.status == Status::Ok && matches!(row.setup, Setup::Notify { .. }) {
+            if reference.is_none()
+                && row.status == Status::Ok
+                && matches!(row.setup, Setup::Notify { .. })
+            {
                 if let Some(t) = row.sample.final_ps {
                     reference = Some((t, row.setup.label()));
                 }
             }
             rows[i] = Some(row);
         }
-        let mut rows: Vec<Row> = rows.into_iter().map(|r| r.expect("every setup ran")).collect();
+        let mut rows: Vec<Row> = rows
+            .into_iter()
+            .map(|r| r.expect("every setup ran"))
+            .collect();
         if let Some((t, _)) = &reference {
             for r in &mut rows {
                 if let (Status::Ok, Some(f)) = (&r.status, r.sample.final_ps) {
@@ -338,7 +383,9 @@ impl Runner<'_> {
             config: cfg.clone(),
             rows,
             reference_ps: reference.as_ref().map(|r| r.0),
-            reference_from: reference.map(|r| r.1).unwrap_or_else(|| "none (the notify runs failed)".into()),
+            reference_from: reference
+                .map(|r| r.1)
+                .unwrap_or_else(|| "none (the notify runs failed)".into()),
         })
     }
 }
@@ -377,6 +424,7 @@ mod tests {
                 bytes: 180,
                 topology: "H8_S1".into(),
                 preset: "thesis-ddr".into(),
+                sets: vec![],
                 goal: "g".into(),
             },
             quanta: vec![1000, 100],

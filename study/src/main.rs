@@ -1,1 +1,343 @@
-fn main() {}
+//! `study`: the efficiency study of the thesis (section 4.8) and its
+//! scaling study (Table 4.8.1), as one command. See docs/efficiency.md.
+
+use anyhow::{bail, Context};
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+use std::time::Duration;
+use study::efficiency::{EffConfig, Runner};
+use study::scaling::{self, ScalingConfig};
+use study::setups::{self, Bins, Transport, Workload};
+use study::{plot, report};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum TransportArg {
+    Ipc,
+    Inproc,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "study",
+    version,
+    about = "The thesis's efficiency study: the fabric alone, LogGOPS alone, polling (query) at several \
+quanta with and without the arrival estimate, and notification, on the same traffic",
+    long_about = None,
+    after_help = "\
+Configurations:
+  (default)  dissemination among 128 ranks on fattree:16 (2-level, 16-port switches), 180 B
+             messages, budget 10 s per run; under a minute on 2 cores
+  --full     648 ranks on M9 (the thesis's case), budget 60 s, plus the scaling study
+  --tiny     2 ranks on chain:1 (one switch, two HCAs), one run each (the test suite's configuration)
+
+Every setup runs with L=o=g=G=O=0 and the thesis-ddr fabric preset unless overridden. A run
+longer than the budget is stopped, reported as over budget and extrapolated linearly from the
+simulated time it reached (the notify run's final time is the whole). A setup is repeated up
+to --runs times while its total wall time stays within the budget; the table shows the median.
+
+Outputs (in --out, default results/): NAME.md (also printed), NAME.csv, NAME-quantum.png/.svg,
+and with the scaling study NAME-scaling.csv, NAME-scaling.png/.svg.
+
+Examples:
+  study                                  # the default configuration
+  study --full                           # the thesis's 648-rank case and the scaling study
+  study --scaling-only --scaling-ports 16,22 --scaling-counts 15,30
+  study --quanta 1ns,100ps --factors 2 --estimate-quanta 1ns --runs 5 --budget 20"
+)]
+struct Cli {
+    /// The test suite's configuration (2 ranks on chain:1, a few seconds).
+    #[arg(long, conflicts_with = "full")]
+    tiny: bool,
+    /// The thesis's full case: 648 ranks on M9, with the scaling study.
+    #[arg(long)]
+    full: bool,
+    /// Also run the scaling study (included with --full).
+    #[arg(long)]
+    scaling: bool,
+    /// Run only the scaling study.
+    #[arg(long, conflicts_with = "no_scaling")]
+    scaling_only: bool,
+    /// Skip the scaling study (also with --full).
+    #[arg(long)]
+    no_scaling: bool,
+    /// Ranks of the dissemination.
+    #[arg(long)]
+    ranks: Option<u32>,
+    /// Topology (built-in name or file, as `ibnet --topology`).
+    #[arg(long)]
+    topology: Option<String>,
+    /// Message size of the dissemination in bytes (the thesis: 180).
+    #[arg(long)]
+    bytes: Option<u64>,
+    /// Fabric parameter preset.
+    #[arg(long, default_value = "thesis-ddr")]
+    preset: String,
+    /// Override a fabric parameter in every fabric run, e.g. --set lazy_credit_timer=false (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Quanta of the polling runs, comma-separated (1ns, 100ps, ...; a bare number is ps).
+    #[arg(long, value_delimiter = ',', value_parser = parse_ps, default_value = "1ns,100ps,10ps,1ps")]
+    quanta: Vec<u64>,
+    /// Arrival-estimate factors F, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4")]
+    factors: Vec<f64>,
+    /// Quanta at which the estimate factors are run.
+    #[arg(long, value_delimiter = ',', value_parser = parse_ps, default_value = "1ns,100ps")]
+    estimate_quanta: Vec<u64>,
+    /// Transport of the polling runs (the thesis: message queues).
+    #[arg(long, value_enum, default_value = "ipc")]
+    query_transport: TransportArg,
+    /// Runs per setup; the wall time is their median.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Wall-time budget of one run, in seconds [default: 10, --full 60, --tiny 60].
+    #[arg(long)]
+    budget: Option<f64>,
+    /// Scaling study: port counts P of fattree:P (P*P/2 HCAs).
+    #[arg(long, value_delimiter = ',', default_value = "16,22,28,32")]
+    scaling_ports: Vec<u32>,
+    /// Scaling study: messages per rank.
+    #[arg(long, value_delimiter = ',', default_value = "15,30,45")]
+    scaling_counts: Vec<u64>,
+    /// Scaling study: message size in bytes.
+    #[arg(long, default_value_t = 1000)]
+    scaling_bytes: u64,
+    /// Name of the result files [default: efficiency, efficiency-full, efficiency-tiny].
+    #[arg(long)]
+    name: Option<String>,
+    /// Directory of the result files.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Directory of loggopsim, ibnet and ipc-proto [default: $IBCOSIM_BIN_DIR, else this program's directory].
+    #[arg(long)]
+    bin_dir: Option<PathBuf>,
+    /// Print the command lines of the runs on stderr.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// "1ns" -> 1000, "100ps" -> 100, "2us" -> 2_000_000, "7" -> 7 (ps).
+fn parse_ps(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mult) = [
+        ("ps", 1u64),
+        ("ns", 1_000),
+        ("us", 1_000_000),
+        ("ms", 1_000_000_000),
+    ]
+    .iter()
+    .find_map(|(suf, m)| s.strip_suffix(suf).map(|n| (n.trim(), *m)))
+    .unwrap_or((s, 1));
+    let v: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}`: expected a time like 1ns, 100ps or 10 (ps)"))?;
+    if v == 0 {
+        return Err(format!("`{s}`: must be > 0"));
+    }
+    v.checked_mul(mult)
+        .ok_or_else(|| format!("`{s}`: too large"))
+}
+
+fn bin_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
+    if let Some(d) = &cli.bin_dir {
+        return Ok(d.clone());
+    }
+    if let Ok(d) = std::env::var("IBCOSIM_BIN_DIR") {
+        if !d.is_empty() {
+            return Ok(PathBuf::from(d));
+        }
+    }
+    let exe = std::env::current_exe().context("locating this program")?;
+    Ok(exe
+        .parent()
+        .context("this program's directory")?
+        .to_path_buf())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(&cli) {
+        eprintln!("study: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
+    if cli.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    if let Some(b) = cli.budget {
+        if !(b > 0.0 && b.is_finite()) {
+            bail!("--budget must be a positive number of seconds");
+        }
+    }
+    if cli.factors.iter().any(|f| !(*f > 0.0 && f.is_finite())) {
+        bail!("--factors must be positive numbers");
+    }
+    let bins = Bins::in_dir(&bin_dir(cli)?)?;
+    let (cfg_name, ranks, topo, runs, budget) = if cli.tiny {
+        ("efficiency-tiny", 2, "chain:1", 1, 60.0)
+    } else if cli.full {
+        ("efficiency-full", 648, "M9", cli.runs, 60.0)
+    } else {
+        ("efficiency", 128, "fattree:16", cli.runs, 10.0)
+    };
+    // --runs given explicitly wins over the tiny default of 1.
+    let runs = if cli.tiny && std::env::args().any(|a| a == "--runs" || a.starts_with("--runs=")) {
+        cli.runs
+    } else {
+        runs
+    };
+    let name = cli.name.clone().unwrap_or_else(|| cfg_name.to_string());
+    let budget = Duration::from_secs_f64(cli.budget.unwrap_or(budget));
+    let do_scaling = !cli.no_scaling && (cli.scaling || cli.scaling_only || cli.full);
+    let do_eff = !cli.scaling_only;
+
+    std::fs::create_dir_all(&cli.out).with_context(|| format!("creating {}", cli.out.display()))?;
+    let work = tempfile::Builder::new()
+        .prefix("study-")
+        .tempdir()
+        .context("creating a work directory")?;
+    let started = std::process::Command::new("date")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let mut md = format!(
+        "# Efficiency study `{name}`\n\nRun {started} on {}.\n\n",
+        report::machine_info()
+    );
+    let mut written: Vec<PathBuf> = Vec::new();
+
+    if do_eff {
+        let bytes = cli.bytes.unwrap_or(180);
+        let ranks = cli.ranks.unwrap_or(ranks);
+        if ranks < 2 {
+            bail!("--ranks must be at least 2");
+        }
+        let goal = work.path().join(format!("dissemination-{ranks}.goal"));
+        setups::make_goal(&bins, ranks, bytes, &goal)?;
+        let cfg = EffConfig {
+            workload: Workload {
+                ranks,
+                bytes,
+                topology: cli.topology.clone().unwrap_or_else(|| topo.to_string()),
+                preset: cli.preset.clone(),
+                sets: cli.set.clone(),
+                goal,
+            },
+            quanta: cli.quanta.clone(),
+            factors: cli.factors.clone(),
+            estimate_quanta: cli.estimate_quanta.clone(),
+            query_transport: match cli.query_transport {
+                TransportArg::Ipc => Transport::Ipc,
+                TransportArg::Inproc => Transport::Inproc,
+            },
+            runs,
+            budget,
+        };
+        eprintln!("efficiency study: {}", cfg.workload.describe());
+        let mut runner = Runner {
+            bins: &bins,
+            work: work.path(),
+            key_prefix: format!("study{}", std::process::id()),
+            counter: 0,
+            verbose: cli.verbose,
+        };
+        let res = runner.run_study(&cfg)?;
+        md.push_str(&format!(
+            "## Five setups on the same traffic\n\nTraffic: {}. Runs per setup: up to {} (median; a setup is repeated only while its total stays within the budget). Budget per run: {} s. Reference final time (errors, extrapolation): {} ps from {}.\n\n",
+            cfg.workload.describe(),
+            cfg.runs,
+            cfg.budget.as_secs_f64(),
+            res.reference_ps.map(|t| t.to_string()).unwrap_or_else(|| "n/a".into()),
+            res.reference_from
+        ));
+        md.push_str(&report::eff_markdown(&res));
+        md.push_str(&format!(
+            "\n\"-\": does not apply to the setup; \"n/a\": not reported by the simulators (a stopped run reports nothing but its progress and peak memory). \
+Round trips: queries (query) or NoMoreInserts/arrival-batch exchanges (notify). IPC messages: message-queue messages (or channel sends) of the scheduler; \
+the fabric's own message count is not in its report, so fabric→scheduler traffic is given in records. \
+Over-budget wall times and round trips are extrapolated linearly from the simulated time the fabric had reached (its progress line) relative to the reference final time. \
+Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy of the study's anonymous memory, so each value includes at most {:.1} MiB of the study's own.\n",
+            res.rows.iter().map(|r| r.sample.parent_anon_kb).max().unwrap_or(0) as f64 / 1024.0,
+        ));
+        let csv = cli.out.join(format!("{name}.csv"));
+        std::fs::write(&csv, report::eff_csv(&res))
+            .with_context(|| format!("writing {}", csv.display()))?;
+        written.push(csv);
+        written.extend(plot::quantum_plot(
+            &res,
+            &cli.out.join(format!("{name}-quantum")),
+        )?);
+    }
+
+    if do_scaling {
+        let (ports, counts) = if cli.tiny && !cli.scaling_ports_given() {
+            (vec![4, 6], vec![2, 4])
+        } else {
+            (cli.scaling_ports.clone(), cli.scaling_counts.clone())
+        };
+        let scfg = ScalingConfig {
+            ports,
+            counts,
+            bytes: cli.scaling_bytes,
+            preset: cli.preset.clone(),
+            sets: cli.set.clone(),
+            runs,
+            budget,
+        };
+        let rows = scaling::run(&scfg, &bins, work.path())?;
+        let mut fits = scaling::fits(&rows, |r| Some(r.wall_s), "wall time");
+        fits.extend(scaling::fits(&rows, |r| r.loop_s, "event-loop time"));
+        md.push_str(&format!(
+            "\n## Scaling (chain pattern, fabric alone)\n\nFabric preset {}{}. Each rank sends N messages of {} B to rank+1, each send after a receive (the first without): `ibnet run --traffic chain:{}:N`. \"Events w/o sends\": the same network idle until the same simulated time (`ibnet run --until T`). Wall time: the whole process (median of up to {} runs); event loop: ibnet's own `run.wall_s`.\n\n",
+            scfg.preset,
+            scfg.sets.iter().map(|kv| format!(" --set {kv}")).collect::<String>(),
+            scfg.bytes,
+            scfg.bytes,
+            scfg.runs
+        ));
+        md.push_str(&report::scaling_markdown(&rows, &fits));
+        let csv = cli.out.join(format!("{name}-scaling.csv"));
+        std::fs::write(&csv, report::scaling_csv(&rows))
+            .with_context(|| format!("writing {}", csv.display()))?;
+        written.push(csv);
+        written.extend(plot::scaling_plot(
+            &rows,
+            &cli.out.join(format!("{name}-scaling")),
+        )?);
+    }
+
+    let mdp = cli.out.join(format!("{name}.md"));
+    std::fs::write(&mdp, &md).with_context(|| format!("writing {}", mdp.display()))?;
+    written.insert(0, mdp);
+    print!("{md}");
+    eprintln!("written:");
+    for p in &written {
+        eprintln!("  {}", p.display());
+    }
+    Ok(())
+}
+
+impl Cli {
+    fn scaling_ports_given(&self) -> bool {
+        std::env::args()
+            .any(|a| a.starts_with("--scaling-ports") || a.starts_with("--scaling-counts"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_ps;
+
+    #[test]
+    fn quanta() {
+        assert_eq!(parse_ps("1ns"), Ok(1000));
+        assert_eq!(parse_ps("100ps"), Ok(100));
+        assert_eq!(parse_ps("7"), Ok(7));
+        assert_eq!(parse_ps("2us"), Ok(2_000_000));
+        assert!(parse_ps("0ps").is_err());
+        assert!(parse_ps("fast").is_err());
+    }
+}

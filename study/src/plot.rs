@@ -14,12 +14,16 @@ use std::sync::Once;
 
 type Res = Result<(), Box<dyn Error>>;
 
+/// A polling series: its label and points (quantum ps, wall s, extrapolated).
+type Series = (String, Vec<(f64, f64, bool)>);
+
 fn register_fonts() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         for family in ["sans-serif", "serif", "monospace"] {
             // The bytes are a valid TrueType font shipped by the dejavu crate.
-            let _ = plotters::style::register_font(family, FontStyle::Normal, dejavu::sans::regular());
+            let _ =
+                plotters::style::register_font(family, FontStyle::Normal, dejavu::sans::regular());
             let _ = plotters::style::register_font(family, FontStyle::Bold, dejavu::sans::bold());
         }
     });
@@ -65,7 +69,7 @@ where
 {
     root.fill(&WHITE)?;
     // Series: label -> points (quantum, wall, extrapolated).
-    let mut series: Vec<(String, Vec<(f64, f64, bool)>)> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
     let mut hlines: Vec<(String, f64)> = Vec::new();
     for r in &res.rows {
         let Some(w) = r.wall_for_plot() else { continue };
@@ -97,11 +101,17 @@ where
         }
     }
     let budget = res.config.budget.as_secs_f64();
-    let qs: Vec<f64> = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).collect();
+    let qs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .collect();
     let (qmin, qmax) = if qs.is_empty() {
         (1.0, 1000.0)
     } else {
-        (qs.iter().cloned().fold(f64::INFINITY, f64::min), qs.iter().cloned().fold(0.0, f64::max))
+        (
+            qs.iter().cloned().fold(f64::INFINITY, f64::min),
+            qs.iter().cloned().fold(0.0, f64::max),
+        )
     };
     let ys: Vec<f64> = series
         .iter()
@@ -111,7 +121,8 @@ where
         .filter(|y| *y > 0.0)
         .collect();
     let ymin = ys.iter().cloned().fold(f64::INFINITY, f64::min).min(budget) / 2.0;
-    let ymax = ys.iter().cloned().fold(0.0, f64::max) * 2.0;
+    // Headroom above the data for the legend.
+    let ymax = ys.iter().cloned().fold(0.0, f64::max) * 20.0;
     let xr = (qmin / 2.0)..(qmax * 2.0);
     let mut chart = ChartBuilder::on(&root)
         .caption(
@@ -138,7 +149,10 @@ where
         let mut pts = pts.clone();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         chart
-            .draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), c.stroke_width(2)))?
+            .draw_series(LineSeries::new(
+                pts.iter().map(|p| (p.0, p.1)),
+                c.stroke_width(2),
+            ))?
             .label(name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
         chart.draw_series(pts.iter().map(|p| {
@@ -146,7 +160,12 @@ where
             Circle::new((p.0, p.1), 5, style)
         }))?;
     }
-    let dark = [BLACK, RGBColor(90, 90, 90), RGBColor(0, 100, 0), RGBColor(120, 0, 120)];
+    let dark = [
+        BLACK,
+        RGBColor(90, 90, 90),
+        RGBColor(0, 100, 0),
+        RGBColor(120, 0, 120),
+    ];
     for (i, (name, y)) in hlines.iter().enumerate() {
         let c = dark[i % dark.len()];
         let y = y.max(ymin * 1.01);
@@ -158,12 +177,19 @@ where
                 c.stroke_width(2),
             ))?
             .label(format!("{name}: {y:.3} s"))
-            .legend(move |(x, yy)| PathElement::new(vec![(x, yy), (x + 20, yy)], c.stroke_width(2)));
+            .legend(move |(x, yy)| {
+                PathElement::new(vec![(x, yy), (x + 20, yy)], c.stroke_width(2))
+            });
     }
     let red = RGBColor(200, 0, 0);
     chart
-        .draw_series(LineSeries::new(vec![(xr.start, budget), (xr.end, budget)], red.stroke_width(1)))?
-        .label(format!("budget per run: {budget} s (hollow = extrapolated)"))
+        .draw_series(LineSeries::new(
+            vec![(xr.start, budget), (xr.end, budget)],
+            red.stroke_width(1),
+        ))?
+        .label(format!(
+            "budget per run: {budget} s (hollow = extrapolated)"
+        ))
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red.stroke_width(1)));
     chart
         .configure_series_labels()
@@ -182,17 +208,36 @@ where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE)?;
-    let ok: Vec<&ScalingRow> = rows.iter().filter(|r| r.status == "ok" && r.wall_s > 0.0).collect();
+    let ok: Vec<&ScalingRow> = rows
+        .iter()
+        .filter(|r| r.status == "ok" && r.wall_s > 0.0)
+        .collect();
     let hmin = ok.iter().map(|r| r.hcas).min().unwrap_or(1) as f64;
     let hmax = ok.iter().map(|r| r.hcas).max().unwrap_or(2) as f64;
-    let ymin = ok.iter().map(|r| r.wall_s).fold(f64::INFINITY, f64::min).min(1.0) / 2.0;
-    let ymax = ok.iter().map(|r| r.wall_s).fold(0.0, f64::max).max(ymin * 4.0) * 2.0;
+    let ymin = ok
+        .iter()
+        .map(|r| r.wall_s)
+        .fold(f64::INFINITY, f64::min)
+        .min(1.0)
+        / 2.0;
+    let ymax = ok
+        .iter()
+        .map(|r| r.wall_s)
+        .fold(0.0, f64::max)
+        .max(ymin * 4.0)
+        * 2.0;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Scaling: wall time vs HCAs (chain pattern, fabric alone)", ("sans-serif", 24))
+        .caption(
+            "Scaling: wall time vs HCAs (chain pattern, fabric alone)",
+            ("sans-serif", 24),
+        )
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d((hmin / 1.3..hmax * 1.3).log_scale(), (ymin..ymax).log_scale())?;
+        .build_cartesian_2d(
+            (hmin / 1.3..hmax * 1.3).log_scale(),
+            (ymin..ymax).log_scale(),
+        )?;
     chart
         .configure_mesh()
         .x_desc("HCAs (log scale)")
@@ -204,7 +249,11 @@ where
     let counts: BTreeSet<u64> = ok.iter().map(|r| r.count).collect();
     for (i, c) in counts.iter().enumerate() {
         let col = PALETTE[i % PALETTE.len()];
-        let mut pts: Vec<(f64, f64)> = ok.iter().filter(|r| r.count == *c).map(|r| (r.hcas as f64, r.wall_s)).collect();
+        let mut pts: Vec<(f64, f64)> = ok
+            .iter()
+            .filter(|r| r.count == *c)
+            .map(|r| (r.hcas as f64, r.wall_s))
+            .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         chart
             .draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
@@ -228,8 +277,10 @@ pub fn quantum_plot(res: &EffResult, stem: &Path) -> anyhow::Result<Vec<std::pat
     register_fonts();
     let png = stem.with_extension("png");
     let svg = stem.with_extension("svg");
-    draw_quantum(BitMapBackend::new(&png, SIZE).into_drawing_area(), res).map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
-    draw_quantum(SVGBackend::new(&svg, SIZE).into_drawing_area(), res).map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+    draw_quantum(BitMapBackend::new(&png, SIZE).into_drawing_area(), res)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
+    draw_quantum(SVGBackend::new(&svg, SIZE).into_drawing_area(), res)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
     Ok(vec![png, svg])
 }
 
@@ -238,7 +289,9 @@ pub fn scaling_plot(rows: &[ScalingRow], stem: &Path) -> anyhow::Result<Vec<std:
     register_fonts();
     let png = stem.with_extension("png");
     let svg = stem.with_extension("svg");
-    draw_scaling(BitMapBackend::new(&png, SIZE).into_drawing_area(), rows).map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
-    draw_scaling(SVGBackend::new(&svg, SIZE).into_drawing_area(), rows).map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+    draw_scaling(BitMapBackend::new(&png, SIZE).into_drawing_area(), rows)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
+    draw_scaling(SVGBackend::new(&svg, SIZE).into_drawing_area(), rows)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
     Ok(vec![png, svg])
 }

@@ -77,7 +77,9 @@ pub struct ProcResult {
     pub exit: ExitKind,
     /// Peak resident set size in KiB (`ru_maxrss` of this child).
     pub maxrss_kb: u64,
-    pub stdout: String,
+    /// The file holding its stdout (reports can be megabytes: they are
+    /// parsed from the file, never held whole in the study's memory).
+    pub stdout_path: PathBuf,
     /// Its stderr (for a pty: the raw terminal output, last 64 KiB).
     pub stderr: String,
 }
@@ -102,6 +104,10 @@ pub struct RunResult {
     pub procs: Vec<ProcResult>,
     pub over_budget: bool,
     pub progress: Option<Progress>,
+    /// The study's own anonymous memory (KiB) when it started the children:
+    /// Linux carries a forked child's copy of it into the child's
+    /// `ru_maxrss`, so each peak includes at most this much of ours.
+    pub parent_anon_kb: u64,
 }
 
 impl RunResult {
@@ -221,7 +227,7 @@ fn open_pty() -> std::io::Result<(File, File)> {
     let mut master: libc::c_int = -1;
     let mut slave: libc::c_int = -1;
     // Wide enough that progress lines are not truncated.
-    let mut ws = libc::winsize {
+    let ws = libc::winsize {
         ws_row: 50,
         ws_col: 400,
         ws_xpixel: 0,
@@ -235,7 +241,7 @@ fn open_pty() -> std::io::Result<(File, File)> {
             &mut slave,
             std::ptr::null_mut(),
             std::ptr::null(),
-            &mut ws,
+            &ws,
         )
     };
     if rc != 0 {
@@ -277,6 +283,19 @@ fn try_reap(pid: i32) -> Option<(ExitKind, u64)> {
     Some((exit, ru.ru_maxrss.max(0) as u64))
 }
 
+/// `RssAnon` of this process in KiB (0 if unknown).
+pub fn self_anon_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("RssAnon:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 struct Running {
     spec: ProcSpec,
     pid: i32,
@@ -292,10 +311,15 @@ struct Running {
 /// first, stop them all (SIGTERM, SIGKILL after a second) and mark the run
 /// over budget. If one child fails, the others get `grace` to finish
 /// before they are stopped too.
-pub fn run(specs: &[ProcSpec], budget: Option<Duration>, work: &std::path::Path) -> anyhow::Result<RunResult> {
+pub fn run(
+    specs: &[ProcSpec],
+    budget: Option<Duration>,
+    work: &std::path::Path,
+) -> anyhow::Result<RunResult> {
     let grace = Duration::from_secs(3);
     let start = Instant::now();
     let mut running: Vec<Running> = Vec::new();
+    let mut parent_anon_kb = 0;
     for (i, spec) in specs.iter().enumerate() {
         let stdout_path = work.join(format!("{i}-{}.stdout", spec.role));
         let stdout = File::create(&stdout_path)?;
@@ -310,6 +334,17 @@ pub fn run(specs: &[ProcSpec], budget: Option<Duration>, work: &std::path::Path)
             cmd.stderr(File::create(&p)?);
             (Some(p), None)
         };
+        // A real fork, not posix_spawn's vfork: a vfork child shares our
+        // address space until exec, and exec records that space's
+        // high-water mark (the study's peak) in the child's ru_maxrss. A
+        // forked child carries only a copy of our current anonymous memory,
+        // which we keep small and report (`parent_anon_kb`).
+        // SAFETY: the closure does nothing (no allocation, no locks).
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| Ok(()));
+        }
+        parent_anon_kb = parent_anon_kb.max(self_anon_kb());
         let child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
@@ -425,7 +460,12 @@ pub fn run(specs: &[ProcSpec], budget: Option<Duration>, work: &std::path::Path)
             }
         }
         let stderr = match (&r.stderr_path, &r.pty_text) {
-            (Some(p), _) => std::fs::read_to_string(p).unwrap_or_default(),
+            (Some(p), _) => {
+                let mut t =
+                    String::from_utf8_lossy(&std::fs::read(p).unwrap_or_default()).into_owned();
+                keep_tail(&mut t);
+                t
+            }
             (None, Some(t)) => t.lock().unwrap().clone(),
             _ => String::new(),
         };
@@ -437,7 +477,7 @@ pub fn run(specs: &[ProcSpec], budget: Option<Duration>, work: &std::path::Path)
             role: r.spec.role,
             exit,
             maxrss_kb,
-            stdout: std::fs::read_to_string(&r.stdout_path).unwrap_or_default(),
+            stdout_path: r.stdout_path.clone(),
             stderr,
         });
     }
@@ -446,6 +486,7 @@ pub fn run(specs: &[ProcSpec], budget: Option<Duration>, work: &std::path::Path)
         procs,
         over_budget,
         progress,
+        parent_anon_kb,
     })
 }
 
@@ -492,11 +533,33 @@ mod tests {
         let r = run(&[spec], None, dir.path()).unwrap();
         let p = r.proc("scheduler").unwrap();
         assert_eq!(p.exit, ExitKind::Code(3));
-        assert_eq!(p.stdout, "hello\n");
+        assert_eq!(std::fs::read_to_string(&p.stdout_path).unwrap(), "hello\n");
         assert_eq!(p.stderr, "oops\n");
         assert!(p.maxrss_kb > 0, "ru_maxrss of the child");
         assert!(!r.over_budget);
         assert!(r.failure_text().contains("exit status 3"));
+        assert!(r.parent_anon_kb > 0);
+    }
+
+    /// The child's peak must not include the parent's peak: grow our heap
+    /// to 64 MiB, free it, then run a small child.
+    #[test]
+    fn child_peak_memory_excludes_the_study_peak() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let big = vec![1u8; 64 << 20];
+            assert_eq!(
+                big.iter().step_by(4096).map(|&b| b as usize).sum::<usize>(),
+                16384
+            );
+        }
+        let spec = ProcSpec::new("scheduler", "/bin/true".into(), vec![]);
+        let r = run(&[spec], None, dir.path()).unwrap();
+        let kb = r.proc("scheduler").unwrap().maxrss_kb;
+        assert!(
+            kb < 32 * 1024,
+            "/bin/true peak {kb} KiB includes our 64 MiB"
+        );
     }
 
     #[test]
@@ -518,6 +581,9 @@ mod tests {
         assert!(r.wall_s >= 0.3 && r.wall_s < 1.0, "{}", r.wall_s);
         assert_eq!(r.progress.unwrap().time_ps, 5000);
         assert_eq!(r.progress.unwrap().records, Some(10));
-        assert_eq!(r.proc("fabric").unwrap().exit, ExitKind::Signal(libc::SIGTERM));
+        assert_eq!(
+            r.proc("fabric").unwrap().exit,
+            ExitKind::Signal(libc::SIGTERM)
+        );
     }
 }

@@ -142,8 +142,17 @@ fn applies(s: &Setup) -> Applies {
     }
 }
 
+/// Seconds with 3-4 significant digits (runs range from ms to hours).
 fn f3(x: f64) -> String {
-    format!("{x:.3}")
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else if x >= 0.001 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.1e}")
+    }
 }
 
 fn sci(x: f64) -> String {
@@ -190,7 +199,14 @@ pub fn eff_csv(res: &EffResult) -> String {
             format!("{:.6}", r.wall_max_s),
             csv_cell(over, r.progress.map(|p| format!("{p:.6}"))),
             csv_cell(over, r.wall_est_s.map(|p| format!("{p:.3}"))),
-            csv_cell(a.sched, if ok { s.sched_loop_s.map(|x| format!("{x:.6}")) } else { None }),
+            csv_cell(
+                a.sched,
+                if ok {
+                    s.sched_loop_s.map(|x| format!("{x:.6}"))
+                } else {
+                    None
+                },
+            ),
             m(a.sched, s.sched_events),
             m(a.fabric, s.fabric_events),
             m(a.ipc, s.sched_messages),
@@ -205,7 +221,14 @@ pub fn eff_csv(res: &EffResult) -> String {
             csv_cell(a.fabric_proc, s.fabric_rss_kb),
             m(true, s.final_ps),
             csv_cell(true, if ok { r.error_ps } else { None }),
-            csv_cell(true, if ok { r.error_pct.map(|e| format!("{e:.4}")) } else { None }),
+            csv_cell(
+                true,
+                if ok {
+                    r.error_pct.map(|e| format!("{e:.4}"))
+                } else {
+                    None
+                },
+            ),
             m(a.query, s.causality_errors),
             m(a.query, s.causality_max_ps),
         ];
@@ -220,19 +243,27 @@ fn wall_cell(r: &Row) -> String {
     match &r.status {
         Status::Ok => {
             if r.runs > 1 {
-                format!("{} ({}-{})", f3(r.wall_s), f3(r.wall_min_s), f3(r.wall_max_s))
+                format!(
+                    "{} ({}-{})",
+                    f3(r.wall_s),
+                    f3(r.wall_min_s),
+                    f3(r.wall_max_s)
+                )
             } else {
                 f3(r.wall_s)
             }
         }
         Status::OverBudget => match (r.wall_est_s, r.progress) {
             (Some(e), Some(p)) => format!(
-                "**over budget**: stopped at {:.1} s, {:.2}% done; extrapolated ~{}",
+                "**over budget**: stopped at {:.1} s, {:.2}% done; extrapolated ~{} s",
                 r.wall_s,
                 p * 100.0,
                 sci(e)
             ),
-            _ => format!("**over budget**: stopped at {:.1} s (no progress known)", r.wall_s),
+            _ => format!(
+                "**over budget**: stopped at {:.1} s (no progress known)",
+                r.wall_s
+            ),
         },
         Status::Failed(_) => "**failed**".into(),
     }
@@ -352,7 +383,7 @@ pub fn scaling_markdown(rows: &[ScalingRow], fits: &[Fit]) -> String {
             cell(true, r.final_ps),
             cell(true, r.events),
             match (r.idle_events, r.idle_ratio()) {
-                (Some(i), Some(x)) => format!("{i} ({x:.2})"),
+                (Some(i), Some(x)) => format!("{i} ({x:.3})"),
                 (Some(i), None) => i.to_string(),
                 _ => "n/a".into(),
             },
@@ -366,7 +397,13 @@ pub fn scaling_markdown(rows: &[ScalingRow], fits: &[Fit]) -> String {
         out.push_str("| Fit | Exponent(s) | R² | Points |\n|---|---|---:|---:|\n");
         for f in fits {
             let e: Vec<String> = f.exponents.iter().map(|x| format!("{x:.3}")).collect();
-            out.push_str(&format!("| {} | {} | {:.3} | {} |\n", f.what, e.join(", "), f.r2, f.points));
+            out.push_str(&format!(
+                "| {} | {} | {:.3} | {} |\n",
+                f.what,
+                e.join(", "),
+                f.r2,
+                f.points
+            ));
         }
     }
     out
@@ -383,7 +420,9 @@ pub fn machine_info() -> String {
                 .map(|(_, v)| v.trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     let load = std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "?".into());

@@ -6,9 +6,8 @@
 
 use crate::efficiency::median;
 use crate::proc::{self, ProcSpec};
-use crate::setups::Bins;
+use crate::setups::{read_json, Bins, RunJson};
 use anyhow::Context;
-use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
@@ -21,6 +20,8 @@ pub struct ScalingConfig {
     pub counts: Vec<u64>,
     pub bytes: u64,
     pub preset: String,
+    /// Fabric parameter overrides (`--set KEY=VALUE`).
+    pub sets: Vec<String>,
     pub runs: usize,
     pub budget: Duration,
 }
@@ -57,7 +58,9 @@ impl ScalingRow {
     /// Events per HCA per simulated microsecond (the thesis: about 1000).
     pub fn events_per_hca_us(&self) -> Option<f64> {
         match (self.events, self.final_ps) {
-            (Some(e), Some(t)) if t > 0 && self.hcas > 0 => Some(e as f64 / self.hcas as f64 / (t as f64 / 1e6)),
+            (Some(e), Some(t)) if t > 0 && self.hcas > 0 => {
+                Some(e as f64 / self.hcas as f64 / (t as f64 / 1e6))
+            }
             _ => None,
         }
     }
@@ -97,11 +100,12 @@ pub fn least_squares(xs: &[Vec<f64>], y: &[f64]) -> Option<(f64, Vec<f64>, f64)>
             return None;
         }
         a.swap(c, p);
-        for r in 0..m {
+        let pivot = a[c].clone();
+        for (r, row) in a.iter_mut().enumerate() {
             if r != c {
-                let f = a[r][c] / a[c][c];
-                for j in c..=m {
-                    a[r][j] -= f * a[c][j];
+                let f = row[c] / pivot[c];
+                for (x, p) in row.iter_mut().zip(&pivot).skip(c) {
+                    *x -= f * p;
                 }
             }
         }
@@ -114,7 +118,11 @@ pub fn least_squares(xs: &[Vec<f64>], y: &[f64]) -> Option<(f64, Vec<f64>, f64)>
         ss_res += (yy - pred).powi(2);
         ss_tot += (yy - mean).powi(2);
     }
-    let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 };
+    let r2 = if ss_tot > 0.0 {
+        1.0 - ss_res / ss_tot
+    } else {
+        1.0
+    };
     Some((coef[0], coef[1..].to_vec(), r2))
 }
 
@@ -131,10 +139,18 @@ pub struct Fit {
 /// - one per message count: wall vs HCAs;
 /// - one per topology: wall vs simulated final time;
 /// - all rows: wall = C * HCAs^a * T^b.
-pub fn fits(rows: &[ScalingRow], wall: impl Fn(&ScalingRow) -> Option<f64>, label: &str) -> Vec<Fit> {
+pub fn fits(
+    rows: &[ScalingRow],
+    wall: impl Fn(&ScalingRow) -> Option<f64>,
+    label: &str,
+) -> Vec<Fit> {
     let ok: Vec<&ScalingRow> = rows
         .iter()
-        .filter(|r| r.status == "ok" && wall(r).is_some_and(|w| w > 0.0) && r.final_ps.is_some_and(|t| t > 0))
+        .filter(|r| {
+            r.status == "ok"
+                && wall(r).is_some_and(|w| w > 0.0)
+                && r.final_ps.is_some_and(|t| t > 0)
+        })
         .collect();
     let mut out = Vec::new();
     let counts: BTreeSet<u64> = ok.iter().map(|r| r.count).collect();
@@ -154,7 +170,10 @@ pub fn fits(rows: &[ScalingRow], wall: impl Fn(&ScalingRow) -> Option<f64>, labe
     let topos: BTreeSet<u64> = ok.iter().map(|r| r.hcas).collect();
     for h in topos {
         let sel: Vec<&&ScalingRow> = ok.iter().filter(|r| r.hcas == h).collect();
-        let xs: Vec<Vec<f64>> = sel.iter().map(|r| vec![(r.final_ps.unwrap() as f64).ln()]).collect();
+        let xs: Vec<Vec<f64>> = sel
+            .iter()
+            .map(|r| vec![(r.final_ps.unwrap() as f64).ln()])
+            .collect();
         let y: Vec<f64> = sel.iter().map(|r| wall(r).unwrap().ln()).collect();
         if let Some((_, b, r2)) = least_squares(&xs, &y) {
             out.push(Fit {
@@ -181,44 +200,28 @@ pub fn fits(rows: &[ScalingRow], wall: impl Fn(&ScalingRow) -> Option<f64>, labe
     out
 }
 
-fn u(v: &Value, path: &[&str]) -> Option<u64> {
-    let mut x = v;
-    for p in path {
-        x = x.get(p)?;
-    }
-    x.as_u64()
-}
-
-fn f(v: &Value, path: &[&str]) -> Option<f64> {
-    let mut x = v;
-    for p in path {
-        x = x.get(p)?;
-    }
-    x.as_f64()
-}
-
 /// HCAs and switches of the topology, from an `ibnet run` report: one sink
 /// per HCA; switches are the other nodes with output buffers.
-fn node_counts(j: &Value) -> (u64, u64) {
-    let sinks: BTreeSet<String> = j["report"]["sinks"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|s| s["name"].as_str().map(String::from)).collect())
-        .unwrap_or_default();
-    let nodes: BTreeSet<String> = j["report"]["obufs"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|s| s["node"].as_str().map(String::from)).collect())
-        .unwrap_or_default();
+fn node_counts(j: &RunJson) -> (u64, u64) {
+    let Some(r) = &j.report else { return (0, 0) };
+    let sinks: BTreeSet<&str> = r.sinks.iter().map(|s| s.name.as_str()).collect();
+    let nodes: BTreeSet<&str> = r.obufs.iter().map(|o| o.node.as_str()).collect();
     let switches = nodes.iter().filter(|n| !sinks.contains(*n)).count() as u64;
     (sinks.len() as u64, switches)
 }
 
-fn ibnet_run(bins: &Bins, args: Vec<String>, budget: Duration, work: &Path) -> anyhow::Result<(proc::RunResult, Option<Value>)> {
+fn ibnet_run(
+    bins: &Bins,
+    args: Vec<String>,
+    budget: Duration,
+    work: &Path,
+) -> anyhow::Result<(proc::RunResult, Option<RunJson>)> {
     let spec = ProcSpec::new("fabric", bins.ibnet.clone(), args);
     let r = proc::run(&[spec], Some(budget), work)?;
     let j = r
         .proc("fabric")
         .filter(|p| p.exit.success())
-        .and_then(|p| serde_json::from_str::<Value>(p.stdout.trim()).ok());
+        .and_then(|p| read_json::<RunJson>(&p.stdout_path, "ibnet run --json").ok());
     Ok((r, j))
 }
 
@@ -231,7 +234,10 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
         for &c in &cfg.counts {
             k += 1;
             let topo = format!("fattree:{p}");
-            eprintln!("[scaling {k}/{total}] {topo}, chain of {c} x {} B", cfg.bytes);
+            eprintln!(
+                "[scaling {k}/{total}] {topo}, chain of {c} x {} B",
+                cfg.bytes
+            );
             let mut row = ScalingRow {
                 topology: topo.clone(),
                 count: c,
@@ -248,9 +254,15 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
                 format!("chain:{}:{c}", cfg.bytes),
                 "--json".into(),
             ];
+            let sets: Vec<String> = cfg
+                .sets
+                .iter()
+                .flat_map(|kv| ["--set".to_string(), kv.clone()])
+                .collect();
+            let args: Vec<String> = args.into_iter().chain(sets.iter().cloned()).collect();
             let mut walls = Vec::new();
             let mut loops = Vec::new();
-            let mut last: Option<Value> = None;
+            let mut last: Option<RunJson> = None;
             let mut spent = 0.0;
             while walls.len() < cfg.runs {
                 let dir = work.join(format!("scaling-{p}-{c}-{}", walls.len()));
@@ -270,7 +282,7 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
                 };
                 spent += r.wall_s;
                 walls.push(r.wall_s);
-                if let Some(l) = f(&j, &["run", "wall_s"]) {
+                if let Some(l) = j.run.wall_s {
                     loops.push(l);
                 }
                 last = Some(j);
@@ -283,8 +295,8 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
                 row.runs = walls.len();
                 row.wall_s = median(&walls);
                 row.loop_s = (!loops.is_empty()).then(|| median(&loops));
-                row.final_ps = u(&j, &["closed_loop", "end_ps"]);
-                row.events = u(&j, &["run", "events_processed"]);
+                row.final_ps = j.closed_loop.as_ref().and_then(|c| c.end_ps);
+                row.events = j.run.events_processed;
                 let (h, s) = node_counts(&j);
                 row.hcas = h;
                 row.switches = s;
@@ -308,9 +320,12 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
                         format!("{t}ps"),
                         "--json".into(),
                     ];
-                    let (r, ij) = ibnet_run(bins, idle_args, cfg.budget, &dir).context("idle run")?;
+                    let idle_args: Vec<String> =
+                        idle_args.into_iter().chain(sets.iter().cloned()).collect();
+                    let (r, ij) =
+                        ibnet_run(bins, idle_args, cfg.budget, &dir).context("idle run")?;
                     if let Some(ij) = ij {
-                        row.idle_events = u(&ij, &["run", "events_processed"]);
+                        row.idle_events = ij.run.events_processed;
                         row.idle_wall_s = Some(r.wall_s);
                     } else {
                         eprintln!("  idle run failed\n{}", r.failure_text());
@@ -330,8 +345,14 @@ mod tests {
     #[test]
     fn fits_a_power_law_exactly() {
         // y = 2 * x^1.5
-        let xs: Vec<Vec<f64>> = [1.0f64, 2.0, 4.0, 8.0].iter().map(|x| vec![x.ln()]).collect();
-        let y: Vec<f64> = [1.0f64, 2.0, 4.0, 8.0].iter().map(|x| (2.0 * x.powf(1.5)).ln()).collect();
+        let xs: Vec<Vec<f64>> = [1.0f64, 2.0, 4.0, 8.0]
+            .iter()
+            .map(|x| vec![x.ln()])
+            .collect();
+        let y: Vec<f64> = [1.0f64, 2.0, 4.0, 8.0]
+            .iter()
+            .map(|x| (2.0 * x.powf(1.5)).ln())
+            .collect();
         let (a, b, r2) = least_squares(&xs, &y).unwrap();
         assert!((a - 2f64.ln()).abs() < 1e-9);
         assert!((b[0] - 1.5).abs() < 1e-9);
@@ -341,13 +362,25 @@ mod tests {
     #[test]
     fn fits_two_exponents() {
         // wall = 0.5 * H^1.0 * T^0.8
-        let pts = [(128.0f64, 1e7f64), (242.0, 2e7), (392.0, 1e7), (512.0, 3e7), (128.0, 3e7)];
+        let pts = [
+            (128.0f64, 1e7f64),
+            (242.0, 2e7),
+            (392.0, 1e7),
+            (512.0, 3e7),
+            (128.0, 3e7),
+        ];
         let xs: Vec<Vec<f64>> = pts.iter().map(|(h, t)| vec![h.ln(), t.ln()]).collect();
-        let y: Vec<f64> = pts.iter().map(|(h, t)| (0.5 * h * t.powf(0.8)).ln()).collect();
+        let y: Vec<f64> = pts
+            .iter()
+            .map(|(h, t)| (0.5 * h * t.powf(0.8)).ln())
+            .collect();
         let (_, b, _) = least_squares(&xs, &y).unwrap();
-        assert!((b[0] - 1.0).abs() < 1e-9 && (b[1] - 0.8).abs() < 1e-9, "{b:?}");
+        assert!(
+            (b[0] - 1.0).abs() < 1e-9 && (b[1] - 0.8).abs() < 1e-9,
+            "{b:?}"
+        );
         // Singular: one point cannot fit a line.
-        assert!(least_squares(&xs[..1].to_vec(), &y[..1]).is_none());
+        assert!(least_squares(&xs[..1], &y[..1]).is_none());
     }
 
     #[test]
@@ -360,11 +393,19 @@ mod tests {
             wall_s: h as f64 * 1e-3 * c as f64,
             ..ScalingRow::default()
         };
-        let rows = vec![mk(128, 15, 10_000_000), mk(512, 15, 10_000_000), mk(128, 30, 20_000_000), mk(512, 30, 20_000_000)];
+        let rows = vec![
+            mk(128, 15, 10_000_000),
+            mk(512, 15, 10_000_000),
+            mk(128, 30, 20_000_000),
+            mk(512, 30, 20_000_000),
+        ];
         let f = fits(&rows, |r| Some(r.wall_s), "wall");
         let by_h = f.iter().find(|x| x.what.contains("HCAs, 15")).unwrap();
         assert!((by_h.exponents[0] - 1.0).abs() < 1e-9);
-        let by_t = f.iter().find(|x| x.what.contains("simulated time, 128")).unwrap();
+        let by_t = f
+            .iter()
+            .find(|x| x.what.contains("simulated time, 128"))
+            .unwrap();
         assert!((by_t.exponents[0] - 1.0).abs() < 1e-9);
         let all = f.last().unwrap();
         assert_eq!(all.points, 4);

@@ -3,7 +3,8 @@
 
 use crate::proc::{ProcSpec, RunResult};
 use anyhow::{anyhow, Context};
-use serde_json::Value;
+use serde::Deserialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Where the workspace's binaries are.
@@ -42,15 +43,22 @@ pub struct Workload {
     pub bytes: u64,
     pub topology: String,
     pub preset: String,
+    /// Fabric parameter overrides (`--set KEY=VALUE`), for every fabric run.
+    pub sets: Vec<String>,
     pub goal: PathBuf,
 }
 
 impl Workload {
     pub fn describe(&self) -> String {
-        format!(
-            "dissemination among {} ranks, {} B messages, topology {}, fabric preset {}, L=o=g=G=O=0",
+        let mut s = format!(
+            "dissemination among {} ranks, {} B messages, topology {}, fabric preset {}",
             self.ranks, self.bytes, self.topology, self.preset
-        )
+        );
+        for kv in &self.sets {
+            s.push_str(&format!(" --set {kv}"));
+        }
+        s.push_str(", L=o=g=G=O=0");
+        s
     }
 }
 
@@ -91,7 +99,7 @@ pub enum Setup {
 
 /// "1 ns", "100 ps".
 pub fn fmt_quantum(ps: u64) -> String {
-    if ps >= 1000 && ps % 1000 == 0 {
+    if ps >= 1000 && ps.is_multiple_of(1000) {
         format!("{} ns", ps / 1000)
     } else {
         format!("{ps} ps")
@@ -155,12 +163,17 @@ impl Setup {
             v
         };
         let fabric_opts = || -> Vec<String> {
-            vec![
+            let mut v: Vec<String> = vec![
                 "--topology".into(),
                 w.topology.clone(),
                 "--preset".into(),
                 w.preset.clone(),
-            ]
+            ];
+            for kv in &w.sets {
+                v.push("--set".into());
+                v.push(kv.clone());
+            }
+            v
         };
         let proto_opts = |protocol: &str, q: Option<u64>, f: Option<f64>| -> Vec<String> {
             let mut v: Vec<String> = vec!["--protocol".into(), protocol.into()];
@@ -174,42 +187,46 @@ impl Setup {
             }
             v
         };
-        let cosim = |protocol: &str, q: Option<u64>, f: Option<f64>, t: Transport| -> Vec<ProcSpec> {
-            let poll = protocol == "query";
-            match t {
-                Transport::Ipc => {
-                    let mut fa: Vec<String> = vec!["serve".into(), "--key".into(), key.into()];
-                    fa.extend(proto_opts(protocol, q, f));
-                    fa.extend(fabric_opts());
-                    fa.extend(["--json".into(), "--report".into(), fabric_report.clone()]);
-                    if poll {
-                        fa.push("--progress".into());
+        let cosim =
+            |protocol: &str, q: Option<u64>, f: Option<f64>, t: Transport| -> Vec<ProcSpec> {
+                let poll = protocol == "query";
+                match t {
+                    Transport::Ipc => {
+                        let mut fa: Vec<String> = vec!["serve".into(), "--key".into(), key.into()];
+                        fa.extend(proto_opts(protocol, q, f));
+                        fa.extend(fabric_opts());
+                        fa.extend(["--json".into(), "--report".into(), fabric_report.clone()]);
+                        if poll {
+                            fa.push("--progress".into());
+                        }
+                        let mut fabric = ProcSpec::new("fabric", bins.ibnet.clone(), fa);
+                        fabric.pty = poll;
+                        let mut sa = sched_base("ipc");
+                        sa.extend(proto_opts(protocol, q, f));
+                        sa.extend(["--key".into(), key.into()]);
+                        vec![
+                            fabric,
+                            ProcSpec::new("scheduler", bins.loggopsim.clone(), sa),
+                        ]
                     }
-                    let mut fabric = ProcSpec::new("fabric", bins.ibnet.clone(), fa);
-                    fabric.pty = poll;
-                    let mut sa = sched_base("ipc");
-                    sa.extend(proto_opts(protocol, q, f));
-                    sa.extend(["--key".into(), key.into()]);
-                    vec![fabric, ProcSpec::new("scheduler", bins.loggopsim.clone(), sa)]
-                }
-                Transport::Inproc => {
-                    let mut sa = sched_base("inproc");
-                    sa.extend(proto_opts(protocol, q, f));
-                    sa.extend(fabric_opts());
-                    sa.extend([
-                        "--fabric-report".into(),
-                        fabric_report.clone(),
-                        "--fabric-json".into(),
-                    ]);
-                    if poll {
-                        sa.push("--progress".into());
+                    Transport::Inproc => {
+                        let mut sa = sched_base("inproc");
+                        sa.extend(proto_opts(protocol, q, f));
+                        sa.extend(fabric_opts());
+                        sa.extend([
+                            "--fabric-report".into(),
+                            fabric_report.clone(),
+                            "--fabric-json".into(),
+                        ]);
+                        if poll {
+                            sa.push("--progress".into());
+                        }
+                        let mut s = ProcSpec::new("scheduler", bins.loggopsim.clone(), sa);
+                        s.pty = poll;
+                        vec![s]
                     }
-                    let mut s = ProcSpec::new("scheduler", bins.loggopsim.clone(), sa);
-                    s.pty = poll;
-                    vec![s]
                 }
-            }
-        };
+            };
         match self {
             Setup::FabricAlone => {
                 let mut a: Vec<String> = vec!["run".into()];
@@ -256,31 +273,91 @@ pub struct Sample {
     pub round_trips: Option<u64>,
     pub sched_rss_kb: Option<u64>,
     pub fabric_rss_kb: Option<u64>,
+    /// The study's anonymous memory when it forked the children (KiB): the
+    /// most each peak above can include of the study's own memory.
+    pub parent_anon_kb: u64,
     pub final_ps: Option<u64>,
     pub causality_errors: Option<u64>,
     pub causality_max_ps: Option<u64>,
 }
 
-fn u(v: &Value, path: &[&str]) -> Option<u64> {
-    let mut x = v;
-    for p in path {
-        x = x.get(p)?;
-    }
-    x.as_u64()
+/// The fields the study reads from `loggopsim --json` (others are skipped
+/// while parsing, so big reports cost no memory).
+#[derive(Deserialize, Default)]
+struct SchedJson {
+    processed_events: Option<u64>,
+    max_finish_time: Option<u64>,
+    wall_time_s: Option<f64>,
+    #[serde(default)]
+    network_stats: HashMap<String, u64>,
 }
 
-fn parse_json(text: &str, what: &str) -> anyhow::Result<Value> {
-    serde_json::from_str(text.trim()).with_context(|| {
-        let head: String = text.chars().take(200).collect();
+/// `ibnet run --json`.
+#[derive(Deserialize, Default)]
+pub struct RunJson {
+    #[serde(default)]
+    pub run: RunInfo,
+    pub closed_loop: Option<ClosedLoop>,
+    pub report: Option<RunReport>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct RunInfo {
+    pub events_processed: Option<u64>,
+    pub wall_s: Option<f64>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct ClosedLoop {
+    pub end_ps: Option<u64>,
+    pub ranks: Option<u64>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct RunReport {
+    #[serde(default)]
+    pub sinks: Vec<Named>,
+    #[serde(default)]
+    pub obufs: Vec<Node>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct Named {
+    pub name: String,
+}
+
+#[derive(Deserialize, Default)]
+pub struct Node {
+    pub node: String,
+}
+
+/// The fabric's statistics (`ibnet serve --json`, `--fabric-json`).
+#[derive(Deserialize, Default)]
+struct FabricJson {
+    #[serde(default)]
+    server: HashMap<String, serde_json::Value>,
+    fabric: Option<RunInfo>,
+}
+
+/// Parse a JSON report from a file without holding the whole text.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> anyhow::Result<T> {
+    let f = std::fs::File::open(path).with_context(|| format!("{what}: {}", path.display()))?;
+    serde_json::from_reader(std::io::BufReader::new(f)).with_context(|| {
+        let head: String = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .chars()
+            .take(200)
+            .collect();
         format!("{what}: not a JSON report: {head:?}")
     })
 }
 
 impl Setup {
     /// Read the measurements of a finished (successful) run.
-    pub fn sample(&self, r: &RunResult, work: &Path) -> anyhow::Result<Sample> {
+    pub fn sample(&self, r: &RunResult, w: &Workload, work: &Path) -> anyhow::Result<Sample> {
         let mut s = Sample {
             wall_s: r.wall_s,
+            parent_anon_kb: r.parent_anon_kb,
             ..Sample::default()
         };
         if let Some(p) = r.proc("scheduler") {
@@ -291,37 +368,57 @@ impl Setup {
         }
         match self {
             Setup::FabricAlone => {
-                let p = r.proc("fabric").ok_or_else(|| anyhow!("no fabric process"))?;
-                let j = parse_json(&p.stdout, "ibnet run --json")?;
-                s.fabric_events = u(&j, &["run", "events_processed"]);
-                s.final_ps = u(&j, &["closed_loop", "end_ps"]);
+                let p = r
+                    .proc("fabric")
+                    .ok_or_else(|| anyhow!("no fabric process"))?;
+                let j: RunJson = read_json(&p.stdout_path, "ibnet run --json")?;
+                let cl = j.closed_loop.unwrap_or_default();
+                s.fabric_events = j.run.events_processed;
+                s.final_ps = cl.end_ps;
+                // `ibnet run` makes every HCA of the topology a rank: the
+                // traffic equals the schedule's only if the counts agree.
+                let ranks = cl.ranks;
+                if ranks != Some(w.ranks as u64) {
+                    anyhow::bail!(
+                        "ibnet run's closed loop ran among {} ranks (every HCA of {}), the schedule has {}: choose a topology with exactly {} HCAs",
+                        ranks.map(|r| r.to_string()).unwrap_or_else(|| "n/a".into()),
+                        w.topology,
+                        w.ranks,
+                        w.ranks
+                    );
+                }
             }
             Setup::LogGops => {
-                let p = r.proc("scheduler").ok_or_else(|| anyhow!("no scheduler process"))?;
-                let j = parse_json(&p.stdout, "loggopsim --json")?;
-                s.sched_events = u(&j, &["processed_events"]);
-                s.final_ps = u(&j, &["max_finish_time"]);
-                s.sched_loop_s = j.get("wall_time_s").and_then(Value::as_f64);
+                let p = r
+                    .proc("scheduler")
+                    .ok_or_else(|| anyhow!("no scheduler process"))?;
+                let j: SchedJson = read_json(&p.stdout_path, "loggopsim --json")?;
+                s.sched_events = j.processed_events;
+                s.final_ps = j.max_finish_time;
+                s.sched_loop_s = j.wall_time_s;
             }
             Setup::Query { .. } | Setup::Notify { .. } => {
-                let p = r.proc("scheduler").ok_or_else(|| anyhow!("no scheduler process"))?;
-                let j = parse_json(&p.stdout, "loggopsim --json")?;
-                s.sched_events = u(&j, &["processed_events"]);
-                s.final_ps = u(&j, &["max_finish_time"]);
-                s.sched_loop_s = j.get("wall_time_s").and_then(Value::as_f64);
-                let ns = |k: &str| u(&j, &["network_stats", k]);
+                let p = r
+                    .proc("scheduler")
+                    .ok_or_else(|| anyhow!("no scheduler process"))?;
+                let j: SchedJson = read_json(&p.stdout_path, "loggopsim --json")?;
+                s.sched_events = j.processed_events;
+                s.final_ps = j.max_finish_time;
+                s.sched_loop_s = j.wall_time_s;
+                let ns = |k: &str| j.network_stats.get(k).copied();
                 s.sched_messages = ns("messages_sent");
                 s.sched_records = ns("records_sent");
                 s.fabric_records = ns("records_received");
                 s.inserts = ns("inserts");
                 let fpath = work.join("fabric.json");
-                let f = std::fs::read_to_string(&fpath)
-                    .ok()
-                    .and_then(|t| parse_json(&t, "fabric statistics").ok());
+                let f: Option<FabricJson> = read_json(&fpath, "fabric statistics").ok();
                 if let Some(f) = &f {
-                    s.fabric_events = u(f, &["fabric", "events_processed"]);
-                    s.causality_errors = u(f, &["server", "causality_errors"]);
-                    s.causality_max_ps = u(f, &["server", "causality_error_ps_max"]);
+                    s.fabric_events = f.fabric.as_ref().and_then(|x| x.events_processed);
+                    s.causality_errors = f.server.get("causality_errors").and_then(|v| v.as_u64());
+                    s.causality_max_ps = f
+                        .server
+                        .get("causality_error_ps_max")
+                        .and_then(|v| v.as_u64());
                 } else {
                     s.fabric_events = ns("fabric_events");
                     s.causality_errors = ns("causality_errors");
@@ -372,6 +469,7 @@ mod tests {
             bytes: 180,
             topology: "H8_S6".into(),
             preset: "thesis-ddr".into(),
+            sets: vec![],
             goal: "/tmp/x.goal".into(),
         }
     }
@@ -420,7 +518,10 @@ mod tests {
         assert!(f.starts_with("/b/ibnet serve --key k1 --protocol query --quantum 100ps --estimate 3 --topology H8_S6 --preset thesis-ddr"), "{f}");
         let sc = p[1].display();
         assert!(sc.contains("-L 0 -o 0 -g 0 -G 0 -O 0"), "{sc}");
-        assert!(sc.ends_with("--network ipc --protocol query --quantum 100ps --estimate 3 --key k1"), "{sc}");
+        assert!(
+            sc.ends_with("--network ipc --protocol query --quantum 100ps --estimate 3 --key k1"),
+            "{sc}"
+        );
     }
 
     #[test]

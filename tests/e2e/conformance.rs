@@ -39,7 +39,9 @@ fn assert_conforms(o: &Output, scenarios: &[&str], what: &str) {
     assert!(!out.contains("FAIL"), "{what}:\n{out}");
     let passes = out.lines().filter(|l| l.starts_with("PASS ")).count();
     assert!(
-        out.contains(&format!("{passes} rules checked, 0 failed: the peer conforms")),
+        out.contains(&format!(
+            "{passes} rules checked, 0 failed: the peer conforms"
+        )),
         "{what}:\n{out}"
     );
     for s in scenarios {
@@ -93,10 +95,20 @@ fn ibnet_serve_conforms_as_a_fabric() {
         let spawn =
             format!("{ib} serve --key {{key}} --protocol {{protocol}} --topology H8_S1 {fabric}");
         let o = conformance("fabric", protocol, &spawn, &checker);
-        assert_conforms(&o, &fabric_scenarios(protocol), &format!("ibnet {protocol} {fabric}"));
+        assert_conforms(
+            &o,
+            &fabric_scenarios(protocol),
+            &format!("ibnet {protocol} {fabric}"),
+        );
         let out = text(&o.stdout);
-        assert!(out.contains("PASS past-insert/past-insert: Error{code=1}"), "{out}");
-        assert!(out.contains("PASS batching/batching: 1281 Inserts"), "{out}");
+        assert!(
+            out.contains("PASS past-insert/past-insert: Error{code=1}"),
+            "{out}"
+        );
+        assert!(
+            out.contains("PASS batching/batching: 1281 Inserts"),
+            "{out}"
+        );
     }
 }
 
@@ -116,7 +128,10 @@ fn loggopsim_conforms_as_a_scheduler() {
         // Three messages, each arriving 1000 ps (the checker's latency)
         // after it was sent: Finish at 3000 ps.
         let out = text(&o.stdout);
-        assert!(out.contains("3 inserts") && out.contains("until Finish at 3000 ps"), "{out}");
+        assert!(
+            out.contains("3 inserts") && out.contains("until Finish at 3000 ps"),
+            "{out}"
+        );
     }
 }
 
@@ -134,7 +149,11 @@ fn python_fabric_conforms() {
             fabric.display()
         );
         let o = conformance("fabric", protocol, &spawn, &checker);
-        assert_conforms(&o, &fabric_scenarios(protocol), &format!("fabric.py {protocol} {extra}"));
+        assert_conforms(
+            &o,
+            &fabric_scenarios(protocol),
+            &format!("fabric.py {protocol} {extra}"),
+        );
     }
 }
 
@@ -152,8 +171,16 @@ fn python_scheduler_conforms() {
             sched.display()
         );
         let o = conformance("scheduler", protocol, &spawn, &checker);
-        assert_conforms(&o, SCHEDULER_SCENARIOS, &format!("scheduler.py {protocol} {extra}"));
-        assert!(text(&o.stdout).contains("until Finish at 4000 ps"), "{}", text(&o.stdout));
+        assert_conforms(
+            &o,
+            SCHEDULER_SCENARIOS,
+            &format!("scheduler.py {protocol} {extra}"),
+        );
+        assert!(
+            text(&o.stdout).contains("until Finish at 4000 ps"),
+            "{}",
+            text(&o.stdout)
+        );
     }
 }
 
@@ -176,7 +203,10 @@ fn checker_finds_the_deviations_of_the_fixed_latency_peer() {
         fails[0].starts_with("FAIL past-insert/past-insert: the fabric answered normally: Arrival { handle: 1, time: Time(505000) }"),
         "{out}"
     );
-    assert!(fails[1].starts_with("FAIL past-insert/exit-status"), "{out}");
+    assert!(
+        fails[1].starts_with("FAIL past-insert/exit-status"),
+        "{out}"
+    );
     assert!(out.contains("the peer does NOT conform"), "{out}");
 
     let o = conformance("fabric", "query", &spawn, &["--only", "quantum"]);
@@ -187,7 +217,12 @@ fn checker_finds_the_deviations_of_the_fixed_latency_peer() {
         "{out}"
     );
     // With --estimate a later first reply is allowed: it conforms there.
-    let o = conformance("fabric", "query", &spawn, &["--only", "quantum", "--estimate"]);
+    let o = conformance(
+        "fabric",
+        "query",
+        &spawn,
+        &["--only", "quantum", "--estimate"],
+    );
     assert!(o.status.success(), "{}", text(&o.stdout));
 }
 
@@ -220,11 +255,24 @@ fn checker_does_not_hang_without_a_peer() {
             role,
             "notify",
             "sleep 60 # {key}",
-            &["--timeout", "0.5", "--only", if role == "fabric" { "handshake,finish" } else { "run" }],
+            &[
+                "--timeout",
+                "0.5",
+                "--only",
+                if role == "fabric" {
+                    "handshake,finish"
+                } else {
+                    "run"
+                },
+            ],
         );
         let out = text(&o.stdout);
         assert_eq!(o.status.code(), Some(1), "{out}");
-        assert!(start.elapsed() < Duration::from_secs(20), "{role}: took {:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{role}: took {:?}",
+            start.elapsed()
+        );
         let want = if role == "fabric" {
             "FAIL handshake/scenario: cannot attach to the fabric: timed out"
         } else {
@@ -232,6 +280,26 @@ fn checker_does_not_hang_without_a_peer() {
         };
         assert!(out.contains(want), "{role}: {out}");
     }
+    // The same as JSON: one array of {scenario, rule, pass, reason}.
+    let o = conformance(
+        "fabric",
+        "query",
+        "sleep 60 # {key}",
+        &["--timeout", "0.3", "--only", "quantum", "--json"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v.as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v[0]["scenario"], "quantum");
+    assert_eq!(v[0]["rule"], "scenario");
+    assert_eq!(v[0]["pass"], false);
+    assert!(
+        v[0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot attach to the fabric: timed out"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -243,21 +311,39 @@ fn conformance_usage_errors() {
     assert!(text(&o.stderr).contains("--role"), "{}", text(&o.stderr));
     let o = run(&["--role", "fabric", "--key", "x", "--spawn", "ibnet serve"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("has no {key}"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("has no {key}"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = run(&["--role", "fabric", "--key", "x", "--only", "nosuch"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("unknown scenario \"nosuch\""), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("unknown scenario \"nosuch\""),
+        "{}",
+        text(&o.stderr)
+    );
     let o = run(&["--role", "scheduler", "--key", "x", "--only", "quantum"]);
     assert_eq!(o.status.code(), Some(2));
     let o = run(&["--role", "fabric", "--key", "bad/key"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("invalid session key"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("invalid session key"),
+        "{}",
+        text(&o.stderr)
+    );
     // --list: every scenario with its number (the n of KEY-n).
     let o = run(&["--list"]);
     assert!(o.status.success());
     let list = text(&o.stdout);
     assert_eq!(list.lines().count(), 18, "{list}");
-    assert!(list.lines().next().unwrap().starts_with(" 1 fabric    both    handshake"), "{list}");
+    assert!(
+        list.lines()
+            .next()
+            .unwrap()
+            .starts_with(" 1 fabric    both    handshake"),
+        "{list}"
+    );
     let help = text(&run(&["--help"]).stdout);
     assert!(help.contains("the peer is a fabric"), "{help}");
     assert!(help.contains("the checker acts as the scheduler"), "{help}");

@@ -298,14 +298,16 @@ fn query_at_1ns_stays_within_quantum_times_critical_path() {
     }
 }
 
-/// One message between two HCAs of one switch, L=o=g=G=O=0: the receiver
-/// finishes at the fabric's travel time.
+/// One message between the two HCAs of `chain:1` (H_1 - SW_1 - H_2, the
+/// network of ibfabric.md 11), L=o=g=G=O=0: the receiver finishes at the
+/// fabric's travel time.
 ///
 /// 1 flit (44 B + 20 B header = 64 B, thesis-ddr, ibfabric.md 11 case 1
 /// and 13): injected at 0, the generator gets it at 1 ns (msg2msgGap) and
 /// pops it in 64 x 0.25 = 16 ns: it leaves H_1 at 17 ns, reaches the switch
 /// at 17 ns (first bit), ISW 50 ns, VSW 50 ns -> at H_2 at 117 ns, drained
-/// in 64 x 0.525 = 33.6 ns -> consumed at 150.6 ns = 150600 ps.
+/// in 64 x 0.525 = 33.6 ns -> consumed at 150.6 ns = 150600 ps. 2048 B is
+/// sec. 13's worked check (1225.8 ns).
 #[test]
 fn single_message_travel_time_equals_standalone_fabric() {
     let dir = tempfile::tempdir().unwrap();
@@ -326,7 +328,7 @@ fn single_message_travel_time_equals_standalone_fabric() {
                         "-f",
                         g.to_str().unwrap(),
                         "-t",
-                        "H8_S1",
+                        "chain:1",
                         "--key",
                         &fresh_key(),
                     ],
@@ -336,8 +338,24 @@ fn single_message_travel_time_equals_standalone_fabric() {
             );
             assert_eq!(finish_times(&s), vec![0, expect], "{bytes} B, {name}");
         }
-        // The fabric alone: same message injected at 0 on the same network.
-        let topo = ibnet::topology::builtin("H8_S1").unwrap();
+        // The fabric alone (`ibnet run`): with two ranks, dissemination is
+        // one message each way, both injected at 0 on separate links.
+        let o = crate::util::run(Command::new(bin("ibnet")).args([
+            "run",
+            "--topology",
+            "chain:1",
+            "--preset",
+            "thesis-ddr",
+            "--traffic",
+            &format!("dissemination:{bytes}:1"),
+            "--json",
+            "--no-wall-time",
+        ]));
+        assert!(o.status.success(), "ibnet run: {}", text(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["closed_loop"]["end_ps"], expect, "{bytes} B: ibnet run");
+        // And the library: one message injected at 0; the zero-load formula.
+        let topo = ibnet::topology::builtin("chain:1").unwrap();
         let mut f = ibnet::Fabric::new(&topo, &ibnet::Params::thesis_ddr()).unwrap();
         let id = f.inject(ibnet::Time(0), 0, 1, bytes).unwrap();
         assert_eq!(
@@ -351,6 +369,46 @@ fn single_message_travel_time_equals_standalone_fabric() {
             "{bytes} B zero-load"
         );
     }
+}
+
+/// The benchmark workload (dissemination among 648 ranks on M9, 180 B,
+/// zero LogGOPS parameters) ends exactly when the fabric's own closed-loop
+/// dissemination driver ends: with o = 0 a rank sends round k the instant
+/// its round k-1 message is consumed, which is what the driver does.
+#[test]
+fn dissemination_648_on_m9_equals_fabric_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("dissemination", 648, 180, dir.path());
+    let (s, f) = cosim_json(&[
+        "-f",
+        g.to_str().unwrap(),
+        "-t",
+        "M9",
+        "--transport",
+        "inproc",
+    ]);
+    let o = crate::util::run(Command::new(bin("ibnet")).args([
+        "run",
+        "--topology",
+        "M9",
+        "--preset",
+        "thesis-ddr",
+        "--traffic",
+        "dissemination:180:1",
+        "--json",
+        "--no-wall-time",
+    ]));
+    assert!(o.status.success(), "ibnet run: {}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["closed_loop"]["messages"], 6480);
+    assert_eq!(
+        s["max_finish_time"], v["closed_loop"]["end_ps"],
+        "cosim vs fabric alone"
+    );
+    assert_eq!(
+        f["fabric"]["events_processed"], v["report"]["events_processed"],
+        "same fabric work"
+    );
 }
 
 /// 4312 B = 2 x 2156 B payload: two packets of 2176 B = 34 full flits each,
@@ -603,6 +661,8 @@ fn unmatched_receive_is_reported_and_fails() {
                     g.to_str().unwrap(),
                     "-p",
                     protocol,
+                    "-q",
+                    "1ns",
                     "--transport",
                     transport,
                     "--key",

@@ -8,3 +8,4 @@ mod schedgen;
 mod cosim;
 mod peers;
 mod conformance;
+mod efficiency;

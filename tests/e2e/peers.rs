@@ -95,8 +95,8 @@ fn pingpong2(size: u64) -> String {
 }
 
 fn finish_times(json: &[u8]) -> Vec<u64> {
-    let v: Value = serde_json::from_slice(json)
-        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", text(json)));
+    let v: Value =
+        serde_json::from_slice(json).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", text(json)));
     v["finish_times"]
         .as_array()
         .expect("finish_times")
@@ -190,7 +190,11 @@ fn python_fabric_gives_the_loggp_times() {
             let f = finish(fabric, Duration::from_secs(20), "fabric.py");
             assert!(s.status.success(), "loggopsim: {}", text(&s.stderr));
             assert!(f.status.success(), "fabric.py: {}", text(&f.stderr));
-            assert!(text(&f.stdout).contains("fabric.py: 3 messages"), "{}", text(&f.stdout));
+            assert!(
+                text(&f.stdout).contains("fabric.py: 3 messages"),
+                "{}",
+                text(&f.stdout)
+            );
             assert_eq!(
                 finish_times(&s.stdout),
                 want,
@@ -207,9 +211,17 @@ fn with_ibnet(protocol: &str, scheduler: impl FnOnce(&str) -> Command) -> (Outpu
     let log = dir.path().join("arrivals.log");
     let k = key("ib");
     let mut fc = Command::new(bin("ibnet"));
-    fc.args(["serve", "--key", &k, "--protocol", protocol, "--topology", "H8_S1"])
-        .arg("--log-arrivals")
-        .arg(&log);
+    fc.args([
+        "serve",
+        "--key",
+        &k,
+        "--protocol",
+        protocol,
+        "--topology",
+        "H8_S1",
+    ])
+    .arg("--log-arrivals")
+    .arg(&log);
     if protocol == "query" {
         fc.args(["--estimate", "1"]);
     }
@@ -246,10 +258,14 @@ fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
             });
             let (rs, rs_log) = with_ibnet(protocol, |k| {
                 let mut c = Command::new(bin("loggopsim"));
-                c.arg("-f")
-                    .arg(&g)
-                    .args(loggopsim_params(0, 0, 0))
-                    .args(["--network", "ipc", "--key", k, "--protocol", protocol]);
+                c.arg("-f").arg(&g).args(loggopsim_params(0, 0, 0)).args([
+                    "--network",
+                    "ipc",
+                    "--key",
+                    k,
+                    "--protocol",
+                    protocol,
+                ]);
                 if protocol == "query" {
                     c.args(["--estimate", "1"]);
                 }
@@ -266,8 +282,15 @@ fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
             assert_eq!(py_times, [travel, 2 * travel], "{size} B {protocol}");
             // loggopsim: rank 1 ends at the first arrival (then sends at
             // once), rank 0 at the second.
-            assert_eq!(finish_times(&rs.stdout), [2 * travel, travel], "{size} B {protocol}");
-            assert_eq!(py_log, rs_log, "{size} B {protocol}: ibnet's arrival logs differ");
+            assert_eq!(
+                finish_times(&rs.stdout),
+                [2 * travel, travel],
+                "{size} B {protocol}"
+            );
+            assert_eq!(
+                py_log, rs_log,
+                "{size} B {protocol}: ibnet's arrival logs differ"
+            );
             assert_eq!(
                 py_log,
                 format!("# handle time_ps\n0 {travel}\n1 {}\n", 2 * travel)
@@ -285,8 +308,16 @@ fn python_peers_talk_to_each_other() {
         let _lock = ipc_lock();
         let k = key("py");
         let mut fc = Command::new("python3");
-        fc.arg(peers.join("fabric.py"))
-            .args(["--key", &k, "--protocol", protocol, "--latency", "5000", "--gap", "6"]);
+        fc.arg(peers.join("fabric.py")).args([
+            "--key",
+            &k,
+            "--protocol",
+            protocol,
+            "--latency",
+            "5000",
+            "--gap",
+            "6",
+        ]);
         let mut sc = Command::new("python3");
         sc.arg(peers.join("scheduler.py"))
             .args(["--key", &k, "--rounds", "2", "--size", "100"]);
@@ -320,7 +351,11 @@ fn python_peers_report_bad_use() {
         Duration::from_secs(20),
     );
     assert!(!o.status.success());
-    assert!(text(&o.stderr).contains("invalid session key"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("invalid session key"),
+        "{}",
+        text(&o.stderr)
+    );
     // No fabric: a bounded wait, then a clear error.
     let k = key("none");
     let o = run_within(

@@ -26,11 +26,21 @@ pub enum FabricError {
     #[error("a message from HCA {0} to itself cannot be sent")]
     SelfSend(usize),
     #[error("no route from {src} to LID {lid}: {detail}")]
-    Unroutable { src: String, lid: u16, detail: String },
+    Unroutable {
+        src: String,
+        lid: u16,
+        detail: String,
+    },
     #[error("bad message: {0}")]
     BadMessage(String),
     #[error("obuf overflow at {node} port {port}, t = {t} ps: {len} flits queued, size {size} (Q4; set elastic_obuf = true to let it grow)")]
-    ObufOverflow { node: String, port: u16, t: u64, len: usize, size: usize },
+    ObufOverflow {
+        node: String,
+        port: u16,
+        t: u64,
+        len: usize,
+        size: usize,
+    },
     #[error("fatal model condition at t = {t} ps: {msg}")]
     Fatal { t: u64, msg: String },
     #[error("traffic must be configured before the simulation starts")]
@@ -43,7 +53,9 @@ pub enum TrafficMode {
     /// `param` mode with dstLid = 0: the app never sends.
     Silent,
     /// `param` mode with a fixed destination LID.
-    Param { dst_lid: u16 },
+    Param {
+        dst_lid: u16,
+    },
     SeqOnce(Vec<u16>),
     SeqLoop(Vec<u16>),
     /// Uniform random entry each time (seeded by `Params::seed` and the HCA).
@@ -87,35 +99,98 @@ impl Flit {
 
 #[derive(Clone, Copy, Debug)]
 enum Ev {
-    AppStart { h: u32 },
-    AppInject { h: u32, msg: u32 },
-    AppDone { h: u32 },
-    GenMsg { h: u32, msg: u32 },
-    GenPush { h: u32 },
-    GenSent { h: u32, vl: u8 },
-    ArbFlit { port: u32, input: u16, flit: Flit },
-    ArbPop { port: u32 },
-    ArbTxCred { port: u32, vl: u8, limit: u64 },
+    AppStart {
+        h: u32,
+    },
+    AppInject {
+        h: u32,
+        msg: u32,
+    },
+    AppDone {
+        h: u32,
+    },
+    GenMsg {
+        h: u32,
+        msg: u32,
+    },
+    GenPush {
+        h: u32,
+    },
+    GenSent {
+        h: u32,
+        vl: u8,
+    },
+    ArbFlit {
+        port: u32,
+        input: u16,
+        flit: Flit,
+    },
+    ArbPop {
+        port: u32,
+    },
+    ArbTxCred {
+        port: u32,
+        vl: u8,
+        limit: u64,
+    },
     /// "done" from a switch ibuf or "free" from the obuf: both just arbitrate.
-    ArbKick { port: u32 },
-    ObufFlit { port: u32, flit: Flit },
-    ObufRxCred { port: u32, vl: u8, limit: u64 },
-    ObufTick { port: u32 },
-    ObufPop { port: u32 },
-    IbufFlit { port: u32, flit: Flit },
-    IbufFc { port: u32, vl: u8, fctbs: u64, fccl: u64 },
-    IbufSent { port: u32, vl: u8, last: bool, out: u16 },
-    SinkFlit { h: u32, flit: Flit },
-    SinkDrain { h: u32 },
-    SinkHiccup { h: u32 },
-    CctiTimer { h: u32 },
+    ArbKick {
+        port: u32,
+    },
+    ObufFlit {
+        port: u32,
+        flit: Flit,
+    },
+    ObufRxCred {
+        port: u32,
+        vl: u8,
+        limit: u64,
+    },
+    ObufTick {
+        port: u32,
+    },
+    ObufPop {
+        port: u32,
+    },
+    IbufFlit {
+        port: u32,
+        flit: Flit,
+    },
+    IbufFc {
+        port: u32,
+        vl: u8,
+        fctbs: u64,
+        fccl: u64,
+    },
+    IbufSent {
+        port: u32,
+        vl: u8,
+        last: bool,
+        out: u16,
+    },
+    SinkFlit {
+        h: u32,
+        flit: Flit,
+    },
+    SinkDrain {
+        h: u32,
+    },
+    SinkHiccup {
+        h: u32,
+    },
+    CctiTimer {
+        h: u32,
+    },
 }
 
 impl Ev {
     /// Background events that can never complete a message by themselves.
     #[inline]
     fn background(&self) -> bool {
-        matches!(self, Ev::SinkHiccup { .. } | Ev::ObufTick { .. } | Ev::CctiTimer { .. })
+        matches!(
+            self,
+            Ev::SinkHiccup { .. } | Ev::ObufTick { .. } | Ev::CctiTimer { .. }
+        )
     }
 }
 
@@ -152,6 +227,8 @@ struct App {
     queue: VecDeque<u32>,
     rng: u64,
     msgs_made: u64,
+    /// send queue (= VL) of this app's messages; None = `msg_sq`
+    sq: Option<u8>,
 }
 
 struct Gen {
@@ -303,9 +380,7 @@ pub struct Fabric {
     msgs: Vec<Msg>,
     completions: Vec<(MsgId, Time)>,
     in_flight: usize,
-    heap: super::radix::RadixHeap<u32>,
-    slab: Vec<Ev>,
-    slab_free: Vec<u32>,
+    heap: super::radix::RadixHeap<Ev>,
     dbg_last_key: u128,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
@@ -348,9 +423,14 @@ impl Fabric {
         check_topology(topo)?;
         // Q10: a packet must fit the HCA and switch obuf (strictly) and the
         // peer's static credits, else the source hangs silently.
-        let max_pkt = p.packets(p.msg_mtu as u64 + (p.msg_mtu as u64) * 2).map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let max_pkt = p
+            .packets(p.msg_mtu as u64 + (p.msg_mtu as u64) * 2)
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let (pf, _) = p.flits_of(max_pkt[0]);
-        let min_static = (0..nvl).map(|v| p.max_static[v] as u64 * p.width as u64 / 4).min().unwrap_or(0);
+        let min_static = (0..nvl)
+            .map(|v| p.max_static[v] as u64 * p.width as u64 / 4)
+            .min()
+            .unwrap_or(0);
         let has_switch = topo.nodes.iter().any(|n| n.is_switch());
         if pf as u64 >= p.obuf_size_hca as u64 {
             return Err(ConfigError::Invalid(format!(
@@ -483,7 +563,12 @@ impl Fabric {
                             first_flit: None,
                         },
                         sink: SinkSt::default(),
-                        cc: Cc { ccti: HashMap::new(), ccti_max: 0, first_inj: None, timer_pending: false },
+                        cc: Cc {
+                            ccti: HashMap::new(),
+                            ccti_max: 0,
+                            first_inj: None,
+                            timer_pending: false,
+                        },
                     });
                     ports.push(Port {
                         node: ni as u32,
@@ -539,8 +624,6 @@ impl Fabric {
             completions: Vec::new(),
             in_flight: 0,
             heap: super::radix::RadixHeap::new(),
-            slab: Vec::with_capacity(1024),
-            slab_free: Vec::new(),
             dbg_last_key: 0,
             nowq: VecDeque::with_capacity(256),
             counter: 0,
@@ -582,7 +665,14 @@ impl Fabric {
                     for v in 0..self.nvl {
                         let ib = &self.ports[pi].ib;
                         let l = ib.abr[v] + ib.free[v] as u64;
-                        self.sched(NS, Ev::ObufRxCred { port: pi as u32, vl: v as u8, limit: l });
+                        self.sched(
+                            NS,
+                            Ev::ObufRxCred {
+                                port: pi as u32,
+                                vl: v as u8,
+                                limit: l,
+                            },
+                        );
                     }
                 }
                 pi += 1;
@@ -601,7 +691,10 @@ impl Fabric {
             if !ev.background() {
                 self.fg_pending += 1;
             }
-            self.nowq.push_back(Entry { key: ((at as u128) << 64) | seq as u128, ev });
+            self.nowq.push_back(Entry {
+                key: ((at as u128) << 64) | seq as u128,
+                ev,
+            });
         } else {
             self.push_key(at, seq, ev);
         }
@@ -623,17 +716,7 @@ impl Fabric {
         if !ev.background() {
             self.fg_pending += 1;
         }
-        let idx = match self.slab_free.pop() {
-            Some(i) => {
-                self.slab[i as usize] = ev;
-                i
-            }
-            None => {
-                self.slab.push(ev);
-                (self.slab.len() - 1) as u32
-            }
-        };
-        self.heap.push(at, seq, idx);
+        self.heap.push(at, seq, ev);
     }
 
     /// Virtual sequence number of an event inserted by the (possibly
@@ -667,7 +750,11 @@ impl Fabric {
 
     /// HCA number of a LID.
     pub fn hca_of_lid(&self, lid: u16) -> Option<usize> {
-        self.lid_to_hca.get(lid as usize).copied().filter(|&h| h != NONE).map(|h| h as usize)
+        self.lid_to_hca
+            .get(lid as usize)
+            .copied()
+            .filter(|&h| h != NONE)
+            .map(|h| h as usize)
     }
 
     /// Record every flit checkpoint (tests; costs memory).
@@ -682,6 +769,21 @@ impl Fabric {
     /// The fatal error that stopped the simulation, if any.
     pub fn error(&self) -> Option<&FabricError> {
         self.fatal.as_ref()
+    }
+
+    /// Send queue (SL = VL) of the messages of HCA `h` (default `msg_sq`).
+    pub fn set_send_queue(&mut self, h: usize, vl: u8) -> Result<(), FabricError> {
+        if h >= self.hcas.len() {
+            return Err(FabricError::NoSuchHca(h, self.hcas.len()));
+        }
+        if vl as usize >= self.nvl {
+            return Err(FabricError::BadMessage(format!(
+                "send queue {vl} above max_vl {}",
+                self.nvl - 1
+            )));
+        }
+        self.hcas[h].app.sq = Some(vl);
+        Ok(())
     }
 
     /// Configure the standalone app of HCA `h` (before the first event).
@@ -701,14 +803,18 @@ impl Fabric {
                     vec![*dst_lid]
                 }
             }
-            TrafficMode::SeqOnce(v) | TrafficMode::SeqLoop(v) | TrafficMode::SeqRand(v) => v.clone(),
+            TrafficMode::SeqOnce(v) | TrafficMode::SeqLoop(v) | TrafficMode::SeqRand(v) => {
+                v.clone()
+            }
         };
         for d in dsts {
             self.check_route(h, d)?;
         }
         // one message sizing check (fails early for legacy B < M)
         if !matches!(mode, TrafficMode::Silent) && self.p.msg_len_mode == "param" {
-            self.p.packets(self.p.msg_length).map_err(|e| FabricError::BadMessage(e.to_string()))?;
+            self.p
+                .packets(self.p.msg_length)
+                .map_err(|e| FabricError::BadMessage(e.to_string()))?;
         }
         self.hcas[h].app.mode = Some(mode);
         Ok(())
@@ -716,7 +822,11 @@ impl Fabric {
 
     fn check_route(&self, h: usize, lid: u16) -> Result<usize, FabricError> {
         let src = self.node_names[self.hcas[h].node as usize].clone();
-        let err = |d: String| FabricError::Unroutable { src: src.clone(), lid, detail: d };
+        let err = |d: String| FabricError::Unroutable {
+            src: src.clone(),
+            lid,
+            detail: d,
+        };
         let Some(dh) = self.hca_of_lid(lid) else {
             return Err(err("no HCA has this LID".into()));
         };
@@ -728,24 +838,34 @@ impl Fabric {
         for _ in 0..=self.ports.len() {
             let peer = self.ports[pi].peer;
             if peer == NONE {
-                return Err(err(format!("port {} of {} is not connected", self.ports[pi].local, self.node_names[self.ports[pi].node as usize])));
+                return Err(err(format!(
+                    "port {} of {} is not connected",
+                    self.ports[pi].local, self.node_names[self.ports[pi].node as usize]
+                )));
             }
             let q = &self.ports[peer as usize];
             if q.hca != NONE {
                 if q.hca as usize == dh {
                     return Ok(switches);
                 }
-                return Err(err(format!("route ends at HCA {}", self.node_names[q.node as usize])));
+                return Err(err(format!(
+                    "route ends at HCA {}",
+                    self.node_names[q.node as usize]
+                )));
             }
             switches += 1;
             let lft = &self.lfts[q.sw as usize];
             let out = lft.get(lid as usize).copied().unwrap_or(255);
             let name = &self.node_names[q.node as usize];
             if out >= q.nports {
-                return Err(err(format!("switch {name} has no route (table entry {out})")));
+                return Err(err(format!(
+                    "switch {name} has no route (table entry {out})"
+                )));
             }
             if q.nports > 1 && out == q.local && switches > 1 {
-                return Err(err(format!("switch {name} sends it back out of its arrival port {out}")));
+                return Err(err(format!(
+                    "switch {name} sends it back out of its arrival port {out}"
+                )));
             }
             pi = (q.base + out as u32) as usize;
         }
@@ -757,9 +877,18 @@ impl Fabric {
     /// hands one at a time to the generator, `msg2msg_gap` after it arrives
     /// (idle app) or after the generator reported the previous one fully
     /// generated ("done"), exactly as the reference app paces its messages.
-    pub fn inject(&mut self, at: Time, src_hca: usize, dst_hca: usize, bytes: u64) -> Result<MsgId, FabricError> {
+    pub fn inject(
+        &mut self,
+        at: Time,
+        src_hca: usize,
+        dst_hca: usize,
+        bytes: u64,
+    ) -> Result<MsgId, FabricError> {
         if at.0 < self.now {
-            return Err(FabricError::InPast { at: at.0, now: self.now });
+            return Err(FabricError::InPast {
+                at: at.0,
+                now: self.now,
+            });
         }
         let n = self.hcas.len();
         if src_hca >= n {
@@ -770,8 +899,16 @@ impl Fabric {
         }
         let lid = self.hcas[dst_hca].lid;
         self.check_route(src_hca, lid)?;
-        let id = self.new_msg(src_hca as u32, lid, bytes, at.0).map_err(FabricError::BadMessage)?;
-        self.sched(at.0, Ev::AppInject { h: src_hca as u32, msg: id });
+        let id = self
+            .new_msg(src_hca as u32, lid, bytes, at.0)
+            .map_err(FabricError::BadMessage)?;
+        self.sched(
+            at.0,
+            Ev::AppInject {
+                h: src_hca as u32,
+                msg: id,
+            },
+        );
         Ok(id as MsgId)
     }
 
@@ -782,7 +919,7 @@ impl Fabric {
             src,
             dst_hca: self.lid_to_hca[dst_lid as usize],
             dst_lid,
-            vl: self.p.msg_sq,
+            vl: self.hcas[src as usize].app.sq.unwrap_or(self.p.msg_sq),
             bytes,
             npkts: pk.len() as u32,
             full_pkt: pk[0],
@@ -841,7 +978,11 @@ impl Fabric {
         }
         let ft = found?;
         let done: Vec<(MsgId, Time)> = self.completions.drain(mark..).collect();
-        let ids: Vec<MsgId> = done.iter().filter(|(_, t)| t.0 == ft).map(|(i, _)| *i).collect();
+        let ids: Vec<MsgId> = done
+            .iter()
+            .filter(|(_, t)| t.0 == ft)
+            .map(|(i, _)| *i)
+            .collect();
         Some((Time(ft), ids))
     }
 
@@ -865,12 +1006,17 @@ impl Fabric {
 
     /// Message record: (network latency, completion time) if known.
     pub fn message_times(&self, id: MsgId) -> Option<(Option<Time>, Option<Time>)> {
-        self.msgs.get(id as usize).map(|m| (m.net_latency.map(Time), m.done.map(Time)))
+        self.msgs
+            .get(id as usize)
+            .map(|m| (m.net_latency.map(Time), m.done.map(Time)))
     }
 
     /// Ids of the messages still in flight (for deadlock reports).
     pub fn in_flight_ids(&self) -> Vec<MsgId> {
-        (0..self.msgs.len()).filter(|&i| self.msgs[i].done.is_none()).map(|i| i as MsgId).collect()
+        (0..self.msgs.len())
+            .filter(|&i| self.msgs[i].done.is_none())
+            .map(|i| i as MsgId)
+            .collect()
     }
 
     // ------------------------------------------------------------------
@@ -885,12 +1031,16 @@ impl Fabric {
             let e = self.nowq.pop_front().unwrap();
             (e.key, e.ev)
         } else {
-            let Some((t, seq, idx)) = self.heap.pop() else { return };
-            self.slab_free.push(idx);
-            (((t as u128) << 64) | seq as u128, self.slab[idx as usize])
+            let Some((t, seq, ev)) = self.heap.pop() else {
+                return;
+            };
+            (((t as u128) << 64) | seq as u128, ev)
         };
         let t = (key >> 64) as u64;
-        debug_assert!(key > self.dbg_last_key || self.events == 0, "event keys must increase");
+        debug_assert!(
+            key > self.dbg_last_key || self.events == 0,
+            "event keys must increase"
+        );
         self.dbg_last_key = key;
         self.cur_seq = key as u64;
         if !self.started {
@@ -946,9 +1096,21 @@ impl Fabric {
             Ev::ObufTick { port } => self.obuf_tick(port as usize),
             Ev::ObufPop { port } => self.obuf_pop(port as usize),
             Ev::IbufFlit { port, flit } => self.ibuf_flit(port as usize, flit),
-            Ev::IbufFc { port, vl, fctbs, fccl } => {
+            Ev::IbufFc {
+                port,
+                vl,
+                fctbs,
+                fccl,
+            } => {
                 let pi = port as usize;
-                self.sched(t, Ev::ArbTxCred { port, vl, limit: fccl });
+                self.sched(
+                    t,
+                    Ev::ArbTxCred {
+                        port,
+                        vl,
+                        limit: fccl,
+                    },
+                );
                 let ib = &mut self.ports[pi].ib;
                 let v = vl as usize;
                 if ib.abr[v] < fctbs {
@@ -957,7 +1119,12 @@ impl Fabric {
                 let l = ib.abr[v] + ib.free[v] as u64;
                 self.sched(t, Ev::ObufRxCred { port, vl, limit: l });
             }
-            Ev::IbufSent { port, vl, last, out } => self.ibuf_sent(port as usize, vl as usize, last, out as usize),
+            Ev::IbufSent {
+                port,
+                vl,
+                last,
+                out,
+            } => self.ibuf_sent(port as usize, vl as usize, last, out as usize),
             Ev::SinkFlit { h, flit } => self.sink_flit(h as usize, flit),
             Ev::SinkDrain { h } => self.sink_drain(h as usize),
             Ev::SinkHiccup { h } => self.sink_hiccup(h as usize),
@@ -975,7 +1142,15 @@ impl Fabric {
     fn trace(&mut self, kind: TraceKind, pi: usize, f: &Flit) {
         if let Some(tr) = self.trace.as_mut() {
             let port = &self.ports[pi];
-            tr.push(TraceRec { t: self.now, kind, node: port.node, port: port.local, msg: f.msg, pkt: f.pkt, sn: f.sn });
+            tr.push(TraceRec {
+                t: self.now,
+                kind,
+                node: port.node,
+                port: port.local,
+                msg: f.msg,
+                pkt: f.pkt,
+                sn: f.sn,
+            });
         }
     }
 
@@ -1047,7 +1222,13 @@ impl Fabric {
         };
         if let Some(m) = msg {
             self.hcas[h].app.busy = true;
-            self.sched(now + self.tm.gap, Ev::GenMsg { h: h as u32, msg: m });
+            self.sched(
+                now + self.tm.gap,
+                Ev::GenMsg {
+                    h: h as u32,
+                    msg: m,
+                },
+            );
         }
     }
 
@@ -1056,7 +1237,11 @@ impl Fabric {
 
     fn gen_new_msg(&mut self, h: usize, m: u32) {
         let msg = &self.msgs[m as usize];
-        let (pf, pl) = self.p.flits_of(if msg.npkts == 1 { msg.last_pkt } else { msg.full_pkt });
+        let (pf, pl) = self.p.flits_of(if msg.npkts == 1 {
+            msg.last_pkt
+        } else {
+            msg.full_pkt
+        });
         let g = &mut self.hcas[h].gen;
         g.cur = m;
         g.pkt = 0;
@@ -1100,7 +1285,11 @@ impl Fabric {
             dst: m.dst_lid,
             sn: g.sn,
             pkt_flits: g.pkt_flits,
-            bytes: if last_in_pkt { g.pkt_last_bytes } else { self.p.flit_size as u16 },
+            bytes: if last_in_pkt {
+                g.pkt_last_bytes
+            } else {
+                self.p.flit_size as u16
+            },
             vl: v as u8,
             flags: F_NOSW,
         };
@@ -1113,7 +1302,11 @@ impl Fabric {
                 msg_done = true;
                 g.cur = NONE;
             } else {
-                let b = if g.pkt + 1 == m.npkts { m.last_pkt } else { m.full_pkt };
+                let b = if g.pkt + 1 == m.npkts {
+                    m.last_pkt
+                } else {
+                    m.full_pkt
+                };
                 let (pf, pl) = self.p.flits_of(b);
                 g.pkt_flits = pf as u16;
                 g.pkt_last_bytes = pl as u16;
@@ -1169,7 +1362,14 @@ impl Fabric {
             self.hcas[h].cc.first_inj = Some(now);
         }
         self.trace(TraceKind::Inject, port as usize, &flit);
-        self.sched(now + d, Ev::ArbFlit { port, input: 0, flit });
+        self.sched(
+            now + d,
+            Ev::ArbFlit {
+                port,
+                input: 0,
+                flit,
+            },
+        );
     }
 
     fn gen_sent(&mut self, h: usize, v: usize) {
@@ -1191,7 +1391,11 @@ impl Fabric {
         if !self.hcas[h].gen.push_pending {
             self.hcas[h].gen.push_pending = true;
             let cur = self.hcas[h].gen.cur;
-            let dst = if cur == NONE { dst } else { self.msgs[cur as usize].dst_lid };
+            let dst = if cur == NONE {
+                dst
+            } else {
+                self.msgs[cur as usize].dst_lid
+            };
             let period = self.push_period(h, dst);
             self.sched(self.now + period, Ev::GenPush { h: h as u32 });
         }
@@ -1218,7 +1422,10 @@ impl Fabric {
         let a = &mut self.ports[pi].arb;
         let i = input * nvl + flit.vl as usize;
         if !a.res[i] || a.hoq[i].is_some() {
-            let msg = format!("arbiter HoQ ({input}, {}) not reserved or occupied", flit.vl);
+            let msg = format!(
+                "arbiter HoQ ({input}, {}) not reserved or occupied",
+                flit.vl
+            );
             self.fail(msg);
             return;
         }
@@ -1275,8 +1482,13 @@ impl Fabric {
         }
     }
 
-    /// Table arbitration (maxVL > 0), Q6 reproduced.
+    /// Table arbitration (maxVL > 0), Q6 reproduced; with `iba_vl_arb` the
+    /// IBA-style variant: all 8 entries, an entry keeps sending while
+    /// `used < weight`, `used` restarts only when the index moves to it.
     fn table_select(&mut self, pi: usize) -> Option<(usize, usize)> {
+        if self.p.iba_vl_arb {
+            return self.table_select_iba(pi);
+        }
         let n = self.nvl;
         let high_first = self.ports[pi].arb.high_left > 0;
         for pass in 0..2 {
@@ -1287,7 +1499,11 @@ impl Fabric {
             let mut res = None;
             for i in 0..=n {
                 let e = (idx + i) % n;
-                let (ent, used) = if use_high { (a.high[e], &mut a.used_high[e]) } else { (a.low[e], &mut a.used_low[e]) };
+                let (ent, used) = if use_high {
+                    (a.high[e], &mut a.used_high[e])
+                } else {
+                    (a.low[e], &mut a.used_low[e])
+                };
                 if i >= 1 {
                     *used = 0;
                 }
@@ -1301,6 +1517,54 @@ impl Fabric {
                 }
             }
             if let Some((p, v, e)) = res {
+                if use_high {
+                    a.idx_high = e;
+                } else {
+                    a.idx_low = e;
+                }
+                a.last_high = use_high;
+                self.ports[pi].arb = a;
+                return Some((p, v));
+            }
+            self.ports[pi].arb = a;
+        }
+        None
+    }
+
+    fn table_select_iba(&mut self, pi: usize) -> Option<(usize, usize)> {
+        let nvl = self.nvl;
+        let high_first = self.ports[pi].arb.high_left > 0;
+        for pass in 0..2 {
+            let use_high = high_first == (pass == 0);
+            let mut a = std::mem::replace(&mut self.ports[pi].arb, dummy_arb());
+            let start = a.last_port[a.last_vl as usize];
+            let idx = if use_high { a.idx_high } else { a.idx_low };
+            let mut res = None;
+            for i in 0..=8 {
+                let e = (idx + i) % 8;
+                let (ent, used) = if use_high {
+                    (a.high[e], a.used_high[e])
+                } else {
+                    (a.low[e], a.used_low[e])
+                };
+                let used = if i == 0 { used } else { 0 };
+                if ent.weight == 0 || used >= ent.weight || ent.vl as usize >= nvl {
+                    continue;
+                }
+                let v = ent.vl as usize;
+                if let Some(p) = self.pick(&a, v, start) {
+                    res = Some((p, v, e, i));
+                    break;
+                }
+            }
+            if let Some((p, v, e, i)) = res {
+                if i > 0 {
+                    if use_high {
+                        a.used_high[e] = 0;
+                    } else {
+                        a.used_low[e] = 0;
+                    }
+                }
                 if use_high {
                     a.idx_high = e;
                 } else {
@@ -1330,7 +1594,8 @@ impl Fabric {
             if is_last {
                 a.inside = false;
             }
-            if nvl > 1 {
+            if nvl > 1 && !self.p.iba_vl_arb {
+                // Q6 reproduced: only continuation flits count
                 if a.last_high {
                     a.high_left -= 1;
                 } else if is_last && a.high_left == 0 {
@@ -1392,6 +1657,14 @@ impl Fabric {
             } else {
                 a.used_low[a.idx_low] += 1;
             }
+            if self.p.iba_vl_arb {
+                // every High flit counts; a Low packet ends the Low turn
+                if a.last_high {
+                    a.high_left -= 1;
+                } else if flit.last() && a.high_left <= 0 {
+                    a.high_left = self.p.vl_high_limit as i64 * 64;
+                }
+            }
         }
         if first && is_sw && cc {
             if flit.flags & F_CAND != 0 && a.mark_ctr == 0 {
@@ -1400,7 +1673,11 @@ impl Fabric {
             flit.flags &= !F_CAND;
             a.mark_ctr = (a.mark_ctr + 1) % markrate;
         }
-        let tarb = if is_sw { self.tm.arb_sw[flit.bytes as usize] } else { self.tm.arb_hca[flit.bytes as usize] };
+        let tarb = if is_sw {
+            self.tm.arb_sw[flit.bytes as usize]
+        } else {
+            self.tm.arb_hca[flit.bytes as usize]
+        };
         a.pop_pending = true;
         let to_obuf = if is_sw {
             let mut target = t_arr + self.tm.vsw;
@@ -1421,10 +1698,24 @@ impl Fabric {
         a.res[i] = false;
         let last = flit.last();
         self.sched(now + tarb, Ev::ArbPop { port: pi as u32 });
-        self.sched(to_obuf, Ev::ObufFlit { port: pi as u32, flit });
+        self.sched(
+            to_obuf,
+            Ev::ObufFlit {
+                port: pi as u32,
+                flit,
+            },
+        );
         if is_sw {
             let ii = self.ports[pi].base + p as u32;
-            self.sched(now, Ev::IbufSent { port: ii, vl: v as u8, last, out: self.ports[pi].local });
+            self.sched(
+                now,
+                Ev::IbufSent {
+                    port: ii,
+                    vl: v as u8,
+                    last,
+                    out: self.ports[pi].local,
+                },
+            );
         } else {
             let h = self.ports[pi].hca;
             self.sched(now, Ev::GenSent { h, vl: v as u8 });
@@ -1539,7 +1830,10 @@ impl Fabric {
         ob.pop_pending = true;
         self.trace(TraceKind::Send, pi, &flit);
         if peer == NONE {
-            let msg = format!("flit for LID {} routed to unconnected port {} of {}", flit.dst, self.ports[pi].local, self.node_names[self.ports[pi].node as usize]);
+            let msg = format!(
+                "flit for LID {} routed to unconnected port {} of {}",
+                flit.dst, self.ports[pi].local, self.node_names[self.ports[pi].node as usize]
+            );
             self.fail(msg);
             return;
         }
@@ -1574,7 +1868,15 @@ impl Fabric {
                     ob.pop_pending = true;
                     ob.prev_data = false;
                     let peer = self.ports[pi].peer;
-                    self.sched(now, Ev::IbufFc { port: peer, vl: v as u8, fctbs, fccl });
+                    self.sched(
+                        now,
+                        Ev::IbufFc {
+                            port: peer,
+                            vl: v as u8,
+                            fctbs,
+                            fccl,
+                        },
+                    );
                     self.sched(now + w, Ev::ObufPop { port: pi as u32 });
                     return;
                 }
@@ -1609,12 +1911,18 @@ impl Fabric {
             let out = if is_sw && nports > 1 {
                 let lft = &self.lfts[self.ports[pi].sw as usize];
                 let Some(&o) = lft.get(flit.dst as usize) else {
-                    let msg = format!("LID {} beyond the forwarding table of {}", flit.dst, self.node_names[self.ports[pi].node as usize]);
+                    let msg = format!(
+                        "LID {} beyond the forwarding table of {}",
+                        flit.dst, self.node_names[self.ports[pi].node as usize]
+                    );
                     self.fail(msg);
                     return;
                 };
                 if flit.flags & F_NOSW == 0 && o == local {
-                    let msg = format!("loopback: LID {} routed back out of arrival port {} of {}", flit.dst, local, self.node_names[self.ports[pi].node as usize]);
+                    let msg = format!(
+                        "loopback: LID {} routed back out of arrival port {} of {}",
+                        flit.dst, local, self.node_names[self.ports[pi].node as usize]
+                    );
                     self.fail(msg);
                     return;
                 }
@@ -1624,7 +1932,10 @@ impl Fabric {
             };
             let ib = &mut self.ports[pi].ib;
             if (flit.pkt_flits as i64) > ib.free[v] && !self.p.lossy_mode {
-                let msg = format!("packet of {} flits does not fit the {} free credits of VL {v}", flit.pkt_flits, ib.free[v]);
+                let msg = format!(
+                    "packet of {} flits does not fit the {} free credits of VL {v}",
+                    flit.pkt_flits, ib.free[v]
+                );
                 self.fail(msg);
                 return;
             }
@@ -1660,7 +1971,8 @@ impl Fabric {
             self.flits_dropped += 1;
             return;
         }
-        if self.p.lossy_mode && flit.sn == 0 && (flit.pkt_flits as i64) > self.ports[pi].ib.free[v] {
+        if self.p.lossy_mode && flit.sn == 0 && (flit.pkt_flits as i64) > self.ports[pi].ib.free[v]
+        {
             // lossy: drop the whole packet
             self.ports[pi].ib.cur_out = u16::MAX;
             self.ports[pi].ib.drops += 1;
@@ -1674,8 +1986,19 @@ impl Fabric {
         let l = ib.abr[v] + ib.free[v] as u64;
         let fs = ib.free[v] as u64;
         ib.free_stat[v].add(fs);
-        let l = if self.p.lossy_mode { ib.abr[v] + ib.max_free[v] as u64 } else { l };
-        self.sched(now, Ev::ObufRxCred { port: pi as u32, vl: v as u8, limit: l });
+        let l = if self.p.lossy_mode {
+            ib.abr[v] + ib.max_free[v] as u64
+        } else {
+            l
+        };
+        self.sched(
+            now,
+            Ev::ObufRxCred {
+                port: pi as u32,
+                vl: v as u8,
+                limit: l,
+            },
+        );
         self.ibuf_handoff(pi, out as usize, v);
     }
 
@@ -1710,7 +2033,14 @@ impl Fabric {
             ib.last = now;
             now
         };
-        self.sched(at, Ev::ArbFlit { port: op as u32, input: local as u16, flit: f });
+        self.sched(
+            at,
+            Ev::ArbFlit {
+                port: op as u32,
+                input: local as u16,
+                flit: f,
+            },
+        );
     }
 
     fn ibuf_sent(&mut self, pi: usize, v: usize, last: bool, o: usize) {
@@ -1721,8 +2051,19 @@ impl Fabric {
             self.fail(format!("credits above the maximum on VL {v}"));
             return;
         }
-        let l = if self.p.lossy_mode { ib.abr[v] + ib.max_free[v] as u64 } else { ib.abr[v] + ib.free[v] as u64 };
-        self.sched(now, Ev::ObufRxCred { port: pi as u32, vl: v as u8, limit: l });
+        let l = if self.p.lossy_mode {
+            ib.abr[v] + ib.max_free[v] as u64
+        } else {
+            ib.abr[v] + ib.free[v] as u64
+        };
+        self.sched(
+            now,
+            Ev::ObufRxCred {
+                port: pi as u32,
+                vl: v as u8,
+                limit: l,
+            },
+        );
         if self.ports[pi].hca == NONE {
             if last {
                 self.ports[pi].ib.nbs -= 1;
@@ -1741,14 +2082,21 @@ impl Fabric {
     fn sink_flit(&mut self, h: usize, flit: Flit) {
         let now = self.now;
         if flit.dst != self.hcas[h].lid {
-            self.fail(format!("flit for LID {} reached the sink of LID {}", flit.dst, self.hcas[h].lid));
+            self.fail(format!(
+                "flit for LID {} reached the sink of LID {}",
+                flit.dst, self.hcas[h].lid
+            ));
             return;
         }
         let pi = self.hcas[h].port as usize;
         if flit.flags & F_CNP != 0 {
             // BECN: raise the CCT index of the flow towards the CNP's
             // sender; consumed at once, credit freed.
-            let key = if self.p.cc_per_destination { flit.src } else { 0 };
+            let key = if self.p.cc_per_destination {
+                flit.src
+            } else {
+                0
+            };
             let limit = self.p.cc_cct_limit;
             let cc = &mut self.hcas[h].cc;
             let i = cc.ccti.entry(key).or_insert(0);
@@ -1758,14 +2106,23 @@ impl Fabric {
             cc.ccti_max = cc.ccti_max.max(*i);
             self.hcas[h].sink.cnps_in += 1;
             self.ccti_timer_arm(h);
-            self.sched(now, Ev::IbufSent { port: pi as u32, vl: flit.vl, last: true, out: 0 });
+            self.sched(
+                now,
+                Ev::IbufSent {
+                    port: pi as u32,
+                    vl: flit.vl,
+                    last: true,
+                    out: 0,
+                },
+            );
             return;
         }
         let start = self.tm.start_stat;
         let m = &mut self.msgs[flit.msg as usize];
         let s = &mut self.hcas[h].sink;
         if now >= start {
-            s.bytes_after_start += flit.bytes as u64;
+            // "64 per flit": a flit occupies flit_size bytes (sec. 8)
+            s.bytes_after_start += self.p.flit_size as u64;
         }
         if flit.sn == 0 {
             // out-of-order bookkeeping per source
@@ -1778,7 +2135,13 @@ impl Fabric {
                 s.ooo_window.add((flit.serial - *next) as u64);
                 *next = flit.serial + 1;
             } else {
-                self.fatal = Some(FabricError::Fatal { t: now, msg: format!("repeated packet serial {} from LID {}", flit.serial, flit.src) });
+                self.fatal = Some(FabricError::Fatal {
+                    t: now,
+                    msg: format!(
+                        "repeated packet serial {} from LID {}",
+                        flit.serial, flit.src
+                    ),
+                });
                 return;
             }
             if flit.pkt + 1 == m.npkts {
@@ -1881,7 +2244,15 @@ impl Fabric {
                 self.pending_done += 1;
             }
         }
-        self.sched(now, Ev::IbufSent { port: pi, vl: f.vl, last: f.last(), out: 0 });
+        self.sched(
+            now,
+            Ev::IbufSent {
+                port: pi,
+                vl: f.vl,
+                last: f.last(),
+                out: 0,
+            },
+        );
     }
 
     fn sink_hiccup(&mut self, h: usize) {
@@ -1949,7 +2320,11 @@ impl Fabric {
             .iter()
             .map(|h| {
                 let s = &h.sink;
-                let bw = if now > start { s.bytes_after_start as f64 / ((now - start) as f64 * 1e-12) / 1e6 } else { 0.0 };
+                let bw = if now > start {
+                    s.bytes_after_start as f64 / ((now - start) as f64 * 1e-12) / 1e6
+                } else {
+                    0.0
+                };
                 SinkReport {
                     name: self.node_names[h.node as usize].clone(),
                     lid: h.lid,
@@ -1964,7 +2339,11 @@ impl Fabric {
                     ooo_window_pkts: s.ooo_window.summary(),
                     ooo_packets: s.ooo,
                     in_order_packets: s.inorder,
-                    oo_io_packets_ratio: if s.inorder == 0 { 0.0 } else { s.ooo as f64 / s.inorder as f64 },
+                    oo_io_packets_ratio: if s.inorder == 0 {
+                        0.0
+                    } else {
+                        s.ooo as f64 / s.inorder as f64
+                    },
                     num_srcs: s.ooo_next.len() as u64,
                     enough_pkts_network_latency_ps: s.enough_lat.summary(),
                     last_to_enough_pkt_arrival_ps: s.enough_gap.summary(),
@@ -2004,7 +2383,10 @@ impl Fabric {
             obufs.push(ObufReport {
                 node: self.node_names[port.node as usize].clone(),
                 port: port.local,
-                peer: Some(format!("{}[{}]", self.node_names[peer.node as usize], peer.local)),
+                peer: Some(format!(
+                    "{}[{}]",
+                    self.node_names[peer.node as usize], peer.local
+                )),
                 output_bw_bytes_per_sec: match ob.first_tx {
                     Some(t0) if now > t0 => ob.bytes as f64 / ((now - t0) as f64 * 1e-12),
                     _ => 0.0,
@@ -2012,7 +2394,11 @@ impl Fabric {
                 bytes_sent: ob.bytes,
                 data_flits_sent: ob.data_flits,
                 fc_packets_sent: ob.fc_pkts,
-                utilisation: if now > 0 { ob.busy.min(now) as f64 / now as f64 } else { 0.0 },
+                utilisation: if now > 0 {
+                    ob.busy.min(now) as f64 / now as f64
+                } else {
+                    0.0
+                },
                 busy_ps: ob.busy,
                 queue_depth: qd.summary(),
                 flits_sources: ob.sources.summary(),
@@ -2064,7 +2450,9 @@ impl Fabric {
     /// message, derived from the timing rules without simulation. See
     /// `crate::zeroload` for the derivation and its assumptions.
     pub fn zero_load_latency(&self, src_hca: usize, dst_hca: usize, bytes: u64) -> Time {
-        let switches = self.check_route(src_hca, self.hcas[dst_hca].lid).unwrap_or(0);
+        let switches = self
+            .check_route(src_hca, self.hcas[dst_hca].lid)
+            .unwrap_or(0);
         Time(crate::zeroload::latency(&self.p, &self.tm, switches, bytes))
     }
 
@@ -2147,10 +2535,18 @@ fn check_topology(t: &Topology) -> Result<(), ConfigError> {
     for l in &t.links {
         for e in [l.a, l.b] {
             let Some(n) = t.nodes.get(e.node) else {
-                return err(format!("link to node index {} which does not exist", e.node));
+                return err(format!(
+                    "link to node index {} which does not exist",
+                    e.node
+                ));
             };
             if e.port >= n.num_ports() {
-                return err(format!("link to port {} of {} which has {} ports", e.port, n.name, n.num_ports()));
+                return err(format!(
+                    "link to port {} of {} which has {} ports",
+                    e.port,
+                    n.name,
+                    n.num_ports()
+                ));
             }
             if !used.insert(e) {
                 return err(format!("port {} of {} is cabled twice", e.port, n.name));

@@ -23,7 +23,12 @@ fn bucket(x: u64) -> usize {
 
 impl<T: Copy> RadixHeap<T> {
     pub fn new() -> Self {
-        RadixHeap { last: 0, len: 0, mask: 0, buckets: (0..65).map(|_| Vec::new()).collect() }
+        RadixHeap {
+            last: 0,
+            len: 0,
+            mask: 0,
+            buckets: (0..65).map(|_| Vec::new()).collect(),
+        }
     }
 
     #[allow(dead_code)]
@@ -142,7 +147,9 @@ mod tests {
         let mut seq = 1u64;
         for round in 0..3000u64 {
             for _ in 0..3 {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let k = (now.0 + (x >> 40) % 50, seq);
                 seq += 1;
                 h.push(k.0, k.1, k);

@@ -10,13 +10,31 @@ pub fn two_hosts_one_switch() -> Topology {
     Topology {
         name: "case1".into(),
         nodes: vec![
-            Node { name: "H_1".into(), kind: NodeKind::Hca { lid: 1 } },
-            Node { name: "H_2".into(), kind: NodeKind::Hca { lid: 2 } },
-            Node { name: "SW_1".into(), kind: NodeKind::Switch { ports: 2, fdb: vec![NO_ROUTE, 0, 1] } },
+            Node {
+                name: "H_1".into(),
+                kind: NodeKind::Hca { lid: 1 },
+            },
+            Node {
+                name: "H_2".into(),
+                kind: NodeKind::Hca { lid: 2 },
+            },
+            Node {
+                name: "SW_1".into(),
+                kind: NodeKind::Switch {
+                    ports: 2,
+                    fdb: vec![NO_ROUTE, 0, 1],
+                },
+            },
         ],
         links: vec![
-            Link { a: PortRef { node: 0, port: 0 }, b: PortRef { node: 2, port: 0 } },
-            Link { a: PortRef { node: 2, port: 1 }, b: PortRef { node: 1, port: 0 } },
+            Link {
+                a: PortRef { node: 0, port: 0 },
+                b: PortRef { node: 2, port: 0 },
+            },
+            Link {
+                a: PortRef { node: 2, port: 1 },
+                b: PortRef { node: 1, port: 0 },
+            },
         ],
         ranks: vec![],
     }
@@ -28,15 +46,37 @@ pub fn incast(n: usize) -> Topology {
     let mut nodes = Vec::new();
     let mut fdb = vec![NO_ROUTE];
     for i in 0..=n {
-        nodes.push(Node { name: format!("H_{}", i + 1), kind: NodeKind::Hca { lid: (i + 1) as u16 } });
+        nodes.push(Node {
+            name: format!("H_{}", i + 1),
+            kind: NodeKind::Hca {
+                lid: (i + 1) as u16,
+            },
+        });
         fdb.push(i as u16);
     }
-    nodes.push(Node { name: "SW_1".into(), kind: NodeKind::Switch { ports: (n + 1) as u16, fdb } });
+    nodes.push(Node {
+        name: "SW_1".into(),
+        kind: NodeKind::Switch {
+            ports: (n + 1) as u16,
+            fdb,
+        },
+    });
     let sw = n + 1;
     let links = (0..=n)
-        .map(|i| Link { a: PortRef { node: i, port: 0 }, b: PortRef { node: sw, port: i as u16 } })
+        .map(|i| Link {
+            a: PortRef { node: i, port: 0 },
+            b: PortRef {
+                node: sw,
+                port: i as u16,
+            },
+        })
         .collect();
-    Topology { name: format!("incast{n}"), nodes, links, ranks: vec![] }
+    Topology {
+        name: format!("incast{n}"),
+        nodes,
+        links,
+        ranks: vec![],
+    }
 }
 
 pub fn ns(x: u64) -> u64 {
@@ -54,7 +94,9 @@ pub fn case_fabric(p: &Params, mode: TrafficMode) -> Fabric {
 
 /// Times of trace records of a kind at a node (in trace order).
 pub fn times(tr: &[TraceRec], kind: TraceKind, node: u32) -> Vec<&TraceRec> {
-    tr.iter().filter(|r| r.kind == kind && r.node == node).collect()
+    tr.iter()
+        .filter(|r| r.kind == kind && r.node == node)
+        .collect()
 }
 
 pub fn run_to(f: &mut Fabric, t_ns: u64) {

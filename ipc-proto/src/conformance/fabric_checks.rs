@@ -51,7 +51,9 @@ pub fn scenarios() -> Vec<Scenario> {
 fn attach(ctx: &mut Ctx, as_pid: Option<u32>) -> Result<SchedulerSession, String> {
     ctx.start_peer()?;
     let pid = as_pid.unwrap_or_else(std::process::id);
-    let s = open_scheduler_as(&ctx.key, ctx.opts.timeout, pid)
+    let key = ctx.key.clone();
+    let s = ctx
+        .wait_for(|step| open_scheduler_as(&key, step, pid))
         .map_err(|e| format!("cannot attach to the fabric: {e}"))?;
     if s.protocol() != ctx.opts.protocol {
         return Err(format!(

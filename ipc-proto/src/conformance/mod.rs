@@ -32,6 +32,8 @@ use crate::record::{Protocol, Role};
 use crate::time::Time;
 use peer::PeerProcess;
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// Settings of one conformance run.
@@ -56,6 +58,9 @@ pub struct Options {
     pub timeout: Duration,
     /// Run only these scenarios (names); empty = all that apply.
     pub only: Vec<String>,
+    /// A scenario that has not ended after this long gets its spawned peer
+    /// killed (see [`Watchdog`]); None = 6 x timeout, at least 60 s.
+    pub stall_limit: Option<Duration>,
 }
 
 impl Default for Options {
@@ -70,6 +75,7 @@ impl Default for Options {
             latency: Time(1000),
             timeout: Duration::from_secs(10),
             only: Vec::new(),
+            stall_limit: None,
         }
     }
 }
@@ -127,6 +133,8 @@ pub struct Ctx<'a> {
     /// This scenario's session key.
     pub key: String,
     pub peer: Option<PeerProcess>,
+    /// Process group of the spawned peer (0: none), for the watchdog.
+    peer_group: Arc<AtomicU32>,
     pub results: Vec<RuleResult>,
 }
 
@@ -150,6 +158,7 @@ impl Ctx<'_> {
     pub fn start_peer(&mut self) -> Result<(), String> {
         if let Some(t) = &self.opts.spawn {
             let p = PeerProcess::spawn(t, &self.key, self.opts.protocol)?;
+            self.peer_group.store(p.pid(), Ordering::SeqCst);
             self.peer = Some(p);
         } else {
             eprintln!(
@@ -158,6 +167,45 @@ impl Ctx<'_> {
             );
         }
         Ok(())
+    }
+
+    /// Ok if the spawned peer is still running (or none was spawned);
+    /// otherwise why it is not, with its last output.
+    pub fn peer_still_running(&mut self) -> Result<(), String> {
+        if let Some(p) = &mut self.peer {
+            if let Some(st) = p.wait_timeout(Duration::ZERO) {
+                return Err(format!(
+                    "the peer `{}` exited ({st}) before the session was set up",
+                    p.command
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Retry `attempt` (a bounded wait of its own) until it succeeds, the
+    /// spawned peer exits, or `opts.timeout` runs out.
+    pub fn wait_for<T>(
+        &mut self,
+        mut attempt: impl FnMut(Duration) -> Result<T, crate::ProtoError>,
+    ) -> Result<T, String> {
+        let start = std::time::Instant::now();
+        loop {
+            let step = Duration::from_millis(100).min(self.opts.timeout);
+            match attempt(step) {
+                Ok(v) => return Ok(v),
+                Err(crate::ProtoError::TimedOut { .. }) if start.elapsed() < self.opts.timeout => {
+                    self.peer_still_running()?;
+                }
+                Err(crate::ProtoError::TimedOut { what, .. }) => {
+                    return Err(format!(
+                        "timed out after {:?} waiting for {what}",
+                        self.opts.timeout
+                    ))
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
     }
 
     /// The spawned peer's output so far (for reasons), or "".
@@ -252,10 +300,18 @@ pub fn run(opts: &Options, mut each: impl FnMut(&RuleResult)) -> Result<Report, 
             scenario: s.name,
             key: format!("{}-{}", opts.key, i + 1),
             peer: None,
+            peer_group: Arc::new(AtomicU32::new(0)),
             results: Vec::new(),
         };
+        let watchdog = Watchdog::start(opts, s.name, &ctx.key, ctx.peer_group.clone());
         let _ = crate::session::cleanup(&ctx.key);
-        if let Err(reason) = (s.run)(&mut ctx) {
+        if let Err(mut reason) = (s.run)(&mut ctx) {
+            if watchdog.fired.load(Ordering::SeqCst) {
+                reason = format!(
+                    "no progress within {:?}, the checker killed the peer (stuck, e.g. not reading its queue?): {reason}",
+                    watchdog.limit
+                );
+            }
             let out = ctx.peer_output();
             let reason = if out.is_empty() {
                 reason
@@ -266,6 +322,7 @@ pub fn run(opts: &Options, mut each: impl FnMut(&RuleResult)) -> Result<Report, 
         }
         let results = std::mem::take(&mut ctx.results);
         drop(ctx);
+        watchdog.stop();
         for r in results {
             each(&r);
             report.results.push(r);
@@ -275,6 +332,63 @@ pub fn run(opts: &Options, mut each: impl FnMut(&RuleResult)) -> Result<Report, 
         return Err("no scenario ran".into());
     }
     Ok(report)
+}
+
+/// The last resort against a peer that is alive but stuck: every wait
+/// for a record is bounded by `--timeout`, but a send into a full queue
+/// waits as long as the peer lives. After `6 x timeout` (at least 60 s) the
+/// watchdog kills the spawned peer's process group (blocked operations
+/// then fail with "peer died"); if the scenario still does not end 5 s
+/// later (an external peer), it prints a FAIL line and exits with 1.
+pub struct Watchdog {
+    /// Set when the watchdog killed the peer.
+    fired: Arc<std::sync::atomic::AtomicBool>,
+    limit: Duration,
+    done: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Watchdog {
+    fn start(opts: &Options, scenario: &'static str, key: &str, group: Arc<AtomicU32>) -> Watchdog {
+        let limit = opts
+            .stall_limit
+            .unwrap_or_else(|| (opts.timeout * 6).max(Duration::from_secs(60)));
+        let key = key.to_string();
+        let (done, rx) = mpsc::channel::<()>();
+        let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let fired2 = fired.clone();
+        let thread = std::thread::spawn(move || {
+            let fired = fired2;
+            if rx.recv_timeout(limit) != Err(mpsc::RecvTimeoutError::Timeout) {
+                return;
+            }
+            let pg = group.load(Ordering::SeqCst);
+            if pg != 0 {
+                fired.store(true, Ordering::SeqCst);
+                // SAFETY: plain kill(2) of the process group we started.
+                unsafe { libc::kill(-(pg as i32), libc::SIGKILL) };
+            }
+            if rx.recv_timeout(Duration::from_secs(5)) != Err(mpsc::RecvTimeoutError::Timeout) {
+                return;
+            }
+            println!(
+                "FAIL {scenario}/scenario: no progress within {limit:?}; the checker gives up"
+            );
+            let _ = crate::session::cleanup(&key);
+            std::process::exit(1);
+        });
+        Watchdog {
+            fired,
+            limit,
+            done,
+            thread,
+        }
+    }
+
+    fn stop(self) {
+        let _ = self.done.send(());
+        let _ = self.thread.join();
+    }
 }
 
 /// Convert a transport error into a scenario failure reason.
@@ -398,5 +512,39 @@ mod tests {
             "{}",
             r.reason
         );
+    }
+
+    /// A peer that exits at once is reported at once, with its status.
+    #[test]
+    fn peer_exiting_early_is_reported_without_waiting() {
+        for (role, only, what) in [
+            (
+                Role::Fabric,
+                "handshake",
+                "cannot attach to the fabric: the peer",
+            ),
+            (Role::Scheduler, "run", "no scheduler attached: the peer"),
+        ] {
+            let o = Options {
+                role,
+                key: format!("cfe-{}", std::process::id()),
+                spawn: Some("echo giving up on {key}; exit 3".into()),
+                only: vec![only.into()],
+                timeout: std::time::Duration::from_secs(20),
+                ..Options::default()
+            };
+            let start = std::time::Instant::now();
+            let rep = run(&o, |_| {}).unwrap();
+            assert!(start.elapsed() < std::time::Duration::from_secs(5));
+            let r = &rep.results[0];
+            assert!(!r.pass);
+            assert!(r.reason.starts_with(what), "{}", r.reason);
+            assert!(r.reason.contains("exit status: 3"), "{}", r.reason);
+            assert!(
+                r.reason.contains("[peer output: giving up on cfe-"),
+                "{}",
+                r.reason
+            );
+        }
     }
 }

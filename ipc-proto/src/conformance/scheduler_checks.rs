@@ -66,8 +66,8 @@ fn create(ctx: &mut Ctx) -> Result<FabricSession, String> {
 fn setup(ctx: &mut Ctx) -> Result<(FabricSession, u32), String> {
     let s = create(ctx)?;
     ctx.start_peer()?;
-    let pid = s
-        .wait_for_scheduler(ctx.opts.timeout)
+    let pid = ctx
+        .wait_for(|step| s.wait_for_scheduler(step))
         .map_err(|e| format!("no scheduler attached: {e}"))?;
     Ok((s, pid))
 }
@@ -495,8 +495,8 @@ fn faulty(ctx: &mut Ctx, fault: Fault) -> Result<(), String> {
         s.segment().debug_set_fabric_pid(si.pid());
     }
     ctx.start_peer()?;
-    let pid = s
-        .wait_for_scheduler(ctx.opts.timeout)
+    let pid = ctx
+        .wait_for(|step| s.wait_for_scheduler(step))
         .map_err(|e| format!("no scheduler attached: {e}"))?;
     let mut ch = s.connect().map_err(err)?;
     ch.set_timeout(Some(ctx.opts.timeout));
