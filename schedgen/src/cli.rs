@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::calib::linkmodel::LinkModel;
+use crate::calib::linkmodel::{LinkLayer, LINK_LAYER_NAMES};
 use crate::calib::overheads::suggested_loggopsim_command;
 use crate::calib::pinning::{PinningModel, DEFAULT_PIN_A_US, DEFAULT_PIN_B_US_PER_BYTE};
 use crate::goal::{GoalWriter, Prelude};
@@ -66,14 +66,28 @@ pub struct TraceArgs {
     #[arg(long = "print-overheads")]
     pub print_overheads: bool,
     /// Calibration 3: each MPI call's duration minus the link-layer time of
-    /// its sends/receives (analytic model of the fabric preset) becomes a calc.
+    /// its sends/receives (see --link-model) becomes a calc.
     #[arg(long)]
     pub durations: bool,
-    /// Fabric preset of the link model used by --durations.
-    #[arg(long, default_value = "thesis-ddr", value_parser = ["thesis-ddr"])]
-    pub preset: String,
-    /// Calibration 4: read all ranks together and delay early ranks so all
-    /// enter each collective's communication at the same simulated time.
+    /// Link layer that --durations subtracts: the one of the network the
+    /// schedule will be simulated on. `thesis-ddr`: the analytic model of
+    /// the fabric's thesis-era preset (for runs on the flit-level fabric);
+    /// `none`: nothing (for the LogGOPS/LogGP backend, which at L=o=g=G=O=0
+    /// charges nothing for a message).
+    #[arg(
+        long = "link-model",
+        visible_alias = "preset",
+        value_name = "MODEL",
+        default_value = "thesis-ddr",
+        value_parser = LINK_LAYER_NAMES.to_vec()
+    )]
+    pub link_model: String,
+    /// Calibration 4: read all ranks together, put their times on rank 0's
+    /// clock (`# clockdiff:` headers), start each rank at its MPI_Init
+    /// return and delay early ranks so all enter each collective's
+    /// communication at the same simulated time (the delay comes out of the
+    /// collective's own calc). A rank's simulated run time is then its
+    /// finish time minus its start skew (`mpi-tracer compare --start-skew`).
     #[arg(long = "sync-collectives")]
     pub sync_collectives: bool,
 }
@@ -214,7 +228,17 @@ pub fn trace_options(
             a_us: t.pin_a,
             b_us_per_byte: t.pin_b,
         }),
-        durations: t.durations.then(LinkModel::thesis_ddr),
+        durations: if t.durations {
+            Some(LinkLayer::by_name(&t.link_model).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "unknown --link-model `{}` (known: {})",
+                    t.link_model,
+                    LINK_LAYER_NAMES.join(", ")
+                )
+            })?)
+        } else {
+            None
+        },
         sync_collectives: t.sync_collectives,
         require_all: t.require_all,
         start_file: t.traces_start.clone(),

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use schedgen::calib::linkmodel::LinkModel;
+use schedgen::calib::linkmodel::{LinkLayer, LinkModel};
 use schedgen::trace::{translate, TraceOptions};
 
 fn data(rel: &str) -> PathBuf {
@@ -153,7 +153,7 @@ fn ringtest_translates_and_durations_follow_the_thesis_structure() {
     );
     // Durations method: the structure of ringtest_durations.goal.
     let o = TraceOptions {
-        durations: Some(LinkModel::thesis_ddr()),
+        durations: Some(LinkLayer::Analytic(LinkModel::thesis_ddr())),
         ..thesis_opts()
     };
     let t = translate(&first, &o).unwrap();
@@ -217,25 +217,98 @@ l13 requires l11
 }
 
 #[test]
-fn sync_collectives_delays_the_early_rank() {
-    // ringtest: Allreduce entered 188 us after Init on rank 0, 198 us on
-    // rank 1, so rank 0 waits 10 us before its communication, taken out of
-    // its 43 us duration (thesis 5.4.1).
+fn sync_collectives_use_the_common_clock() {
+    // ringtest on rank 0's clock (rank 1's `# clockdiff: 801.086426`, in
+    // microseconds, added to rank 1's times): rank 1 leaves MPI_Init at
+    // 1306395099521319 + 801.086426, 39.913574 us before rank 0
+    // (...522160), so rank 0 starts with a 39.913574 us calc. Allreduce
+    // entries: rank 0 at ...522348, rank 1 at ...521517 + 801.086426 =
+    // ...522318.086426, so rank 1 (not rank 0, as the entry times relative
+    // to each rank's own MPI_Init return of thesis 5.4.1 would say) waits
+    // 29.913574 us, taken out of its 78 us - 12,600 ps link time.
     let o = TraceOptions {
-        durations: Some(LinkModel::thesis_ddr()),
+        durations: Some(LinkLayer::Analytic(LinkModel::thesis_ddr())),
         sync_collectives: true,
         ..thesis_opts()
     };
     let t = translate(&data("ringtest/pmpi-trace-rank-0.txt"), &o).unwrap();
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
     let rank0 = t.goal.split("rank 1 {").next().unwrap();
-    assert!(rank0.contains("l11: calc 32987400\n"), "{rank0}");
     assert!(
-        rank0.contains("l13: calc 10000000\nl13 requires l12\nl9 requires l13\nl10 requires l13\n"),
+        rank0.contains("rank 0 {\nl1: calc 39913574\nl2: recv 40b from 1 tag 123\nl3: calc 79000000\nl2 requires l3\nl3 requires l1\n"),
         "{rank0}"
     );
+    // Rank 0 enters last: no delay, its whole duration stays.
+    assert!(rank0.contains("l12: calc 42987400\n"), "{rank0}");
+    assert_eq!(rank0.matches(": calc").count(), 10, "{rank0}");
     let rank1 = t.goal.split("rank 1 {").nth(1).unwrap();
-    assert!(rank1.contains("l11: calc 77987400\n"), "{rank1}");
-    assert!(!rank1.contains("l13: calc 0"), "no delay for the late rank");
+    assert!(rank1.starts_with("\nl1: recv 40b from 0 tag 123\n"), "no start calc for the earliest rank");
+    assert!(rank1.contains("l11: calc 48073826\n"), "{rank1}");
+    assert!(
+        rank1.contains("l13: calc 29913574\nl13 requires l12\nl9 requires l13\nl10 requires l13\n"),
+        "{rank1}"
+    );
+    // Each rank's calcs still add up to its traced run time (+ start skew
+    // for rank 0, - link time of the Allreduce's 4-byte send and receive,
+    // which the fabric adds back).
+    let sum = |r: &str| -> u64 {
+        r.lines()
+            .filter_map(|l| l.split_once(": calc ").map(|(_, v)| v.parse::<u64>().unwrap()))
+            .sum()
+    };
+    let link = 31_500 + 12_600; // the 40 B Irecv/Recv and the 4 B Allreduce recv
+    assert_eq!(sum(rank0) + link, 39_913_574 + 6_721_000_000);
+    assert_eq!(sum(rank1) + link, 6_748_000_000);
+    assert_eq!(
+        schedgen::trace::translate::start_skews_us(&data("ringtest/pmpi-trace-rank-0.txt"))
+            .unwrap()
+            .iter()
+            .map(|s| (s * 1e6).round() as u64)
+            .collect::<Vec<_>>(),
+        vec![39_913_574, 0]
+    );
+}
+
+#[test]
+fn sync_collectives_read_the_clock_offset_header() {
+    let dir = example_dir();
+    let r1 = dir.path().join("pmpi-trace-rank-1.txt");
+    let text = std::fs::read_to_string(&r1).unwrap();
+    // Rank 1's clock runs 20 us ahead: +(-20) us gives rank 0 time, so it
+    // left MPI_Init at 85 (< rank 0's 100) and entered the barrier at 200
+    // (< 220), and waits 20 us there.
+    std::fs::write(&r1, format!("# clockdiff: -20.000000 s (relative to rank 0)\n{text}")).unwrap();
+    std::fs::write(
+        dir.path().join("pmpi-trace-rank-0.txt"),
+        format!("# clockdiff: 0.000000 s (relative to rank 0)\n{EXAMPLE_RANK0}"),
+    )
+    .unwrap();
+    let first = dir.path().join("pmpi-trace-rank-0.txt");
+    let o = TraceOptions {
+        sync_collectives: true,
+        ..thesis_opts()
+    };
+    let t = translate(&first, &o).unwrap();
+    assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+    let rank0 = t.goal.split("rank 1 {").next().unwrap();
+    assert!(rank0.contains("rank 0 {\nl1: calc 15000000\n"), "{rank0}");
+    let rank1 = t.goal.split("rank 1 {").nth(1).unwrap();
+    assert!(rank1.contains(": calc 20000000\n"), "{rank1}");
+    assert_eq!(
+        schedgen::trace::translate::start_skews_us(&first).unwrap(),
+        vec![15.0, 0.0]
+    );
+    // A malformed offset names file and line; a missing one warns.
+    std::fs::write(&r1, format!("# clockdiff: soon s\n{text}")).unwrap();
+    let err = translate(&first, &o).unwrap_err().to_string();
+    assert!(err.contains("pmpi-trace-rank-1.txt:1:") && err.contains("`soon`"), "{err}");
+    std::fs::write(&r1, &text).unwrap();
+    let t = translate(&first, &o).unwrap();
+    assert!(
+        t.warnings.iter().any(|w| w.contains("pmpi-trace-rank-1.txt: no `# clockdiff:`")),
+        "{:?}",
+        t.warnings
+    );
 }
 
 #[test]
@@ -498,7 +571,7 @@ fn durations_subtract_multi_flit_link_time() {
     )
     .unwrap();
     let o = TraceOptions {
-        durations: Some(LinkModel::thesis_ddr()),
+        durations: Some(LinkLayer::Analytic(LinkModel::thesis_ddr())),
         timemult: 1e6,
         ..Default::default()
     };

@@ -87,18 +87,18 @@ struct Cli {
     /// Transport of the polling runs (the thesis: message queues).
     #[arg(long, value_enum, default_value = "ipc")]
     query_transport: TransportArg,
-    /// Runs per setup; the wall time is their median.
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
+    /// Runs per setup; the wall time is their median [default: 3, --tiny 1].
+    #[arg(long)]
+    runs: Option<usize>,
     /// Wall-time budget of one run, in seconds [default: 10, --full 60, --tiny 60].
     #[arg(long)]
     budget: Option<f64>,
-    /// Scaling study: port counts P of fattree:P (P*P/2 HCAs).
-    #[arg(long, value_delimiter = ',', default_value = "16,22,28,32")]
-    scaling_ports: Vec<u32>,
-    /// Scaling study: messages per rank.
-    #[arg(long, value_delimiter = ',', default_value = "15,30,45")]
-    scaling_counts: Vec<u64>,
+    /// Scaling study: port counts P of fattree:P (P*P/2 HCAs) [default: 16,22,28,32; --tiny 4,6].
+    #[arg(long, value_delimiter = ',')]
+    scaling_ports: Option<Vec<u32>>,
+    /// Scaling study: messages per rank [default: 15,30,45; --tiny 2,4].
+    #[arg(long, value_delimiter = ',')]
+    scaling_counts: Option<Vec<u64>>,
     /// Scaling study: message size in bytes.
     #[arg(long, default_value_t = 1000)]
     scaling_bytes: u64,
@@ -163,7 +163,7 @@ fn main() {
 }
 
 fn run(cli: &Cli) -> anyhow::Result<()> {
-    if cli.runs == 0 {
+    if cli.runs == Some(0) {
         bail!("--runs must be at least 1");
     }
     if let Some(b) = cli.budget {
@@ -178,16 +178,21 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
     let (cfg_name, ranks, topo, runs, budget) = if cli.tiny {
         ("efficiency-tiny", 2, "chain:1", 1, 60.0)
     } else if cli.full {
-        ("efficiency-full", 648, "M9", cli.runs, 60.0)
+        ("efficiency-full", 648, "M9", 3, 60.0)
     } else {
-        ("efficiency", 128, "fattree:16", cli.runs, 10.0)
+        ("efficiency", 128, "fattree:16", 3, 10.0)
     };
-    // --runs given explicitly wins over the tiny default of 1.
-    let runs = if cli.tiny && std::env::args().any(|a| a == "--runs" || a.starts_with("--runs=")) {
-        cli.runs
+    let runs = cli.runs.unwrap_or(runs);
+    let (ports, counts) = if cli.tiny {
+        (vec![4, 6], vec![2, 4])
     } else {
-        runs
+        (vec![16, 22, 28, 32], vec![15, 30, 45])
     };
+    let ports = cli.scaling_ports.clone().unwrap_or(ports);
+    let counts = cli.scaling_counts.clone().unwrap_or(counts);
+    if ports.iter().any(|p| *p < 2 || p % 2 == 1) || counts.contains(&0) {
+        bail!("--scaling-ports must be even numbers >= 2 and --scaling-counts positive");
+    }
     let name = cli.name.clone().unwrap_or_else(|| cfg_name.to_string());
     let budget = Duration::from_secs_f64(cli.budget.unwrap_or(budget));
     let do_scaling = !cli.no_scaling && (cli.scaling || cli.scaling_only || cli.full);
@@ -208,6 +213,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         report::machine_info()
     );
     let mut written: Vec<PathBuf> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
 
     if do_eff {
         let bytes = cli.bytes.unwrap_or(180);
@@ -245,6 +251,12 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             verbose: cli.verbose,
         };
         let res = runner.run_study(&cfg)?;
+        failed.extend(
+            res.rows
+                .iter()
+                .filter(|r| matches!(r.status, study::efficiency::Status::Failed(_)))
+                .map(|r| r.setup.label()),
+        );
         md.push_str(&format!(
             "## Five setups on the same traffic\n\nTraffic: {}. Runs per setup: up to {} (median; a setup is repeated only while its total stays within the budget). Budget per run: {} s. Reference final time (errors, extrapolation): {} ps from {}.\n\n",
             cfg.workload.describe(),
@@ -273,11 +285,6 @@ Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy
     }
 
     if do_scaling {
-        let (ports, counts) = if cli.tiny && !cli.scaling_ports_given() {
-            (vec![4, 6], vec![2, 4])
-        } else {
-            (cli.scaling_ports.clone(), cli.scaling_counts.clone())
-        };
         let scfg = ScalingConfig {
             ports,
             counts,
@@ -288,6 +295,11 @@ Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy
             budget,
         };
         let rows = scaling::run(&scfg, &bins, work.path())?;
+        failed.extend(
+            rows.iter()
+                .filter(|r| r.status == "failed")
+                .map(|r| format!("scaling {} x {}", r.topology, r.count)),
+        );
         let mut fits = scaling::fits(&rows, |r| Some(r.wall_s), "wall time");
         fits.extend(scaling::fits(&rows, |r| r.loop_s, "event-loop time"));
         md.push_str(&format!(
@@ -317,14 +329,14 @@ Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy
     for p in &written {
         eprintln!("  {}", p.display());
     }
-    Ok(())
-}
-
-impl Cli {
-    fn scaling_ports_given(&self) -> bool {
-        std::env::args()
-            .any(|a| a.starts_with("--scaling-ports") || a.starts_with("--scaling-counts"))
+    if !failed.is_empty() {
+        bail!(
+            "{} run(s) failed (marked in the table; the reasons are above): {}",
+            failed.len(),
+            failed.join(", ")
+        );
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -219,13 +219,13 @@ where
         .map(|r| r.wall_s)
         .fold(f64::INFINITY, f64::min)
         .min(1.0)
-        / 2.0;
+        / 1.5;
     let ymax = ok
         .iter()
         .map(|r| r.wall_s)
         .fold(0.0, f64::max)
         .max(ymin * 4.0)
-        * 2.0;
+        * 1.5;
     let mut chart = ChartBuilder::on(&root)
         .caption(
             "Scaling: wall time vs HCAs (chain pattern, fabric alone)",

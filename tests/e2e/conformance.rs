@@ -117,13 +117,24 @@ fn loggopsim_conforms_as_a_scheduler() {
     let dir = tempfile::tempdir().unwrap();
     let g = dir.path().join("pp3.goal");
     std::fs::write(&g, PINGPONG3).unwrap();
-    for protocol in ["notify", "query"] {
-        let spawn = format!(
+    // 8 ranks, 3 rounds: in every round all 8 messages are in flight at
+    // once and, with the checker's fixed latency, arrive at one time.
+    let d = dir.path().join("diss8.goal");
+    let o = crate::util::run(
+        Command::new(bin("loggopsim"))
+            .args(["gen", "dissemination", "-s", "8", "-d", "64", "-o"])
+            .arg(&d),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let spawn = |goal: &std::path::Path| {
+        format!(
             "{} -f {} -L 0 -o 0 -g 0 -G 0 -O 0 --network ipc --key {{key}} --protocol {{protocol}}",
             bin("loggopsim").display(),
-            g.display()
-        );
-        let o = conformance("scheduler", protocol, &spawn, &[]);
+            goal.display()
+        )
+    };
+    for protocol in ["notify", "query"] {
+        let o = conformance("scheduler", protocol, &spawn(&g), &[]);
         assert_conforms(&o, SCHEDULER_SCENARIOS, &format!("loggopsim {protocol}"));
         // Three messages, each arriving 1000 ps (the checker's latency)
         // after it was sent: Finish at 3000 ps.
@@ -132,6 +143,25 @@ fn loggopsim_conforms_as_a_scheduler() {
             out.contains("3 inserts") && out.contains("until Finish at 3000 ps"),
             "{out}"
         );
+        let o = conformance(
+            "scheduler",
+            protocol,
+            &spawn(&d),
+            &["--only", "run", "--latency", "100ps"],
+        );
+        assert_conforms(&o, &["run"], &format!("loggopsim dissemination {protocol}"));
+        let out = text(&o.stdout);
+        // Three rounds of 100 ps.
+        assert!(out.contains("24 inserts"), "{out}");
+        assert!(out.contains("until Finish at 300 ps"), "{out}");
+        if protocol == "notify" {
+            // One NoMoreInserts per round, answered by a batch of 8
+            // Arrivals (and the batch end) in one queue message.
+            assert!(
+                out.contains("3 NoMoreInserts, 3 batches (largest 8)"),
+                "{out}"
+            );
+        }
     }
 }
 

@@ -761,3 +761,114 @@ fn fabric_logs_are_written() {
         assert_eq!(f["server"]["arrivals"], 24);
     }
 }
+
+/// `--map` moves ranks: rank 0 on H_8 and rank 1 on H_1 of H8_S2 puts the
+/// two switches on the path, +100 ns (ISW + VSW, ibfabric.md 11 case 6)
+/// over the one-switch 150.6 ns. A bad map file is a startup error naming
+/// file and line.
+#[test]
+fn rank_map_file_places_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = write_goal(
+        dir.path(),
+        "one.goal",
+        "num_ranks 2\n\nrank 0 {\nl1: send 44b to 1 tag 0\n}\n\nrank 1 {\nl1: recv 44b from 0 tag 0\n}\n",
+    );
+    let map = write_goal(dir.path(), "map.txt", "# rank hca\n0 H_8\n1 H_1\n");
+    let bad = write_goal(dir.path(), "bad.txt", "0 H_8\n0 H_1\n");
+    let gs = g.to_str().unwrap();
+    for transport in ["ipc", "inproc"] {
+        let (s, _) = cosim_json(&[
+            "-f",
+            gs,
+            "-t",
+            "H8_S2",
+            "--transport",
+            transport,
+            "--key",
+            &fresh_key(),
+        ]);
+        assert_eq!(
+            finish_times(&s),
+            vec![0, 150_600],
+            "{transport}: default map, one switch"
+        );
+        let (s, _) = cosim_json(&[
+            "-f",
+            gs,
+            "-t",
+            "H8_S2",
+            "--map",
+            map.to_str().unwrap(),
+            "--transport",
+            transport,
+            "--key",
+            &fresh_key(),
+        ]);
+        assert_eq!(
+            finish_times(&s),
+            vec![0, 250_600],
+            "{transport}: mapped across two switches"
+        );
+        let key = fresh_key();
+        let o = run_limited(
+            cosim_cmd(&[
+                "-f",
+                gs,
+                "-t",
+                "H8_S2",
+                "--map",
+                bad.to_str().unwrap(),
+                "--transport",
+                transport,
+                "--key",
+                &key,
+            ]),
+            Duration::from_secs(30),
+        );
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{transport}: {err}");
+        assert!(
+            err.contains("bad.txt:2: rank 0 is mapped twice (first on line 1)"),
+            "{transport}: {err}"
+        );
+        assert_eq!(session_objects_left(&key), Vec::<String>::new());
+    }
+}
+
+/// The two sides must speak the same protocol: the scheduler reads the
+/// fabric's protocol from the control segment and refuses to start.
+#[test]
+fn protocol_mismatch_is_refused() {
+    let key = fresh_key();
+    let mut fabric = Command::new(bin("ibnet"))
+        .args([
+            "serve",
+            "--key",
+            &key,
+            "--protocol",
+            "notify",
+            "--topology",
+            "H8_S1",
+            "--attach-timeout",
+            "5",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut c = Command::new(bin("loggopsim"));
+    c.arg("-f")
+        .arg(ltest())
+        .args(["--network", "ipc", "--key", &key, "--protocol", "query"]);
+    let o = run_limited(c, Duration::from_secs(20));
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("serves the notify protocol, but --protocol query was given"),
+        "{err}"
+    );
+    let _ = fabric.kill();
+    let _ = fabric.wait();
+    let _ = ipc_proto::cleanup(&key);
+}

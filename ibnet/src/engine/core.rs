@@ -62,6 +62,8 @@ pub enum TrafficMode {
     SeqRand(Vec<u16>),
 }
 
+static mut CNT: [u64; 32] = [0; 32];
+static mut PEND: u64 = 0;
 const SEQ_SHIFT: u32 = 20;
 const NONE: u32 = u32::MAX;
 const NS: u64 = 1000;
@@ -1057,6 +1059,7 @@ impl Fabric {
             self.next_boundary = (k + 1) * self.tm.cred;
         }
         self.events += 1;
+        unsafe { let d = std::mem::discriminant(&ev); let i: usize = std::mem::transmute::<_, u64>(d) as usize; CNT[i.min(31)] += 1; PEND += (self.heap.len() + self.nowq.len()) as u64; if self.events % 10_000_000 == 0 { eprintln!("{:?} pend {}", &CNT[..24], PEND / self.events); } }
         match ev {
             Ev::AppStart { h } => self.app_next(h as usize),
             Ev::AppInject { h, msg } => {

@@ -404,3 +404,145 @@ impl Drop for CosimNetwork {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Params, Sim};
+    use ibnet::server::{FabricServer, FabricSetup, ServerConfig, SetupArgs};
+
+    fn zero() -> Params {
+        Params {
+            l: 0,
+            o: 0,
+            g: 0,
+            big_g: 0,
+            big_o: 0,
+            ..Params::default()
+        }
+    }
+
+    /// A backend whose fabric thread runs `cfg` (H8_S1, thesis-ddr).
+    fn backend(
+        protocol: Protocol,
+        fabric_q: u64,
+        sched_q: u64,
+        estimate: Option<f64>,
+    ) -> CosimNetwork {
+        let setup = FabricSetup::build(&SetupArgs {
+            topology: "H8_S1".into(),
+            ..SetupArgs::default()
+        })
+        .unwrap();
+        let cfg = ServerConfig {
+            protocol,
+            quantum: Time(fabric_q),
+            estimate,
+            rank_hcas: setup.rank_hcas,
+        };
+        let mut server = FabricServer::new(setup.fabric, cfg).unwrap();
+        let (s, mut f) = ipc_proto::inproc::pair(protocol).unwrap();
+        std::thread::spawn(move || {
+            let _ = ibnet::server::serve_channel(&mut f, &mut server, None);
+        });
+        CosimNetwork::new(s, Time(sched_q), estimate.is_some(), "test".into(), None)
+    }
+
+    const PINGPONG: &str = "num_ranks 2\n\nrank 0 {\nl1: send 44b to 1 tag 0\nl2: recv 44b from 1 tag 0\nl2 requires l1\n}\n\nrank 1 {\nl1: recv 44b from 0 tag 0\nl2: send 44b to 0 tag 0\nl2 requires l1\n}\n";
+
+    fn run(net: CosimNetwork) -> Result<Vec<u64>, crate::engine::SimError> {
+        let sched = crate::goal::parse_str("pp.goal", PINGPONG).unwrap();
+        let mut sim = Sim::new(sched, zero(), net)?;
+        sim.run()?;
+        Ok(sim.report().finish_times)
+    }
+
+    /// Ping-pong of one-flit messages over one switch: each way takes
+    /// 150.6 ns (ibfabric.md 11 case 1 with the sec. 13 numbers), so rank 1
+    /// finishes at 150600 ps and rank 0 at 301200 ps, in both protocols.
+    #[test]
+    fn pingpong_both_protocols() {
+        assert_eq!(
+            run(backend(Protocol::Notify, 1, 1, None)).unwrap(),
+            vec![301_200, 150_600]
+        );
+        assert_eq!(
+            run(backend(Protocol::Query, 1, 1, Some(1.0))).unwrap(),
+            vec![301_200, 150_600]
+        );
+        // 1 ns polling: each arrival is learned at the next multiple of
+        // 1 ns after its send (sends at 0 and 151 ns).
+        assert_eq!(
+            run(backend(Protocol::Query, 1000, 1000, None)).unwrap(),
+            vec![302_000, 151_000]
+        );
+    }
+
+    #[test]
+    fn quantum_mismatch_is_detected() {
+        let e = run(backend(Protocol::Query, 1000, 1, None))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected 1 ps (t' + q with q = 1 ps)"), "{e}");
+        assert!(e.contains("--quantum/--estimate agree"), "{e}");
+    }
+
+    #[test]
+    fn stats_count_protocol_records() {
+        let sched = crate::goal::parse_str("pp.goal", PINGPONG).unwrap();
+        let mut sim = Sim::new(sched, zero(), backend(Protocol::Notify, 1, 1, None)).unwrap();
+        sim.run().unwrap();
+        let st: std::collections::HashMap<String, u64> =
+            sim.network().stats().into_iter().collect();
+        assert_eq!(
+            (st["inserts"], st["no_more_inserts"], st["arrivals"]),
+            (2, 2, 2)
+        );
+    }
+
+    #[test]
+    fn fabric_errors_become_engine_errors() {
+        let (s, mut f) = ipc_proto::inproc::pair(Protocol::Notify).unwrap();
+        let mut net = CosimNetwork::new(s, Time(1), false, "test".into(), None);
+        std::thread::spawn(move || {
+            let _ = f.recv();
+            f.send(Record::error(ErrorCode::Deadlock, "2 stuck: 4,9"))
+                .unwrap();
+            f.flush().unwrap();
+        });
+        net.insert(Time(0), 0, 1, 8, 0).unwrap();
+        match net.wait_arrivals(Time(0)) {
+            Err(NetError::Deadlock { handles, detail }) => {
+                assert_eq!(handles, vec![4, 9]);
+                assert!(detail.contains("deadlock"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ipc_needs_a_key_and_a_fabric() {
+        let mut a = CosimArgs {
+            protocol: Protocol::Notify,
+            quantum: Time(1),
+            estimate: None,
+            key: None,
+            connect_timeout: 0.05,
+            fabric: SetupArgs::default(),
+            fabric_report: None,
+            fabric_json: false,
+            log_inserts: None,
+            log_arrivals: None,
+        };
+        assert!(CosimNetwork::connect_ipc(&a, 2)
+            .err()
+            .unwrap()
+            .contains("--network ipc needs --key"));
+        a.key = Some(format!("nofabric-{}", std::process::id()));
+        let e = CosimNetwork::connect_ipc(&a, 2).err().unwrap();
+        assert!(
+            e.contains("cannot attach to the fabric") && e.contains("timed out"),
+            "{e}"
+        );
+    }
+}

@@ -79,3 +79,68 @@ pub fn spawn(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
         Some(hook),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ibnet::server::SetupArgs;
+    use ipc_proto::{Protocol, Time};
+
+    fn args(topology: &str) -> CosimArgs {
+        CosimArgs {
+            protocol: Protocol::Notify,
+            quantum: Time(1),
+            estimate: None,
+            key: None,
+            connect_timeout: 1.0,
+            fabric: SetupArgs {
+                topology: topology.into(),
+                ..SetupArgs::default()
+            },
+            fabric_report: None,
+            fabric_json: false,
+            log_inserts: None,
+            log_arrivals: None,
+        }
+    }
+
+    #[test]
+    fn startup_errors_are_clear() {
+        let e = spawn(&args("H8_S1"), 9).err().unwrap();
+        assert_eq!(
+            e,
+            "the schedule has 9 ranks but the fabric (H8_S1) maps only 8 ranks to HCAs (use a larger topology or a --map file)"
+        );
+        let e = spawn(&args("H9_S9"), 2).err().unwrap();
+        assert!(
+            e.contains("H9_S9") && e.contains("neither an existing file nor a built-in"),
+            "{e}"
+        );
+        let mut a = args("H8_S1");
+        a.fabric.preset = "nope".into();
+        assert!(spawn(&a, 2).err().unwrap().contains("--preset nope"));
+    }
+
+    #[test]
+    fn finish_joins_the_fabric_and_reports_its_counters() {
+        use crate::network::Network;
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = args("H8_S1");
+        a.fabric_report = Some(dir.path().join("fabric.txt"));
+        let mut net = spawn(&a, 2).unwrap();
+        let h = net.insert(Time(0), 0, 1, 44, 0).unwrap();
+        assert_eq!(
+            net.wait_arrivals(Time(0)).unwrap(),
+            vec![(h, Time(150_600))]
+        );
+        net.finish(Time(150_600)).unwrap();
+        let st: std::collections::HashMap<String, u64> = net.stats().into_iter().collect();
+        assert_eq!(st["fabric_end_ps"], 150_600);
+        assert_eq!(st["causality_errors"], 0);
+        let text = std::fs::read_to_string(dir.path().join("fabric.txt")).unwrap();
+        assert!(
+            text.contains("protocol: 1 inserts, 1 NoMoreInserts, 1 arrival batches, 1 arrivals"),
+            "{text}"
+        );
+    }
+}

@@ -158,6 +158,51 @@ impl LinkModel {
     }
 }
 
+/// The link layer a schedule made with `--durations` will be simulated on,
+/// i.e. what the method subtracts from each call's duration (thesis 5.4:
+/// "the time it takes all the data to travel through the link layer", which
+/// the simulated network adds back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// No link layer: the LogGOPS/LogGP backend with all parameters at zero
+    /// charges nothing for a message, so nothing may be subtracted (a traced
+    /// call's whole duration stays in its calc).
+    None,
+    /// The analytic model of a fabric preset (the flit-level fabric
+    /// charges these times itself).
+    Analytic(LinkModel),
+}
+
+/// Names accepted by [`LinkLayer::by_name`] (`trace2goal --link-model`).
+pub const LINK_LAYER_NAMES: &[&str] = &["none", "thesis-ddr"];
+
+impl LinkLayer {
+    /// `none` or `thesis-ddr` (the fabric preset of ibfabric.md 13).
+    pub fn by_name(name: &str) -> Option<Self> {
+        match name {
+            "none" => Some(LinkLayer::None),
+            "thesis-ddr" => Some(LinkLayer::Analytic(LinkModel::thesis_ddr())),
+            _ => None,
+        }
+    }
+
+    /// Link-layer time charged to the sender of `bytes` bytes, ps.
+    pub fn send_time_ps(&self, bytes: u64) -> u64 {
+        match self {
+            LinkLayer::None => 0,
+            LinkLayer::Analytic(m) => m.send_time_ps(bytes),
+        }
+    }
+
+    /// Link-layer time charged to the receiver of `bytes` bytes, ps.
+    pub fn recv_time_ps(&self, bytes: u64) -> u64 {
+        match self {
+            LinkLayer::None => 0,
+            LinkLayer::Analytic(m) => m.recv_time_ps(bytes),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +239,23 @@ mod tests {
         let f = m.flits(10_000);
         assert_eq!(f.len(), 34 * 4 + 22);
         assert_eq!(*f.last().unwrap(), 1396 - 64 * 21);
+    }
+
+    #[test]
+    fn link_layer_by_name() {
+        let none = LinkLayer::by_name("none").unwrap();
+        assert_eq!(none.send_time_ps(400_000), 0);
+        assert_eq!(none.recv_time_ps(400_000), 0);
+        let ddr = LinkLayer::by_name("thesis-ddr").unwrap();
+        assert_eq!(ddr.recv_time_ps(40), 31_500);
+        assert_eq!(ddr.send_time_ps(108), 32_000);
+        // 400,000 B: 185 full packets of 34 flits and a last one of
+        // 1140 + 20 B = 19 flits, 6309 flits: about 200 us on the wire.
+        assert_eq!(LinkModel::thesis_ddr().message(400_000, 1).flits, 6309);
+        assert!((195_000_000..205_000_000).contains(&ddr.send_time_ps(400_000)));
+        assert_eq!(LinkLayer::by_name("qdr"), None);
+        for n in LINK_LAYER_NAMES {
+            assert!(LinkLayer::by_name(n).is_some());
+        }
     }
 }

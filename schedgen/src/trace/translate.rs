@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::reader::{recognise, Call, Fields, Recognised, TraceError};
-use crate::calib::linkmodel::LinkModel;
+use crate::calib::linkmodel::LinkLayer;
 use crate::calib::pinning::{IntervalSet, PinningModel};
 use crate::goal::{maketag, Counts, DepKind, GoalWriter, Label, Prelude};
 use crate::patterns;
@@ -35,9 +35,13 @@ pub struct TraceOptions {
     pub raw_tags: bool,
     /// Calibration 1: memory pinning calcs before p2p transfers.
     pub pinning: Option<PinningModel>,
-    /// Calibration 3: MPI call durations minus link-layer time as calcs.
-    pub durations: Option<LinkModel>,
-    /// Calibration 4: synchronised collectives.
+    /// Calibration 3: MPI call durations minus the link-layer time of the
+    /// network the schedule will be simulated on ([`LinkLayer::None`] for
+    /// the LogGOPS backend at zero parameters) as calcs.
+    pub durations: Option<LinkLayer>,
+    /// Calibration 4: synchronised collectives on the traces' common clock
+    /// (absolute times corrected by each file's `# clockdiff:`); each rank
+    /// also starts with a calc of its start skew (see [`start_skews_us`]).
     pub sync_collectives: bool,
     /// Fail when the traces declare more ranks than files exist.
     pub require_all: bool,
@@ -393,6 +397,9 @@ impl Ctx<'_> {
     /// units.
     fn link_units(&self, ops: &[(bool, i32)]) -> u64 {
         let Some(m) = self.o.durations else { return 0 };
+        if m == LinkLayer::None {
+            return 0;
+        }
         let ps: u64 = ops
             .iter()
             .map(|&(send, size)| {
@@ -458,7 +465,24 @@ pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceErr
     if o.extr < 1 {
         return Err(TraceError::Other("--traces-extr must be at least 1".into()));
     }
-    // Find the consecutive files (4.1).
+    let traces = read_traces(first)?;
+    let hn = traces.len();
+    let mut ctx = Ctx {
+        o,
+        warnings: Vec::new(),
+    };
+    check_missing_ranks(first, &traces, &mut ctx)?;
+
+    let sync = if o.sync_collectives {
+        Some(sync_targets(&traces, &mut ctx)?)
+    } else {
+        None
+    };
+    translate_all(o, traces, hn, ctx, sync)
+}
+
+/// Reads the consecutive trace files whose rank-0 file is `first` (4.1).
+fn read_traces(first: &Path) -> Result<Vec<RankTrace>, TraceError> {
     let mut traces = Vec::new();
     loop {
         let f = trace_file_names(first, traces.len())?;
@@ -487,18 +511,16 @@ pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceErr
             msg: "trace file not found".into(),
         });
     }
-    let hn = traces.len();
-    let mut ctx = Ctx {
-        o,
-        warnings: Vec::new(),
-    };
-    check_missing_ranks(first, &traces, &mut ctx)?;
+    Ok(traces)
+}
 
-    let sync = if o.sync_collectives {
-        Some(sync_targets(&traces, o)?)
-    } else {
-        None
-    };
+fn translate_all(
+    o: &TraceOptions,
+    traces: Vec<RankTrace>,
+    hn: usize,
+    mut ctx: Ctx,
+    sync: Option<SyncPlan>,
+) -> Result<Translation, TraceError> {
 
     let start_file = match &o.start_file {
         Some(p) => Some(StartFile::read(p)?),
@@ -509,7 +531,9 @@ pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceErr
     let mut stops: Vec<Option<(u64, f64)>> = vec![None; hn];
     for e in 0..e_total {
         for (h, tr) in traces.iter().enumerate() {
-            let delays = sync.as_ref().map(|s| s.delays[h].as_slice());
+            let delays = sync
+                .as_ref()
+                .map(|s| (s.start[h], s.delays[h].as_slice()));
             let start = start_file.as_ref().map(|f| f.get(h));
             if let Some(s) = translate_rank(&mut w, &mut ctx, tr, h, e, hn, delays, start)? {
                 stops[h] = Some(s);
@@ -576,17 +600,66 @@ fn check_missing_ranks(
     Ok(())
 }
 
-/// Per rank, the delay (trace us) to insert before each translated
-/// collective so every rank enters it at the same time (calibration 4).
+/// Calibration 4's plan: per rank, its start skew and the delay (trace us)
+/// to insert before each translated collective so that every rank enters
+/// it at the same time on the common clock.
 struct SyncPlan {
+    /// Clock-corrected MPI_Init return minus the earliest rank's, us.
+    start: Vec<f64>,
     delays: Vec<Vec<f64>>,
 }
 
-fn sync_targets(traces: &[RankTrace], o: &TraceOptions) -> Result<SyncPlan, TraceError> {
+/// The `# clockdiff:` header of a trace: rank 0's clock minus this rank's,
+/// in microseconds although liballprof writes `s` (docs/tracing.md: adding
+/// it to this file's times gives rank 0 time). A file without it is taken
+/// to share rank 0's clock (offset 0, with a warning).
+fn clock_offset_us(tr: &RankTrace, ctx: &mut Ctx) -> Result<f64, TraceError> {
+    for (i, line) in tr.lines.iter().enumerate() {
+        if let Some(rest) = line.strip_prefix("# clockdiff:") {
+            let tok = rest.split_whitespace().next().unwrap_or("");
+            return tok
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| {
+                    TraceError::line(
+                        &tr.file,
+                        i + 1,
+                        format!("`# clockdiff:` needs a number (microseconds), got `{tok}`"),
+                    )
+                });
+        }
+        if line.starts_with("MPI_") {
+            break;
+        }
+    }
+    ctx.warnings.push(format!(
+        "{}: no `# clockdiff:` header before the first call; --sync-collectives assumes \
+         this rank shares rank 0's clock",
+        tr.file.display()
+    ));
+    Ok(0.0)
+}
+
+/// Reads all ranks' traces together (thesis 5.4.1). Times are put on rank
+/// 0's clock: `t + clockdiff`, computed relative to rank 0's MPI_Init
+/// return so that the 16-digit epoch times keep sub-microsecond precision
+/// in an f64. The simulation starts every rank at 0, so a rank that left
+/// MPI_Init s us after the earliest one gets a start calc of s: then
+/// simulated time = common-clock time - earliest Init return for every
+/// rank, and a collective entered at the same common time is entered at
+/// the same simulated time.
+fn sync_targets(
+    traces: &[RankTrace],
+    ctx: &mut Ctx,
+) -> Result<SyncPlan, TraceError> {
+    let o = ctx.o;
     let hn = traces.len() as i64;
-    // Entry time of each translated collective, relative to Init's return.
+    let mut base: Option<f64> = None;
+    let mut inits: Vec<f64> = Vec::new();
     let mut entries: Vec<Vec<f64>> = Vec::new();
     for tr in traces {
+        let offset = clock_offset_us(tr, ctx)?;
         let mut init_end = None;
         let mut v = Vec::new();
         for (i, line) in tr.lines.iter().enumerate() {
@@ -596,16 +669,33 @@ fn sync_targets(traces: &[RankTrace], o: &TraceOptions) -> Result<SyncPlan, Trac
             let f = Fields::split(line);
             let err = |m: String| TraceError::line(&tr.file, i + 1, m);
             if call == Call::Init {
-                init_end = Some(f.time(4, "end time").map_err(err)?);
+                let t = f.time(4, "end time").map_err(err)?;
+                let b = *base.get_or_insert(t);
+                init_end = Some(t - b + offset);
             } else if is_collective(call) && !o.nocolls {
                 let c = coll_fields(call, &f).map_err(err)?;
                 if c.comm_size == hn {
-                    v.push(c.start - init_end.unwrap_or(0.0));
+                    let Some(b) = base else {
+                        return Err(err(
+                            "collective before MPI_Init (--sync-collectives needs the MPI_Init \
+                             record)"
+                                .into(),
+                        ));
+                    };
+                    v.push(c.start - b + offset);
                 }
             }
         }
+        let Some(init_end) = init_end else {
+            return Err(TraceError::File {
+                file: tr.file.clone(),
+                msg: "no MPI_Init record (--sync-collectives needs each rank's start)".into(),
+            });
+        };
+        inits.push(init_end);
         entries.push(v);
     }
+    let t0 = inits.iter().copied().fold(f64::INFINITY, f64::min);
     let ncoll = entries.iter().map(Vec::len).max().unwrap_or(0);
     let mut delays = vec![Vec::new(); traces.len()];
     for k in 0..ncoll {
@@ -619,7 +709,24 @@ fn sync_targets(traces: &[RankTrace], o: &TraceOptions) -> Result<SyncPlan, Trac
             }
         }
     }
-    Ok(SyncPlan { delays })
+    Ok(SyncPlan {
+        start: inits.iter().map(|&t| t - t0).collect(),
+        delays,
+    })
+}
+
+/// Per rank, the start skew `--sync-collectives` gives it: its MPI_Init
+/// return on rank 0's clock minus the earliest rank's, us. A rank's
+/// simulated run time is then its finish time minus this (what
+/// `mpi-tracer compare --start-skew` subtracts).
+pub fn start_skews_us(first: &Path) -> Result<Vec<f64>, TraceError> {
+    let o = TraceOptions::default();
+    let traces = read_traces(first)?;
+    let mut ctx = Ctx {
+        o: &o,
+        warnings: Vec::new(),
+    };
+    Ok(sync_targets(&traces, &mut ctx)?.start)
 }
 
 /// Display name used in the `--traces-print` comments.
@@ -657,10 +764,11 @@ fn translate_rank(
     h: usize,
     e: usize,
     hn: usize,
-    sync_delays: Option<&[f64]>,
+    sync: Option<(f64, &[f64])>,
     start: Option<(u64, f64)>,
 ) -> Result<Option<(u64, f64)>, TraceError> {
     let o = ctx.o;
+    let sync_delays = sync.map(|(_, d)| d);
     let me_block = (h + hn * e) as i64;
     let total = (hn * o.extr as usize) as i32;
     let off = (hn * e) as i32;
@@ -740,6 +848,16 @@ fn translate_rank(
                 st.t0 = end;
                 st.init_end = Some(end);
                 st.after = vec![(None, DepKind::Requires)];
+                // Calibration 4: this rank starts when it left MPI_Init on
+                // the common clock, so the first gap waits for the skew.
+                let skew = sync.map_or(0.0, |(s, _)| s);
+                if skew > 0.0 {
+                    let u = ctx.units(skew, at.0, at.1);
+                    if u > 0 {
+                        let c = w.calc_cpu(u, o.cpu);
+                        st.after = vec![(Some(c), DepKind::Requires)];
+                    }
+                }
             }
             Call::Send | Call::Rsend | Call::Recv | Call::Isend | Call::Irecv => {
                 let start = f.time(1, "start time").map_err(lerr)?;
