@@ -90,6 +90,14 @@ pub struct TraceArgs {
     /// finish time minus its start skew (`mpi-tracer compare --start-skew`).
     #[arg(long = "sync-collectives")]
     pub sync_collectives: bool,
+    /// With --durations: place the operations of each matched blocking
+    /// MPI_Send/MPI_Recv pair where both calls overlap on the common clock
+    /// (`min(max(send start, recv start), send end)`), splitting each call's
+    /// duration there, so a receiver does not wait again for a sender that
+    /// lingered in MPI_Send after the transfer. Uses the same common clock
+    /// and start skew as --sync-collectives.
+    #[arg(long = "sync-p2p")]
+    pub sync_p2p: bool,
 }
 
 /// Arguments of `loggopsim gen PATTERN [options]`.
@@ -240,6 +248,7 @@ pub fn trace_options(
             None
         },
         sync_collectives: t.sync_collectives,
+        sync_p2p: t.sync_p2p,
         require_all: t.require_all,
         start_file: t.traces_start.clone(),
     })

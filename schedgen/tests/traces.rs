@@ -242,7 +242,10 @@ fn sync_collectives_use_the_common_clock() {
     assert!(rank0.contains("l12: calc 42987400\n"), "{rank0}");
     assert_eq!(rank0.matches(": calc").count(), 10, "{rank0}");
     let rank1 = t.goal.split("rank 1 {").nth(1).unwrap();
-    assert!(rank1.starts_with("\nl1: recv 40b from 0 tag 123\n"), "no start calc for the earliest rank");
+    assert!(
+        rank1.starts_with("\nl1: recv 40b from 0 tag 123\n"),
+        "no start calc for the earliest rank"
+    );
     assert!(rank1.contains("l11: calc 48073826\n"), "{rank1}");
     assert!(
         rank1.contains("l13: calc 29913574\nl13 requires l12\nl9 requires l13\nl10 requires l13\n"),
@@ -253,7 +256,10 @@ fn sync_collectives_use_the_common_clock() {
     // which the fabric adds back).
     let sum = |r: &str| -> u64 {
         r.lines()
-            .filter_map(|l| l.split_once(": calc ").map(|(_, v)| v.parse::<u64>().unwrap()))
+            .filter_map(|l| {
+                l.split_once(": calc ")
+                    .map(|(_, v)| v.parse::<u64>().unwrap())
+            })
             .sum()
     };
     let link = 31_500 + 12_600; // the 40 B Irecv/Recv and the 4 B Allreduce recv
@@ -277,7 +283,11 @@ fn sync_collectives_read_the_clock_offset_header() {
     // Rank 1's clock runs 20 us ahead: +(-20) us gives rank 0 time, so it
     // left MPI_Init at 85 (< rank 0's 100) and entered the barrier at 200
     // (< 220), and waits 20 us there.
-    std::fs::write(&r1, format!("# clockdiff: -20.000000 s (relative to rank 0)\n{text}")).unwrap();
+    std::fs::write(
+        &r1,
+        format!("# clockdiff: -20.000000 s (relative to rank 0)\n{text}"),
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("pmpi-trace-rank-0.txt"),
         format!("# clockdiff: 0.000000 s (relative to rank 0)\n{EXAMPLE_RANK0}"),
@@ -301,11 +311,16 @@ fn sync_collectives_read_the_clock_offset_header() {
     // A malformed offset names file and line; a missing one warns.
     std::fs::write(&r1, format!("# clockdiff: soon s\n{text}")).unwrap();
     let err = translate(&first, &o).unwrap_err().to_string();
-    assert!(err.contains("pmpi-trace-rank-1.txt:1:") && err.contains("`soon`"), "{err}");
+    assert!(
+        err.contains("pmpi-trace-rank-1.txt:1:") && err.contains("`soon`"),
+        "{err}"
+    );
     std::fs::write(&r1, &text).unwrap();
     let t = translate(&first, &o).unwrap();
     assert!(
-        t.warnings.iter().any(|w| w.contains("pmpi-trace-rank-1.txt: no `# clockdiff:`")),
+        t.warnings
+            .iter()
+            .any(|w| w.contains("pmpi-trace-rank-1.txt: no `# clockdiff:`")),
         "{:?}",
         t.warnings
     );
@@ -582,4 +597,141 @@ fn durations_subtract_multi_flit_link_time() {
         "{}",
         t.goal
     );
+}
+
+#[test]
+fn link_model_none_keeps_whole_durations() {
+    // ltest's first MPI_Send of rank 0 lasts 1635 us (554038 -> 555673):
+    // thesis-ddr takes the 400,000-byte send's wire time off, none does not.
+    let with = |link| TraceOptions {
+        durations: Some(link),
+        ..thesis_opts()
+    };
+    let ddr = translate(
+        &data("ltest/pmpi-trace-rank-0.txt"),
+        &with(LinkLayer::Analytic(LinkModel::thesis_ddr())),
+    )
+    .unwrap();
+    let none = translate(&data("ltest/pmpi-trace-rank-0.txt"), &with(LinkLayer::None)).unwrap();
+    let send_ps = LinkModel::thesis_ddr().send_time_ps(400_000);
+    assert!(
+        none.goal.contains("l3: calc 1635000000\nl1 requires l3\n"),
+        "{}",
+        none.goal
+    );
+    assert!(
+        ddr.goal.contains(&format!(
+            "l3: calc {}\nl1 requires l3\n",
+            1_635_000_000 - send_ps
+        )),
+        "{}",
+        ddr.goal
+    );
+}
+
+#[test]
+fn sync_p2p_places_blocking_pairs_where_the_calls_overlap() {
+    // ltest on rank 0's clock (rank 1: + -289.201736 us), relative to rank
+    // 0's MPI_Init return (...553965): rank 1 starts at -51.201736, so rank
+    // 0 gets a 51.201736 us start calc. First pair: rank 0's Send 73 ->
+    // 1708, rank 1's Recv 554273 - 553965 - 289.201736 = 18.798264 ->
+    // 1705.798264. Both operations go to max(73, 18.798264) = 73: the Send
+    // splits into 0 + 1635 us, the Recv into 54.201736 + 1632.798264 us.
+    let o = TraceOptions {
+        durations: Some(LinkLayer::None),
+        sync_p2p: true,
+        ..thesis_opts()
+    };
+    let t = translate(&data("ltest/pmpi-trace-rank-0.txt"), &o).unwrap();
+    let rank0 = t.goal.split("rank 1 {").next().unwrap();
+    assert!(
+        rank0.contains(
+            "l1: calc 51201736\nl2: send 400000b to 1 tag 0\nl3: calc 73000000\nl2 requires l3\n\
+             l3 requires l1\nl4: calc 0\nl2 requires l4\nl4 requires l3\nl5: calc 1635000000\n\
+             l5 requires l2\nl6: recv 400000b from 1 tag 0\nl7: calc 15000000\nl6 requires l7\n\
+             l7 requires l5\n"
+        ),
+        "{rank0}"
+    );
+    let rank1 = t.goal.split("rank 1 {").nth(1).unwrap();
+    assert!(
+        rank1.contains(
+            "l3: calc 54201736\nl1 requires l3\nl3 requires l2\nl4: calc 1632798264\nl4 requires l1\n"
+        ),
+        "{rank1}"
+    );
+    // No collectives are delayed without --sync-collectives, and every
+    // rank's calcs add up to its run time (+ start skew).
+    let sum = |r: &str| -> u64 {
+        r.lines()
+            .filter_map(|l| {
+                l.split_once(": calc ")
+                    .map(|(_, v)| v.parse::<u64>().unwrap())
+            })
+            .sum()
+    };
+    let run = |f: &str| {
+        let text = std::fs::read_to_string(data(f)).unwrap();
+        let init: u64 = text
+            .lines()
+            .find(|l| l.starts_with("MPI_Init"))
+            .unwrap()
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let fin: u64 = text
+            .lines()
+            .find(|l| l.starts_with("MPI_Finalize"))
+            .unwrap()
+            .split(':')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        (fin - init) * 1_000_000
+    };
+    assert_eq!(sum(rank0), run("ltest/pmpi-trace-rank-0.txt") + 51_201_736);
+    assert_eq!(sum(rank1), run("ltest/pmpi-trace-rank-1.txt"));
+}
+
+#[test]
+fn sync_p2p_leaves_wildcard_receivers_alone() {
+    // Rank 0 receives 110 -> 150, rank 1 sends 130 -> 160 (same clock, same
+    // start): both operations go to 130, the Recv splits into 20 + 20 us,
+    // the Send into 0 + 30 us.
+    let dir = tempfile::tempdir().unwrap();
+    let r0 = dir.path().join("pmpi-trace-rank-0.txt");
+    let r1 = dir.path().join("pmpi-trace-rank-1.txt");
+    let recv = "MPI_Recv:110:4096:1:1,4,4:1:5:0,0,2:6000:150\n";
+    let fin = "MPI_Finalize:200:-\n";
+    std::fs::write(&r0, format!("MPI_Init:-:1:2:100\n{recv}{fin}")).unwrap();
+    std::fs::write(
+        &r1,
+        format!("MPI_Init:-:1:2:100\nMPI_Send:130:4096:1:1,4,4:0:5:0,1,2:160\n{fin}"),
+    )
+    .unwrap();
+    let o = TraceOptions {
+        durations: Some(LinkLayer::None),
+        sync_p2p: true,
+        ..thesis_opts()
+    };
+    let t = translate(&r0, &o).unwrap();
+    assert_eq!(
+        t.goal,
+        "num_ranks 2\n\nrank 0 {\nl1: recv 4b from 1 tag 5\nl2: calc 10000000\nl1 requires l2\n\
+         l3: calc 20000000\nl1 requires l3\nl3 requires l2\nl4: calc 20000000\nl4 requires l1\n\
+         l5: calc 50000000\nl5 requires l4\n}\n\nrank 1 {\nl1: send 4b to 0 tag 5\n\
+         l2: calc 30000000\nl1 requires l2\nl3: calc 0\nl1 requires l3\nl3 requires l2\n\
+         l4: calc 30000000\nl4 requires l1\nl5: calc 40000000\nl5 requires l4\n}\n"
+    );
+    // A wildcard receive (source -1) on rank 0 makes its channel order
+    // unknown: its blocking Recv keeps its whole 40 us before the operation.
+    let irecv = "MPI_Irecv:102:4096:1:1,4,4:-1:6:0,0,2:7000:103\n";
+    std::fs::write(&r0, format!("MPI_Init:-:1:2:100\n{irecv}{recv}{fin}")).unwrap();
+    let t = translate(&r0, &o).unwrap();
+    let rank0 = t.goal.split("rank 1 {").next().unwrap();
+    assert!(rank0.contains(": calc 40000000\n"), "{rank0}");
+    assert!(!rank0.contains(": calc 20000000\n"), "{rank0}");
 }

@@ -274,6 +274,11 @@ Over-budget wall times and round trips are extrapolated linearly from the simula
 Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy of the study's anonymous memory, so each value includes at most {:.1} MiB of the study's own.\n",
             res.rows.iter().map(|r| r.sample.parent_anon_kb).max().unwrap_or(0) as f64 / 1024.0,
         ));
+        let pivot = report::eff_pivot(&res);
+        if !pivot.is_empty() {
+            md.push_str("\nPolling wall time [s] by quantum and estimate factor (the layout of the thesis's Table 4.8; \"~\": extrapolated):\n\n");
+            md.push_str(&pivot);
+        }
         let csv = cli.out.join(format!("{name}.csv"));
         std::fs::write(&csv, report::eff_csv(&res))
             .with_context(|| format!("writing {}", csv.display()))?;

@@ -331,6 +331,71 @@ pub fn eff_markdown(res: &EffResult) -> String {
     out
 }
 
+/// The thesis's Table 4.8 layout: wall time by quantum (rows) and
+/// estimate factor (columns); "~" marks an extrapolated time.
+pub fn eff_pivot(res: &EffResult) -> String {
+    let mut quanta: Vec<u64> = Vec::new();
+    let mut factors: Vec<f64> = Vec::new();
+    for r in &res.rows {
+        if let Setup::Query {
+            quantum_ps,
+            estimate,
+            ..
+        } = &r.setup
+        {
+            if !quanta.contains(quantum_ps) {
+                quanta.push(*quantum_ps);
+            }
+            if let Some(f) = estimate {
+                if !factors.contains(f) {
+                    factors.push(*f);
+                }
+            }
+        }
+    }
+    if quanta.is_empty() {
+        return String::new();
+    }
+    quanta.sort_unstable_by(|a, b| b.cmp(a));
+    let wall = |q: u64, f: Option<f64>| -> String {
+        res.rows
+            .iter()
+            .find(|r| {
+                matches!(&r.setup, Setup::Query { quantum_ps, estimate, .. } if *quantum_ps == q && *estimate == f)
+            })
+            .map(|r| match r.status {
+                Status::Ok => f3(r.wall_s),
+                Status::OverBudget => r
+                    .wall_est_s
+                    .map(|e| format!("~{}", sci(e)))
+                    .unwrap_or_else(|| format!("> {:.0}", r.wall_s)),
+                Status::Failed(_) => "failed".into(),
+            })
+            .unwrap_or_default()
+    };
+    let mut out = String::from("| quantum | no estimate |");
+    for f in &factors {
+        out.push_str(&format!(" F={f} |"));
+    }
+    out.push_str("\n|---|---:|");
+    for _ in &factors {
+        out.push_str("---:|");
+    }
+    out.push('\n');
+    for q in quanta {
+        out.push_str(&format!(
+            "| {} | {} |",
+            crate::setups::fmt_quantum(q),
+            wall(q, None)
+        ));
+        for f in &factors {
+            out.push_str(&format!(" {} |", wall(q, Some(*f))));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 pub fn scaling_csv(rows: &[ScalingRow]) -> String {
     let mut out = SCALING_COLUMNS.join(",");
     out.push('\n');

@@ -15,6 +15,14 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+/// Linux charges each message queue against a per-user budget (about 9
+/// default-size queues: 3 query or 4 notify sessions, docs/protocol.md 1),
+/// so the tests of this module run their IPC sessions one at a time.
+fn ipc_budget() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn bin_dir() -> PathBuf {
     bin("loggopsim").parent().unwrap().to_path_buf()
 }
@@ -186,6 +194,7 @@ fn write_goal(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 #[test]
 fn ltest_identical_in_every_mode() {
+    let _ipc = ipc_budget();
     let g = ltest();
     let t = all_modes_agree(&["-f", g.to_str().unwrap(), "-t", "H8_S6"]);
     assert_eq!(t.len(), 2);
@@ -195,6 +204,7 @@ fn ltest_identical_in_every_mode() {
 
 #[test]
 fn dissemination_identical_in_every_mode_on_h8_topologies() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = gen("dissemination", 8, 180, dir.path());
     let mut per_topo = Vec::new();
@@ -239,6 +249,7 @@ fn any_source_goal(n: usize) -> String {
 
 #[test]
 fn any_source_64_ranks_identical_in_every_mode() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = write_goal(dir.path(), "anysrc64.goal", &any_source_goal(64));
     let t = all_modes_agree(&["-f", g.to_str().unwrap(), "-t", "fattree:16:8"]);
@@ -255,6 +266,7 @@ fn any_source_64_ranks_identical_in_every_mode() {
 /// there, and rank 1 ends 5.8 ns late (measured), more than 3 q.
 #[test]
 fn query_at_1ns_stays_within_quantum_times_critical_path() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = gen("dissemination", 8, 180, dir.path());
     let gs = g.to_str().unwrap();
@@ -310,6 +322,7 @@ fn query_at_1ns_stays_within_quantum_times_critical_path() {
 /// sec. 13's worked check (1225.8 ns).
 #[test]
 fn single_message_travel_time_equals_standalone_fabric() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     for (bytes, expect) in [
         (44u64, 150_600u64),
@@ -377,6 +390,7 @@ fn single_message_travel_time_equals_standalone_fabric() {
 /// its round k-1 message is consumed, which is what the driver does.
 #[test]
 fn dissemination_648_on_m9_equals_fabric_alone() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = gen("dissemination", 648, 180, dir.path());
     let (s, f) = cosim_json(&[
@@ -429,6 +443,7 @@ const MULTI_PACKET_PS: u64 = 2_401_800;
 /// message event at t + o + L; the peer's arrival is t + Lfix).
 #[test]
 fn fixed_latency_peer_matches_loggp() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = gen("dissemination", 8, 180, dir.path());
     let peer = bin("fixed-latency-peer");
@@ -594,16 +609,19 @@ fn run_wait(child: std::process::Child, limit: Duration) -> Output {
 
 #[test]
 fn killing_the_fabric_stops_the_run_cleanly() {
+    let _ipc = ipc_budget();
     kill_one_side("ibnet");
 }
 
 #[test]
 fn killing_the_scheduler_stops_the_run_cleanly() {
+    let _ipc = ipc_budget();
     kill_one_side("loggopsim");
 }
 
 #[test]
 fn sigterm_to_the_supervisor_stops_both_and_cleans_up() {
+    let _ipc = ipc_budget();
     let key = fresh_key();
     let g = ltest();
     let mut c = cosim_cmd(&[
@@ -646,6 +664,7 @@ fn sigterm_to_the_supervisor_stops_both_and_cleans_up() {
 
 #[test]
 fn unmatched_receive_is_reported_and_fails() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = write_goal(
         dir.path(),
@@ -683,6 +702,7 @@ fn unmatched_receive_is_reported_and_fails() {
 
 #[test]
 fn more_ranks_than_hcas_is_a_startup_error() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = gen("dissemination", 16, 8, dir.path());
     for transport in ["ipc", "inproc"] {
@@ -713,6 +733,7 @@ fn more_ranks_than_hcas_is_a_startup_error() {
 
 #[test]
 fn default_run_prints_finish_times_and_fabric_summary() {
+    let _ipc = ipc_budget();
     let o = run_limited(cosim_cmd(&[]), Duration::from_secs(60));
     let out = text(&o.stdout);
     assert!(o.status.success(), "{}", text(&o.stderr));
@@ -729,6 +750,7 @@ fn default_run_prints_finish_times_and_fabric_summary() {
 
 #[test]
 fn fabric_logs_are_written() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = gen("dissemination", 8, 180, dir.path());
     let logs = dir.path().join("logs");
@@ -768,6 +790,7 @@ fn fabric_logs_are_written() {
 /// file and line.
 #[test]
 fn rank_map_file_places_ranks() {
+    let _ipc = ipc_budget();
     let dir = tempfile::tempdir().unwrap();
     let g = write_goal(
         dir.path(),
@@ -840,6 +863,7 @@ fn rank_map_file_places_ranks() {
 /// fabric's protocol from the control segment and refuses to start.
 #[test]
 fn protocol_mismatch_is_refused() {
+    let _ipc = ipc_budget();
     let key = fresh_key();
     let mut fabric = Command::new(bin("ibnet"))
         .args([

@@ -75,12 +75,35 @@ fn parse_json_report(output: &str) -> Result<Vec<u64>, String> {
         .collect()
 }
 
+/// Per rank, when it started on rank 0's clock relative to the earliest
+/// rank, microseconds: `MPI_Init return + clockdiff` (the `# clockdiff:`
+/// header, rank 0's clock minus this rank's, in microseconds; a missing one
+/// counts as 0) minus the smallest such value. `loggopsim trace2goal
+/// --sync-collectives` starts every rank with a calc of exactly this, so its
+/// simulated run time is its finish time minus its skew. Computed relative
+/// to rank 0's MPI_Init return so the 16-digit epoch times keep their
+/// fractions of a microsecond in an f64.
+pub fn start_skews_us(starts: &[(u64, Option<f64>)]) -> Vec<f64> {
+    let Some(&(base, _)) = starts.first() else {
+        return Vec::new();
+    };
+    let common: Vec<f64> = starts
+        .iter()
+        .map(|&(init, cd)| (init as i64 - base as i64) as f64 + cd.unwrap_or(0.0))
+        .collect();
+    let t0 = common.iter().copied().fold(f64::INFINITY, f64::min);
+    common.iter().map(|t| t - t0).collect()
+}
+
 /// One rank's comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RankComparison {
     pub rank: usize,
     pub real_us: u64,
+    /// Finish time minus start skew, microseconds.
     pub simulated_us: f64,
+    /// Start skew subtracted from the finish time (0 without --start-skew).
+    pub start_skew_us: f64,
 }
 
 impl RankComparison {
@@ -105,6 +128,25 @@ pub fn compare(
     simulated: &[u64],
     timemult: f64,
 ) -> Result<Vec<RankComparison>, String> {
+    compare_with_skews(real_us, simulated, timemult, &vec![0.0; real_us.len()])
+}
+
+/// [`compare`] for a schedule that starts rank r `skews_us[r]` after the
+/// earliest rank (see [`start_skews_us`]): its simulated run time is its
+/// finish time minus that.
+pub fn compare_with_skews(
+    real_us: &[u64],
+    simulated: &[u64],
+    timemult: f64,
+    skews_us: &[f64],
+) -> Result<Vec<RankComparison>, String> {
+    if skews_us.len() != real_us.len() {
+        return Err(format!(
+            "{} start skews for {} traced ranks",
+            skews_us.len(),
+            real_us.len()
+        ));
+    }
     if real_us.len() != simulated.len() {
         return Err(format!(
             "{} traced ranks but {} simulated hosts",
@@ -122,7 +164,8 @@ pub fn compare(
         .map(|(rank, (&real, &sim))| RankComparison {
             rank,
             real_us: real,
-            simulated_us: sim as f64 / timemult,
+            simulated_us: sim as f64 / timemult - skews_us[rank],
+            start_skew_us: skews_us[rank],
         })
         .collect())
 }
@@ -155,6 +198,7 @@ pub fn render_json(rows: &[RankComparison]) -> serde_json::Value {
                     "real_us": r.real_us,
                     "simulated_us": r.simulated_us,
                     "relative_error": r.relative_error(),
+                    "start_skew_us": r.start_skew_us,
                 })
             })
             .collect(),
@@ -226,5 +270,26 @@ mod tests {
         assert_eq!(render_json(&rows)[1]["real_us"], 13_889);
         assert!(compare(&[1], &[1, 2], 1000.0).is_err());
         assert!(compare(&[1], &[1], 0.0).is_err());
+    }
+
+    #[test]
+    fn start_skews_put_ranks_on_rank_0s_clock() {
+        // The thesis's ringtest: rank 1 left MPI_Init at ...521319 on its
+        // clock, + 801.086426 us = 39.913574 us before rank 0's ...522160.
+        let s = start_skews_us(&[
+            (1_306_395_099_522_160, Some(0.0)),
+            (1_306_395_099_521_319, Some(801.086426)),
+        ]);
+        assert!((s[0] - 39.913574).abs() < 1e-6 && s[1] == 0.0, "{s:?}");
+        assert_eq!(
+            start_skews_us(&[(10, None), (25, Some(-5.0))]),
+            vec![0.0, 10.0]
+        );
+        let rows =
+            compare_with_skews(&[100, 90], &[100_000, 100_000], 1000.0, &[0.0, 10.0]).unwrap();
+        assert_eq!(rows[1].simulated_us, 90.0);
+        assert_eq!(rows[1].relative_error(), 0.0);
+        assert_eq!(render_json(&rows)[1]["start_skew_us"], 10.0);
+        assert!(compare_with_skews(&[1], &[1], 1.0, &[]).is_err());
     }
 }

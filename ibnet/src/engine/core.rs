@@ -62,8 +62,6 @@ pub enum TrafficMode {
     SeqRand(Vec<u16>),
 }
 
-static mut CNT: [u64; 32] = [0; 32];
-static mut PEND: u64 = 0;
 const SEQ_SHIFT: u32 = 20;
 const NONE: u32 = u32::MAX;
 const NS: u64 = 1000;
@@ -382,7 +380,7 @@ pub struct Fabric {
     msgs: Vec<Msg>,
     completions: Vec<(MsgId, Time)>,
     in_flight: usize,
-    heap: super::radix::RadixHeap<Ev>,
+    heap: super::wheel::Wheel<Ev>,
     dbg_last_key: u128,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
@@ -625,7 +623,7 @@ impl Fabric {
             msgs: Vec::new(),
             completions: Vec::new(),
             in_flight: 0,
-            heap: super::radix::RadixHeap::new(),
+            heap: super::wheel::Wheel::new(),
             dbg_last_key: 0,
             nowq: VecDeque::with_capacity(256),
             counter: 0,
@@ -1059,7 +1057,6 @@ impl Fabric {
             self.next_boundary = (k + 1) * self.tm.cred;
         }
         self.events += 1;
-        unsafe { let d = std::mem::discriminant(&ev); let i: usize = std::mem::transmute::<_, u64>(d) as usize; CNT[i.min(31)] += 1; PEND += (self.heap.len() + self.nowq.len()) as u64; if self.events % 10_000_000 == 0 { eprintln!("{:?} pend {}", &CNT[..24], PEND / self.events); } }
         match ev {
             Ev::AppStart { h } => self.app_next(h as usize),
             Ev::AppInject { h, msg } => {

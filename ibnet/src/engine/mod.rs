@@ -18,7 +18,7 @@
 //! `lazy_equals_naive` compares both modes flit by flit.
 
 mod core;
-mod radix;
+mod wheel;
 pub mod trace;
 
 pub use self::core::{Fabric, FabricError, MsgId, TrafficMode};

@@ -43,6 +43,10 @@ pub struct TraceOptions {
     /// (absolute times corrected by each file's `# clockdiff:`); each rank
     /// also starts with a calc of its start skew (see [`start_skews_us`]).
     pub sync_collectives: bool,
+    /// Calibration 4 for point-to-point: with `durations`, a blocking
+    /// Send/Recv pair's operations are placed where both calls overlap on
+    /// the common clock (implies the common clock and the start skew).
+    pub sync_p2p: bool,
     /// Fail when the traces declare more ranks than files exist.
     pub require_all: bool,
     /// `--traces-start FILE`: resume positions (read, then rewritten).
@@ -66,6 +70,7 @@ impl Default for TraceOptions {
             pinning: None,
             durations: None,
             sync_collectives: false,
+            sync_p2p: false,
             require_all: false,
             start_file: None,
         }
@@ -419,6 +424,10 @@ impl Ctx<'_> {
     /// pinning (new buffer bytes) and the call's duration minus link time.
     /// Each calc requires the one before (the first the gap), and the call's
     /// operations require the last, as in the thesis's ringtest schedule.
+    /// With `split_us` (synchronised p2p) the duration is cut where the
+    /// operation happens: a calc of `split_us` before the operation and the
+    /// rest (minus link time) after it; the label of that last calc is
+    /// returned, the rank continues from it.
     #[allow(clippy::too_many_arguments)]
     fn p2p_extras(
         &mut self,
@@ -429,8 +438,9 @@ impl Ctx<'_> {
         buffers: &[(u64, i32)],
         start: f64,
         end: f64,
+        split_us: Option<f64>,
         at: (&Path, usize),
-    ) {
+    ) -> Option<Label> {
         let mut chain: Vec<Label> = Vec::new();
         if let Some(pm) = self.o.pinning {
             let new: u64 = buffers
@@ -442,10 +452,23 @@ impl Ctx<'_> {
                 chain.push(w.calc_cpu(u, self.o.cpu));
             }
         }
+        let mut post = None;
         if self.o.durations.is_some() {
             let d = self.units(end - start, at.0, at.1);
             let link = self.link_units(&ops.iter().map(|&(_, s, z)| (s, z)).collect::<Vec<_>>());
-            chain.push(w.calc_cpu(d.saturating_sub(link), self.o.cpu));
+            match split_us {
+                None => chain.push(w.calc_cpu(d.saturating_sub(link), self.o.cpu)),
+                Some(pre_us) => {
+                    let pre = self.units(pre_us, at.0, at.1).min(d);
+                    let rest = d - pre;
+                    // The link time is taken from the part after the
+                    // operation first (the transfer happens there).
+                    let after = rest.saturating_sub(link);
+                    let pre = pre.saturating_sub(link.saturating_sub(rest));
+                    chain.push(w.calc_cpu(pre, self.o.cpu));
+                    post = Some(after);
+                }
+            }
         }
         if let Some(&last) = chain.last() {
             for &(op, _, _) in ops {
@@ -457,6 +480,13 @@ impl Ctx<'_> {
                 prev = c;
             }
         }
+        post.map(|after| {
+            let c = w.calc_cpu(after, self.o.cpu);
+            for &(op, _, _) in ops {
+                w.requires(c, op);
+            }
+            c
+        })
     }
 }
 
@@ -473,7 +503,7 @@ pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceErr
     };
     check_missing_ranks(first, &traces, &mut ctx)?;
 
-    let sync = if o.sync_collectives {
+    let sync = if o.sync_collectives || o.sync_p2p {
         Some(sync_targets(&traces, &mut ctx)?)
     } else {
         None
@@ -521,7 +551,6 @@ fn translate_all(
     mut ctx: Ctx,
     sync: Option<SyncPlan>,
 ) -> Result<Translation, TraceError> {
-
     let start_file = match &o.start_file {
         Some(p) => Some(StartFile::read(p)?),
         None => None,
@@ -533,7 +562,7 @@ fn translate_all(
         for (h, tr) in traces.iter().enumerate() {
             let delays = sync
                 .as_ref()
-                .map(|s| (s.start[h], s.delays[h].as_slice()));
+                .map(|s| (s.start[h], s.delays[h].as_slice(), &s.p2p[h]));
             let start = start_file.as_ref().map(|f| f.get(h));
             if let Some(s) = translate_rank(&mut w, &mut ctx, tr, h, e, hn, delays, start)? {
                 stops[h] = Some(s);
@@ -607,6 +636,53 @@ struct SyncPlan {
     /// Clock-corrected MPI_Init return minus the earliest rank's, us.
     start: Vec<f64>,
     delays: Vec<Vec<f64>>,
+    /// Per rank: line number of a blocking Send/Recv -> time from the
+    /// call's start to its operation, us (only with `sync_p2p`).
+    p2p: Vec<HashMap<usize, f64>>,
+}
+
+/// A point-to-point call as the p2p synchronisation sees it.
+struct P2pCall {
+    line: usize,
+    blocking: bool,
+    start: f64,
+    end: f64,
+}
+
+/// Places the operations of matched blocking Send/Recv pairs (thesis
+/// 5.4.1's principle, "if all the communication happened when the function
+/// durations for different ranks overlap"): the message can flow once both
+/// calls have started, so both operations go to
+/// `t = min(max(send start, recv start), send end)` on the common clock
+/// (clamped into each call). The k-th send from s to r with tag t matches
+/// the k-th receive on r from s with tag t (MPI's non-overtaking order);
+/// non-blocking and Sendrecv calls take part in the counting but are not
+/// moved, and a rank that receives with a wildcard source or tag (-1) is
+/// left out entirely. Only communicators of the world's size are matched
+/// (peers and tags are taken as world ranks, as the translator does).
+fn place_p2p(
+    sends: &HashMap<(i64, i64, i64), Vec<P2pCall>>,
+    recvs: &HashMap<(i64, i64, i64), Vec<P2pCall>>,
+    wildcard: &[bool],
+    hn: usize,
+) -> Vec<HashMap<usize, f64>> {
+    let mut out = vec![HashMap::new(); hn];
+    for (key, ss) in sends {
+        let &(src, dst, _) = key;
+        if wildcard.get(dst as usize).copied().unwrap_or(true) {
+            continue;
+        }
+        let Some(rs) = recvs.get(key) else { continue };
+        for (s, r) in ss.iter().zip(rs) {
+            if !(s.blocking && r.blocking) {
+                continue;
+            }
+            let t = s.start.max(r.start).min(s.end);
+            out[src as usize].insert(s.line, t - s.start);
+            out[dst as usize].insert(r.line, t.clamp(r.start, r.end.max(r.start)) - r.start);
+        }
+    }
+    out
 }
 
 /// The `# clockdiff:` header of a trace: rank 0's clock minus this rank's,
@@ -649,16 +725,16 @@ fn clock_offset_us(tr: &RankTrace, ctx: &mut Ctx) -> Result<f64, TraceError> {
 /// simulated time = common-clock time - earliest Init return for every
 /// rank, and a collective entered at the same common time is entered at
 /// the same simulated time.
-fn sync_targets(
-    traces: &[RankTrace],
-    ctx: &mut Ctx,
-) -> Result<SyncPlan, TraceError> {
+fn sync_targets(traces: &[RankTrace], ctx: &mut Ctx) -> Result<SyncPlan, TraceError> {
     let o = ctx.o;
     let hn = traces.len() as i64;
     let mut base: Option<f64> = None;
     let mut inits: Vec<f64> = Vec::new();
     let mut entries: Vec<Vec<f64>> = Vec::new();
-    for tr in traces {
+    let mut sends: HashMap<(i64, i64, i64), Vec<P2pCall>> = HashMap::new();
+    let mut recvs: HashMap<(i64, i64, i64), Vec<P2pCall>> = HashMap::new();
+    let mut wildcard = vec![false; traces.len()];
+    for (me, tr) in traces.iter().enumerate() {
         let offset = clock_offset_us(tr, ctx)?;
         let mut init_end = None;
         let mut v = Vec::new();
@@ -672,7 +748,7 @@ fn sync_targets(
                 let t = f.time(4, "end time").map_err(err)?;
                 let b = *base.get_or_insert(t);
                 init_end = Some(t - b + offset);
-            } else if is_collective(call) && !o.nocolls {
+            } else if is_collective(call) && !o.nocolls && o.sync_collectives {
                 let c = coll_fields(call, &f).map_err(err)?;
                 if c.comm_size == hn {
                     let Some(b) = base else {
@@ -683,6 +759,61 @@ fn sync_targets(
                         ));
                     };
                     v.push(c.start - b + offset);
+                }
+            } else if o.sync_p2p
+                && !o.nop2p
+                && matches!(
+                    call,
+                    Call::Send | Call::Rsend | Call::Isend | Call::Recv | Call::Irecv
+                )
+            {
+                let Some(b) = base else { continue };
+                let is_send = matches!(call, Call::Send | Call::Rsend | Call::Isend);
+                let end_field = if matches!(call, Call::Send | Call::Rsend) {
+                    12
+                } else {
+                    13
+                };
+                let peer = f.int(7, "peer").map_err(err)?;
+                let tag = f.int(8, "tag").map_err(err)?;
+                let size = f.int(11, "communicator size").map_err(err)?;
+                if size != hn {
+                    continue;
+                }
+                let pc = P2pCall {
+                    line: i + 1,
+                    blocking: matches!(call, Call::Send | Call::Rsend | Call::Recv),
+                    start: f.time(1, "start time").map_err(err)? - b + offset,
+                    end: f.time(end_field, "end time").map_err(err)? - b + offset,
+                };
+                let me = me as i64;
+                if is_send {
+                    sends.entry((me, peer, tag)).or_default().push(pc);
+                } else {
+                    if peer < 0 || tag < 0 {
+                        wildcard[me as usize] = true;
+                    }
+                    recvs.entry((peer, me, tag)).or_default().push(pc);
+                }
+            } else if o.sync_p2p && call == Call::Sendrecv {
+                // Takes part in the order of its channels but is not moved:
+                // mark the channels as unmatched from here on by poisoning
+                // the receiver side (simplest faithful choice).
+                let dest = f.int(7, "dest").map_err(err)?;
+                let stag = f.int(8, "send tag").map_err(err)?;
+                let source = f.int(14, "source").map_err(err)?;
+                let rtag = f.int(15, "recv tag").map_err(err)?;
+                let me = me as i64;
+                let nb = |line| P2pCall {
+                    line,
+                    blocking: false,
+                    start: 0.0,
+                    end: 0.0,
+                };
+                sends.entry((me, dest, stag)).or_default().push(nb(i + 1));
+                recvs.entry((source, me, rtag)).or_default().push(nb(i + 1));
+                if source < 0 || rtag < 0 {
+                    wildcard[me as usize] = true;
                 }
             }
         }
@@ -709,9 +840,11 @@ fn sync_targets(
             }
         }
     }
+    let p2p = place_p2p(&sends, &recvs, &wildcard, traces.len());
     Ok(SyncPlan {
         start: inits.iter().map(|&t| t - t0).collect(),
         delays,
+        p2p,
     })
 }
 
@@ -720,7 +853,10 @@ fn sync_targets(
 /// simulated run time is then its finish time minus this (what
 /// `mpi-tracer compare --start-skew` subtracts).
 pub fn start_skews_us(first: &Path) -> Result<Vec<f64>, TraceError> {
-    let o = TraceOptions::default();
+    let o = TraceOptions {
+        sync_collectives: true,
+        ..TraceOptions::default()
+    };
     let traces = read_traces(first)?;
     let mut ctx = Ctx {
         o: &o,
@@ -764,11 +900,11 @@ fn translate_rank(
     h: usize,
     e: usize,
     hn: usize,
-    sync: Option<(f64, &[f64])>,
+    sync: Option<(f64, &[f64], &HashMap<usize, f64>)>,
     start: Option<(u64, f64)>,
 ) -> Result<Option<(u64, f64)>, TraceError> {
     let o = ctx.o;
-    let sync_delays = sync.map(|(_, d)| d);
+    let sync_delays = sync.map(|(_, d, _)| d);
     let me_block = (h + hn * e) as i64;
     let total = (hn * o.extr as usize) as i32;
     let off = (hn * e) as i32;
@@ -850,7 +986,7 @@ fn translate_rank(
                 st.after = vec![(None, DepKind::Requires)];
                 // Calibration 4: this rank starts when it left MPI_Init on
                 // the common clock, so the first gap waits for the skew.
-                let skew = sync.map_or(0.0, |(s, _)| s);
+                let skew = sync.map_or(0.0, |(s, _, _)| s);
                 if skew > 0.0 {
                     let u = ctx.units(skew, at.0, at.1);
                     if u > 0 {
@@ -891,7 +1027,8 @@ fn translate_rank(
                 };
                 st.before = vec![(Some(op), DepKind::Requires)];
                 let gap = ctx.close_gap(w, &mut st, start, end, at);
-                ctx.p2p_extras(
+                let split = sync.and_then(|(_, _, p)| p.get(&lineno)).copied();
+                let post = ctx.p2p_extras(
                     w,
                     &mut st,
                     gap,
@@ -899,6 +1036,7 @@ fn translate_rank(
                     &[(buf, size)],
                     start,
                     end,
+                    split,
                     at,
                 );
                 let kind = if matches!(call, Call::Isend | Call::Irecv) {
@@ -908,7 +1046,7 @@ fn translate_rank(
                 } else {
                     DepKind::Requires
                 };
-                st.after = vec![(Some(op), kind)];
+                st.after = vec![(Some(post.unwrap_or(op)), kind)];
                 if o.print {
                     w.comment(&format!("{} end", print_name(call)));
                 }
@@ -977,6 +1115,7 @@ fn translate_rank(
                     &[(sbuf, sb), (rbuf, rb)],
                     start,
                     end,
+                    None,
                     at,
                 );
                 st.after = vec![(Some(s), DepKind::Requires), (Some(r), DepKind::Requires)];

@@ -49,6 +49,12 @@ enum Cmd {
         /// --timemult: 1000 = nanoseconds, 1000000 = picoseconds).
         #[arg(long, default_value_t = 1000.0)]
         timemult: f64,
+        /// The schedule was made with `loggopsim trace2goal
+        /// --sync-collectives`, which starts each rank at its MPI_Init return
+        /// on rank 0's clock (`# clockdiff:`) relative to the earliest rank:
+        /// subtract that start skew from each finish time.
+        #[arg(long)]
+        start_skew: bool,
         /// Exit with status 3 if any rank's |error| exceeds this percentage.
         #[arg(long)]
         max_error_percent: Option<f64>,
@@ -107,20 +113,29 @@ fn main() -> anyhow::Result<()> {
             sim_output,
             timemult,
             max_error_percent,
+            start_skew,
             json,
         } => {
             let mut real = Vec::new();
+            let mut starts = Vec::new();
             for path in trace::rank_files(&dir)? {
                 let t = trace::Trace::read(&path)?;
                 real.push(t.run_time_us().with_context(|| {
                     format!("{}: no MPI_Init/MPI_Finalize pair", path.display())
                 })?);
+                starts.push((t.init_return_us().unwrap_or(0), t.clockdiff_init));
             }
+            let skews = if start_skew {
+                compare::start_skews_us(&starts)
+            } else {
+                vec![0.0; real.len()]
+            };
             let text = std::fs::read_to_string(&sim_output)
                 .with_context(|| format!("reading {}", sim_output.display()))?;
             let sim = compare::parse_host_times(&text)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", sim_output.display()))?;
-            let rows = compare::compare(&real, &sim, timemult).map_err(anyhow::Error::msg)?;
+            let rows = compare::compare_with_skews(&real, &sim, timemult, &skews)
+                .map_err(anyhow::Error::msg)?;
             if json {
                 println!(
                     "{}",

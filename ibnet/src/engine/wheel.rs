@@ -1,0 +1,331 @@
+//! Timing wheel (calendar queue) over event times with an overflow heap,
+//! popping in exact (time, seq) order.
+//!
+//! Why: the fabric has about a thousand pending events whose times lie
+//! almost all within a credit period (256 ns) of the current time, tens of
+//! them per nanosecond. A wheel of `SLOTS` slots of `2^SHIFT` ps each makes
+//! a push O(1) (append to the slot) and a pop O(1) amortised plus one small
+//! sort per slot, instead of the O(log n) moves of a heap.
+//!
+//! Invariants (`base` = start time of the slot being drained, `H` = span of
+//! the wheel):
+//! - every queued item has time >= `base` (pushes are never earlier than
+//!   the last pop; an earlier push after a peek triggers a rebuild);
+//! - items with time < `base + H` are in the wheel, in slot
+//!   `(t >> SHIFT) % SLOTS`; the others are in `far`, a binary heap;
+//! - the slot of `base` is kept sorted ascending by (time, seq) from index
+//!   `head` on; every other slot is unsorted until it becomes the base slot;
+//! - bit i of `occ` is set iff slot i holds an item (from `head` for the
+//!   base slot).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+const SHIFT: u32 = 9;
+const SLOTS: usize = 1024;
+const WORDS: usize = SLOTS / 64;
+const SPAN: u64 = (SLOTS as u64) << SHIFT;
+
+struct Far<T>(u64, u64, T);
+
+impl<T> PartialEq for Far<T> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.0, self.1) == (o.0, o.1)
+    }
+}
+impl<T> Eq for Far<T> {}
+impl<T> PartialOrd for Far<T> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<T> Ord for Far<T> {
+    // reversed: BinaryHeap is a max-heap, we want the smallest key on top
+    fn cmp(&self, o: &Self) -> Ordering {
+        (o.0, o.1).cmp(&(self.0, self.1))
+    }
+}
+
+pub(crate) struct Wheel<T: Copy> {
+    /// start time of the base slot (a multiple of 2^SHIFT)
+    base: u64,
+    /// index of the base slot
+    bslot: usize,
+    /// first unpopped item of the base slot
+    head: usize,
+    len: usize,
+    occ: Box<[u64; WORDS]>,
+    slots: Vec<Vec<(u64, u64, T)>>,
+    far: BinaryHeap<Far<T>>,
+}
+
+#[inline]
+fn slot_of(t: u64) -> usize {
+    ((t >> SHIFT) as usize) & (SLOTS - 1)
+}
+
+impl<T: Copy> Wheel<T> {
+    pub fn new() -> Self {
+        Wheel {
+            base: 0,
+            bslot: 0,
+            head: 0,
+            len: 0,
+            occ: Box::new([0; WORDS]),
+            slots: (0..SLOTS).map(|_| Vec::new()).collect(),
+            far: BinaryHeap::new(),
+        }
+    }
+
+    #[allow(dead_code)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn set_occ(&mut self, s: usize) {
+        self.occ[s >> 6] |= 1u64 << (s & 63);
+    }
+
+    #[inline]
+    fn clear_occ(&mut self, s: usize) {
+        self.occ[s >> 6] &= !(1u64 << (s & 63));
+    }
+
+    /// Next occupied slot at or after the base slot (cyclically).
+    #[inline]
+    fn next_occupied(&self) -> Option<usize> {
+        let start = self.bslot;
+        let w0 = start >> 6;
+        let first = self.occ[w0] & (!0u64 << (start & 63));
+        if first != 0 {
+            return Some((w0 << 6) | first.trailing_zeros() as usize);
+        }
+        for k in 1..=WORDS {
+            let w = (w0 + k) & (WORDS - 1);
+            let bits = if k == WORDS {
+                self.occ[w] & !(!0u64 << (start & 63))
+            } else {
+                self.occ[w]
+            };
+            if bits != 0 {
+                return Some((w << 6) | bits.trailing_zeros() as usize);
+            }
+        }
+        None
+    }
+
+    /// Insert into the wheel (t in [base, base + SPAN)).
+    #[inline]
+    fn put(&mut self, e: (u64, u64, T)) {
+        let s = slot_of(e.0);
+        if s == self.bslot {
+            let v = &mut self.slots[s];
+            // sorted insert; new items usually have the largest key
+            let key = (e.0, e.1);
+            let mut pos = v.len();
+            while pos > self.head && (v[pos - 1].0, v[pos - 1].1) > key {
+                pos -= 1;
+            }
+            v.insert(pos, e);
+        } else {
+            self.slots[s].push(e);
+        }
+        self.set_occ(s);
+    }
+
+    /// Insert an item with time `t` and sequence number `seq`.
+    #[inline]
+    pub fn push(&mut self, t: u64, seq: u64, v: T) {
+        if t < self.base {
+            self.rebuild(t);
+        }
+        self.len += 1;
+        if t - self.base < SPAN {
+            self.put((t, seq, v));
+        } else {
+            self.far.push(Far(t, seq, v));
+        }
+    }
+
+    /// Make `t`'s slot the base slot and redistribute everything (only
+    /// when a push precedes the base, i.e. after a peek, never in a run).
+    #[cold]
+    fn rebuild(&mut self, t: u64) {
+        let mut all: Vec<(u64, u64, T)> = Vec::with_capacity(self.len);
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let from = if i == self.bslot { self.head } else { 0 };
+            all.extend(s.drain(..).skip(from));
+        }
+        all.extend(self.far.drain().map(|Far(a, b, c)| (a, b, c)));
+        self.occ.fill(0);
+        self.base = t & !((1u64 << SHIFT) - 1);
+        self.bslot = slot_of(t);
+        self.head = 0;
+        all.sort_unstable_by_key(|e| (e.0, e.1));
+        for e in all {
+            if e.0 - self.base < SPAN {
+                self.put(e);
+            } else {
+                self.far.push(Far(e.0, e.1, e.2));
+            }
+        }
+    }
+
+    /// Move the base to slot `s` (occupied, or the slot of the far minimum
+    /// when the wheel is empty), pull in far items now within the span and
+    /// sort the new base slot.
+    fn advance(&mut self, s: Option<usize>) {
+        // the old base slot is drained
+        let old = self.bslot;
+        self.slots[old].clear();
+        self.head = 0;
+        self.clear_occ(old);
+        match s {
+            Some(s) => {
+                let d = (s + SLOTS - old) & (SLOTS - 1);
+                self.base += (d as u64) << SHIFT;
+                self.bslot = s;
+            }
+            None => {
+                let t = self.far.peek().expect("advance on an empty queue").0;
+                self.base = t & !((1u64 << SHIFT) - 1);
+                self.bslot = slot_of(t);
+            }
+        }
+        let end = self.base + SPAN;
+        while let Some(f) = self.far.peek() {
+            if f.0 >= end {
+                break;
+            }
+            let Far(a, b, c) = self.far.pop().unwrap();
+            let s = slot_of(a);
+            self.slots[s].push((a, b, c));
+            self.set_occ(s);
+        }
+        self.slots[self.bslot].sort_unstable_by_key(|e| (e.0, e.1));
+    }
+
+    /// Ensure the base slot holds the minimum (after this, `slots[bslot]
+    /// [head]` is the smallest item). Returns false when empty.
+    #[inline]
+    fn settle(&mut self) -> bool {
+        if self.len == 0 {
+            return false;
+        }
+        if self.head < self.slots[self.bslot].len() {
+            return true;
+        }
+        let s = self.next_occupied();
+        self.advance(s);
+        true
+    }
+
+    /// Is there an item at time `t`, given that no item is earlier?
+    #[inline]
+    pub fn has_at(&self, t: u64) -> bool {
+        let v = &self.slots[self.bslot];
+        match v.get(self.head) {
+            Some(e) => e.0 == t,
+            // base slot drained: items at `t` can only be in t's slot
+            None => {
+                self.len > 0
+                    && ((slot_of(t) != self.bslot
+                        && t >= self.base
+                        && t - self.base < SPAN
+                        && self.slots[slot_of(t)].iter().any(|e| e.0 == t))
+                        || self.far.peek().is_some_and(|f| f.0 == t))
+            }
+        }
+    }
+
+    /// Smallest (time, seq) without removing it.
+    #[inline]
+    pub fn peek_key(&mut self) -> Option<(u64, u64)> {
+        if !self.settle() {
+            return None;
+        }
+        let e = &self.slots[self.bslot][self.head];
+        Some((e.0, e.1))
+    }
+
+    #[inline]
+    pub fn pop(&mut self) -> Option<(u64, u64, T)> {
+        if !self.settle() {
+            return None;
+        }
+        let e = self.slots[self.bslot][self.head];
+        self.head += 1;
+        self.len -= 1;
+        if self.head == self.slots[self.bslot].len() {
+            self.slots[self.bslot].clear();
+            self.head = 0;
+            self.clear_occ(self.bslot);
+        }
+        Some(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random pushes (near, far, equal times, pushes after a peek) pop in
+    /// exactly the order of a sorted reference list.
+    #[test]
+    fn pops_in_key_order() {
+        let mut h = Wheel::new();
+        let mut x: u64 = 12345;
+        let mut keys: Vec<(u64, u64)> = Vec::new();
+        let mut now = (0u64, 0u64);
+        let mut seq = 1u64;
+        let mut rnd = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        for round in 0..20000u64 {
+            for _ in 0..3 {
+                let r = rnd();
+                let d = match r % 10 {
+                    0 => 0,
+                    1 => 3 * SPAN + r % 1000,
+                    2 => SPAN - 1 - (r >> 8) % 3,
+                    3..=5 => (r >> 8) % 300,
+                    _ => (r >> 8) % 20_000,
+                };
+                let k = (now.0 + d, seq);
+                seq += 1;
+                h.push(k.0, k.1, k);
+                keys.push(k);
+            }
+            if round % 7 == 0 {
+                // a peek may move the base; an earlier push must still work
+                let p = h.peek_key().unwrap();
+                if p.0 > now.0 + 1 {
+                    let k = (now.0 + 1 + rnd() % (p.0 - now.0 - 1), seq);
+                    seq += 1;
+                    h.push(k.0, k.1, k);
+                    keys.push(k);
+                }
+            }
+            let pops = if round % 3 == 0 { 4 } else { 2 };
+            for _ in 0..pops {
+                let Some((t, s, v)) = h.pop() else { break };
+                assert_eq!((t, s), v);
+                assert!(v >= now);
+                now = v;
+                let min = *keys.iter().min().unwrap();
+                assert_eq!(v, min);
+                keys.retain(|&y| y != v);
+                assert_eq!(h.len(), keys.len());
+                assert_eq!(h.has_at(t), keys.iter().any(|k| k.0 == t));
+            }
+        }
+        while let Some((t, s, _)) = h.pop() {
+            assert!((t, s) > now);
+            now = (t, s);
+        }
+    }
+}
