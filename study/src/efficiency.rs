@@ -155,12 +155,18 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
-/// Extrapolate a stopped run linearly in simulated time: the polling cost
-/// per simulated picosecond is about (messages in flight / q), which the
-/// dissemination keeps roughly constant over the run.
+/// Extrapolate a stopped run to its whole simulated time (the reference,
+/// the notify run's final time). The wall time uses the rate of progress
+/// (simulated ps per second) over the second half of the run, which leaves
+/// out start-up and early transients; with too few samples it falls back to
+/// elapsed / fraction done. Polling costs about (messages in flight) / q
+/// round trips per simulated ps, which the dissemination keeps roughly
+/// constant, so the records (≈ round trips) scale with the fraction done.
+/// Returns (fraction done, wall time, round trips).
 pub fn extrapolate(
     wall_s: f64,
     progress: Option<Progress>,
+    samples: &[(f64, Progress)],
     reference_ps: Option<u64>,
 ) -> (Option<f64>, Option<f64>, Option<f64>) {
     let (Some(p), Some(t)) = (progress, reference_ps) else {
@@ -170,7 +176,15 @@ pub fn extrapolate(
         return (None, None, None);
     }
     let frac = (p.time_ps as f64 / t as f64).min(1.0);
-    let est = wall_s / frac;
+    let mut est = wall_s / frac;
+    let late: Vec<&(f64, Progress)> = samples.iter().filter(|s| s.0 >= wall_s / 2.0).collect();
+    if let (Some(a), Some(b)) = (late.first(), late.last()) {
+        let dt = b.0 - a.0;
+        if dt >= 0.25 * wall_s && b.1.time_ps > a.1.time_ps {
+            let rate = (b.1.time_ps - a.1.time_ps) as f64 / dt;
+            est = wall_s + t.saturating_sub(p.time_ps) as f64 / rate;
+        }
+    }
     let rts = p.records.map(|r| r as f64 / frac);
     (Some(frac), Some(est), rts)
 }
@@ -257,7 +271,15 @@ impl Runner<'_> {
             let (r, dir) = self.run_once(setup, &cfg.workload, Some(budget))?;
             if r.over_budget {
                 let (progress, wall_est_s, round_trips_est) =
-                    extrapolate(r.wall_s, r.progress, reference_ps);
+                    extrapolate(r.wall_s, r.progress, &r.progress_samples, reference_ps);
+                if self.verbose {
+                    for (t, p) in &r.progress_samples {
+                        eprintln!(
+                            "    progress at {t:.2} s: {} ps, {:?} records",
+                            p.time_ps, p.records
+                        );
+                    }
+                }
                 let sample = Sample {
                     wall_s: r.wall_s,
                     sched_rss_kb: r.proc("scheduler").map(|p| p.maxrss_kb),
@@ -408,12 +430,23 @@ mod tests {
             records: Some(1000),
             events: None,
         };
-        let (f, w, r) = extrapolate(5.0, Some(p), Some(1000));
+        // No samples: elapsed / fraction done.
+        let (f, w, r) = extrapolate(5.0, Some(p), &[], Some(1000));
         assert_eq!(f, Some(0.25));
         assert_eq!(w, Some(20.0));
         assert_eq!(r, Some(4000.0));
-        assert_eq!(extrapolate(5.0, None, Some(1000)), (None, None, None));
-        assert_eq!(extrapolate(5.0, Some(p), None), (None, None, None));
+        assert_eq!(extrapolate(5.0, None, &[], Some(1000)), (None, None, None));
+        assert_eq!(extrapolate(5.0, Some(p), &[], None), (None, None, None));
+        // A slow start (nothing in the first 2.5 s), then 100 ps/s: the
+        // remaining 750 ps take 7.5 s more.
+        let at = |t: u64| Progress {
+            time_ps: t,
+            records: None,
+            events: None,
+        };
+        let samples = [(2.5, at(0)), (3.0, at(50)), (4.0, at(150)), (5.0, at(250))];
+        let (_, w, _) = extrapolate(5.0, Some(p), &samples, Some(1000));
+        assert_eq!(w, Some(12.5));
     }
 
     #[test]

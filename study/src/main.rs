@@ -31,8 +31,8 @@ Configurations:
   --tiny     2 ranks on chain:1 (one switch, two HCAs), one run each (the test suite's configuration)
 
 Every setup runs with L=o=g=G=O=0 and the thesis-ddr fabric preset unless overridden. A run
-longer than the budget is stopped, reported as over budget and extrapolated linearly from the
-simulated time it reached (the notify run's final time is the whole). A setup is repeated up
+longer than the budget is stopped, reported as over budget and extrapolated from the simulated
+time it reached and its recent rate (the notify run's final time is the whole). A setup is repeated up
 to --runs times while its total wall time stays within the budget; the table shows the median.
 
 Outputs (in --out, default results/): NAME.md (also printed), NAME.csv, NAME-quantum.png/.svg,
@@ -270,7 +270,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             "\n\"-\": does not apply to the setup; \"n/a\": not reported by the simulators (a stopped run reports nothing but its progress and peak memory). \
 Round trips: queries (query) or NoMoreInserts/arrival-batch exchanges (notify). IPC messages: message-queue messages (or channel sends) of the scheduler; \
 the fabric's own message count is not in its report, so fabric→scheduler traffic is given in records. \
-Over-budget wall times and round trips are extrapolated linearly from the simulated time the fabric had reached (its progress line) relative to the reference final time. \
+Over-budget runs are extrapolated to the reference final time from the fabric's progress line: the wall time at the rate of simulated-time progress over the second half of the run, the round trips in proportion to the simulated time reached. \
 Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy of the study's anonymous memory, so each value includes at most {:.1} MiB of the study's own.\n",
             res.rows.iter().map(|r| r.sample.parent_anon_kb).max().unwrap_or(0) as f64 / 1024.0,
         ));

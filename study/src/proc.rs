@@ -108,6 +108,9 @@ pub struct RunResult {
     /// Linux carries a forked child's copy of it into the child's
     /// `ru_maxrss`, so each peak includes at most this much of ours.
     pub parent_anon_kb: u64,
+    /// Progress seen while the run went on: (seconds since start, progress),
+    /// about four samples a second (runs with a pty only).
+    pub progress_samples: Vec<(f64, Progress)>,
 }
 
 impl RunResult {
@@ -398,6 +401,24 @@ pub fn run(
     let mut first_failure: Option<Instant> = None;
     let mut end = start;
     let mut progress_at_stop: Option<Progress> = None;
+    let mut samples: Vec<(f64, Progress)> = Vec::new();
+    let mut next_sample = start;
+    // The newest progress line of any child with a pty (the last few KiB
+    // of its output are enough).
+    let current_progress = |running: &[Running]| -> Option<Progress> {
+        running
+            .iter()
+            .filter_map(|r| r.pty_text.as_ref())
+            .filter_map(|t| {
+                let t = t.lock().unwrap();
+                let mut cut = t.len().saturating_sub(4096);
+                while !t.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                parse_progress(&t[cut..])
+            })
+            .max_by_key(|p| p.time_ps)
+    };
     loop {
         for r in running.iter_mut().filter(|r| r.done.is_none()) {
             if let Some(d) = try_reap(r.pid) {
@@ -413,6 +434,14 @@ pub fn run(
         }
         let now = Instant::now();
         let elapsed = now - start;
+        if now >= next_sample && term_sent.is_none() {
+            next_sample = now + Duration::from_millis(250);
+            if let Some(p) = current_progress(&running) {
+                if samples.last().is_none_or(|(_, q)| *q != p) {
+                    samples.push((elapsed.as_secs_f64(), p));
+                }
+            }
+        }
         let budget_hit = budget.is_some_and(|b| elapsed >= b);
         let failure_hit = first_failure.is_some_and(|f| now - f >= grace);
         if (budget_hit || failure_hit) && term_sent.is_none() {
@@ -420,11 +449,10 @@ pub fn run(
                 over_budget = true;
                 stopped_at = Some(now);
                 // Progress before the children print their exit messages.
-                progress_at_stop = running
-                    .iter()
-                    .filter_map(|r| r.pty_text.as_ref())
-                    .filter_map(|t| parse_progress(&t.lock().unwrap()))
-                    .max_by_key(|p| p.time_ps);
+                progress_at_stop = current_progress(&running);
+                if let Some(p) = progress_at_stop {
+                    samples.push((elapsed.as_secs_f64(), p));
+                }
             }
             for r in running.iter().filter(|r| r.done.is_none()) {
                 send_signal(r.pid, libc::SIGTERM);
@@ -487,6 +515,7 @@ pub fn run(
         over_budget,
         progress,
         parent_anon_kb,
+        progress_samples: samples,
     })
 }
 

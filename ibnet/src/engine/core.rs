@@ -97,6 +97,11 @@ impl Flit {
     }
 }
 
+/// Handle of a flit in the flit slab (`Fabric::fl`). Flits are created by
+/// the generator (or a sink's CNP), move through events and queues by
+/// handle, and are released when consumed or dropped: events stay 16 bytes.
+type FId = u32;
+
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     AppStart {
@@ -123,7 +128,7 @@ enum Ev {
     ArbFlit {
         port: u32,
         input: u16,
-        flit: Flit,
+        flit: FId,
     },
     ArbPop {
         port: u32,
@@ -139,7 +144,7 @@ enum Ev {
     },
     ObufFlit {
         port: u32,
-        flit: Flit,
+        flit: FId,
     },
     ObufRxCred {
         port: u32,
@@ -154,13 +159,14 @@ enum Ev {
     },
     IbufFlit {
         port: u32,
-        flit: Flit,
+        flit: FId,
     },
+    /// FC packet for `vl` from the peer obuf: the values it carries are the
+    /// peer's `sent_fctbs`/`sent_fccl`, which cannot change before this
+    /// zero-delay event runs (the peer's link is busy for the FC packet).
     IbufFc {
         port: u32,
         vl: u8,
-        fctbs: u64,
-        fccl: u64,
     },
     IbufSent {
         port: u32,
@@ -170,7 +176,7 @@ enum Ev {
     },
     SinkFlit {
         h: u32,
-        flit: Flit,
+        flit: FId,
     },
     SinkDrain {
         h: u32,
@@ -183,6 +189,9 @@ enum Ev {
     },
 }
 
+// Queue entries are (time, seq, Ev): keep them at 32 bytes.
+const _: () = assert!(std::mem::size_of::<Ev>() == 16);
+
 impl Ev {
     /// Background events that can never complete a message by themselves.
     #[inline]
@@ -194,7 +203,8 @@ impl Ev {
     }
 }
 
-/// Queued event (now-queue and slab).
+/// Queued event of the now-queue.
+#[derive(Clone, Copy)]
 struct Entry {
     key: u128,
     ev: Ev,
@@ -237,8 +247,8 @@ struct Gen {
     sn: u16,
     pkt_flits: u16,
     pkt_last_bytes: u16,
-    vlq: Vec<VecDeque<Flit>>,
-    cnpq: VecDeque<Flit>,
+    vlq: Vec<VecDeque<FId>>,
+    cnpq: VecDeque<FId>,
     push_pending: bool,
     serial: HashMap<u16, u32>,
     bytes_sent: u64,
@@ -248,7 +258,7 @@ struct Gen {
 
 #[derive(Default)]
 struct SinkSt {
-    fifo: VecDeque<Flit>,
+    fifo: VecDeque<FId>,
     drain_pending: bool,
     hiccup_on: bool,
     lat: Stat,
@@ -287,7 +297,7 @@ struct Hca {
 }
 
 struct Obuf {
-    q: VecDeque<Flit>,
+    q: VecDeque<FId>,
     size: usize,
     pop_pending: bool,
     inside: bool,
@@ -314,7 +324,7 @@ struct Ibuf {
     max_free: [i64; 8],
     abr: [u64; 8],
     /// Q[out * nvl + vl]
-    q: Vec<VecDeque<Flit>>,
+    q: Vec<VecDeque<FId>>,
     cur_msg: u32,
     cur_pkt: u32,
     cur_src: u16,
@@ -327,7 +337,8 @@ struct Ibuf {
 
 struct Arb {
     inputs: u16,
-    hoq: Vec<Option<Flit>>,
+    /// flit handle per (input, VL), NONE = empty
+    hoq: Vec<FId>,
     t_arr: Vec<u64>,
     res: Vec<bool>,
     fccl: [u64; 8],
@@ -375,6 +386,9 @@ pub struct Fabric {
     node_names: Vec<String>,
     ports: Vec<Port>,
     hcas: Vec<Hca>,
+    /// flit slab and its free list
+    fl: Vec<Flit>,
+    fl_free: Vec<FId>,
     lfts: Vec<Vec<u16>>,
     lid_to_hca: Vec<u32>,
     msgs: Vec<Msg>,
@@ -385,7 +399,7 @@ pub struct Fabric {
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
     /// virtual-sequence ones, so `step` takes whichever key is smaller.
-    nowq: VecDeque<Entry>,
+    nowq: super::wheel::Fifo<Entry>,
     counter: u64,
     cur_seq: u64,
     now: u64,
@@ -514,7 +528,7 @@ impl Fabric {
         };
         let mk_arb = |inputs: u16| Arb {
             inputs,
-            hoq: vec![None; inputs as usize * nvl],
+            hoq: vec![NONE; inputs as usize * nvl],
             t_arr: vec![0; inputs as usize * nvl],
             res: vec![false; inputs as usize * nvl],
             fccl: [0; 8],
@@ -618,6 +632,8 @@ impl Fabric {
             node_names: topo.nodes.iter().map(|n| n.name.clone()).collect(),
             ports,
             hcas,
+            fl: Vec::new(),
+            fl_free: Vec::new(),
             lfts,
             lid_to_hca,
             msgs: Vec::new(),
@@ -625,7 +641,7 @@ impl Fabric {
             in_flight: 0,
             heap: super::wheel::Wheel::new(),
             dbg_last_key: 0,
-            nowq: VecDeque::with_capacity(256),
+            nowq: super::wheel::Fifo::with_capacity(256),
             counter: 0,
             cur_seq: 0,
             now: 0,
@@ -683,7 +699,7 @@ impl Fabric {
     // ------------------------------------------------------------------
     // event queue
 
-    #[inline]
+    #[inline(always)]
     fn sched(&mut self, at: u64, ev: Ev) {
         let seq = self.counter << SEQ_SHIFT;
         self.counter += 1;
@@ -702,16 +718,24 @@ impl Fabric {
 
     #[inline]
     fn peek_time(&mut self) -> Option<u64> {
+        self.peek_source().map(|(t, _)| t)
+    }
+
+    /// Time of the next event and whether it comes from the now-queue.
+    /// Heap events at the current instant were inserted before every
+    /// now-queue event (or carry a virtual seq below them): they go first.
+    #[inline(always)]
+    fn peek_source(&mut self) -> Option<(u64, bool)> {
         if self.heap.has_at(self.now) {
-            return Some(self.now);
+            return Some((self.now, false));
         }
         match self.nowq.front() {
-            Some(a) => Some((a.key >> 64) as u64),
-            None => self.heap.peek_key().map(|k| k.0),
+            Some(a) => Some(((a.key >> 64) as u64, true)),
+            None => self.heap.peek_key().map(|k| (k.0, false)),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_key(&mut self, at: u64, seq: u64, ev: Ev) {
         if !ev.background() {
             self.fg_pending += 1;
@@ -939,9 +963,9 @@ impl Fabric {
     /// Process every event with time <= t; afterwards now() == max(now, t).
     pub fn run_until(&mut self, t: Time) {
         while self.fatal.is_none() {
-            match self.peek_time() {
-                Some(et) if et <= t.0 => {
-                    self.step();
+            match self.peek_source() {
+                Some((et, from_now)) if et <= t.0 => {
+                    self.step_from(from_now);
                 }
                 _ => break,
             }
@@ -1022,11 +1046,15 @@ impl Fabric {
     // ------------------------------------------------------------------
     // main loop
 
-    #[inline]
     fn step(&mut self) {
-        // Heap events at the current instant were inserted before every
-        // now-queue event (or carry a virtual seq below them): they go first.
-        let take_now = !self.nowq.is_empty() && !self.heap.has_at(self.now);
+        if let Some((_, from_now)) = self.peek_source() {
+            self.step_from(from_now);
+        }
+    }
+
+    /// Process the next event; `take_now` as decided by `peek_source`.
+    #[inline(always)]
+    fn step_from(&mut self, take_now: bool) {
         let (key, ev) = if take_now {
             let e = self.nowq.pop_front().unwrap();
             (e.key, e.ev)
@@ -1096,13 +1124,10 @@ impl Fabric {
             Ev::ObufTick { port } => self.obuf_tick(port as usize),
             Ev::ObufPop { port } => self.obuf_pop(port as usize),
             Ev::IbufFlit { port, flit } => self.ibuf_flit(port as usize, flit),
-            Ev::IbufFc {
-                port,
-                vl,
-                fctbs,
-                fccl,
-            } => {
+            Ev::IbufFc { port, vl } => {
                 let pi = port as usize;
+                let peer = &self.ports[self.ports[pi].peer as usize].ob;
+                let (fctbs, fccl) = (peer.sent_fctbs[vl as usize], peer.sent_fccl[vl as usize]);
                 self.sched(
                     t,
                     Ev::ArbTxCred {
@@ -1132,6 +1157,25 @@ impl Fabric {
         }
     }
 
+    #[inline]
+    fn fl_alloc(&mut self, f: Flit) -> FId {
+        match self.fl_free.pop() {
+            Some(i) => {
+                self.fl[i as usize] = f;
+                i
+            }
+            None => {
+                self.fl.push(f);
+                (self.fl.len() - 1) as FId
+            }
+        }
+    }
+
+    #[inline]
+    fn fl_release(&mut self, i: FId) {
+        self.fl_free.push(i);
+    }
+
     fn fail(&mut self, msg: String) {
         if self.fatal.is_none() {
             self.fatal = Some(FabricError::Fatal { t: self.now, msg });
@@ -1139,8 +1183,9 @@ impl Fabric {
     }
 
     #[inline]
-    fn trace(&mut self, kind: TraceKind, pi: usize, f: &Flit) {
+    fn trace(&mut self, kind: TraceKind, pi: usize, id: FId) {
         if let Some(tr) = self.trace.as_mut() {
+            let f = &self.fl[id as usize];
             let port = &self.ports[pi];
             tr.push(TraceRec {
                 t: self.now,
@@ -1316,16 +1361,18 @@ impl Fabric {
         }
         self.flits_generated += 1;
         let port = hca.port as usize;
+        let dst = flit.dst;
+        let id = self.fl_alloc(flit);
         if self.hcas[h].gen.vlq[v].is_empty() && self.hoq_free(port, 0, v) {
-            self.gen_send_flit(h, flit);
+            self.gen_send_flit(h, id);
         } else {
-            self.hcas[h].gen.vlq[v].push_back(flit);
+            self.hcas[h].gen.vlq[v].push_back(id);
         }
         if msg_done {
             self.sched(now, Ev::AppDone { h: h as u32 });
         }
         self.hcas[h].gen.push_pending = true;
-        let period = self.push_period(h, flit.dst);
+        let period = self.push_period(h, dst);
         self.sched(now + period, Ev::GenPush { h: h as u32 });
     }
 
@@ -1342,10 +1389,12 @@ impl Fabric {
         }
     }
 
-    fn gen_send_flit(&mut self, h: usize, mut flit: Flit) {
+    fn gen_send_flit(&mut self, h: usize, id: FId) {
         let now = self.now;
+        let mut flit = self.fl[id as usize];
         let d = self.tm.gpop[flit.bytes as usize];
         flit.inject = now + d;
+        self.fl[id as usize].inject = flit.inject;
         let port = self.hcas[h].port;
         {
             let g = &mut self.hcas[h].gen;
@@ -1361,13 +1410,13 @@ impl Fabric {
         if self.p.cc_enabled && self.hcas[h].cc.first_inj.is_none() {
             self.hcas[h].cc.first_inj = Some(now);
         }
-        self.trace(TraceKind::Inject, port as usize, &flit);
+        self.trace(TraceKind::Inject, port as usize, id);
         self.sched(
             now + d,
             Ev::ArbFlit {
                 port,
                 input: 0,
-                flit,
+                flit: id,
             },
         );
     }
@@ -1386,7 +1435,7 @@ impl Fabric {
             return;
         }
         let f = self.hcas[h].gen.vlq[v].pop_front().unwrap();
-        let dst = f.dst;
+        let dst = self.fl[f as usize].dst;
         self.gen_send_flit(h, f);
         if !self.hcas[h].gen.push_pending {
             self.hcas[h].gen.push_pending = true;
@@ -1409,7 +1458,7 @@ impl Fabric {
     fn hoq_free(&mut self, port: usize, input: usize, v: usize) -> bool {
         let a = &mut self.ports[port].arb;
         let i = input * self.nvl + v;
-        if a.hoq[i].is_none() && !a.res[i] {
+        if a.hoq[i] == NONE && !a.res[i] {
             a.res[i] = true;
             true
         } else {
@@ -1417,19 +1466,17 @@ impl Fabric {
         }
     }
 
-    fn arb_flit(&mut self, pi: usize, input: usize, flit: Flit) {
+    fn arb_flit(&mut self, pi: usize, input: usize, id: FId) {
         let nvl = self.nvl;
         let a = &mut self.ports[pi].arb;
-        let i = input * nvl + flit.vl as usize;
-        if !a.res[i] || a.hoq[i].is_some() {
-            let msg = format!(
-                "arbiter HoQ ({input}, {}) not reserved or occupied",
-                flit.vl
-            );
+        let vl = self.fl[id as usize].vl;
+        let i = input * nvl + vl as usize;
+        if !a.res[i] || a.hoq[i] != NONE {
+            let msg = format!("arbiter HoQ ({input}, {vl}) not reserved or occupied");
             self.fail(msg);
             return;
         }
-        a.hoq[i] = Some(flit);
+        a.hoq[i] = id;
         a.t_arr[i] = self.now;
         a.res[i] = false;
         self.arbitrate(pi);
@@ -1437,7 +1484,14 @@ impl Fabric {
 
     /// Round-robin input pick for VL v from `last_port + 1`, wrapping.
     #[inline]
-    fn rr_pick(a: &Arb, nvl: usize, v: usize, start_after: u16, credits: i64) -> Option<usize> {
+    fn rr_pick(
+        a: &Arb,
+        fl: &[Flit],
+        nvl: usize,
+        v: usize,
+        start_after: u16,
+        credits: i64,
+    ) -> Option<usize> {
         let n = a.inputs as usize;
         let mut p = start_after as usize;
         for _ in 0..n {
@@ -1445,7 +1499,9 @@ impl Fabric {
             if p == n {
                 p = 0;
             }
-            if let Some(f) = &a.hoq[p * nvl + v] {
+            let id = a.hoq[p * nvl + v];
+            if id != NONE {
+                let f = &fl[id as usize];
                 if f.sn == 0 && f.pkt_flits as i64 <= credits {
                     return Some(p);
                 }
@@ -1454,7 +1510,14 @@ impl Fabric {
         None
     }
 
-    fn fcfs_pick(a: &Arb, nvl: usize, v: usize, start_after: u16, credits: i64) -> Option<usize> {
+    fn fcfs_pick(
+        a: &Arb,
+        fl: &[Flit],
+        nvl: usize,
+        v: usize,
+        start_after: u16,
+        credits: i64,
+    ) -> Option<usize> {
         let n = a.inputs as usize;
         let mut p = start_after as usize;
         let mut best: Option<(u64, usize)> = None;
@@ -1463,22 +1526,24 @@ impl Fabric {
             if p == n {
                 p = 0;
             }
-            if let Some(f) = &a.hoq[p * nvl + v] {
+            let id = a.hoq[p * nvl + v];
+            if id != NONE {
+                let f = &fl[id as usize];
                 if f.sn == 0 && best.is_none_or(|(t, _)| f.t_in < t) {
                     best = Some((f.t_in, p));
                 }
             }
         }
         let (_, p) = best?;
-        (a.hoq[p * nvl + v].as_ref().unwrap().pkt_flits as i64 <= credits).then_some(p)
+        (fl[a.hoq[p * nvl + v] as usize].pkt_flits as i64 <= credits).then_some(p)
     }
 
     fn pick(&self, a: &Arb, v: usize, start: u16) -> Option<usize> {
         let credits = a.fccl[v] as i64 - a.fctbs[v] as i64;
         if self.p.use_fcfs_rq_arb {
-            Self::fcfs_pick(a, self.nvl, v, start, credits)
+            Self::fcfs_pick(a, &self.fl, self.nvl, v, start, credits)
         } else {
-            Self::rr_pick(a, self.nvl, v, start, credits)
+            Self::rr_pick(a, &self.fl, self.nvl, v, start, credits)
         }
     }
 
@@ -1589,8 +1654,11 @@ impl Fabric {
             let a = &mut self.ports[pi].arb;
             v = a.last_vl as usize;
             p = a.last_port[v] as usize;
-            let Some(f) = &a.hoq[p * nvl + v] else { return };
-            let is_last = f.last();
+            let id = a.hoq[p * nvl + v];
+            if id == NONE {
+                return;
+            }
+            let is_last = self.fl[id as usize].last();
             if is_last {
                 a.inside = false;
             }
@@ -1614,7 +1682,7 @@ impl Fabric {
             p = sp;
             v = sv;
             let port = &self.ports[pi];
-            let f = port.arb.hoq[p * nvl + v].as_ref().unwrap();
+            let f = &self.fl[port.arb.hoq[p * nvl + v] as usize];
             let pkt_flits = f.pkt_flits as usize;
             let inside = !f.last();
             // validity (a): obuf free space strictly greater than the packet
@@ -1649,7 +1717,8 @@ impl Fabric {
             a.last_port[v] = p as u16;
         }
         let i = p * nvl + v;
-        let mut flit = a.hoq[i].take().unwrap();
+        let id = std::mem::replace(&mut a.hoq[i], NONE);
+        let flit = &mut self.fl[id as usize];
         let t_arr = a.t_arr[i];
         if nvl > 1 {
             if a.last_high {
@@ -1702,7 +1771,7 @@ impl Fabric {
             to_obuf,
             Ev::ObufFlit {
                 port: pi as u32,
-                flit,
+                flit: id,
             },
         );
         if is_sw {
@@ -1744,6 +1813,12 @@ impl Fabric {
         if pend {
             ob.pop_pending = true;
             self.push_key(tstar + NS, seq, Ev::ObufPop { port: pi as u32 });
+        } else if !ob.inside {
+            // The always-ticking model's wake-up pop at tstar + 1 ns has
+            // already run: between packets it scanned every VL (all in
+            // sync while dormant) and left the FC pointer past the last
+            // one, so no FC packet may go out before the next tick.
+            ob.fc_vl = self.nvl as u8;
         }
         self.push_key(tstar + cred, seq, Ev::ObufTick { port: pi as u32 });
     }
@@ -1781,7 +1856,7 @@ impl Fabric {
         }
     }
 
-    fn obuf_flit(&mut self, pi: usize, flit: Flit) {
+    fn obuf_flit(&mut self, pi: usize, flit: FId) {
         if self.ports[pi].ob.dormant {
             self.obuf_wake(pi);
         }
@@ -1808,9 +1883,10 @@ impl Fabric {
         }
     }
 
-    fn obuf_transmit_data(&mut self, pi: usize, flit: Flit) {
+    fn obuf_transmit_data(&mut self, pi: usize, id: FId) {
         let now = self.now;
         let peer = self.ports[pi].peer;
+        let flit = &self.fl[id as usize];
         let ob = &mut self.ports[pi].ob;
         if flit.sn == 0 && flit.pkt_flits > 1 {
             ob.inside = true;
@@ -1828,16 +1904,24 @@ impl Fabric {
             ob.first_tx = Some(now);
         }
         ob.pop_pending = true;
-        self.trace(TraceKind::Send, pi, &flit);
+        self.trace(TraceKind::Send, pi, id);
         if peer == NONE {
             let msg = format!(
                 "flit for LID {} routed to unconnected port {} of {}",
-                flit.dst, self.ports[pi].local, self.node_names[self.ports[pi].node as usize]
+                self.fl[id as usize].dst,
+                self.ports[pi].local,
+                self.node_names[self.ports[pi].node as usize]
             );
             self.fail(msg);
             return;
         }
-        self.sched(now, Ev::IbufFlit { port: peer, flit });
+        self.sched(
+            now,
+            Ev::IbufFlit {
+                port: peer,
+                flit: id,
+            },
+        );
         self.sched(now + w, Ev::ObufPop { port: pi as u32 });
     }
 
@@ -1857,7 +1941,6 @@ impl Fabric {
                 if ob.fctbs[v] != ob.sent_fctbs[v] || ob.fccl[v] != ob.sent_fccl[v] {
                     ob.sent_fctbs[v] = ob.fctbs[v];
                     ob.sent_fccl[v] = ob.fccl[v];
-                    let (fctbs, fccl) = (ob.fctbs[v], ob.fccl[v]);
                     let w = self.tm.wire_fc;
                     ob.bytes += 8;
                     ob.fc_pkts += 1;
@@ -1873,8 +1956,6 @@ impl Fabric {
                         Ev::IbufFc {
                             port: peer,
                             vl: v as u8,
-                            fctbs,
-                            fccl,
                         },
                     );
                     self.sched(now + w, Ev::ObufPop { port: pi as u32 });
@@ -1894,12 +1975,16 @@ impl Fabric {
     // ------------------------------------------------------------------
     // input buffer (sec. 5.5)
 
-    fn ibuf_flit(&mut self, pi: usize, mut flit: Flit) {
+    fn ibuf_flit(&mut self, pi: usize, id: FId) {
         let now = self.now;
         let nvl = self.nvl;
-        let v = flit.vl as usize;
+        // copy before writing: a load right after a narrower store to the
+        // same bytes stalls (no store forwarding)
+        let mut flit = self.fl[id as usize];
         flit.t_in = now;
-        self.trace(TraceKind::Recv, pi, &flit);
+        self.fl[id as usize].t_in = now;
+        self.trace(TraceKind::Recv, pi, id);
+        let v = flit.vl as usize;
         let is_sw = self.ports[pi].hca == NONE;
         let nports = self.ports[pi].nports;
         let local = self.ports[pi].local;
@@ -1965,10 +2050,12 @@ impl Fabric {
         if is_sw {
             flit.flags &= !F_NOSW;
         }
+        self.fl[id as usize].flags = flit.flags;
         let out = self.ports[pi].ib.cur_out;
         if out >= nports {
             self.ports[pi].ib.drops += 1;
             self.flits_dropped += 1;
+            self.fl_release(id);
             return;
         }
         if self.p.lossy_mode && flit.sn == 0 && (flit.pkt_flits as i64) > self.ports[pi].ib.free[v]
@@ -1977,12 +2064,13 @@ impl Fabric {
             self.ports[pi].ib.cur_out = u16::MAX;
             self.ports[pi].ib.drops += 1;
             self.flits_dropped += 1;
+            self.fl_release(id);
             return;
         }
         let ib = &mut self.ports[pi].ib;
         ib.free[v] -= 1;
         ib.abr[v] += 1;
-        ib.q[out as usize * nvl + v].push_back(flit);
+        ib.q[out as usize * nvl + v].push_back(id);
         let l = ib.abr[v] + ib.free[v] as u64;
         let fs = ib.free[v] as u64;
         ib.free_stat[v].add(fs);
@@ -2022,7 +2110,7 @@ impl Fabric {
         }
         let ib = &mut self.ports[pi].ib;
         let f = ib.q[qi].pop_front().unwrap();
-        let mut target = f.t_in + self.tm.isw;
+        let mut target = self.fl[f as usize].t_in + self.tm.isw;
         if target <= ib.last {
             target = ib.last + NS;
         }
@@ -2079,8 +2167,9 @@ impl Fabric {
     // ------------------------------------------------------------------
     // sink (sec. 5.6) and statistics (sec. 8)
 
-    fn sink_flit(&mut self, h: usize, flit: Flit) {
+    fn sink_flit(&mut self, h: usize, id: FId) {
         let now = self.now;
+        let flit = self.fl[id as usize];
         if flit.dst != self.hcas[h].lid {
             self.fail(format!(
                 "flit for LID {} reached the sink of LID {}",
@@ -2105,6 +2194,7 @@ impl Fabric {
             }
             cc.ccti_max = cc.ccti_max.max(*i);
             self.hcas[h].sink.cnps_in += 1;
+            self.fl_release(id);
             self.ccti_timer_arm(h);
             self.sched(
                 now,
@@ -2175,7 +2265,7 @@ impl Fabric {
             let d = self.tm.drain[flit.bytes as usize];
             self.sched(now + d, Ev::SinkDrain { h: h as u32 });
         }
-        self.hcas[h].sink.fifo.push_back(flit);
+        self.hcas[h].sink.fifo.push_back(id);
         if fecn {
             self.send_cnp(h, flit.src, flit.vl);
         }
@@ -2198,6 +2288,7 @@ impl Fabric {
             flags: F_NOSW | F_CNP | F_BECN,
         };
         let port = self.hcas[h].port as usize;
+        let f = self.fl_alloc(f);
         if self.hcas[h].gen.cnpq.is_empty() && self.hoq_free(port, 0, 0) {
             self.gen_send_flit(h, f);
         } else {
@@ -2214,15 +2305,17 @@ impl Fabric {
         }
         let f = s.fifo.pop_front().unwrap();
         s.drain_pending = true;
-        let d = self.tm.drain[f.bytes as usize];
+        let d = self.tm.drain[self.fl[f as usize].bytes as usize];
         self.sched(now + d, Ev::SinkDrain { h: h as u32 });
         self.consume(h, f);
     }
 
-    fn consume(&mut self, h: usize, f: Flit) {
+    fn consume(&mut self, h: usize, id: FId) {
         let now = self.now;
         let pi = self.hcas[h].port;
-        self.trace(TraceKind::Consume, pi as usize, &f);
+        self.trace(TraceKind::Consume, pi as usize, id);
+        let f = self.fl[id as usize];
+        self.fl_release(id);
         self.flits_consumed += 1;
         let start = self.tm.start_stat;
         let s = &mut self.hcas[h].sink;

@@ -21,7 +21,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-const SHIFT: u32 = 9;
+const SHIFT: u32 = 8;
 const SLOTS: usize = 1024;
 const WORDS: usize = SLOTS / 64;
 const SPAN: u64 = (SLOTS as u64) << SHIFT;
@@ -57,6 +57,54 @@ pub(crate) struct Wheel<T: Copy> {
     occ: Box<[u64; WORDS]>,
     slots: Vec<Vec<(u64, u64, T)>>,
     far: BinaryHeap<Far<T>>,
+    /// scratch buffer of the counting sort
+    tmp: Vec<(u64, u64, T)>,
+}
+
+/// Sort a slot by (time, seq). Items were appended in push order, which is
+/// seq order except for virtual-seq and far-heap items. Small slots: an
+/// insertion sort. Large ones (the fabric often has a hundred events at a
+/// few identical instants): a stable counting sort on the time offset
+/// within the slot, which leaves equal times in push order; if that is not
+/// seq order after all, a full sort.
+fn sort_slot<T: Copy>(v: &mut [(u64, u64, T)], tmp: &mut Vec<(u64, u64, T)>) {
+    if v.len() <= 24 {
+        insertion_sort(v);
+        return;
+    }
+    const W: usize = 1 << SHIFT;
+    let mut pos = [0u32; W + 1];
+    for e in v.iter() {
+        pos[(e.0 as usize & (W - 1)) + 1] += 1;
+    }
+    for i in 1..=W {
+        pos[i] += pos[i - 1];
+    }
+    tmp.clear();
+    tmp.resize(v.len(), v[0]);
+    for e in v.iter() {
+        let k = e.0 as usize & (W - 1);
+        tmp[pos[k] as usize] = *e;
+        pos[k] += 1;
+    }
+    v.copy_from_slice(tmp);
+    if !v.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)) {
+        v.sort_unstable_by_key(|e| (e.0, e.1));
+    }
+}
+
+#[inline]
+fn insertion_sort<T: Copy>(v: &mut [(u64, u64, T)]) {
+    for i in 1..v.len() {
+        let e = v[i];
+        let k = (e.0, e.1);
+        let mut j = i;
+        while j > 0 && (v[j - 1].0, v[j - 1].1) > k {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = e;
+    }
 }
 
 #[inline]
@@ -74,6 +122,7 @@ impl<T: Copy> Wheel<T> {
             occ: Box::new([0; WORDS]),
             slots: (0..SLOTS).map(|_| Vec::new()).collect(),
             far: BinaryHeap::new(),
+            tmp: Vec::new(),
         }
     }
 
@@ -116,7 +165,7 @@ impl<T: Copy> Wheel<T> {
     }
 
     /// Insert into the wheel (t in [base, base + SPAN)).
-    #[inline]
+    #[inline(always)]
     fn put(&mut self, e: (u64, u64, T)) {
         let s = slot_of(e.0);
         if s == self.bslot {
@@ -135,7 +184,7 @@ impl<T: Copy> Wheel<T> {
     }
 
     /// Insert an item with time `t` and sequence number `seq`.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, t: u64, seq: u64, v: T) {
         if t < self.base {
             self.rebuild(t);
@@ -203,7 +252,7 @@ impl<T: Copy> Wheel<T> {
             self.slots[s].push((a, b, c));
             self.set_occ(s);
         }
-        self.slots[self.bslot].sort_unstable_by_key(|e| (e.0, e.1));
+        sort_slot(&mut self.slots[self.bslot], &mut self.tmp);
     }
 
     /// Ensure the base slot holds the minimum (after this, `slots[bslot]
@@ -327,5 +376,47 @@ mod tests {
             assert!((t, s) > now);
             now = (t, s);
         }
+    }
+}
+
+/// FIFO that is drained completely again and again (the zero-delay events
+/// of one instant): a vector and a read index, reset when empty.
+pub(crate) struct Fifo<T: Copy> {
+    v: Vec<T>,
+    head: usize,
+}
+
+impl<T: Copy> Fifo<T> {
+    pub fn with_capacity(n: usize) -> Self {
+        Fifo {
+            v: Vec::with_capacity(n),
+            head: 0,
+        }
+    }
+
+    #[inline(always)]
+    pub fn push_back(&mut self, x: T) {
+        self.v.push(x);
+    }
+
+    #[inline(always)]
+    pub fn front(&self) -> Option<&T> {
+        self.v.get(self.head)
+    }
+
+    #[inline(always)]
+    pub fn pop_front(&mut self) -> Option<T> {
+        let x = *self.v.get(self.head)?;
+        self.head += 1;
+        if self.head == self.v.len() {
+            self.v.clear();
+            self.head = 0;
+        }
+        Some(x)
+    }
+
+    #[allow(dead_code)]
+    pub fn len(&self) -> usize {
+        self.v.len() - self.head
     }
 }
