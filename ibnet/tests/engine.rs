@@ -485,3 +485,26 @@ fn lazy_equals_naive_after_wakeup_pop() {
     assert_eq!(ra, rb);
     assert!(ea < eb, "{ea} {eb}");
 }
+
+/// At a hiccup's ON->OFF switch the drain restart (1 ns later) is scheduled
+/// before the next ON toggle. With a 1 ns OFF phase both fall on the same
+/// instant and the drain must win: the flit that waited through the ON
+/// phase (1 ns .. 1001 ns) is consumed at 1002 ns. In the other order the
+/// sink would turn ON first at every OFF and never consume anything.
+#[test]
+fn hiccup_off_drain_runs_before_next_toggle() {
+    let mut p = Params::qdr();
+    p.msg_mtu = 64;
+    p.msg_length = 64;
+    p.hiccup_duration_ns = 1000.0;
+    p.hiccup_delay_ns = 1.0;
+    let mut f = case_fabric(&p, TrafficMode::SeqOnce(vec![2]));
+    run_to(&mut f, 5_000);
+    let tr = f.take_trace();
+    let consumed: Vec<u64> = tr
+        .iter()
+        .filter(|r| r.kind == ibnet::engine::TraceKind::Consume)
+        .map(|r| r.t)
+        .collect();
+    assert_eq!(consumed, vec![ns(1002)]);
+}

@@ -37,11 +37,34 @@ fn min_latency_ps(switches: usize) -> u64 {
     (20 * 2048 + 80 + 100 * (switches as u64 - 1)) * 1000
 }
 
-/// `strict`: every sink's minimum latency must be one of the three values
-/// of case 6. Over the full 2 ms our run has one exception, sink H_2 with
-/// 41265 ns (a 3-switch message at ~1.02 ms that got the +4 ns back-to-back
-/// stamp of case 3 plus the +21 ns of case 5): allowed when not strict and
-/// reported as doubtful.
+/// Per-sink minimum latencies (case 6).
+///
+/// Why the 2 ms OneHot run may show 41265 ns at sink H_2 although case 6
+/// lists only 41061, 41261 and 41461 ns: those three values are not a
+/// timing rule but what the reference's run happened to show. By the rules:
+/// - a source's *first* message (t = 0) is stamped when it leaves the HCA:
+///   20N + 80 + 100(s-1) ns over s switches (cases 1, 2, 6), plus the +21 ns
+///   of case 5 because the source's next message pushes the last flit back
+///   at the leaf: 41061, 41261, 41461 ns;
+/// - every *later* message of a stream is stamped 4 ns before it leaves
+///   (case 3, sec. 5.2: its flit 0 waited in the VL queue), so the same
+///   clean path gives 41065, 41265, 41465 ns. In this run 121 later
+///   5-switch messages give exactly 41465 ns, 7 later 1-switch ones 41065.
+///
+/// The t = 0 destinations of OneHot are a permutation, so every sink gets
+/// exactly one first message; its latency is the sink's minimum unless a
+/// later message over *fewer* switches gets through uncongested. H_2's
+/// first message comes from H_32 over 5 switches (41461 ns); at ~1.02 ms a
+/// message of H_7 over 3 switches runs clean: 41240 + 4 + 21 = 41265 ns.
+/// Whether such a message occurs depends on the trajectory of the run, not
+/// on any single rule. The engine's handler orders were checked against
+/// sec. 5, Appendix A and the lazy timer against the always-ticking mode
+/// (identical up to 1.1 ms here); no deviation explains it.
+///
+/// So the check is: every sink minimum is in the case-6 set, or it is the
+/// clean back-to-back value (+4 +21 ns) of a later message over fewer
+/// switches than the sink's first message. `strict` also demands that no
+/// such exception occurs (true up to 500 us).
 fn check_run(seq: &str, until_ps: u64, strict: bool) {
     let Some((f, topo)) = run(seq, until_ps, true) else {
         return;
@@ -56,7 +79,10 @@ fn check_run(seq: &str, until_ps: u64, strict: bool) {
         r.flits_consumed
     );
     let hcas = topo.hcas();
-    let mut min_by_sink = vec![u64::MAX; hcas.len()];
+    // (latency, switches, later message?) of each sink's minimum
+    let mut min_by_sink = vec![(u64::MAX, 0usize, false); hcas.len()];
+    let mut first_of_src = std::collections::HashMap::new();
+    let mut first_switches = vec![0usize; hcas.len()];
     let mut n = 0;
     for m in r.messages.as_ref().unwrap() {
         let Some(l) = m.network_latency_ps else {
@@ -71,7 +97,14 @@ fn check_run(seq: &str, until_ps: u64, strict: bool) {
             "message {} over {s} switches: {l} ps",
             m.id
         );
-        min_by_sink[dst] = min_by_sink[dst].min(l);
+        let later = first_of_src.contains_key(&src);
+        first_of_src.entry(src).or_insert(m.id);
+        if !later {
+            first_switches[dst] = s;
+        }
+        if l < min_by_sink[dst].0 {
+            min_by_sink[dst] = (l, s, later);
+        }
     }
     assert!(n as u64 > until_ps / 1_000_000 / 2, "{n} messages");
     if seq.contains("1hot") {
@@ -79,17 +112,28 @@ fn check_run(seq: &str, until_ps: u64, strict: bool) {
         let set = [41_061_000, 41_261_000, 41_461_000];
         let off: Vec<(usize, u64)> = min_by_sink
             .iter()
-            .copied()
             .enumerate()
-            .filter(|(_, m)| !set.contains(m))
+            .filter(|(_, m)| !set.contains(&m.0))
+            .map(|(i, m)| (i, m.0))
             .collect();
+        for (i, &(l, s, later)) in min_by_sink.iter().enumerate() {
+            if set.contains(&l) {
+                continue;
+            }
+            // the only other possibility: a later (case 3, +4 ns) message
+            // over fewer switches than the sink's first one, clean path
+            // with the case-5 +21 ns
+            assert!(
+                later && s < first_switches[i] && l == min_latency_ps(s) + 25_000,
+                "sink {i}: minimum {l} ps over {s} switches (first message over {})",
+                first_switches[i]
+            );
+        }
         if strict {
             assert!(off.is_empty(), "{off:?}");
-        } else {
-            assert!(off.is_empty() || off == vec![(1, 41_265_000)], "{off:?}");
         }
         // case 5: smallest single-switch message latency is 41061 ns
-        assert!(min_by_sink.contains(&41_061_000));
+        assert!(min_by_sink.iter().any(|m| m.0 == 41_061_000));
     }
 }
 
@@ -166,4 +210,52 @@ fn case5_shared_handoff_clock() {
         Some(41_078_000),
         "X leaves 21 ns late"
     );
+}
+
+/// Regression guard for engine optimisations: totals of OneHot runs
+/// recorded with the engine before the timing wheel, flit slab and
+/// 16-byte events (the full JSON reports were compared byte for byte when
+/// they were introduced). Lazy 200 us and always-ticking 100 us.
+#[test]
+fn onehot_totals_unchanged_by_optimisations() {
+    for (until, lazy, events, consumed, n, lat_sum, bytes, fc) in [
+        (
+            200_000_000,
+            true,
+            15_457_564u64,
+            297_358u64,
+            125usize,
+            5_494_437_000u64,
+            106_522_936u64,
+            62_775u64,
+        ),
+        (
+            100_000_000,
+            false,
+            7_426_012,
+            157_832,
+            64,
+            2_646_432_000,
+            51_444_344,
+            26_063,
+        ),
+    ] {
+        let Some((f, _)) = run("32n_1hot.dstSeq", until, lazy) else {
+            return;
+        };
+        let r = f.report_with(true);
+        let lat: Vec<u64> = r
+            .messages
+            .as_ref()
+            .unwrap()
+            .iter()
+            .filter_map(|m| m.network_latency_ps)
+            .collect();
+        assert_eq!(r.events_processed, events, "lazy {lazy}");
+        assert_eq!(r.flits_consumed, consumed);
+        assert_eq!(lat.len(), n);
+        assert_eq!(lat.iter().sum::<u64>(), lat_sum);
+        assert_eq!(r.obufs.iter().map(|o| o.bytes_sent).sum::<u64>(), bytes);
+        assert_eq!(r.obufs.iter().map(|o| o.fc_packets_sent).sum::<u64>(), fc);
+    }
 }

@@ -53,11 +53,30 @@ fn fmt_ps(v: &f64) -> String {
 fn fmt_s(v: &f64) -> String {
     if *v >= 1.0 {
         format!("{v:.0}")
-    } else if *v >= 0.01 {
-        format!("{v:.2}")
+    } else if *v >= 1e-4 {
+        // 0.5, 0.02, 0.001: as many decimals as the leading digit needs.
+        let d = (-v.log10()).ceil() as usize;
+        format!("{v:.d$}")
     } else {
         format!("{v:.0e}")
     }
+}
+
+/// Axis labels at 1, 2, 5 x 10^k inside [lo, hi] (plotters' own log-scale
+/// labels leave ranges of less than a decade almost unlabelled).
+fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
+    let mut v = Vec::new();
+    let mut k = lo.max(1e-12).log10().floor() as i32;
+    while 10f64.powi(k) <= hi {
+        for m in [1.0, 2.0, 5.0] {
+            let x = m * 10f64.powi(k);
+            if x >= lo && x <= hi {
+                v.push(x);
+            }
+        }
+        k += 1;
+    }
+    v
 }
 
 /// Wall time versus quantum: polling (plain and with the estimate, one
@@ -135,7 +154,12 @@ where
         .margin(15)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d(xr.clone().log_scale(), (ymin..ymax).log_scale())?;
+        .build_cartesian_2d(
+            xr.clone().log_scale(),
+            (ymin..ymax)
+                .log_scale()
+                .with_key_points(one_two_five(ymin, ymax)),
+        )?;
     chart
         .configure_mesh()
         .x_desc("quantum q (log scale)")
@@ -236,7 +260,9 @@ where
         .y_label_area_size(70)
         .build_cartesian_2d(
             (hmin / 1.3..hmax * 1.3).log_scale(),
-            (ymin..ymax).log_scale(),
+            (ymin..ymax)
+                .log_scale()
+                .with_key_points(one_two_five(ymin, ymax)),
         )?;
     chart
         .configure_mesh()
@@ -255,11 +281,33 @@ where
             .map(|r| (r.hcas as f64, r.wall_s))
             .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // The least-squares power law through the points (dashed).
+        let xs: Vec<Vec<f64>> = pts.iter().map(|p| vec![p.0.ln()]).collect();
+        let ys: Vec<f64> = pts.iter().map(|p| p.1.ln()).collect();
+        let fit = crate::scaling::least_squares(&xs, &ys);
+        let label = match &fit {
+            Some((_, b, _)) => format!("{c} sends per rank (fit: wall ~ HCAs^{:.2})", b[0]),
+            None => format!("{c} sends per rank"),
+        };
         chart
             .draw_series(LineSeries::new(pts.clone(), col.stroke_width(2)))?
-            .label(format!("{c} sends per rank"))
+            .label(label)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2)));
         chart.draw_series(pts.iter().map(|p| Circle::new(*p, 5, col.filled())))?;
+        if let (Some((a, b, _)), Some(first), Some(last)) = (fit, pts.first(), pts.last()) {
+            let line: Vec<(f64, f64)> = (0..=20)
+                .map(|k| {
+                    let x = first.0 * (last.0 / first.0).powf(k as f64 / 20.0);
+                    (x, (a + b[0] * x.ln()).exp())
+                })
+                .collect();
+            chart.draw_series(DashedLineSeries::new(
+                line,
+                6,
+                4,
+                col.mix(0.6).stroke_width(1),
+            ))?;
+        }
     }
     chart
         .configure_series_labels()
@@ -294,4 +342,19 @@ pub fn scaling_plot(rows: &[ScalingRow], stem: &Path) -> anyhow::Result<Vec<std:
     draw_scaling(SVGBackend::new(&svg, SIZE).into_drawing_area(), rows)
         .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
     Ok(vec![png, svg])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_labels() {
+        assert_eq!(one_two_five(0.03, 0.6), vec![0.05, 0.1, 0.2, 0.5]);
+        assert_eq!(fmt_s(&0.05), "0.05");
+        assert_eq!(fmt_s(&0.002), "0.002");
+        assert_eq!(fmt_s(&20.0), "20");
+        assert_eq!(fmt_ps(&100.0), "100 ps");
+        assert_eq!(fmt_ps(&1000.0), "1 ns");
+    }
 }

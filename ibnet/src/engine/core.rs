@@ -339,6 +339,9 @@ struct Arb {
     inputs: u16,
     /// flit handle per (input, VL), NONE = empty
     hoq: Vec<FId>,
+    /// per (input, VL): the packet length in flits when the HoQ holds a
+    /// first flit, else 0 (the round-robin scan reads only this array)
+    hoq_first: Vec<u16>,
     t_arr: Vec<u64>,
     res: Vec<bool>,
     fccl: [u64; 8],
@@ -529,6 +532,7 @@ impl Fabric {
         let mk_arb = |inputs: u16| Arb {
             inputs,
             hoq: vec![NONE; inputs as usize * nvl],
+            hoq_first: vec![0; inputs as usize * nvl],
             t_arr: vec![0; inputs as usize * nvl],
             res: vec![false; inputs as usize * nvl],
             fccl: [0; 8],
@@ -1469,7 +1473,9 @@ impl Fabric {
     fn arb_flit(&mut self, pi: usize, input: usize, id: FId) {
         let nvl = self.nvl;
         let a = &mut self.ports[pi].arb;
-        let vl = self.fl[id as usize].vl;
+        let f = &self.fl[id as usize];
+        let vl = f.vl;
+        let first = if f.sn == 0 { f.pkt_flits } else { 0 };
         let i = input * nvl + vl as usize;
         if !a.res[i] || a.hoq[i] != NONE {
             let msg = format!("arbiter HoQ ({input}, {vl}) not reserved or occupied");
@@ -1477,6 +1483,7 @@ impl Fabric {
             return;
         }
         a.hoq[i] = id;
+        a.hoq_first[i] = first;
         a.t_arr[i] = self.now;
         a.res[i] = false;
         self.arbitrate(pi);
@@ -1484,14 +1491,7 @@ impl Fabric {
 
     /// Round-robin input pick for VL v from `last_port + 1`, wrapping.
     #[inline]
-    fn rr_pick(
-        a: &Arb,
-        fl: &[Flit],
-        nvl: usize,
-        v: usize,
-        start_after: u16,
-        credits: i64,
-    ) -> Option<usize> {
+    fn rr_pick(a: &Arb, nvl: usize, v: usize, start_after: u16, credits: i64) -> Option<usize> {
         let n = a.inputs as usize;
         let mut p = start_after as usize;
         for _ in 0..n {
@@ -1499,12 +1499,10 @@ impl Fabric {
             if p == n {
                 p = 0;
             }
-            let id = a.hoq[p * nvl + v];
-            if id != NONE {
-                let f = &fl[id as usize];
-                if f.sn == 0 && f.pkt_flits as i64 <= credits {
-                    return Some(p);
-                }
+            // 0 = empty or a continuation flit
+            let len = a.hoq_first[p * nvl + v];
+            if len != 0 && len as i64 <= credits {
+                return Some(p);
             }
         }
         None
@@ -1543,7 +1541,7 @@ impl Fabric {
         if self.p.use_fcfs_rq_arb {
             Self::fcfs_pick(a, &self.fl, self.nvl, v, start, credits)
         } else {
-            Self::rr_pick(a, &self.fl, self.nvl, v, start, credits)
+            Self::rr_pick(a, self.nvl, v, start, credits)
         }
     }
 
@@ -1718,6 +1716,7 @@ impl Fabric {
         }
         let i = p * nvl + v;
         let id = std::mem::replace(&mut a.hoq[i], NONE);
+        a.hoq_first[i] = 0;
         let flit = &mut self.fl[id as usize];
         let t_arr = a.t_arr[i];
         if nvl > 1 {
@@ -2306,8 +2305,11 @@ impl Fabric {
         let f = s.fifo.pop_front().unwrap();
         s.drain_pending = true;
         let d = self.tm.drain[self.fl[f as usize].bytes as usize];
-        self.sched(now + d, Ev::SinkDrain { h: h as u32 });
+        // consume, then re-arm (sec. 5.6 and the reference's order; the two
+        // events get consecutive sequence numbers, so either order gives
+        // the same run)
         self.consume(h, f);
+        self.sched(now + d, Ev::SinkDrain { h: h as u32 });
     }
 
     fn consume(&mut self, h: usize, id: FId) {
@@ -2356,14 +2358,15 @@ impl Fabric {
             self.sched(now + self.tm.hiccup_on, Ev::SinkHiccup { h: h as u32 });
         } else {
             s.hiccup_on = false;
-            let start_drain = !s.drain_pending;
-            if start_drain {
+            // The drain restart is scheduled before the next toggle (as
+            // the reference's sink does; sec. 5.6 leaves the order open).
+            // It matters only when the OFF phase is 1 ns: the drain then
+            // runs before the sink turns ON again.
+            if !s.drain_pending {
                 s.drain_pending = true;
-            }
-            self.sched(now + self.tm.hiccup_off, Ev::SinkHiccup { h: h as u32 });
-            if start_drain {
                 self.sched(now + NS, Ev::SinkDrain { h: h as u32 });
             }
+            self.sched(now + self.tm.hiccup_off, Ev::SinkHiccup { h: h as u32 });
         }
     }
 
@@ -2578,6 +2581,7 @@ fn dummy_arb() -> Arb {
     Arb {
         inputs: 0,
         hoq: Vec::new(),
+        hoq_first: Vec::new(),
         t_arr: Vec::new(),
         res: Vec::new(),
         fccl: [0; 8],

@@ -6,6 +6,13 @@
 //! run in insertion (FIFO) order, sec. 1.3. Handlers schedule their events in
 //! exactly the order the spec lists them.
 //!
+//! Queue layout (performance, not semantics): delayed events live in a
+//! timing wheel (`wheel.rs`, 256 ps slots over 262 ns, a binary heap
+//! beyond), zero-delay events of the current instant in a FIFO (`nowq`);
+//! `step` takes whichever holds the smaller (time, seq). Events are 16
+//! bytes: flits travel by handle into a slab (`Fabric::fl`), allocated by
+//! the generator and released when consumed or dropped.
+//!
 //! Idle cost: an obuf whose credit timer finds it idle with nothing new to
 //! advertise stops ticking ("dormant"). When it is touched again, the ticks
 //! it skipped are accounted for and its timer resumes on the same phase.
@@ -14,12 +21,15 @@
 //! the always-ticking model the ticks at k*P are the first events processed
 //! in period k (every delay that touches an obuf is shorter than P), so the
 //! events they insert sort right after everything inserted before k*P and
-//! before everything inserted from k*P on, in obuf order. The test
-//! `lazy_equals_naive` compares both modes flit by flit.
+//! before everything inserted from k*P on, in obuf order. A dormant obuf
+//! that wakes after the 1 ns wake-up pop of its last tick would have run
+//! also takes that pop's effect: between packets the FC scan pointer is
+//! past the last VL until the next tick. The tests `lazy_equals_naive*`
+//! compare both modes flit by flit.
 
 mod core;
-mod wheel;
 pub mod trace;
+mod wheel;
 
 pub use self::core::{Fabric, FabricError, MsgId, TrafficMode};
 pub use trace::{TraceKind, TraceRec};

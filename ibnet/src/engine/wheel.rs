@@ -315,70 +315,6 @@ impl<T: Copy> Wheel<T> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Random pushes (near, far, equal times, pushes after a peek) pop in
-    /// exactly the order of a sorted reference list.
-    #[test]
-    fn pops_in_key_order() {
-        let mut h = Wheel::new();
-        let mut x: u64 = 12345;
-        let mut keys: Vec<(u64, u64)> = Vec::new();
-        let mut now = (0u64, 0u64);
-        let mut seq = 1u64;
-        let mut rnd = || {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            x >> 33
-        };
-        for round in 0..20000u64 {
-            for _ in 0..3 {
-                let r = rnd();
-                let d = match r % 10 {
-                    0 => 0,
-                    1 => 3 * SPAN + r % 1000,
-                    2 => SPAN - 1 - (r >> 8) % 3,
-                    3..=5 => (r >> 8) % 300,
-                    _ => (r >> 8) % 20_000,
-                };
-                let k = (now.0 + d, seq);
-                seq += 1;
-                h.push(k.0, k.1, k);
-                keys.push(k);
-            }
-            if round % 7 == 0 {
-                // a peek may move the base; an earlier push must still work
-                let p = h.peek_key().unwrap();
-                if p.0 > now.0 + 1 {
-                    let k = (now.0 + 1 + rnd() % (p.0 - now.0 - 1), seq);
-                    seq += 1;
-                    h.push(k.0, k.1, k);
-                    keys.push(k);
-                }
-            }
-            let pops = if round % 3 == 0 { 4 } else { 2 };
-            for _ in 0..pops {
-                let Some((t, s, v)) = h.pop() else { break };
-                assert_eq!((t, s), v);
-                assert!(v >= now);
-                now = v;
-                let min = *keys.iter().min().unwrap();
-                assert_eq!(v, min);
-                keys.retain(|&y| y != v);
-                assert_eq!(h.len(), keys.len());
-                assert_eq!(h.has_at(t), keys.iter().any(|k| k.0 == t));
-            }
-        }
-        while let Some((t, s, _)) = h.pop() {
-            assert!((t, s) > now);
-            now = (t, s);
-        }
-    }
-}
-
 /// FIFO that is drained completely again and again (the zero-delay events
 /// of one instant): a vector and a read index, reset when empty.
 pub(crate) struct Fifo<T: Copy> {
@@ -418,5 +354,111 @@ impl<T: Copy> Fifo<T> {
     #[allow(dead_code)]
     pub fn len(&self) -> usize {
         self.v.len() - self.head
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random pushes (near, far, equal times, pushes after a peek) pop in
+    /// exactly the order of a sorted reference list.
+    #[test]
+    fn pops_in_key_order() {
+        let mut h = Wheel::new();
+        let mut x: u64 = 12345;
+        let mut keys = std::collections::BTreeSet::new();
+        let mut now = (0u64, 0u64);
+        let mut seq = 1u64;
+        let mut rnd = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        for round in 0..20000u64 {
+            for _ in 0..3 {
+                let r = rnd();
+                let d = match r % 10 {
+                    0 => 0,
+                    1 => 3 * SPAN + r % 1000,
+                    2 => SPAN - 1 - (r >> 8) % 3,
+                    3..=5 => (r >> 8) % 300,
+                    _ => (r >> 8) % 20_000,
+                };
+                let k = (now.0 + d, seq);
+                seq += 1;
+                h.push(k.0, k.1, k);
+                keys.insert(k);
+            }
+            if round % 7 == 0 {
+                // a peek may move the base; an earlier push must still work
+                let p = h.peek_key().unwrap();
+                if p.0 > now.0 + 1 {
+                    let k = (now.0 + 1 + rnd() % (p.0 - now.0 - 1), seq);
+                    seq += 1;
+                    h.push(k.0, k.1, k);
+                    keys.insert(k);
+                }
+            }
+            let pops = if round % 3 == 0 { 4 } else { 2 };
+            for _ in 0..pops {
+                let Some((t, s, v)) = h.pop() else { break };
+                assert_eq!((t, s), v);
+                assert!(v >= now);
+                now = v;
+                assert_eq!(Some(v), keys.pop_first());
+                assert_eq!(h.len(), keys.len());
+                let next_at_t = keys.first().is_some_and(|k| k.0 == t);
+                assert_eq!(h.has_at(t), next_at_t);
+            }
+        }
+        while let Some((t, s, _)) = h.pop() {
+            assert!((t, s) > now);
+            now = (t, s);
+        }
+    }
+
+    /// Large slots (counting sort), pushes whose seq order differs from
+    /// push order (the fallback), and far items, against a reference set.
+    #[test]
+    fn large_slots_and_unordered_seqs() {
+        let mut h = Wheel::new();
+        let mut keys = std::collections::BTreeSet::new();
+        let mut x: u64 = 99;
+        let mut rnd = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        let mut now = 0u64;
+        let mut seq = 1u64 << 20;
+        for round in 0..300u64 {
+            let burst = 20 + rnd() % 200;
+            for _ in 0..burst {
+                let t = now + 1 + (rnd() % 4) * 64 + if rnd() % 50 == 0 { 2 * SPAN } else { 0 };
+                // mostly increasing seqs, sometimes a smaller (virtual) one
+                let s = if round % 3 == 0 && rnd() % 10 == 0 {
+                    seq - 1000 - rnd() % 1000
+                } else {
+                    seq += 1;
+                    seq
+                };
+                if keys.insert((t, s)) {
+                    h.push(t, s, (t, s));
+                }
+            }
+            for _ in 0..burst {
+                let Some((t, s, v)) = h.pop() else { break };
+                assert_eq!((t, s), v);
+                assert_eq!(Some(v), keys.pop_first());
+                now = t;
+            }
+        }
+        while let Some((_, _, v)) = h.pop() {
+            assert_eq!(Some(v), keys.pop_first());
+        }
+        assert!(keys.is_empty());
     }
 }
