@@ -196,6 +196,8 @@ pub struct Runner<'a> {
     pub key_prefix: String,
     pub counter: usize,
     pub verbose: bool,
+    /// Pin every child to this CPU.
+    pub pin_cpu: Option<usize>,
 }
 
 /// Whether a failed fabric start was for lack of message-queue budget
@@ -230,7 +232,10 @@ impl Runner<'_> {
             let key = format!("{}-{}", self.key_prefix, self.counter);
             let dir = self.work.join(format!("run{}", self.counter));
             std::fs::create_dir_all(&dir)?;
-            let specs = setup.procs(w, self.bins, &key, &dir);
+            let mut specs = setup.procs(w, self.bins, &key, &dir);
+            for s in &mut specs {
+                s.cpu = self.pin_cpu;
+            }
             if self.verbose {
                 for s in &specs {
                     eprintln!("  $ {}", s.display());

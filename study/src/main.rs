@@ -111,6 +111,11 @@ struct Cli {
     /// Directory of loggopsim, ibnet and ipc-proto [default: $IBCOSIM_BIN_DIR, else this program's directory].
     #[arg(long)]
     bin_dir: Option<PathBuf>,
+    /// Run every simulator process on this one CPU (sched_setaffinity). On a
+    /// virtual machine an idle CPU can take tens of microseconds to wake, which
+    /// dominates polling round trips between two CPUs; one CPU avoids that.
+    #[arg(long, value_name = "CPU")]
+    pin_cpu: Option<usize>,
     /// Print the command lines of the runs on stderr.
     #[arg(short, long)]
     verbose: bool,
@@ -209,8 +214,11 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     let mut md = format!(
-        "# Efficiency study `{name}`\n\nRun {started} on {}.\n\n",
-        report::machine_info()
+        "# Efficiency study `{name}`\n\nRun {started} on {}{}.\n\n",
+        report::machine_info(),
+        cli.pin_cpu
+            .map(|c| format!("; every simulator process pinned to CPU {c}"))
+            .unwrap_or_default()
     );
     let mut written: Vec<PathBuf> = Vec::new();
     let mut failed: Vec<String> = Vec::new();
@@ -249,6 +257,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             key_prefix: format!("study{}", std::process::id()),
             counter: 0,
             verbose: cli.verbose,
+            pin_cpu: cli.pin_cpu,
         };
         let res = runner.run_study(&cfg)?;
         failed.extend(
@@ -298,6 +307,7 @@ Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy
             sets: cli.set.clone(),
             runs,
             budget,
+            pin_cpu: cli.pin_cpu,
         };
         let rows = scaling::run(&scfg, &bins, work.path())?;
         failed.extend(

@@ -25,6 +25,8 @@ pub struct ProcSpec {
     pub args: Vec<String>,
     /// Give the child a pseudo-terminal as stderr (to read its progress line).
     pub pty: bool,
+    /// Run the child on this CPU only (`sched_setaffinity`).
+    pub cpu: Option<usize>,
 }
 
 impl ProcSpec {
@@ -34,6 +36,7 @@ impl ProcSpec {
             program,
             args,
             pty: false,
+            cpu: None,
         }
     }
 
@@ -342,10 +345,23 @@ pub fn run(
         // high-water mark (the study's peak) in the child's ru_maxrss. A
         // forked child carries only a copy of our current anonymous memory,
         // which we keep small and report (`parent_anon_kb`).
-        // SAFETY: the closure does nothing (no allocation, no locks).
+        // The closure also pins the child to a CPU when asked.
+        let cpu = spec.cpu;
+        // SAFETY: the closure only calls sched_setaffinity on a stack
+        // cpu_set_t (no allocation, no locks): async-signal-safe.
         unsafe {
             use std::os::unix::process::CommandExt;
-            cmd.pre_exec(|| Ok(()));
+            cmd.pre_exec(move || {
+                if let Some(c) = cpu {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(c, &mut set);
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
         }
         parent_anon_kb = parent_anon_kb.max(self_anon_kb());
         let child = match cmd.spawn() {
@@ -589,6 +605,23 @@ mod tests {
             kb < 32 * 1024,
             "/bin/true peak {kb} KiB includes our 64 MiB"
         );
+    }
+
+    #[test]
+    fn pins_a_child_to_one_cpu() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = ProcSpec::new(
+            "scheduler",
+            "/bin/sh".into(),
+            vec![
+                "-c".into(),
+                "grep Cpus_allowed_list /proc/self/status".into(),
+            ],
+        );
+        spec.cpu = Some(0);
+        let r = run(&[spec], None, dir.path()).unwrap();
+        let out = std::fs::read_to_string(&r.proc("scheduler").unwrap().stdout_path).unwrap();
+        assert_eq!(out.split_whitespace().last(), Some("0"), "{out}");
     }
 
     #[test]

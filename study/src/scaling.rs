@@ -24,6 +24,8 @@ pub struct ScalingConfig {
     pub sets: Vec<String>,
     pub runs: usize,
     pub budget: Duration,
+    /// Pin every run to this CPU.
+    pub pin_cpu: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -214,9 +216,11 @@ fn ibnet_run(
     bins: &Bins,
     args: Vec<String>,
     budget: Duration,
+    pin_cpu: Option<usize>,
     work: &Path,
 ) -> anyhow::Result<(proc::RunResult, Option<RunJson>)> {
-    let spec = ProcSpec::new("fabric", bins.ibnet.clone(), args);
+    let mut spec = ProcSpec::new("fabric", bins.ibnet.clone(), args);
+    spec.cpu = pin_cpu;
     let r = proc::run(&[spec], Some(budget), work)?;
     let j = r
         .proc("fabric")
@@ -267,7 +271,7 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
             while walls.len() < cfg.runs {
                 let dir = work.join(format!("scaling-{p}-{c}-{}", walls.len()));
                 std::fs::create_dir_all(&dir)?;
-                let (r, j) = ibnet_run(bins, args.clone(), cfg.budget, &dir)?;
+                let (r, j) = ibnet_run(bins, args.clone(), cfg.budget, cfg.pin_cpu, &dir)?;
                 row.peak_rss_kb = r.proc("fabric").map(|p| p.maxrss_kb);
                 if r.over_budget {
                     row.status = "over budget".into();
@@ -322,8 +326,8 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
                     ];
                     let idle_args: Vec<String> =
                         idle_args.into_iter().chain(sets.iter().cloned()).collect();
-                    let (r, ij) =
-                        ibnet_run(bins, idle_args, cfg.budget, &dir).context("idle run")?;
+                    let (r, ij) = ibnet_run(bins, idle_args, cfg.budget, cfg.pin_cpu, &dir)
+                        .context("idle run")?;
                     if let Some(ij) = ij {
                         row.idle_events = ij.run.events_processed;
                         row.idle_wall_s = Some(r.wall_s);
