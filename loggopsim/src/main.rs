@@ -418,6 +418,22 @@ fn run<T: Tracer>(
     let mut so = std::io::stdout().lock();
     so.write_all(out.as_bytes())?;
     so.flush()?;
+    let stat = |k: &str| {
+        rep.network_stats
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| *v)
+    };
+    if let (Some(late), Some(lag)) = (stat("late_arrivals"), stat("max_arrival_lag")) {
+        if late > 0 {
+            eprintln!(
+                "loggopsim: warning: {late} arrivals were reported for times before the scheduler's \
+                 clock (largest lag {lag}): the notify protocol lets the scheduler run ahead of \
+                 messages in flight (cosim-protocol.md 3); with several CPUs per host or g > o \
+                 results may differ from the query protocol at 1 ps, which is exact"
+            );
+        }
+    }
     if !rep.leftovers.is_empty() {
         eprintln!("loggopsim: error: unmatched receive/unexpected queues at the end of the run");
         return Ok(1);

@@ -277,3 +277,41 @@ fn step_api_reports_event_times_in_order() {
     assert!(s.is_done());
     assert_eq!(s.step().unwrap(), None);
 }
+
+/// The notify protocol as specified (cosim-protocol.md 3) only asks the
+/// network when no finite event is left, so a host with two CPUs can run a
+/// later calc before an earlier arrival is known. Defaults L=2500 o=1500
+/// g=1000 G=6 O=0.
+///
+/// LogGP (exact order): host 0 sends 1000 B at 0 (message event at
+/// 0+o+L = 4000). Host 1's cpu-1 calc ends at 1e6 and releases the cpu-0
+/// calc at 1e6. At 4000 the message is received on cpu 0: nexto = 4000 +
+/// 1500 + 999*6 = 11494; the reply is sent at 11494 (nexto 12994), its
+/// message event is at 15494 and host 0 receives it: 15494 + 1500 + 9*6 =
+/// 17048. The cpu-0 calc runs 1e6..2e6. Finish: [17048, 2000000].
+///
+/// Notify: the cpu-0 calc at 1e6 runs first (nexto 2e6); the arrival at
+/// 4000 is then 996000 late and waits for cpu 0 until 2e6: nexto = 2e6 +
+/// 7494 = 2007494, reply at 2007494 (nexto 2008994), arrival 2011494, host 0
+/// finishes at 2011494 + 1554 = 2013048. The engine counts the late arrival.
+#[test]
+fn notify_run_ahead_is_counted_and_reported() {
+    let text = "num_ranks 2\nrank 0 {\nl1: send 1000b to 1\nl2: recv 10b from 1\nl2 requires l1\n}\n\
+rank 1 {\nl1: recv 1000b from 0\nl2: send 10b to 0\nl2 requires l1\nl3: calc 1000000 cpu 1\nl4: calc 1000000 cpu 0\nl4 requires l3\n}\n";
+    let a = loggp(text);
+    assert_eq!(a.finish_times, vec![17048, 2_000_000]);
+    let (b, _) = notify(text);
+    assert_eq!(b.finish_times, vec![2_013_048, 2_008_994]);
+    let stat = |k: &str| b.network_stats.iter().find(|(n, _)| n == k).map(|x| x.1);
+    assert_eq!(stat("late_arrivals"), Some(1));
+    assert_eq!(stat("max_arrival_lag"), Some(996_000));
+    // Without a second CPU there is nothing to run ahead: no late arrival.
+    let (w, _) = notify(WORKED);
+    assert_eq!(
+        w.network_stats
+            .iter()
+            .find(|(n, _)| n == "late_arrivals")
+            .map(|x| x.1),
+        Some(0)
+    );
+}
