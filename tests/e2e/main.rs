@@ -2,10 +2,10 @@
 //! scripts driven as a user would drive them. One test binary, shared helpers
 //! in `util`, one module per capability.
 
-mod util;
-mod tracer;
-mod schedgen;
-mod cosim;
-mod peers;
 mod conformance;
+mod cosim;
 mod efficiency;
+mod peers;
+mod schedgen;
+mod tracer;
+mod util;

@@ -22,11 +22,16 @@ pub fn bin(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     let exe = std::env::current_exe().expect("current_exe");
     // target/<profile>/deps/e2e-xxxx -> target/<profile>
-    let profile_dir = exe.parent().and_then(Path::parent).expect("profile dir").to_path_buf();
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("profile dir")
+        .to_path_buf();
     BUILT.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
-        cmd.current_dir(repo_root()).args(["build", "--workspace", "--bins"]);
+        cmd.current_dir(repo_root())
+            .args(["build", "--workspace", "--bins"]);
         // target/debug is the dev profile; any other directory is named
         // after its profile (release, ci).
         match profile_dir.file_name().and_then(|n| n.to_str()) {
@@ -45,7 +50,8 @@ pub fn bin(name: &str) -> PathBuf {
 
 /// Run a command to completion and return its output (stdout, stderr, status).
 pub fn run(cmd: &mut Command) -> Output {
-    cmd.output().unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"))
+    cmd.output()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"))
 }
 
 pub fn stdout(o: &Output) -> String {
