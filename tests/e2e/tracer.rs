@@ -629,6 +629,43 @@ fn trace_and_simulate_script_reports_every_rank() {
     assert!(work.path().join("program.goal").is_file());
 }
 
+/// The same program on the flit-level fabric (`--fabric`: in-process
+/// notify co-simulation, thesis-ddr preset): the durations method then
+/// subtracts the DDR link model, which the fabric adds back. This machine's
+/// shared-memory MPI is faster than a DDR link, so no accuracy bound is
+/// asserted (the result predicts the DDR cluster, not this machine): the
+/// co-simulation must run and report every rank.
+#[test]
+fn trace_and_simulate_script_runs_on_the_fabric() {
+    let _lib = require_mpi!();
+    let work = tempfile::tempdir().unwrap();
+    let _serial = MPI_RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let out = run(Command::new(repo_root().join("scripts/trace-and-simulate"))
+        .arg("--work")
+        .arg(work.path())
+        .arg("--json")
+        .args(["--fabric", "H8_S1"])
+        .arg(thesis_program("ringtest/ringtest.c"))
+        .arg("2")
+        .env("LOGGOPSIM", bin("loggopsim"))
+        .env("MPI_TRACER", bin("mpi-tracer")));
+    assert!(
+        out.status.success(),
+        "script failed:\n{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let rows: Value = serde_json::from_str(&stdout(&out)).expect("JSON comparison");
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for (rank, row) in rows.iter().enumerate() {
+        assert_eq!(row["rank"], rank);
+        eprintln!("fabric ringtest rank {rank}: {row}");
+    }
+    let goal = std::fs::read_to_string(work.path().join("program.goal")).unwrap();
+    assert!(goal.starts_with("num_ranks 2"), "{goal}");
+}
+
 #[test]
 fn trace_and_simulate_script_rejects_bad_input_clearly() {
     let script = repo_root().join("scripts/trace-and-simulate");
