@@ -97,3 +97,107 @@ pub fn ipc_lock() -> IpcLock {
         _guard: guard,
     }
 }
+
+/// Run a command with a time limit: kill it and panic after `limit`, so a
+/// hanging child fails the test instead of hanging the suite.
+pub fn run_with_timeout(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap_or_else(|e| panic!("wait {cmd:?}: {e}")),
+        Err(_) => {
+            // The process group is not ours to kill; the child itself is.
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{cmd:?} did not finish within {limit:?}");
+        }
+    }
+}
+
+/// A copy of the repository's tracked files (as they are in the working
+/// tree, so uncommitted edits are tested too) in `<tempdir>/repo`, with
+/// nothing else beside it: no `../shared`, no `target/`. A fresh clone as a
+/// new user gets it.
+pub fn repo_copy() -> tempfile::TempDir {
+    let root = repo_root();
+    let out = run(Command::new("git").arg("-C").arg(&root).args([
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+    ]));
+    assert!(
+        out.status.success(),
+        "git ls-files in {} failed (the fresh-clone tests need the git checkout): {}",
+        root.display(),
+        stderr(&out)
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dest = dir.path().join("repo");
+    let mut n = 0;
+    for rel in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let rel = Path::new(std::str::from_utf8(rel).expect("UTF-8 path"));
+        let from = root.join(rel);
+        if !from.exists() {
+            continue; // deleted in the working tree, not yet committed
+        }
+        let to = dest.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        // fs::copy keeps the permission bits (scripts stay executable).
+        std::fs::copy(&from, &to)
+            .unwrap_or_else(|e| panic!("copy {} -> {}: {e}", from.display(), to.display()));
+        n += 1;
+    }
+    assert!(
+        n > 10,
+        "only {n} tracked files copied from {}",
+        root.display()
+    );
+    dir
+}
+
+/// The per-rank finish times of loggopsim's text report, lines
+/// `Host N: T` or `Host N: T UNIT` (UNIT ps, ns, us, ms or s), in ps.
+pub fn host_times_ps(report: &str) -> Vec<u64> {
+    let mut v = Vec::new();
+    for line in report.lines() {
+        let Some(rest) = line.strip_prefix("Host ") else {
+            continue;
+        };
+        let Some((rank, t)) = rest.split_once(':') else {
+            continue;
+        };
+        let rank: usize = rank
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("rank in '{line}': {e}"));
+        assert_eq!(rank, v.len(), "ranks out of order at '{line}'");
+        let mut toks = t.split_whitespace();
+        let n = toks.next().unwrap_or_else(|| panic!("no time in '{line}'"));
+        let mult: u64 = match toks.next() {
+            None | Some("ps") => 1,
+            Some("ns") => 1_000,
+            Some("us") => 1_000_000,
+            Some("ms") => 1_000_000_000,
+            Some("s") => 1_000_000_000_000,
+            Some(u) => panic!("unknown unit '{u}' in '{line}'"),
+        };
+        let n: u64 = n
+            .parse()
+            .unwrap_or_else(|e| panic!("time in '{line}': {e}"));
+        v.push(n * mult);
+    }
+    v
+}

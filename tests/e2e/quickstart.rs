@@ -1,0 +1,123 @@
+//! The README's quick start on a fresh clone: `scripts/cosim` with no
+//! arguments runs the built-in example (examples/pingpong.goal) from the
+//! repository alone, without `../shared` beside it (issue 12).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::util::{bin, host_times_ps, ipc_lock, repo_copy, run_with_timeout, stderr, stdout};
+
+/// The built-in example's result on H8_S6 with the thesis-ddr preset, notify
+/// protocol, L=o=g=G=O=0: both ranks finish together, when rank 0 has
+/// received the tenth answer.
+const PINGPONG_FINISH_PS: u64 = 4_341_988_000;
+
+/// The fabric's line "sinks: ... network latency mean M ps, min A ps, max B ps".
+fn latency_min_max_ps(out: &str) -> (u64, u64) {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("sinks:"))
+        .unwrap_or_else(|| panic!("no 'sinks:' line in\n{out}"));
+    let value = |key: &str| -> u64 {
+        let at = line
+            .find(key)
+            .unwrap_or_else(|| panic!("no '{key}' in {line}"));
+        let mut toks = line[at + key.len()..].split_whitespace();
+        let (n, unit) = (toks.next().unwrap_or(""), toks.next().unwrap_or(""));
+        assert!(unit.starts_with("ps"), "{key}: unit '{unit}' in {line}");
+        n.parse()
+            .unwrap_or_else(|e| panic!("{key}: '{n}': {e} in {line}"))
+    };
+    (value(" min "), value(" max "))
+}
+
+#[test]
+fn cosim_without_arguments_runs_from_a_fresh_clone() {
+    let copy = repo_copy();
+    let root = copy.path().join("repo");
+    assert!(
+        !root.join("..").join("shared").exists(),
+        "the copy must have no ../shared beside it"
+    );
+    assert!(root.join("examples/pingpong.goal").is_file());
+    let bindir = bin("loggopsim").parent().unwrap().to_path_buf();
+    bin("ibnet");
+    bin("ipc-proto");
+
+    let _ipc = ipc_lock();
+    let out = run_with_timeout(
+        Command::new("bash")
+            .arg(root.join("scripts/cosim"))
+            // From somewhere else than the repository: the default must not
+            // depend on the working directory either.
+            .current_dir(copy.path())
+            .env("IBCOSIM_BIN_DIR", &bindir),
+        Duration::from_secs(120),
+    );
+    let (o, e) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "scripts/cosim failed\n{o}\n{e}");
+
+    // The scheduler: both ranks finish at the golden time.
+    assert_eq!(
+        host_times_ps(&o),
+        vec![PINGPONG_FINISH_PS, PINGPONG_FINISH_PS],
+        "{o}"
+    );
+    // The fabric: 2 ranks of the example on the 8-host fat tree, 20
+    // messages of 400000 B (10 round trips), all delivered.
+    assert!(o.contains("fabric: topology H8_S6, 8 HCAs"), "{o}");
+    assert!(o.contains("protocol notify"), "{o}");
+    assert!(
+        o.contains("20 messages injected, 20 completed, 0 in flight"),
+        "{o}"
+    );
+    assert!(o.contains("protocol: 20 inserts"), "{o}");
+    assert!(o.contains("sinks: 2 HCAs received 20 messages"), "{o}");
+    // Consistency: the 20 messages travel one after another and rank 1
+    // computes 10 us per round, so the run lasts at least 20 minimal
+    // network latencies plus 100 us, and at most 20 maximal ones plus
+    // 100 us plus the hosts' part (send overheads at zero: a little).
+    let (min, max) = latency_min_max_ps(&o);
+    assert!(min > 200_000_000, "400000 B at DDR 4x take > 200 us: {min}");
+    assert!(
+        20 * min + 100_000_000 <= PINGPONG_FINISH_PS,
+        "min latency {min} ps"
+    );
+    assert!(
+        PINGPONG_FINISH_PS <= 20 * max + 100_000_000 + 20 * 10_000_000,
+        "max latency {max} ps"
+    );
+}
+
+#[test]
+fn the_example_is_in_the_repository_and_the_default() {
+    let root = crate::util::repo_root();
+    let script = std::fs::read_to_string(root.join("scripts/cosim")).unwrap();
+    assert!(
+        script.contains("schedule=\"$root/examples/pingpong.goal\""),
+        "scripts/cosim's default schedule is not the built-in example"
+    );
+    assert!(
+        !script.contains("schedule=\"$root/../"),
+        "scripts/cosim's default reaches outside the repository"
+    );
+    // The example is a valid schedule for the scheduler alone too.
+    let out = crate::util::run(
+        Command::new(bin("loggopsim"))
+            .arg("-f")
+            .arg(Path::new(&root).join("examples/pingpong.goal")),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // LogGP defaults L=2500 o=1500 g=1000 G=6 O=0 (ps): 20 messages of
+    // 400000 B, each o + (s-1)G + L + o on the critical path, plus rank 1's
+    // 10 calcs of 10 us (above S the rendezvous protocol delays only the
+    // sender's completion, which no later operation waits for).
+    let per_msg = 1500 + 399_999 * 6 + 2500 + 1500;
+    assert_eq!(
+        host_times_ps(&stdout(&out)).iter().max().copied(),
+        Some(20 * per_msg + 10 * 10_000_000),
+        "{}",
+        stdout(&out)
+    );
+}
