@@ -11,7 +11,9 @@ use ibnet::topology::{
 
 fn data_dir() -> PathBuf {
     let d = PathBuf::from(
-        std::env::var("IBMODEL_32N_DIR").unwrap_or_else(|_| "/work/shared/data/ibmodel-32n".into()),
+        std::env::var("IBMODEL_32N_DIR").unwrap_or_else(|_| {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/ibmodel-32n").into()
+        }),
     );
     assert!(
         d.join("is1_3l_32n.topo").is_file(),

@@ -2,7 +2,7 @@
 //! docs/protocol.md with the struct module only) against the Rust
 //! binaries: the wire format is language-neutral.
 //!
-//! Skipped, with a message, when python3 or its posix_ipc module is
+//! Fails, with the reason, when python3 or its posix_ipc module is
 //! missing (scripts/install-deps installs it). Every test that opens
 //! sessions holds `ipc_lock` (the machine allows ~9 queues at once).
 
@@ -13,7 +13,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-/// scripts/peers, or None (and a message) without python3 + posix_ipc.
+/// scripts/peers; panics with the reason without python3 + posix_ipc.
 pub(crate) fn python_peers() -> Option<PathBuf> {
     let ok = Command::new("python3")
         .args(["-c", "import posix_ipc"])
@@ -23,8 +23,8 @@ pub(crate) fn python_peers() -> Option<PathBuf> {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("skipping: python3 with the posix_ipc module is not available (run scripts/install-deps)");
-        return None;
+        // A test that did not run must not pass (issue 12).
+        panic!("this test needs python3 with the posix_ipc module and did not run: run scripts/install-deps (scripts/test does)");
     }
     Some(repo_root().join("scripts").join("peers"))
 }
