@@ -6,10 +6,12 @@
 //! - [`patterns`]: the generator patterns (section 3);
 //! - [`trace`]: liballprof reader and translator (section 4 + extensions);
 //! - [`calib`]: pinning, processing overheads, link-layer model (thesis ch. 5);
-//! - [`cli`]: the clap argument structs and entry points.
+//! - [`cli`]: the clap argument structs and entry points;
+//! - [`input`]: bounded reading of input files (regular files only, size limits).
 pub mod calib;
 pub mod cli;
 pub mod goal;
+pub mod input;
 pub mod patterns;
 pub mod rng;
 pub mod trace;

@@ -79,8 +79,10 @@ pub enum PatternError {
          `rand() mod 0` (the reference dies with a division by zero)"
     )]
     AlltoallvZeroRange { d: i32, skew: i32 },
-    #[error("--commsize must be non-negative (got {0})")]
+    #[error("--commsize must be at least 1 (got {0}): a schedule needs ranks")]
     BadCommsize(i32),
+    #[error("{0} needs at least 2 ranks (odd P is reduced by one; got --commsize {1})")]
+    TooFewRanks(String, i32),
 }
 
 /// `swap(x)`: exchanges 0 and R (the virtual/real rank mapping).
@@ -497,8 +499,11 @@ pub fn validate(name: &str, o: &PatternOptions) -> Result<(), PatternError> {
     if !PATTERN_NAMES.contains(&name) {
         return Err(PatternError::UnknownPattern(name.to_string()));
     }
-    if o.commsize < 0 {
+    if o.commsize < 1 {
         return Err(PatternError::BadCommsize(o.commsize));
+    }
+    if effective_ranks(name, o.commsize) < 1 {
+        return Err(PatternError::TooFewRanks(name.to_string(), o.commsize));
     }
     match name {
         "nwaydissemination" if o.nway < 1 => Err(PatternError::BadNway(o.nway)),

@@ -345,10 +345,25 @@ fn pinning_charges_new_buffers_only() {
 #[test]
 fn colltest_rank0_alone_and_missing_ranks() {
     let first = data("colltest/pmpi-trace-rank-0.txt");
-    let t = translate(&first, &thesis_opts()).unwrap();
-    assert!(t
-        .goal
-        .starts_with("num_ranks 1\n\nrank 0 {\nl1: send 400000b to 1 tag 0\n"));
+    // Issue 12: rank 0 alone sends to rank 1, which has no trace. That used
+    // to be written (`send 400000b to 1` in a 1-rank schedule) and only
+    // failed when simulated; it is an error naming file and line.
+    let err = translate(&first, &thesis_opts()).unwrap_err().to_string();
+    assert!(
+        err.ends_with(
+            "colltest/pmpi-trace-rank-0.txt:9: peer 1 is outside 0..0: only 1 trace file(s) \
+             were found (the traces of the other ranks are missing; see --require-all)"
+        ),
+        "{err}"
+    );
+    // Without the point-to-point part the rank translates on its own.
+    let nop2p = TraceOptions {
+        nop2p: true,
+        ..thesis_opts()
+    };
+    let t = translate(&first, &nop2p).unwrap();
+    assert!(t.goal.starts_with("num_ranks 1\n\nrank 0 {\nl1: calc "));
+    assert!(!t.goal.contains("send"));
     let missing = t
         .warnings
         .iter()

@@ -177,11 +177,16 @@ pub struct StartFile {
 impl StartFile {
     /// Reads FILE; a missing file means offset 0 and time 0 for every rank.
     pub fn read(path: &Path) -> Result<Self, TraceError> {
-        let Ok(text) = std::fs::read_to_string(path) else {
+        if !path.exists() {
             return Ok(StartFile {
                 entries: Vec::new(),
             });
-        };
+        }
+        let text = crate::input::read_text_limited(path, crate::input::MAX_SMALL_TEXT_BYTES)
+            .map_err(|msg| TraceError::File {
+                file: path.to_path_buf(),
+                msg,
+            })?;
         let mut entries = Vec::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -311,12 +316,59 @@ fn is_p2p(call: Call) -> bool {
 
 /// Reads the count array that starts at field `k` (a pointer, then P
 /// values) and returns the values and the next field index.
-fn count_array(f: &Fields, k: usize, p: usize, what: &str) -> Result<(Vec<i32>, usize), String> {
-    let mut v = Vec::with_capacity(p);
+fn count_array(f: &Fields, k: usize, p: usize, what: &str) -> Result<(Vec<i64>, usize), String> {
+    let mut v = Vec::with_capacity(p.min(f.len()));
     for i in 0..p {
-        v.push(f.int32(k + 1 + i, what)?);
+        v.push(f.int(k + 1 + i, what)?);
     }
     Ok((v, k + 1 + p))
+}
+
+/// Largest message the translator writes: the reference computes sizes in
+/// a C `int`, and GOAL sizes from traces are kept in that range (a larger
+/// product used to wrap to a negative or zero size, issue 12).
+pub const MAX_MESSAGE_BYTES: i64 = i32::MAX as i64;
+
+/// `count * datatype size` in bytes, checked: both non-negative and the
+/// product at most [`MAX_MESSAGE_BYTES`].
+pub fn message_bytes(count: i64, dsize: i64) -> Result<i32, String> {
+    if count < 0 {
+        return Err(format!("negative count {count}"));
+    }
+    if dsize < 0 {
+        return Err(format!("negative datatype size {dsize}"));
+    }
+    match count.checked_mul(dsize) {
+        Some(b) if b <= MAX_MESSAGE_BYTES => Ok(b as i32),
+        _ => Err(format!(
+            "message of {count} x {dsize} bytes is larger than {MAX_MESSAGE_BYTES} bytes \
+             (the translator's limit, a C int as in the reference)"
+        )),
+    }
+}
+
+/// `message_bytes` of the count in field `ck` and the datatype size in `dk`.
+fn size_of(f: &Fields, ck: usize, cw: &str, dk: usize, dw: &str) -> Result<i32, String> {
+    let c = f.int(ck, cw)?;
+    let d = f.int(dk, dw)?;
+    message_bytes(c, d).map_err(|e| format!("fields {ck} ({cw}) and {dk} ({dw}): {e}"))
+}
+
+/// Per-peer sizes of a counts array times a datatype size.
+fn sizes_of(counts: &[i64], dsize: i64, what: &str) -> Result<Vec<i32>, String> {
+    counts
+        .iter()
+        .map(|&c| message_bytes(c, dsize).map_err(|e| format!("{what}: {e}")))
+        .collect()
+}
+
+/// A root rank read from a trace must name one of the `p` ranks.
+fn check_root(root: i32, p: i32) -> Result<i32, String> {
+    if (0..p).contains(&root) {
+        Ok(root)
+    } else {
+        Err(format!("root {root} is outside 0..{}", p - 1))
+    }
 }
 
 /// Per-rank translation state (4.4).
@@ -511,29 +563,62 @@ pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceErr
     translate_all(o, traces, hn, ctx, sync)
 }
 
+/// Longest trace line accepted (a counts array of a million ranks fits).
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
 /// Reads the consecutive trace files whose rank-0 file is `first` (4.1).
 fn read_traces(first: &Path) -> Result<Vec<RankTrace>, TraceError> {
     let mut traces = Vec::new();
     loop {
         let f = trace_file_names(first, traces.len())?;
-        match std::fs::read(&f) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes).into_owned();
-                let lines = text.lines().map(str::to_string).collect();
-                traces.push(RankTrace {
-                    file: f,
-                    text,
-                    lines,
-                });
-            }
-            Err(e) if traces.is_empty() && e.kind() != std::io::ErrorKind::NotFound => {
+        match std::fs::metadata(&f) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            Err(e) if !traces.is_empty() => {
                 return Err(TraceError::File {
                     file: f,
                     msg: e.to_string(),
                 })
             }
-            Err(_) => break,
+            _ => {}
         }
+        // Bounded: regular files of at most MAX_TRACE_BYTES (issue 12, 11).
+        let bytes =
+            crate::input::read_limited(&f, crate::input::MAX_TRACE_BYTES).map_err(|msg| {
+                TraceError::File {
+                    file: f.clone(),
+                    msg,
+                }
+            })?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        drop(bytes);
+        if let Some(i) = text.lines().position(|l| l.len() > MAX_LINE_BYTES) {
+            return Err(TraceError::line(
+                &f,
+                i + 1,
+                format!("line longer than {MAX_LINE_BYTES} bytes: not a liballprof trace"),
+            ));
+        }
+        // An empty file, or one without a single MPI call line, is not a
+        // trace (it used to give an empty schedule with exit 0, issue 12).
+        if !text
+            .lines()
+            .any(|l| matches!(recognise(l), Ok(Recognised::Known { .. })))
+        {
+            return Err(TraceError::File {
+                file: f,
+                msg: if text.trim().is_empty() {
+                    "the trace is empty".into()
+                } else {
+                    "no MPI call records (lines like `MPI_Init:...`): not a liballprof trace".into()
+                },
+            });
+        }
+        let lines = text.lines().map(str::to_string).collect();
+        traces.push(RankTrace {
+            file: f,
+            text,
+            lines,
+        });
     }
     if traces.is_empty() {
         return Err(TraceError::File {
@@ -611,9 +696,15 @@ fn check_missing_ranks(
     if world <= h {
         return Ok(());
     }
-    let missing: Vec<String> = (h..world)
+    // List at most a few names: the size comes from the trace and may be
+    // anything up to 2^63 (issue 12, item 1).
+    const LIST: i64 = 8;
+    let mut missing: Vec<String> = (h..world.min(h.saturating_add(LIST)))
         .map(|r| trace_file_names(first, r as usize).map(|p| p.display().to_string()))
         .collect::<Result<_, _>>()?;
+    if world - h > LIST {
+        missing.push(format!("... ({} more)", world - h - LIST));
+    }
     let msg = format!(
         "the traces describe {world} ranks (communicator size in {}) but only {h} trace file(s) exist; \
          missing: {}",
@@ -998,8 +1089,7 @@ fn translate_rank(
             Call::Send | Call::Rsend | Call::Recv | Call::Isend | Call::Irecv => {
                 let start = f.time(1, "start time").map_err(lerr)?;
                 let buf = f.addr(2, "buffer").map_err(lerr)?;
-                let count = f.int32(3, "count").map_err(lerr)?;
-                let dsize = f.int32(5, "datatype size").map_err(lerr)?;
+                let size = size_of(&f, 3, "count", 5, "datatype size").map_err(lerr)?;
                 let peer = f.int32(7, "peer").map_err(lerr)?;
                 let tag = f.int(8, "tag").map_err(lerr)?;
                 let comm = f.int(9, "communicator").map_err(lerr)?;
@@ -1009,21 +1099,16 @@ fn translate_rank(
                     13
                 };
                 let end = f.time(end_field, "end time").map_err(lerr)?;
-                let size = count.wrapping_mul(dsize);
+                let is_send = matches!(call, Call::Send | Call::Rsend | Call::Isend);
+                let peer = check_peer(peer, !is_send, off, total, hn).map_err(lerr)?;
                 w.set_tag(tag_of(comm, tag));
                 if o.print {
                     w.comment(&format!("{} begin", print_name(call)));
                 }
-                let is_send = matches!(call, Call::Send | Call::Rsend | Call::Isend);
                 let op = if is_send {
-                    w.send(size, peer.wrapping_add(off))
+                    w.send(size, peer)
                 } else {
-                    let p = if peer == -1 {
-                        -1
-                    } else {
-                        peer.wrapping_add(off)
-                    };
-                    w.recv(size, p)
+                    w.recv(size, peer)
                 };
                 st.before = vec![(Some(op), DepKind::Requires)];
                 let gap = ctx.close_gap(w, &mut st, start, end, at);
@@ -1087,13 +1172,11 @@ fn translate_rank(
             Call::Sendrecv => {
                 let start = f.time(1, "start time").map_err(lerr)?;
                 let sbuf = f.addr(2, "send buffer").map_err(lerr)?;
-                let scount = f.int32(3, "send count").map_err(lerr)?;
-                let ssize = f.int32(5, "send datatype size").map_err(lerr)?;
+                let sb = size_of(&f, 3, "send count", 5, "send datatype size").map_err(lerr)?;
                 let dest = f.int32(7, "dest").map_err(lerr)?;
                 let stag = f.int(8, "send tag").map_err(lerr)?;
                 let rbuf = f.addr(9, "recv buffer").map_err(lerr)?;
-                let rcount = f.int32(10, "recv count").map_err(lerr)?;
-                let rsize = f.int32(12, "recv datatype size").map_err(lerr)?;
+                let rb = size_of(&f, 10, "recv count", 12, "recv datatype size").map_err(lerr)?;
                 let source = f.int32(14, "source").map_err(lerr)?;
                 let comm = f.int(16, "communicator").map_err(lerr)?;
                 let end = f.time(20, "end time").map_err(lerr)?;
@@ -1102,9 +1185,10 @@ fn translate_rank(
                 if o.print {
                     w.comment("Sendrecv begin");
                 }
-                let (sb, rb) = (scount.wrapping_mul(ssize), rcount.wrapping_mul(rsize));
-                let s = w.send(sb, dest.wrapping_add(off));
-                let r = w.recv(rb, source.wrapping_add(off));
+                let dest = check_peer(dest, false, off, total, hn).map_err(lerr)?;
+                let source = check_peer(source, true, off, total, hn).map_err(lerr)?;
+                let s = w.send(sb, dest);
+                let r = w.recv(rb, source);
                 st.before = vec![(Some(s), DepKind::Requires), (Some(r), DepKind::Requires)];
                 let gap = ctx.close_gap(w, &mut st, start, end, at);
                 ctx.p2p_extras(
@@ -1233,6 +1317,31 @@ fn translate_rank(
     Ok(stop)
 }
 
+/// A point-to-point peer from a trace, shifted to the extrapolation copy
+/// (`off`), must be one of the `total` ranks (a receive may use -1, any
+/// source). A peer beyond the trace files found used to be written and only
+/// failed when simulated (issue 12).
+fn check_peer(peer: i32, is_recv: bool, off: i32, total: i32, hn: usize) -> Result<i32, String> {
+    if is_recv && peer == -1 {
+        return Ok(-1);
+    }
+    if peer < 0 {
+        return Err(format!(
+            "peer {peer} is not a rank (MPI_PROC_NULL and other special ranks are not supported)"
+        ));
+    }
+    if peer as usize >= hn {
+        return Err(format!(
+            "peer {peer} is outside 0..{}: only {hn} trace file(s) were found (the traces of \
+             the other ranks are missing; see --require-all)",
+            hn - 1
+        ));
+    }
+    let p = peer + off;
+    debug_assert!(p < total);
+    Ok(p)
+}
+
 /// The calc standing for a Wait/Waitall: `calc 0`, or the call's duration
 /// with the durations method (as in the thesis's ringtest schedule).
 fn wait_calc(w: &mut GoalWriter, ctx: &mut Ctx, start: f64, end: f64, at: (&Path, usize)) -> Label {
@@ -1256,35 +1365,25 @@ fn write_collective(
     match c {
         Call::Barrier => patterns::dissemination(w, me, p, 1),
         Call::Allreduce | Call::Iallreduce => {
-            let size = f
-                .int32(4, "count")?
-                .wrapping_mul(f.int32(6, "datatype size")?);
+            let size = size_of(f, 4, "count", 6, "datatype size")?;
             patterns::dissemination(w, me, p, size)
         }
         Call::Allgather => {
-            let size = f
-                .int32(3, "send count")?
-                .wrapping_mul(f.int32(5, "send datatype size")?);
+            let size = size_of(f, 3, "send count", 5, "send datatype size")?;
             patterns::dissemination(w, me, p, size)
         }
         Call::Alltoall => {
-            let size = f
-                .int32(3, "send count")?
-                .wrapping_mul(f.int32(5, "send datatype size")?);
+            let size = size_of(f, 3, "send count", 5, "send datatype size")?;
             patterns::linear_alltoall(w, me, p, size)
         }
         Call::Bcast => {
-            let size = f
-                .int32(3, "count")?
-                .wrapping_mul(f.int32(5, "datatype size")?);
-            let root = f.int32(7, "root")?;
+            let size = size_of(f, 3, "count", 5, "datatype size")?;
+            let root = check_root(f.int32(7, "root")?, p)?;
             patterns::binomial_bcast(w, me, p, root, size)
         }
         Call::Reduce => {
-            let size = f
-                .int32(4, "count")?
-                .wrapping_mul(f.int32(6, "datatype size")?);
-            let root = f.int32(9, "root")?;
+            let size = size_of(f, 4, "count", 6, "datatype size")?;
+            let root = check_root(f.int32(9, "root")?, p)?;
             patterns::binomial_reduce(w, me, p, root, size)
         }
         // Extensions. Layouts follow liballprof: a counts array is its
@@ -1294,37 +1393,28 @@ fn write_collective(
             // rcounts(1+P), rdispls(1+P), rdt(3), comm(3), end
             let (sc, k) = count_array(f, 3, pu, "send counts")?;
             let (_, k) = count_array(f, k, pu, "send displacements")?;
-            let ssize = f.int32(k + 1, "send datatype size")?;
+            let ssize = f.int(k + 1, "send datatype size")?;
             let (rc, k) = count_array(f, k + 4, pu, "recv counts")?;
             let (_, k) = count_array(f, k, pu, "recv displacements")?;
-            let rsize = f.int32(k + 1, "recv datatype size")?;
-            linear_exchange(
-                w,
-                me,
-                p,
-                |t| sc[t].wrapping_mul(ssize),
-                |s| rc[s].wrapping_mul(rsize),
-            );
+            let rsize = f.int(k + 1, "recv datatype size")?;
+            let sb = sizes_of(&sc, ssize, "send counts")?;
+            let rb = sizes_of(&rc, rsize, "recv counts")?;
+            linear_exchange(w, me, p, |t| sb[t], |s| rb[s]);
         }
         Call::Allgatherv => {
             // start, sbuf, scount, sdt(3), rbuf, rcounts(1+P), displs(1+P), rdt(3), comm(3), end
-            let ssz = f
-                .int32(3, "send count")?
-                .wrapping_mul(f.int32(5, "send datatype size")?);
+            let ssz = size_of(f, 3, "send count", 5, "send datatype size")?;
             let (rc, k) = count_array(f, 8, pu, "recv counts")?;
             let (_, k) = count_array(f, k, pu, "displacements")?;
-            let rsize = f.int32(k + 1, "recv datatype size")?;
-            linear_exchange(w, me, p, |_| ssz, |s| rc[s].wrapping_mul(rsize));
+            let rsize = f.int(k + 1, "recv datatype size")?;
+            let rb = sizes_of(&rc, rsize, "recv counts")?;
+            linear_exchange(w, me, p, |_| ssz, |s| rb[s]);
         }
         Call::Gather | Call::Scatter => {
             // start, sbuf, scount, sdt(3), rbuf, rcount, rdt(3), root, comm(3), end
-            let ssz = f
-                .int32(3, "send count")?
-                .wrapping_mul(f.int32(5, "send datatype size")?);
-            let rsz = f
-                .int32(8, "recv count")?
-                .wrapping_mul(f.int32(10, "recv datatype size")?);
-            let root = f.int32(12, "root")?;
+            let ssz = size_of(f, 3, "send count", 5, "send datatype size")?;
+            let rsz = size_of(f, 8, "recv count", 10, "recv datatype size")?;
+            let root = check_root(f.int32(12, "root")?, p)?;
             if c == Call::Gather {
                 linear_rooted(w, me, p, root, true, |_| rsz, ssz);
             } else {
@@ -1333,38 +1423,33 @@ fn write_collective(
         }
         Call::Gatherv => {
             // start, sbuf, scount, sdt(3), rbuf, rcounts(1+P), displs(1+P), rdt(3), root, comm(3), end
-            let ssz = f
-                .int32(3, "send count")?
-                .wrapping_mul(f.int32(5, "send datatype size")?);
+            let ssz = size_of(f, 3, "send count", 5, "send datatype size")?;
             let (rc, k) = count_array(f, 8, pu, "recv counts")?;
             let (_, k) = count_array(f, k, pu, "displacements")?;
-            let rsize = f.int32(k + 1, "recv datatype size")?;
-            let root = f.int32(k + 3, "root")?;
-            linear_rooted(w, me, p, root, true, |s| rc[s].wrapping_mul(rsize), ssz);
+            let rsize = f.int(k + 1, "recv datatype size")?;
+            let root = check_root(f.int32(k + 3, "root")?, p)?;
+            let rb = sizes_of(&rc, rsize, "recv counts")?;
+            linear_rooted(w, me, p, root, true, |s| rb[s], ssz);
         }
         Call::Scatterv => {
             // start, sbuf, scounts(1+P), displs(1+P), sdt(3), rbuf, rcount, rdt(3), root, comm(3), end
             let (sc, k) = count_array(f, 3, pu, "send counts")?;
             let (_, k) = count_array(f, k, pu, "displacements")?;
-            let ssize = f.int32(k + 1, "send datatype size")?;
-            let rsz = f
-                .int32(k + 4, "recv count")?
-                .wrapping_mul(f.int32(k + 6, "recv datatype size")?);
-            let root = f.int32(k + 8, "root")?;
-            linear_rooted(w, me, p, root, false, |t| sc[t].wrapping_mul(ssize), rsz);
+            let ssize = f.int(k + 1, "send datatype size")?;
+            let rsz = size_of(f, k + 4, "recv count", k + 6, "recv datatype size")?;
+            let root = check_root(f.int32(k + 8, "root")?, p)?;
+            let sb = sizes_of(&sc, ssize, "send counts")?;
+            linear_rooted(w, me, p, root, false, |t| sb[t], rsz);
         }
         Call::ReduceScatter => {
             // start, sbuf, rbuf, rcounts(1+P) from field 4, dt(3), op, comm(3), end
             let (rc, k) = count_array(f, 4, pu, "recv counts")?;
-            let dsize = f.int32(k + 1, "datatype size")?;
-            let mine = rc
-                .get(me as usize)
-                .copied()
-                .unwrap_or(0)
-                .wrapping_mul(dsize);
+            let dsize = f.int(k + 1, "datatype size")?;
+            let rb = sizes_of(&rc, dsize, "recv counts")?;
+            let mine = rb.get(me as usize).copied().unwrap_or(0);
             // Pairwise exchange: block t goes to rank t; rank me receives
             // its own block's contribution from every other rank.
-            linear_exchange(w, me, p, |t| rc[t].wrapping_mul(dsize), |_| mine);
+            linear_exchange(w, me, p, |t| rb[t], |_| mine);
         }
         _ => unreachable!("not a collective"),
     }
