@@ -34,8 +34,15 @@ fn main() {
             "cargo:warning=mpi-tracer: no MPI C compiler (mpicc) found; the PMPI tracer is \
              NOT built (install Open MPI with scripts/install-mpi, or set MPICC)"
         );
-        // Re-run once MPI appears in the usual place.
-        println!("cargo:rerun-if-changed=/usr/bin/mpicc");
+        // Re-run on every build until MPI appears: a path that never exists
+        // keeps this script stale (watching /usr/bin/mpicc is not enough: a
+        // package installs it with its build date, older than this run, so
+        // cargo would call the old result fresh). Finding no mpicc is cheap.
+        let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR is set by cargo"));
+        println!(
+            "cargo:rerun-if-changed={}",
+            out_dir.join("rerun-until-mpicc-is-found").display()
+        );
         return;
     };
     println!("cargo:rerun-if-changed={}", mpicc.display());
