@@ -121,3 +121,41 @@ fn the_example_is_in_the_repository_and_the_default() {
         stdout(&out)
     );
 }
+
+/// `scripts/test` first runs `scripts/install-deps`: afterwards Open MPI and
+/// Python's posix_ipc are there (the tracer and Python-peer tests need
+/// them), and a second run is quick and changes nothing (idempotent).
+#[test]
+fn install_deps_leaves_the_test_dependencies_in_place_and_is_idempotent() {
+    let script = crate::util::repo_root().join("scripts/install-deps");
+    let first = run_with_timeout(&mut Command::new(&script), Duration::from_secs(900));
+    assert!(
+        first.status.success(),
+        "scripts/install-deps failed:\n{}",
+        stderr(&first)
+    );
+    for tool in ["mpicc", "mpirun"] {
+        let out = crate::util::run(Command::new("sh").args(["-c", &format!("command -v {tool}")]));
+        assert!(
+            out.status.success(),
+            "{tool} is not on PATH after install-deps"
+        );
+    }
+    let out = crate::util::run(Command::new("python3").args(["-c", "import posix_ipc"]));
+    assert!(
+        out.status.success(),
+        "python3 cannot import posix_ipc after install-deps: {}",
+        stderr(&out)
+    );
+    let t = std::time::Instant::now();
+    let again = run_with_timeout(&mut Command::new(&script), Duration::from_secs(60));
+    let took = t.elapsed();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).is_empty() && stdout(&again).is_empty(),
+        "a second run must install nothing and say nothing:\n{}{}",
+        stdout(&again),
+        stderr(&again)
+    );
+    assert!(took < Duration::from_secs(10), "a second run took {took:?}");
+}
