@@ -26,11 +26,26 @@ pub mod offset {
     pub const RECORD_SIZE: usize = 32; // u32
     pub const MESSAGE_SIZE: usize = 36; // u32: mq_msgsize of every queue
     pub const QUEUE_DEPTH: usize = 40; // u32: mq_maxmsg of every queue
+    // 64..=319: the transport (H2; see crate::shm).
+    pub const TRANSPORT: usize = 64; // u32: 0 message queues, 1 shared-memory rings
+    pub const RING_SLOTS: usize = 68; // u32: slots per ring (shm)
+    pub const RING_SLOT_SIZE: usize = 72; // u32: payload bytes per slot (shm)
+    pub const SCHED_DOORBELL: usize = 128; // u32: bumped to wake the scheduler (shm)
+    pub const SCHED_WAITING: usize = 132; // u32: 1 while the scheduler sleeps on its doorbell
+    pub const FABRIC_DOORBELL: usize = 192; // u32
+    pub const FABRIC_WAITING: usize = 196; // u32
+    pub const FABRIC_HEARTBEAT: usize = 256; // u64: CLOCK_MONOTONIC ms, every 100 ms
+    pub const SCHED_HEARTBEAT: usize = 264; // u64
 }
+
+/// Transport codes at [`offset::TRANSPORT`].
+pub const TRANSPORT_MQ: u32 = 0;
+pub const TRANSPORT_SHM: u32 = 1;
 
 /// A mapped control segment.
 pub struct ControlSegment {
     ptr: NonNull<u8>,
+    len: usize,
 }
 
 // The mapping is shared memory accessed only through atomics.
@@ -40,10 +55,17 @@ unsafe impl Sync for ControlSegment {}
 impl ControlSegment {
     /// Map `SEGMENT_SIZE` bytes of `fd` (the caller checked the size).
     pub(crate) fn map(fd: &OwnedFd, name: &str) -> Result<ControlSegment> {
+        Self::map_len(fd, name, SEGMENT_SIZE)
+    }
+
+    /// Map `len` (>= SEGMENT_SIZE) bytes: the control page plus, for the
+    /// shared-memory transport, its rings.
+    pub(crate) fn map_len(fd: &OwnedFd, name: &str, len: usize) -> Result<ControlSegment> {
+        let len = len.max(SEGMENT_SIZE);
         let p = unsafe {
             mmap(
                 None,
-                NonZeroUsize::new(SEGMENT_SIZE).unwrap(),
+                NonZeroUsize::new(len).unwrap(),
                 ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
                 MapFlags::MAP_SHARED,
                 fd,
@@ -51,7 +73,52 @@ impl ControlSegment {
             )
         }
         .map_err(|e| ProtoError::os("mmap", name, e))?;
-        Ok(ControlSegment { ptr: p.cast() })
+        Ok(ControlSegment { ptr: p.cast(), len })
+    }
+
+    /// Mapped length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Base address of the mapping (the shm transport's rings live at
+    /// offsets >= SEGMENT_SIZE).
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub(crate) fn atomic_u32(&self, off: usize) -> &AtomicU32 {
+        assert!(off.is_multiple_of(4) && off + 4 <= self.len);
+        unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU32) }
+    }
+
+    /// 0 message queues, 1 shared-memory rings.
+    pub fn transport_raw(&self) -> u32 {
+        self.u32_at(offset::TRANSPORT).load(Ordering::Acquire)
+    }
+
+    /// Shared-memory ring geometry (slots, slot payload bytes).
+    pub fn ring_geometry(&self) -> (u32, u32) {
+        (
+            self.u32_at(offset::RING_SLOTS).load(Ordering::Acquire),
+            self.u32_at(offset::RING_SLOT_SIZE).load(Ordering::Acquire),
+        )
+    }
+
+    /// Fabric, before `publish`: record the transport and ring geometry.
+    pub(crate) fn set_transport(&self, transport: u32, slots: u32, slot_size: u32) {
+        let r = Ordering::Release;
+        self.u32_at(offset::TRANSPORT).store(transport, r);
+        self.u32_at(offset::RING_SLOTS).store(slots, r);
+        self.u32_at(offset::RING_SLOT_SIZE).store(slot_size, r);
+    }
+
+    /// The heartbeat word of `role` (CLOCK_MONOTONIC milliseconds).
+    pub fn heartbeat(&self, role: crate::record::Role) -> &AtomicU64 {
+        match role {
+            crate::record::Role::Fabric => self.u64_at(offset::FABRIC_HEARTBEAT),
+            crate::record::Role::Scheduler => self.u64_at(offset::SCHED_HEARTBEAT),
+        }
     }
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
@@ -152,7 +219,7 @@ impl ControlSegment {
 impl Drop for ControlSegment {
     fn drop(&mut self) {
         unsafe {
-            let _ = munmap(self.ptr.cast(), SEGMENT_SIZE);
+            let _ = munmap(self.ptr.cast(), self.len);
         }
     }
 }

@@ -8,8 +8,8 @@
 //! deadlock on full queues. A single thread also keeps a round trip at the
 //! cost of two queue operations (no thread hand-offs).
 
-use crate::control::ControlSegment;
 use crate::error::{ProtoError, Result};
+use crate::liveness::Liveness;
 use crate::names::Lane;
 use crate::record::Role;
 use crate::session::OwnerGuard;
@@ -20,8 +20,14 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// How long a waiting side polls its queues with non-blocking receives
+/// before it blocks in poll(2) (a wake-up across CPUs costs tens of µs; a
+/// peer that answers within this time is caught without one).
+pub const SPIN: Duration = Duration::from_micros(30);
+/// Non-blocking receive attempts before the spinning side yields the CPU.
+const SPIN_BEFORE_YIELD: u32 = 8;
 
 pub(crate) struct Queue {
     pub lane: Lane,
@@ -49,9 +55,8 @@ pub struct MqTransport {
     max_msg: usize,
     buf: Vec<u8>,
     stash: VecDeque<(Lane, Vec<u8>)>,
-    seg: Arc<ControlSegment>,
+    live: Liveness,
     guard: OwnerGuard,
-    last_check: Instant,
 }
 
 /// Is `pid` a live process? A zombie (dead, not yet reaped by its parent)
@@ -79,7 +84,7 @@ impl MqTransport {
         role: Role,
         out: Vec<Queue>,
         inc: Vec<Queue>,
-        seg: Arc<ControlSegment>,
+        live: Liveness,
         guard: OwnerGuard,
     ) -> MqTransport {
         let max_msg = out.iter().map(|q| q.msgsize).min().unwrap_or(0);
@@ -91,35 +96,34 @@ impl MqTransport {
             max_msg,
             buf: vec![0u8; buf_len],
             stash: VecDeque::new(),
-            seg,
+            live,
             guard,
-            last_check: Instant::now(),
         }
     }
 
-    fn peer_pid(&self) -> u32 {
-        match self.role {
-            Role::Scheduler => self.seg.fabric_pid(),
-            // 0 until the scheduler attaches: not dead, just not there yet.
-            Role::Fabric => self.seg.scheduler_pid(),
-        }
-    }
-
-    /// Err(PeerDied) if the peer is gone; rate-limited to one check per
-    /// LIVENESS_INTERVAL unless `force`.
     fn check_peer(&mut self, force: bool) -> Result<()> {
-        if !force && self.last_check.elapsed() < LIVENESS_INTERVAL {
-            return Ok(());
+        self.live.check(force)
+    }
+
+    /// Poll the incoming queues with non-blocking receives for up to
+    /// [`SPIN`] (bounded by `max`), yielding the CPU between attempts after
+    /// the first few (a peer on the same CPU must be able to run).
+    fn spin_receive(&mut self, max: Duration) -> Result<Option<(Lane, Vec<u8>)>> {
+        let spin = SPIN.min(max);
+        let start = Instant::now();
+        let mut n = 0u32;
+        while start.elapsed() < spin {
+            if let Some(m) = self.try_receive()? {
+                return Ok(Some(m));
+            }
+            n += 1;
+            if n > SPIN_BEFORE_YIELD {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
-        self.last_check = Instant::now();
-        let pid = self.peer_pid();
-        if pid != 0 && !pid_alive(pid) {
-            return Err(ProtoError::PeerDied {
-                peer: self.role.peer(),
-                pid,
-            });
-        }
-        Ok(())
+        Ok(None)
     }
 
     /// One message from any incoming queue without waiting.
@@ -217,6 +221,13 @@ impl Transport for MqTransport {
                     return Ok(Some(m));
                 }
                 return Err(e);
+            }
+            let elapsed = start.elapsed();
+            if elapsed >= wait {
+                return Ok(None);
+            }
+            if let Some(m) = self.spin_receive(wait - elapsed)? {
+                return Ok(Some(m));
             }
             let elapsed = start.elapsed();
             if elapsed >= wait {

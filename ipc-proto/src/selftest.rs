@@ -63,6 +63,7 @@ pub fn fabric_stream(ch: &mut Channel, n: u64) -> Result<u64> {
             ch.send(Record::ArrivalBatchEnd {
                 time: Time(i * 2),
                 count: in_batch as u32,
+                grant: Time(0),
             })?;
             in_batch = 0;
         }

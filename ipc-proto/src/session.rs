@@ -5,10 +5,13 @@
 use crate::channel::Channel;
 use crate::control::{ControlSegment, SEGMENT_MAGIC, SEGMENT_SIZE};
 use crate::error::{ProtoError, Result};
+use crate::liveness::Liveness;
 use crate::mq::{pid_alive, MqTransport, Queue};
 use crate::names::{Lane, SessionKey};
 use crate::record::{Protocol, Role, PROTOCOL_VERSION, RECORD_SIZE};
+use crate::shm::{RingGeometry, ShmTransport};
 use crate::signals;
+use crate::transport::Transport;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::mqueue::{mq_getattr, mq_open, mq_unlink, MQ_OFlag, MqAttr};
@@ -22,13 +25,82 @@ use std::time::{Duration, Instant};
 
 /// mq_maxmsg of every queue (the limit on these machines, root included).
 pub const QUEUE_DEPTH: usize = 10;
-/// mq_msgsize of every queue: 128 records.
+/// Largest mq_msgsize (the machine limit): 128 records.
 pub const MESSAGE_SIZE: usize = 8192;
+/// mq_msgsize of the queues a fabric creates by default: 16 records.
+///
+/// Sized for the per-user budget: Linux charges a queue
+/// `maxmsg * (msgsize + 96)` bytes of RLIMIT_MSGQUEUE (819200 bytes by
+/// default), so full-size queues (10 x 8192 = 82880 bytes each) allow only
+/// 9 queues = 4 notify sessions. At 10 x 1024 a queue costs 11200 bytes: 36
+/// notify sessions (2 queues) or 24 query sessions (3 queues) fit, at the
+/// price of more, smaller messages for large batches (a batch is split
+/// every 16 records; a round trip of the chain workload carries 1-2).
+pub const DEFAULT_MESSAGE_SIZE: usize = 1024;
+/// Bytes of RLIMIT_MSGQUEUE the kernel charges per queued message beyond
+/// its payload (struct msg_msg and the priority tree node, 64-bit Linux).
+pub const MQ_OVERHEAD_PER_MESSAGE: usize = 96;
 
-/// Attributes of the queues a fabric creates. The defaults are the
-/// machine limits (10 messages of 8192 bytes); smaller queues cost less of
-/// the per-user RLIMIT_MSGQUEUE budget. Peers read the real values with
-/// mq_getattr (and from the control segment).
+/// Which IPC transport a session uses (chosen by the fabric, published in
+/// the control segment at offset 64; the scheduler follows).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// POSIX message queues (the thesis's transport, docs/protocol.md).
+    #[default]
+    Mq,
+    /// Single-producer single-consumer rings in the session's shared-memory
+    /// segment (crate::shm).
+    Shm,
+}
+
+impl std::str::FromStr for TransportKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "mq" => Ok(TransportKind::Mq),
+            "shm" => Ok(TransportKind::Shm),
+            _ => Err(format!("unknown transport {s:?} (expected mq or shm)")),
+        }
+    }
+}
+
+impl std::fmt::Display for TransportKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TransportKind::Mq => "mq",
+            TransportKind::Shm => "shm",
+        })
+    }
+}
+
+/// Everything a fabric chooses when it creates a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FabricOptions {
+    pub transport: TransportKind,
+    /// Message queues (transport mq).
+    pub queues: QueueGeometry,
+    /// Rings (transport shm).
+    pub rings: RingGeometry,
+    /// Wire version of the session (H1): None = [`PROTOCOL_VERSION`];
+    /// Some(1) for a version-1 session (run-ahead notify, v1 peers).
+    pub version: Option<u32>,
+}
+
+impl Default for FabricOptions {
+    fn default() -> Self {
+        FabricOptions {
+            version: None,
+            transport: TransportKind::default(),
+            queues: QueueGeometry::default(),
+            rings: RingGeometry::default(),
+        }
+    }
+}
+
+/// Attributes of the queues a fabric creates. The default is 10 messages
+/// of [`DEFAULT_MESSAGE_SIZE`] bytes, sized so that at least 16 sessions
+/// fit the default per-user RLIMIT_MSGQUEUE. Peers read the real values
+/// with mq_getattr (and from the control segment).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueGeometry {
     /// mq_maxmsg: 1..=10.
@@ -41,12 +113,25 @@ impl Default for QueueGeometry {
     fn default() -> Self {
         QueueGeometry {
             depth: QUEUE_DEPTH,
-            message_size: MESSAGE_SIZE,
+            message_size: DEFAULT_MESSAGE_SIZE,
         }
     }
 }
 
 impl QueueGeometry {
+    /// The machine's largest queues (10 x 8192): the thesis's setup.
+    pub fn largest() -> QueueGeometry {
+        QueueGeometry {
+            depth: QUEUE_DEPTH,
+            message_size: MESSAGE_SIZE,
+        }
+    }
+
+    /// RLIMIT_MSGQUEUE bytes one queue of this geometry costs.
+    pub fn budget_bytes(&self) -> usize {
+        self.depth * (self.message_size + MQ_OVERHEAD_PER_MESSAGE)
+    }
+
     fn validate(&self) -> Result<()> {
         if !(1..=QUEUE_DEPTH).contains(&self.depth)
             || !(RECORD_SIZE..=MESSAGE_SIZE).contains(&self.message_size)
@@ -199,7 +284,10 @@ fn open_queue(
 pub struct FabricSession {
     key: SessionKey,
     protocol: Protocol,
+    version: u32,
     endpoints: u32,
+    transport: TransportKind,
+    rings: RingGeometry,
     seg: Arc<ControlSegment>,
     queues: Vec<Queue>,
     guard: OwnerGuard,
@@ -210,17 +298,56 @@ pub struct FabricSession {
 /// `SessionExists` if any object of the key exists (nothing of the other
 /// run is touched); on any failure what was created is removed again.
 pub fn create_fabric(key: &str, protocol: Protocol, endpoints: u32) -> Result<FabricSession> {
-    create_fabric_with(key, protocol, endpoints, QueueGeometry::default())
+    create_fabric_opts(key, protocol, endpoints, &FabricOptions::default())
 }
 
-/// [`create_fabric`] with explicit queue attributes.
+/// [`create_fabric`] over message queues with explicit queue attributes.
 pub fn create_fabric_with(
     key: &str,
     protocol: Protocol,
     endpoints: u32,
     geometry: QueueGeometry,
 ) -> Result<FabricSession> {
+    let opts = FabricOptions {
+        queues: geometry,
+        ..FabricOptions::default()
+    };
+    create_fabric_opts(key, protocol, endpoints, &opts)
+}
+
+/// [`create_fabric_with`] for a session of wire version `version` (1 or 2).
+pub fn create_fabric_versioned(
+    key: &str,
+    protocol: Protocol,
+    version: u32,
+    endpoints: u32,
+    geometry: QueueGeometry,
+) -> Result<FabricSession> {
+    let opts = FabricOptions {
+        version: Some(version),
+        queues: geometry,
+        ..FabricOptions::default()
+    };
+    create_fabric_opts(key, protocol, endpoints, &opts)
+}
+
+/// [`create_fabric`] with every choice explicit (version, transport, geometry).
+pub fn create_fabric_opts(
+    key: &str,
+    protocol: Protocol,
+    endpoints: u32,
+    opts: &FabricOptions,
+) -> Result<FabricSession> {
+    let geometry = opts.queues;
     geometry.validate()?;
+    let version = opts.version.unwrap_or(PROTOCOL_VERSION);
+    if !crate::record::version_supported(version) {
+        return Err(ProtoError::VersionMismatch {
+            ours: PROTOCOL_VERSION,
+            theirs: version,
+        });
+    }
+    opts.rings.validate()?;
     let key = SessionKey::new(key)?;
     let mut guard = OwnerGuard::new();
     let ctl = key.segment_name();
@@ -237,11 +364,36 @@ pub fn create_fabric_with(
         e => ProtoError::os("shm_open", ctl.clone(), e),
     })?;
     guard.add(ctl.clone());
-    ftruncate(&fd, SEGMENT_SIZE as i64).map_err(|e| ProtoError::os("ftruncate", ctl.clone(), e))?;
-    let seg = Arc::new(ControlSegment::map(&fd, &ctl)?);
+    let len = match opts.transport {
+        TransportKind::Mq => SEGMENT_SIZE,
+        TransportKind::Shm => opts.rings.segment_size(protocol),
+    };
+    ftruncate(&fd, len as i64).map_err(|e| ProtoError::os("ftruncate", ctl.clone(), e))?;
+    if opts.transport == TransportKind::Shm {
+        // Reserve the pages now: touching a page of a full tmpfs later
+        // would kill the process with SIGBUS instead of a clear error.
+        let r = unsafe { libc::posix_fallocate(fd.as_raw_fd(), 0, len as libc::off_t) };
+        if r != 0 {
+            return Err(ProtoError::ShmExhausted {
+                name: ctl.clone(),
+                errno: Errno::from_raw(r),
+            });
+        }
+    }
+    let seg = Arc::new(ControlSegment::map_len(&fd, &ctl, len)?);
     let attr = MqAttr::new(0, geometry.depth as _, geometry.message_size as _, 0);
     let mut queues = Vec::new();
-    for &lane in Lane::of(protocol) {
+    if opts.transport == TransportKind::Shm {
+        seg.set_transport(
+            crate::control::TRANSPORT_SHM,
+            opts.rings.slots,
+            opts.rings.slot_size,
+        );
+    }
+    for &lane in Lane::of(protocol)
+        .iter()
+        .filter(|_| opts.transport == TransportKind::Mq)
+    {
         let q = open_queue(
             lane,
             &key,
@@ -251,21 +403,49 @@ pub fn create_fabric_with(
         guard.add(q.name.clone());
         queues.push(q);
     }
+    let (msg_size, depth) = match opts.transport {
+        TransportKind::Mq => (geometry.message_size as u32, geometry.depth as u32),
+        TransportKind::Shm => (opts.rings.slot_size, opts.rings.slots),
+    };
     seg.publish(
-        PROTOCOL_VERSION,
+        version,
         protocol,
         endpoints,
         std::process::id(),
-        geometry.message_size as u32,
-        geometry.depth as u32,
+        msg_size,
+        depth,
     );
     Ok(FabricSession {
         key,
         protocol,
+        version,
         endpoints,
+        transport: opts.transport,
+        rings: opts.rings,
         seg,
         queues,
         guard,
+    })
+}
+
+/// Build the transport of one side from its session parts.
+fn make_transport(
+    role: Role,
+    protocol: Protocol,
+    kind: TransportKind,
+    rings: RingGeometry,
+    queues: Vec<Queue>,
+    seg: Arc<ControlSegment>,
+    guard: OwnerGuard,
+) -> Result<Box<dyn Transport>> {
+    let live = Liveness::new(role, seg.clone());
+    Ok(match kind {
+        TransportKind::Mq => {
+            let (out, inc): (Vec<Queue>, Vec<Queue>) =
+                queues.into_iter().partition(|q| q.lane.writer() == role);
+            Box::new(MqTransport::new(role, out, inc, live, guard))
+        }
+        TransportKind::Shm => Box::new(ShmTransport::new(role, protocol, seg, rings, live, guard)?),
     })
 }
 
@@ -274,12 +454,20 @@ impl FabricSession {
     /// sent): for tests that must put arbitrary bytes on the wire. It owns
     /// the objects like a channel does.
     #[doc(hidden)]
-    pub fn into_transport(self) -> MqTransport {
-        let (out, inc): (Vec<Queue>, Vec<Queue>) = self
-            .queues
-            .into_iter()
-            .partition(|q| q.lane.writer() == Role::Fabric);
-        MqTransport::new(Role::Fabric, out, inc, self.seg, self.guard)
+    pub fn into_transport(self) -> Result<Box<dyn Transport>> {
+        make_transport(
+            Role::Fabric,
+            self.protocol,
+            self.transport,
+            self.rings,
+            self.queues,
+            self.seg,
+            self.guard,
+        )
+    }
+    /// The session's transport.
+    pub fn transport(&self) -> TransportKind {
+        self.transport
     }
     pub fn key(&self) -> &SessionKey {
         &self.key
@@ -295,11 +483,31 @@ impl FabricSession {
     }
     /// Wait (bounded) until a scheduler has attached; returns its pid.
     pub fn wait_for_scheduler(&self, timeout: Duration) -> Result<u32> {
+        self.wait_for_scheduler_watching(timeout, None)
+    }
+    /// [`FabricSession::wait_for_scheduler`], giving up at once with
+    /// `PeerDied` when process `watch` (the scheduler to come, when the
+    /// caller knows its pid, e.g. from the supervisor) is gone.
+    pub fn wait_for_scheduler_watching(
+        &self,
+        timeout: Duration,
+        watch: Option<u32>,
+    ) -> Result<u32> {
         let start = Instant::now();
+        let mut n = 0u64;
         loop {
             let pid = self.seg.scheduler_pid();
             if pid != 0 {
                 return Ok(pid);
+            }
+            n += 1;
+            if let Some(w) = watch {
+                if n.is_multiple_of(10) && !pid_alive(w) {
+                    return Err(ProtoError::PeerDied {
+                        peer: Role::Scheduler,
+                        pid: w,
+                    });
+                }
             }
             if start.elapsed() >= timeout {
                 return Err(ProtoError::TimedOut {
@@ -316,12 +524,9 @@ impl FabricSession {
     /// more than the queues hold would wait for it without bound: call
     /// [`FabricSession::wait_for_scheduler`] first (or set a timeout).
     pub fn connect(self) -> Result<Channel> {
-        let (out, inc): (Vec<Queue>, Vec<Queue>) = self
-            .queues
-            .into_iter()
-            .partition(|q| q.lane.writer() == Role::Fabric);
-        let t = MqTransport::new(Role::Fabric, out, inc, self.seg, self.guard);
-        Channel::new(Box::new(t), self.protocol, Role::Fabric)
+        let (protocol, version) = (self.protocol, self.version);
+        let t = self.into_transport()?;
+        Channel::with_version(t, protocol, Role::Fabric, version)
     }
 }
 
@@ -329,8 +534,11 @@ impl FabricSession {
 pub struct SchedulerSession {
     key: SessionKey,
     protocol: Protocol,
+    version: u32,
     endpoints: u32,
     fabric_pid: u32,
+    transport: TransportKind,
+    rings: RingGeometry,
     seg: Arc<ControlSegment>,
     queues: Vec<Queue>,
     guard: OwnerGuard,
@@ -352,7 +560,7 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
     let key = SessionKey::new(key)?;
     let ctl = key.segment_name();
     let start = Instant::now();
-    let seg = loop {
+    let (seg, fd, seg_len) = loop {
         let state = match shm_open(ctl.as_str(), OFlag::O_RDWR, Mode::empty()) {
             Ok(fd) => {
                 let st =
@@ -363,14 +571,14 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
                     let seg = ControlSegment::map(&fd, &ctl)?;
                     let magic = seg.magic();
                     if magic == SEGMENT_MAGIC {
-                        if seg.version() != PROTOCOL_VERSION {
+                        if !crate::record::version_supported(seg.version()) {
                             return Err(ProtoError::VersionMismatch {
                                 ours: PROTOCOL_VERSION,
                                 theirs: seg.version(),
                             });
                         }
                         if seg.ready() {
-                            break seg;
+                            break (seg, fd, st.st_size as usize);
                         }
                         "exists but is not ready"
                     } else if magic != 0 {
@@ -405,6 +613,28 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
             seg.record_size()
         )));
     }
+    let (transport, rings, seg) = match seg.transport_raw() {
+        crate::control::TRANSPORT_MQ => (TransportKind::Mq, RingGeometry::default(), seg),
+        crate::control::TRANSPORT_SHM => {
+            let (slots, slot_size) = seg.ring_geometry();
+            let rings = RingGeometry { slots, slot_size };
+            rings.validate()?;
+            let need = rings.segment_size(protocol);
+            if seg_len < need {
+                return Err(ProtoError::Violation(format!(
+                    "{ctl}: {seg_len} bytes, but its rings need {need}"
+                )));
+            }
+            let full = ControlSegment::map_len(&fd, &ctl, need)?;
+            (TransportKind::Shm, rings, full)
+        }
+        other => {
+            return Err(ProtoError::Violation(format!(
+                "{ctl}: unknown transport {other} (this build knows 0 = mq, 1 = shm)"
+            )))
+        }
+    };
+    drop(fd);
     let fabric_pid = seg.fabric_pid();
     if !pid_alive(fabric_pid) {
         return Err(ProtoError::PeerDied {
@@ -424,7 +654,10 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
     }
     guard.add(ctl.clone());
     let mut queues = Vec::new();
-    for &lane in Lane::of(protocol) {
+    for &lane in Lane::of(protocol)
+        .iter()
+        .filter(|_| transport == TransportKind::Mq)
+    {
         let flags = if lane.writer() == Role::Scheduler {
             MQ_OFlag::O_WRONLY
         } else {
@@ -435,8 +668,11 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
     Ok(SchedulerSession {
         key,
         protocol,
+        version: seg.version(),
         endpoints: seg.endpoints(),
         fabric_pid,
+        transport,
+        rings,
         seg: Arc::new(seg),
         queues,
         guard,
@@ -447,18 +683,30 @@ impl SchedulerSession {
     /// The raw transport, without a Channel (see
     /// [`FabricSession::into_transport`]).
     #[doc(hidden)]
-    pub fn into_transport(self) -> MqTransport {
-        let (out, inc): (Vec<Queue>, Vec<Queue>) = self
-            .queues
-            .into_iter()
-            .partition(|q| q.lane.writer() == Role::Scheduler);
-        MqTransport::new(Role::Scheduler, out, inc, self.seg, self.guard)
+    pub fn into_transport(self) -> Result<Box<dyn Transport>> {
+        make_transport(
+            Role::Scheduler,
+            self.protocol,
+            self.transport,
+            self.rings,
+            self.queues,
+            self.seg,
+            self.guard,
+        )
+    }
+    /// The session's transport (the fabric chose it).
+    pub fn transport(&self) -> TransportKind {
+        self.transport
     }
     pub fn key(&self) -> &SessionKey {
         &self.key
     }
     pub fn protocol(&self) -> Protocol {
         self.protocol
+    }
+    /// Wire version the fabric chose for the session (1 or 2).
+    pub fn version(&self) -> u32 {
+        self.version
     }
     pub fn endpoints(&self) -> u32 {
         self.endpoints
@@ -471,11 +719,8 @@ impl SchedulerSession {
     }
     /// The scheduler's channel (sends its Hello).
     pub fn connect(self) -> Result<Channel> {
-        let (out, inc): (Vec<Queue>, Vec<Queue>) = self
-            .queues
-            .into_iter()
-            .partition(|q| q.lane.writer() == Role::Scheduler);
-        let t = MqTransport::new(Role::Scheduler, out, inc, self.seg, self.guard);
-        Channel::new(Box::new(t), self.protocol, Role::Scheduler)
+        let (protocol, version) = (self.protocol, self.version);
+        let t = self.into_transport()?;
+        Channel::with_version(t, protocol, Role::Scheduler, version)
     }
 }

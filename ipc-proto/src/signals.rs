@@ -1,85 +1,74 @@
-//! Ctrl-C / SIGTERM / SIGHUP: unlink every registered session's objects,
+//! SIGINT / SIGTERM / SIGHUP: unlink every registered session's objects,
 //! then exit with 128 + signal number (130, 143, 129).
 //!
-//! The handler is installed with `ctrlc` on the first session created or
-//! opened in the process. `ctrlc` does not say which signal arrived, so a
-//! tiny async-signal-safe handler is chained in front of ctrlc's for
-//! SIGINT/SIGTERM/SIGHUP: it records the signal number in an atomic and
-//! calls ctrlc's handler. If the program already installed its own ctrlc
-//! handler, ours cannot be installed: that program must call
-//! [`unlink_registered`] from its handler (documented in the crate docs).
+//! Installed (with `signal-hook`, on a dedicated thread) on the first
+//! session created or opened in the process, whatever the inherited
+//! dispositions: a process started with `&` from a script inherits SIGINT
+//! as *ignored*, and still cleans up on SIGINT, SIGTERM and SIGHUP. The one
+//! exception is SIGHUP inherited as ignored (`nohup`): surviving a hang-up
+//! is what the user asked for, so it stays ignored (the objects are removed
+//! when the run ends, or on SIGINT/SIGTERM). Handlers that the program
+//! installed itself with signal-hook keep running (signal-hook chains
+//! them); a program with another kind of handler must call
+//! [`unlink_registered`] from it.
 
 use crate::session::unlink_name;
-use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
 static REGISTRY: Mutex<Option<HashMap<u64, Vec<String>>>> = Mutex::new(None);
 static INSTALL: Once = Once::new();
 static INSTALLED: AtomicBool = AtomicBool::new(false);
-static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
-const SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
-static CHAINED: [AtomicUsize; 3] = [
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-];
 
-extern "C" fn record_signal(signo: libc::c_int) {
-    LAST_SIGNAL.store(signo, Ordering::SeqCst);
-    for (i, s) in SIGNALS.iter().enumerate() {
-        if *s as libc::c_int == signo {
-            let f = CHAINED[i].load(Ordering::SeqCst);
-            if f != 0 {
-                // SAFETY: stored from a SigHandler::Handler of this signature.
-                let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(f) };
-                f(signo);
-            }
-        }
-    }
-}
-
-/// Whether our signal handler is active in this process.
+/// Whether our signal handling is active in this process.
 pub fn handler_installed() -> bool {
     INSTALLED.load(Ordering::SeqCst)
 }
 
+/// Is `sig` currently ignored (SIG_IGN) in this process?
+fn ignored(sig: libc::c_int) -> bool {
+    // SAFETY: a query (null new action) of the current disposition.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// The signals we handle: INT, TERM, and HUP unless inherited as ignored.
+pub fn handled_signals() -> Vec<libc::c_int> {
+    let mut v = vec![SIGINT, SIGTERM];
+    if !ignored(SIGHUP) {
+        v.push(SIGHUP);
+    }
+    v
+}
+
 pub(crate) fn install() {
     INSTALL.call_once(|| {
-        let ok = ctrlc::try_set_handler(|| {
-            let sig = LAST_SIGNAL.load(Ordering::SeqCst);
-            let sig = if sig == 0 { libc::SIGINT } else { sig };
-            let removed = unlink_registered();
-            eprintln!(
-                "ipc-proto: caught signal {sig}; removed {} IPC object(s); exiting",
-                removed
-            );
-            std::process::exit(128 + sig);
-        })
-        .is_ok();
-        if !ok {
-            return;
-        }
-        for (i, s) in SIGNALS.iter().enumerate() {
-            let act = SigAction::new(
-                SigHandler::Handler(record_signal),
-                SaFlags::SA_RESTART,
-                SigSet::empty(),
-            );
-            // SAFETY: record_signal only touches atomics and calls ctrlc's
-            // async-signal-safe handler.
-            if let Ok(old) = unsafe { sigaction(*s, &act) } {
-                match old.handler() {
-                    SigHandler::Handler(f) => CHAINED[i].store(f as usize, Ordering::SeqCst),
-                    _ => {
-                        // Not ctrlc's plain handler: put it back untouched.
-                        let _ = unsafe { sigaction(*s, &old) };
-                    }
-                }
+        let mut signals = match Signals::new(handled_signals()) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("ipc-proto: warning: cannot install the signal handler ({e}); IPC objects may be left behind on SIGINT/SIGTERM/SIGHUP (remove them with `ipc-proto cleanup KEY`)");
+                return;
             }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("ipc-signals".into())
+            .spawn(move || {
+                if let Some(sig) = signals.forever().next() {
+                    let removed = unlink_registered();
+                    eprintln!(
+                        "ipc-proto: caught signal {sig}; removed {removed} IPC object(s); exiting"
+                    );
+                    std::process::exit(128 + sig);
+                }
+            });
+        if spawned.is_ok() {
+            INSTALLED.store(true, Ordering::SeqCst);
         }
-        INSTALLED.store(true, Ordering::SeqCst);
     });
 }
 

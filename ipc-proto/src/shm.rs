@@ -1,0 +1,396 @@
+//! Shared-memory transport: one single-producer single-consumer ring per
+//! lane in the session's segment `/<key>.ctl`, after the control page.
+//!
+//! Layout (byte offsets from the start of the segment; `S` = slots per
+//! ring, `P` = payload bytes per slot, both in the control page at offsets
+//! 68 and 72, `stride` = 8 + P rounded up to 64):
+//!
+//! ```text
+//! ring i (lane i of Lane::of(protocol)) at 4096 + i * (128 + S * stride):
+//!   +0    u32 head   messages consumed (written by the reader only)
+//!   +64   u32 tail   messages published (written by the writer only)
+//!   +128  S slots:   u32 length, 4 bytes zero, P bytes of payload
+//! ```
+//!
+//! The writer fills slot `tail % S` and then stores `tail + 1` (release);
+//! the reader sees the message after loading `tail` (acquire), copies it out
+//! and stores `head + 1`. Counters wrap at 2^32.
+//!
+//! Waiting: a side first spins for [`SPIN`] (checking its incoming rings,
+//! and room in the outgoing ring it wants to write, yielding the CPU after
+//! the first few iterations so that a peer on the same CPU can run), then
+//! sleeps on its *doorbell* (a futex word in the control page): it sets its
+//! `waiting` word, re-checks, and calls FUTEX_WAIT for at most 100 ms (to
+//! check the peer's liveness). The peer, after publishing a message or
+//! freeing a slot, wakes the doorbell if the waiting word is set (both
+//! sides use sequentially consistent accesses, so one of them always sees
+//! the other). A writer waiting for room keeps draining its incoming rings
+//! into a local stash, exactly as the message-queue transport does, so
+//! neither side can deadlock on full rings.
+
+use crate::control::{offset, ControlSegment, SEGMENT_SIZE};
+use crate::error::{ProtoError, Result};
+use crate::liveness::Liveness;
+use crate::names::Lane;
+use crate::record::{Protocol, Role, RECORD_SIZE};
+use crate::session::OwnerGuard;
+use crate::transport::{Transport, LIVENESS_INTERVAL};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Default slots per ring.
+pub const DEFAULT_SLOTS: u32 = 32;
+/// Default payload bytes per slot (the same 128 records as a queue message).
+pub const DEFAULT_SLOT_SIZE: u32 = 8192;
+/// How long a waiting side polls before it sleeps on its futex.
+pub const SPIN: Duration = Duration::from_micros(30);
+/// Spin iterations before the spinning side starts yielding the CPU.
+const SPIN_BEFORE_YIELD: u32 = 200;
+
+const RING_HEADER: usize = 128;
+
+/// Geometry of the rings of one session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingGeometry {
+    pub slots: u32,
+    pub slot_size: u32,
+}
+
+impl Default for RingGeometry {
+    fn default() -> Self {
+        RingGeometry {
+            slots: DEFAULT_SLOTS,
+            slot_size: DEFAULT_SLOT_SIZE,
+        }
+    }
+}
+
+impl RingGeometry {
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !(1..=1024).contains(&self.slots)
+            || !(RECORD_SIZE as u32..=1 << 20).contains(&self.slot_size)
+            || !(self.slot_size as usize).is_multiple_of(RECORD_SIZE)
+        {
+            return Err(ProtoError::Violation(format!(
+                "ring geometry {self:?}: 1..=1024 slots of a multiple of {RECORD_SIZE} bytes up to 1 MiB"
+            )));
+        }
+        Ok(())
+    }
+    fn stride(&self) -> usize {
+        (8 + self.slot_size as usize).div_ceil(64) * 64
+    }
+    fn ring_bytes(&self) -> usize {
+        RING_HEADER + self.slots as usize * self.stride()
+    }
+    /// Offset of ring `i` in the segment.
+    fn ring_offset(&self, i: usize) -> usize {
+        SEGMENT_SIZE + i * self.ring_bytes()
+    }
+    /// Segment size for `protocol`'s lanes.
+    pub fn segment_size(&self, protocol: Protocol) -> usize {
+        self.ring_offset(Lane::of(protocol).len())
+    }
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `word` is a valid, aligned u32 in a shared mapping; the kernel
+    // only reads it. Shared (not PRIVATE) futex: the waker is another process.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            std::ptr::null::<libc::timespec>(),
+            std::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// One ring as seen from this process.
+struct Ring {
+    lane: Lane,
+    off: usize,
+}
+
+pub struct ShmTransport {
+    role: Role,
+    seg: Arc<ControlSegment>,
+    geo: RingGeometry,
+    out: Vec<Ring>,
+    inc: Vec<Ring>,
+    stash: VecDeque<(Lane, Vec<u8>)>,
+    live: Liveness,
+    guard: OwnerGuard,
+}
+
+impl ShmTransport {
+    pub(crate) fn new(
+        role: Role,
+        protocol: Protocol,
+        seg: Arc<ControlSegment>,
+        geo: RingGeometry,
+        live: Liveness,
+        guard: OwnerGuard,
+    ) -> Result<ShmTransport> {
+        geo.validate()?;
+        if seg.len() < geo.segment_size(protocol) {
+            return Err(ProtoError::Violation(format!(
+                "shared-memory segment of {} bytes is smaller than its rings need ({})",
+                seg.len(),
+                geo.segment_size(protocol)
+            )));
+        }
+        let mut out = Vec::new();
+        let mut inc = Vec::new();
+        for (i, &lane) in Lane::of(protocol).iter().enumerate() {
+            let r = Ring {
+                lane,
+                off: geo.ring_offset(i),
+            };
+            if lane.writer() == role {
+                out.push(r)
+            } else {
+                inc.push(r)
+            }
+        }
+        Ok(ShmTransport {
+            role,
+            seg,
+            geo,
+            out,
+            inc,
+            stash: VecDeque::new(),
+            live,
+            guard,
+        })
+    }
+
+    fn head(&self, r: &Ring) -> &AtomicU32 {
+        self.seg.atomic_u32(r.off)
+    }
+    fn tail(&self, r: &Ring) -> &AtomicU32 {
+        self.seg.atomic_u32(r.off + 64)
+    }
+    fn slot_ptr(&self, r: &Ring, n: u32) -> *mut u8 {
+        let i = (n % self.geo.slots) as usize;
+        // SAFETY: in bounds: checked against the segment size in `new`.
+        unsafe {
+            self.seg
+                .base()
+                .add(r.off + RING_HEADER + i * self.geo.stride())
+        }
+    }
+
+    fn doorbell(&self, role: Role) -> (&AtomicU32, &AtomicU32) {
+        match role {
+            Role::Scheduler => (
+                self.seg.atomic_u32(offset::SCHED_DOORBELL),
+                self.seg.atomic_u32(offset::SCHED_WAITING),
+            ),
+            Role::Fabric => (
+                self.seg.atomic_u32(offset::FABRIC_DOORBELL),
+                self.seg.atomic_u32(offset::FABRIC_WAITING),
+            ),
+        }
+    }
+
+    /// Wake the peer if it sleeps on its doorbell.
+    fn ring_peer(&self) {
+        let (bell, waiting) = self.doorbell(self.role.peer());
+        if waiting.load(SeqCst) != 0 {
+            bell.fetch_add(1, SeqCst);
+            futex_wake(bell);
+        }
+    }
+
+    /// One message from any incoming ring without waiting.
+    fn try_receive(&mut self) -> Result<Option<(Lane, Vec<u8>)>> {
+        for r in &self.inc {
+            let head = self.head(r).load(SeqCst);
+            let tail = self.tail(r).load(SeqCst);
+            if head == tail {
+                continue;
+            }
+            if tail.wrapping_sub(head) > self.geo.slots {
+                return Err(ProtoError::Violation(format!(
+                    "ring .{}: tail {tail} is more than {} slots ahead of head {head}",
+                    r.lane.suffix(),
+                    self.geo.slots
+                )));
+            }
+            let p = self.slot_ptr(r, head);
+            // SAFETY: the slot is published (tail loaded after the writer's
+            // release store) and not reused until we advance head.
+            let len = unsafe { std::ptr::read_volatile(p as *const u32) } as usize;
+            if len > self.geo.slot_size as usize {
+                return Err(ProtoError::Violation(format!(
+                    "ring .{}: message length {len} exceeds the slot size {}",
+                    r.lane.suffix(),
+                    self.geo.slot_size
+                )));
+            }
+            let mut v = vec![0u8; len];
+            unsafe { std::ptr::copy_nonoverlapping(p.add(8), v.as_mut_ptr(), len) };
+            self.head(r).store(head.wrapping_add(1), SeqCst);
+            let lane = r.lane;
+            self.ring_peer();
+            return Ok(Some((lane, v)));
+        }
+        Ok(None)
+    }
+
+    fn has_room(&self, i: usize) -> bool {
+        let r = &self.out[i];
+        self.tail(r)
+            .load(SeqCst)
+            .wrapping_sub(self.head(r).load(SeqCst))
+            < self.geo.slots
+    }
+
+    fn has_incoming(&self) -> bool {
+        self.inc
+            .iter()
+            .any(|r| self.head(r).load(SeqCst) != self.tail(r).load(SeqCst))
+    }
+
+    /// Wait until there is an incoming message (or room in out[room_for]),
+    /// at most `max`: spin, then sleep on the doorbell.
+    fn wait(&self, room_for: Option<usize>, max: Duration) {
+        let ready = |t: &Self| t.has_incoming() || room_for.is_some_and(|i| t.has_room(i));
+        let start = Instant::now();
+        let spin = SPIN.min(max);
+        let mut n = 0u32;
+        loop {
+            if ready(self) {
+                return;
+            }
+            n += 1;
+            if n > SPIN_BEFORE_YIELD {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            if n.is_multiple_of(16) && start.elapsed() >= spin {
+                break;
+            }
+        }
+        let left = max.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            return;
+        }
+        let (bell, waiting) = self.doorbell(self.role);
+        waiting.store(1, SeqCst);
+        let seen = bell.load(SeqCst);
+        if !ready(self) {
+            futex_wait(bell, seen, left);
+        }
+        waiting.store(0, SeqCst);
+    }
+}
+
+impl Transport for ShmTransport {
+    fn max_message_size(&self) -> usize {
+        self.geo.slot_size as usize
+    }
+
+    fn send_message(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
+        let i = self
+            .out
+            .iter()
+            .position(|r| r.lane == lane)
+            .ok_or_else(|| {
+                ProtoError::Violation(format!(
+                    "the {} does not write ring .{}",
+                    self.role,
+                    lane.suffix()
+                ))
+            })?;
+        if msg.len() > self.geo.slot_size as usize {
+            return Err(ProtoError::Violation(format!(
+                "message of {} bytes exceeds the slot size {}",
+                msg.len(),
+                self.geo.slot_size
+            )));
+        }
+        loop {
+            if self.has_room(i) {
+                let r = &self.out[i];
+                let tail = self.tail(r).load(SeqCst);
+                let p = self.slot_ptr(r, tail);
+                // SAFETY: the slot is free (tail - head < slots) and only
+                // this process writes this ring.
+                unsafe {
+                    std::ptr::write_volatile(p as *mut u32, msg.len() as u32);
+                    std::ptr::write_volatile(p.add(4) as *mut u32, 0);
+                    std::ptr::copy_nonoverlapping(msg.as_ptr(), p.add(8), msg.len());
+                }
+                self.tail(r).store(tail.wrapping_add(1), SeqCst);
+                self.ring_peer();
+                return Ok(());
+            }
+            // Full: drain what the peer sent us so that it can progress,
+            // then wait for room (or for more incoming messages).
+            while let Some(m) = self.try_receive()? {
+                self.stash.push_back(m);
+            }
+            self.live.check(false)?;
+            self.wait(Some(i), LIVENESS_INTERVAL);
+        }
+    }
+
+    fn recv_message(&mut self, wait: Duration) -> Result<Option<(Lane, Vec<u8>)>> {
+        if let Some(m) = self.stash.pop_front() {
+            return Ok(Some(m));
+        }
+        let start = Instant::now();
+        loop {
+            if let Some(m) = self.try_receive()? {
+                return Ok(Some(m));
+            }
+            if let Err(e) = self.live.check(false) {
+                // It may have sent something just before dying: deliver that first.
+                if let Some(m) = self.try_receive()? {
+                    return Ok(Some(m));
+                }
+                return Err(e);
+            }
+            let elapsed = start.elapsed();
+            if elapsed >= wait {
+                return Ok(None);
+            }
+            self.wait(None, (wait - elapsed).min(LIVENESS_INTERVAL));
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "shm"
+    }
+
+    fn on_fatal(&mut self) {
+        self.guard.unlink_now();
+    }
+}
