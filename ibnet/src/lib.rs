@@ -17,6 +17,6 @@ pub mod traffic;
 pub mod units;
 pub mod zeroload;
 
-pub use engine::{Fabric, FabricError, MsgId, TrafficMode};
+pub use engine::{Fabric, FabricError, MsgId, RunOutcome, TrafficMode};
 pub use params::{ConfigError, Params};
 pub use stats::Report;

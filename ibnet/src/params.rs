@@ -142,6 +142,30 @@ impl Default for Params {
     }
 }
 
+/// Largest message the fabric simulates (1 TiB); larger ones are rejected
+/// at injection instead of exhausting memory or time.
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 40;
+
+/// Largest delay of any parameter after conversion to ps (10^15 ps =
+/// 1000 s). Larger values are errors: together with
+/// [`crate::engine::MAX_TIME_PS`] this keeps every time computation of the
+/// engine in range.
+pub const MAX_DELAY_PS: u64 = 1_000_000_000_000_000;
+
+/// Largest `cc_cct_limit` (the CCT is a table of this many entries + 1).
+pub const MAX_CCT_LIMIT: u32 = 65_535;
+
+/// Packetisation of one message (see [`Params::packet_layout`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketLayout {
+    /// Number of packets (>= 1).
+    pub count: u32,
+    /// Bytes of every packet but the last, header included.
+    pub full: u32,
+    /// Bytes of the last packet, header included.
+    pub last: u32,
+}
+
 /// Names of the shipped presets.
 pub const PRESETS: &[&str] = &["qdr", "thesis-ddr", "hcyang99"];
 
@@ -590,8 +614,27 @@ impl Params {
     }
 
     /// Packetisation of a message: the byte size of every packet (header
-    /// included). Errors for a message the reference cannot send.
+    /// included). Errors for a message the reference cannot send. Allocates
+    /// one entry per packet: the engine uses [`Params::packet_layout`].
     pub fn packets(&self, bytes: u64) -> Result<Vec<u32>, ConfigError> {
+        let l = self.packet_layout(bytes)?;
+        let mut v = vec![l.full; l.count as usize];
+        *v.last_mut().unwrap() = l.last;
+        Ok(v)
+    }
+
+    /// Packetisation of a message without materialising it: the number of
+    /// packets, the size of a full packet and of the last one (headers
+    /// included). Messages above [`MAX_MESSAGE_BYTES`] are an error.
+    pub fn packet_layout(&self, bytes: u64) -> Result<PacketLayout, ConfigError> {
+        if bytes > MAX_MESSAGE_BYTES {
+            return Err(ConfigError::BadValue {
+                key: "msg_length".into(),
+                msg: format!(
+                    "a message of {bytes} B is larger than the largest the fabric simulates, {MAX_MESSAGE_BYTES} B (1 TiB)"
+                ),
+            });
+        }
         if bytes == 0 {
             return Err(ConfigError::BadValue {
                 key: "msg_length".into(),
@@ -614,9 +657,16 @@ impl Params {
             let n = bytes.div_ceil(m);
             (n, bytes - (n - 1) * m)
         };
-        let mut v = vec![(m as u32) + h; n as usize];
-        *v.last_mut().unwrap() = last as u32 + h;
-        Ok(v)
+        // n <= 2^40 / 1 fits u64; with MTU >= 1 B, n <= 2^40: check u32
+        let count = u32::try_from(n).map_err(|_| ConfigError::BadValue {
+            key: "msg_length".into(),
+            msg: format!("{bytes} B makes {n} packets of MTU {m} B, more than 2^32 - 1"),
+        })?;
+        Ok(PacketLayout {
+            count,
+            full: m as u32 + h,
+            last: last as u32 + h,
+        })
     }
 
     /// Flits of a packet of `b` bytes and the byte size of its last flit.

@@ -62,6 +62,30 @@ pub enum TrafficMode {
     SeqRand(Vec<u16>),
 }
 
+/// Outcome of [`Fabric::run_until_completion_or`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// One or more messages completed at this instant (the first completion
+    /// instant at or before the limit); the whole instant was processed.
+    Completed(Time, Vec<MsgId>),
+    /// No message completes at any time up to and including the limit:
+    /// every event with time <= limit was processed and `now() == limit`.
+    Limit,
+    /// Nothing is in flight: no completion can come without a new
+    /// injection. Nothing was processed and `now()` is unchanged.
+    Idle,
+    /// Messages are in flight and none can ever complete (see the deadlock
+    /// rule at [`Fabric::run_until_completion`]).
+    Deadlock,
+    /// A fatal model condition stopped the run: see [`Fabric::error`].
+    Fatal,
+}
+
+/// The last simulated instant the fabric accepts (2^62 ps, about 53 days).
+/// Every delay is at most [`crate::params::MAX_DELAY_PS`], so no time
+/// computation can overflow; an event or injection beyond this is an error.
+pub const MAX_TIME_PS: u64 = 1 << 62;
+
 const SEQ_SHIFT: u32 = 20;
 const NONE: u32 = u32::MAX;
 const NS: u64 = 1000;
@@ -154,8 +178,11 @@ enum Ev {
     ObufTick {
         port: u32,
     },
+    /// `timer`: scheduled by the credit timer (a tick or a lazy obuf's
+    /// catch-up), not by a transmission; see [`Ev::background`].
     ObufPop {
         port: u32,
+        timer: bool,
     },
     IbufFlit {
         port: u32,
@@ -178,8 +205,10 @@ enum Ev {
         h: u32,
         flit: FId,
     },
+    /// `timer`: started by the hiccup toggle to OFF, not by a flit.
     SinkDrain {
         h: u32,
+        timer: bool,
     },
     SinkHiccup {
         h: u32,
@@ -193,12 +222,20 @@ enum Ev {
 const _: () = assert!(std::mem::size_of::<Ev>() == 16);
 
 impl Ev {
-    /// Background events that can never complete a message by themselves.
+    /// Events of the periodic timers (credit tick, sink hiccup, CC timer)
+    /// and the pops/drains those timers start. They run forever, so they do
+    /// not count as pending work; whatever *useful* thing they do (an FC
+    /// packet, a flit on the wire, a consumed flit) schedules foreground
+    /// events. See [`Fabric::run_until_completion`] for the deadlock rule.
     #[inline]
     fn background(&self) -> bool {
         matches!(
             self,
-            Ev::SinkHiccup { .. } | Ev::ObufTick { .. } | Ev::CctiTimer { .. }
+            Ev::SinkHiccup { .. }
+                | Ev::ObufTick { .. }
+                | Ev::CctiTimer { .. }
+                | Ev::ObufPop { timer: true, .. }
+                | Ev::SinkDrain { timer: true, .. }
         )
     }
 }
@@ -260,6 +297,8 @@ struct Gen {
 struct SinkSt {
     fifo: VecDeque<FId>,
     drain_pending: bool,
+    /// time of the pending drain (valid while `drain_pending`)
+    drain_at: u64,
     hiccup_on: bool,
     lat: Stat,
     f2f: Stat,
@@ -409,6 +448,10 @@ pub struct Fabric {
     started: bool,
     events: u64,
     fg_pending: u64,
+    /// Time of the last foreground event processed (deadlock rule).
+    last_fg: u64,
+    /// Flits waiting in sink FIFOs (deadlock rule: hiccups matter then).
+    sink_held: u64,
     lazy: bool,
     next_boundary: u64,
     bk_counter: u64,
@@ -652,6 +695,8 @@ impl Fabric {
             started: false,
             events: 0,
             fg_pending: 0,
+            last_fg: 0,
+            sink_held: 0,
             lazy,
             next_boundary: 0,
             bk_counter: 0,
@@ -841,7 +886,7 @@ impl Fabric {
         // one message sizing check (fails early for legacy B < M)
         if !matches!(mode, TrafficMode::Silent) && self.p.msg_len_mode == "param" {
             self.p
-                .packets(self.p.msg_length)
+                .packet_layout(self.p.msg_length)
                 .map_err(|e| FabricError::BadMessage(e.to_string()))?;
         }
         self.hcas[h].app.mode = Some(mode);
@@ -918,6 +963,12 @@ impl Fabric {
                 now: self.now,
             });
         }
+        if at.0 > MAX_TIME_PS {
+            return Err(FabricError::BadMessage(format!(
+                "injection time {} ps is beyond the fabric's range ({MAX_TIME_PS} ps)",
+                at.0
+            )));
+        }
         let n = self.hcas.len();
         if src_hca >= n {
             return Err(FabricError::NoSuchHca(src_hca, n));
@@ -941,7 +992,10 @@ impl Fabric {
     }
 
     fn new_msg(&mut self, src: u32, dst_lid: u16, bytes: u64, t: u64) -> Result<u32, String> {
-        let pk = self.p.packets(bytes).map_err(|e| e.to_string())?;
+        let pk = self.p.packet_layout(bytes).map_err(|e| e.to_string())?;
+        if self.msgs.len() >= (NONE - 1) as usize {
+            return Err(format!("more than {} messages in one run", NONE - 1));
+        }
         let id = self.msgs.len() as u32;
         self.msgs.push(Msg {
             src,
@@ -949,9 +1003,9 @@ impl Fabric {
             dst_lid,
             vl: self.hcas[src as usize].app.sq.unwrap_or(self.p.msg_sq),
             bytes,
-            npkts: pk.len() as u32,
-            full_pkt: pk[0],
-            last_pkt: *pk.last().unwrap(),
+            npkts: pk.count,
+            full_pkt: pk.full,
+            last_pkt: pk.last,
             injected: t,
             first_stamp: None,
             arrived_pkts: 0,
@@ -975,16 +1029,67 @@ impl Fabric {
             }
         }
         if self.fatal.is_none() && t.0 > self.now {
-            self.now = t.0;
+            self.advance_to(t.0);
+        }
+    }
+
+    /// Move the clock forward to `t` (no event is pending before it).
+    fn advance_to(&mut self, t: u64) {
+        if t > MAX_TIME_PS {
+            self.fail(format!(
+                "time limit {t} ps is beyond the fabric's range ({MAX_TIME_PS} ps)"
+            ));
+        } else {
+            self.now = t;
         }
     }
 
     /// Run until at least one message completes (last flit consumed), then
     /// finish that instant; return the instant and the messages completed at
     /// it (they are removed from the `take_completions` buffer). None when
-    /// nothing is in flight or no pending event can complete a message
-    /// (deadlock), or after a fatal error.
+    /// nothing is in flight, when the messages in flight can never complete
+    /// (deadlock), or after a fatal error (see [`Fabric::error`]).
+    ///
+    /// Deadlock rule (issue 19, cosim-protocol.md 3a: a fabric that only
+    /// stalls is not deadlocked). Foreground events are every event except
+    /// the periodic timers (credit tick, sink hiccup toggle, CC timer) and
+    /// the obuf pop / sink drain that a tick or a hiccup end starts
+    /// ([`Ev::background`]). Anything useful a timer does -- an FC packet,
+    /// a flit on the wire, a consumed flit -- schedules foreground events;
+    /// a timer that finds nothing to do schedules only timer events, and
+    /// what it looks at (credit counters, obuf and sink queues, the
+    /// in-packet flag) changes only in foreground events. So once no
+    /// foreground event is pending, if every timer has run a full cycle
+    /// (with the pop or drain it starts) since the last foreground event
+    /// without scheduling one, each later cycle will do exactly the same
+    /// nothing: that is a deadlock. The cycle bound used is
+    /// `Tcred + 1 ns`, plus `hiccupDuration + hiccupDelay + 1 ns` while a
+    /// sink FIFO holds flits (only then can a hiccup end matter); CC timers
+    /// only change the pacing of future pushes, which are foreground
+    /// events already. A sink that stalls for a finite time, a credit
+    /// timer of any period and CC back-off are therefore progress, and a
+    /// true deadlock is reported after at most one such cycle of simulated
+    /// time (never a hang: the timers' events in that cycle are bounded).
     pub fn run_until_completion(&mut self) -> Option<(Time, Vec<MsgId>)> {
+        match self.run_until_completion_or(Time(u64::MAX)) {
+            RunOutcome::Completed(t, ids) => Some((t, ids)),
+            _ => None,
+        }
+    }
+
+    /// As [`Fabric::run_until_completion`], but stop at `limit` (inclusive)
+    /// if no message completes by then: the first completion instant
+    /// `t <= limit` ([`RunOutcome::Completed`]), or every event with time
+    /// `<= limit` processed and `now() == limit` ([`RunOutcome::Limit`]),
+    /// whichever comes first. With `limit = Time(u64::MAX)` this is
+    /// `run_until_completion`.
+    pub fn run_until_completion_or(&mut self, limit: Time) -> RunOutcome {
+        if self.fatal.is_some() {
+            return RunOutcome::Fatal;
+        }
+        if self.in_flight == 0 {
+            return RunOutcome::Idle;
+        }
         let mark = self.completions.len();
         let mut found: Option<u64> = None;
         loop {
@@ -996,22 +1101,75 @@ impl Fabric {
                 if t > ft {
                     break;
                 }
-            } else if self.in_flight == 0 || self.fg_pending == 0 {
-                return None;
+            } else {
+                if t > limit.0 {
+                    break;
+                }
+                if self.fg_pending == 0 && t > self.last_fg.saturating_add(self.quiet_window()) {
+                    return RunOutcome::Deadlock;
+                }
             }
             self.step();
             if found.is_none() && self.completions.len() > mark {
                 found = Some(self.now);
             }
         }
-        let ft = found?;
+        let Some(ft) = found else {
+            if self.fatal.is_some() {
+                return RunOutcome::Fatal;
+            }
+            if self.peek_time().is_none() {
+                // nothing at all is left: the timers cannot be running
+                return RunOutcome::Deadlock;
+            }
+            if limit.0 > self.now {
+                self.advance_to(limit.0);
+                if self.fatal.is_some() {
+                    return RunOutcome::Fatal;
+                }
+            }
+            return RunOutcome::Limit;
+        };
         let done: Vec<(MsgId, Time)> = self.completions.drain(mark..).collect();
         let ids: Vec<MsgId> = done
             .iter()
             .filter(|(_, t)| t.0 == ft)
             .map(|(i, _)| *i)
             .collect();
-        Some((Time(ft), ids))
+        RunOutcome::Completed(Time(ft), ids)
+    }
+
+    /// Simulated time after the last foreground event during which, with no
+    /// foreground event pending, every periodic timer has run a full cycle
+    /// (see the deadlock rule at [`Fabric::run_until_completion`]).
+    fn quiet_window(&self) -> u64 {
+        let mut w = self.tm.cred + NS;
+        if self.sink_held > 0 {
+            w += self.tm.hiccup_on + self.tm.hiccup_off + NS;
+        }
+        w
+    }
+
+    /// A provable lower bound on the time of the next completion of a
+    /// message already in the fabric, None when nothing is in flight (or
+    /// after a fatal error). A completion is the consumption of a last flit
+    /// by a sink drain: either a drain already pending, or one scheduled
+    /// by a later event, at least `min(1 ns, drain time of 1 byte)` after
+    /// it. Cheap (O(HCAs)) and weak; messages injected later are not
+    /// covered (they cannot complete before their injection time).
+    pub fn completion_lower_bound(&mut self) -> Option<Time> {
+        if self.in_flight == 0 || self.fatal.is_some() {
+            return None;
+        }
+        let next = self.peek_time()?;
+        let dmin = self.tm.drain.get(1).copied().unwrap_or(0).min(NS);
+        let mut lb = next + dmin;
+        for h in &self.hcas {
+            if h.sink.drain_pending {
+                lb = lb.min(h.sink.drain_at);
+            }
+        }
+        Some(Time(lb.max(self.now)))
     }
 
     /// Completions since the last call, in order.
@@ -1080,8 +1238,15 @@ impl Fabric {
         }
         if !ev.background() {
             self.fg_pending -= 1;
+            self.last_fg = t;
         }
         debug_assert!(t >= self.now);
+        if t > MAX_TIME_PS {
+            self.fail(format!(
+                "simulated time {t} ps is beyond the fabric's range ({MAX_TIME_PS} ps)"
+            ));
+            return;
+        }
         self.now = t;
         if t >= self.next_boundary {
             let k = t / self.tm.cred;
@@ -1126,7 +1291,7 @@ impl Fabric {
                 self.ports[pi].ob.fccl[vl as usize] = limit;
             }
             Ev::ObufTick { port } => self.obuf_tick(port as usize),
-            Ev::ObufPop { port } => self.obuf_pop(port as usize),
+            Ev::ObufPop { port, .. } => self.obuf_pop(port as usize),
             Ev::IbufFlit { port, flit } => self.ibuf_flit(port as usize, flit),
             Ev::IbufFc { port, vl } => {
                 let pi = port as usize;
@@ -1155,7 +1320,7 @@ impl Fabric {
                 out,
             } => self.ibuf_sent(port as usize, vl as usize, last, out as usize),
             Ev::SinkFlit { h, flit } => self.sink_flit(h as usize, flit),
-            Ev::SinkDrain { h } => self.sink_drain(h as usize),
+            Ev::SinkDrain { h, .. } => self.sink_drain(h as usize),
             Ev::SinkHiccup { h } => self.sink_hiccup(h as usize),
             Ev::CctiTimer { h } => self.ccti_timer(h as usize),
         }
@@ -1811,7 +1976,14 @@ impl Fabric {
         let pend = now < tstar + NS || (now == tstar + NS && cur < seq);
         if pend {
             ob.pop_pending = true;
-            self.push_key(tstar + NS, seq, Ev::ObufPop { port: pi as u32 });
+            self.push_key(
+                tstar + NS,
+                seq,
+                Ev::ObufPop {
+                    port: pi as u32,
+                    timer: true,
+                },
+            );
         } else if !ob.inside {
             // The always-ticking model's wake-up pop at tstar + 1 ns has
             // already run: between packets it scanned every VL (all in
@@ -1844,12 +2016,25 @@ impl Fabric {
         ob.qdepth.add(qlen);
         if virt {
             if need_pop {
-                self.push_key(now + NS, seq, Ev::ObufPop { port: pi as u32 });
+                self.push_key(
+                    now + NS,
+                    seq,
+                    Ev::ObufPop {
+                        port: pi as u32,
+                        timer: true,
+                    },
+                );
             }
             self.push_key(now + cred, seq, Ev::ObufTick { port: pi as u32 });
         } else {
             if need_pop {
-                self.sched(now + NS, Ev::ObufPop { port: pi as u32 });
+                self.sched(
+                    now + NS,
+                    Ev::ObufPop {
+                        port: pi as u32,
+                        timer: true,
+                    },
+                );
             }
             self.sched(now + cred, Ev::ObufTick { port: pi as u32 });
         }
@@ -1921,7 +2106,13 @@ impl Fabric {
                 flit: id,
             },
         );
-        self.sched(now + w, Ev::ObufPop { port: pi as u32 });
+        self.sched(
+            now + w,
+            Ev::ObufPop {
+                port: pi as u32,
+                timer: false,
+            },
+        );
     }
 
     fn obuf_pop(&mut self, pi: usize) {
@@ -1957,7 +2148,13 @@ impl Fabric {
                             vl: v as u8,
                         },
                     );
-                    self.sched(now + w, Ev::ObufPop { port: pi as u32 });
+                    self.sched(
+                        now + w,
+                        Ev::ObufPop {
+                            port: pi as u32,
+                            timer: false,
+                        },
+                    );
                     return;
                 }
             }
@@ -2262,9 +2459,17 @@ impl Fabric {
         if !s.drain_pending {
             s.drain_pending = true;
             let d = self.tm.drain[flit.bytes as usize];
-            self.sched(now + d, Ev::SinkDrain { h: h as u32 });
+            s.drain_at = now + d;
+            self.sched(
+                now + d,
+                Ev::SinkDrain {
+                    h: h as u32,
+                    timer: false,
+                },
+            );
         }
         self.hcas[h].sink.fifo.push_back(id);
+        self.sink_held += 1;
         if fecn {
             self.send_cnp(h, flit.src, flit.vl);
         }
@@ -2304,12 +2509,20 @@ impl Fabric {
         }
         let f = s.fifo.pop_front().unwrap();
         s.drain_pending = true;
+        self.sink_held -= 1;
         let d = self.tm.drain[self.fl[f as usize].bytes as usize];
         // consume, then re-arm (sec. 5.6 and the reference's order; the two
         // events get consecutive sequence numbers, so either order gives
         // the same run)
         self.consume(h, f);
-        self.sched(now + d, Ev::SinkDrain { h: h as u32 });
+        self.hcas[h].sink.drain_at = now + d;
+        self.sched(
+            now + d,
+            Ev::SinkDrain {
+                h: h as u32,
+                timer: false,
+            },
+        );
     }
 
     fn consume(&mut self, h: usize, id: FId) {
@@ -2364,7 +2577,14 @@ impl Fabric {
             // runs before the sink turns ON again.
             if !s.drain_pending {
                 s.drain_pending = true;
-                self.sched(now + NS, Ev::SinkDrain { h: h as u32 });
+                s.drain_at = now + NS;
+                self.sched(
+                    now + NS,
+                    Ev::SinkDrain {
+                        h: h as u32,
+                        timer: true,
+                    },
+                );
             }
             self.sched(now + self.tm.hiccup_off, Ev::SinkHiccup { h: h as u32 });
         }

@@ -31,5 +31,5 @@ mod core;
 pub mod trace;
 mod wheel;
 
-pub use self::core::{Fabric, FabricError, MsgId, TrafficMode};
+pub use self::core::{Fabric, FabricError, MsgId, RunOutcome, TrafficMode, MAX_TIME_PS};
 pub use trace::{TraceKind, TraceRec};
