@@ -68,11 +68,10 @@ struct RawNode {
 
 pub fn read_file(path: &Path) -> Result<Schedule, LoadError> {
     let name = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|e| LoadError::Io {
+    let (f, len) = schedgen::input::open_regular(path).map_err(|msg| LoadError::Io {
         file: name.clone(),
-        msg: e.to_string(),
+        msg,
     })?;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     read(&name, std::io::BufReader::new(f), len)
 }
 
@@ -118,16 +117,18 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
     let mut b = ScheduleBuilder::new(p);
     let mut block = Vec::new();
     let mut raw: Vec<RawNode> = Vec::new();
+    let mut data_end = 14 + table_bytes;
     for rank in 0..p {
         let (s, e) = (table[2 * rank as usize], table[2 * rank as usize + 1]);
-        let off = 8 + s;
-        if e < s || 8 + e > len {
+        if e < s || e > len.saturating_sub(8) {
             return Err(berr(
                 name,
                 14 + 16 * rank as u64,
                 format!("rank {rank}: block [{s}, {e}) lies outside the file"),
             ));
         }
+        let off = 8 + s;
+        data_end = data_end.max(8 + e);
         block.resize((e - s) as usize, 0);
         r.seek(SeekFrom::Start(off)).map_err(io)?;
         r.read_exact(&mut block).map_err(io)?;
@@ -242,6 +243,18 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
             }
         }
         b.end_rank();
+    }
+    // Nothing may follow the last block: trailing bytes mean a damaged or
+    // concatenated file (they used to be ignored, issue 12 item 12).
+    if data_end < len {
+        return Err(berr(
+            name,
+            data_end,
+            format!(
+                "{} bytes of trailing data after the last rank block",
+                len - data_end
+            ),
+        ));
     }
     Ok(b.finish())
 }

@@ -202,6 +202,18 @@ pub enum SimError {
     NoArrivals(usize),
     #[error("schedule too large ({0} ranks; the engine supports fewer than 2^31)")]
     TooLarge(u64),
+    /// A time computation exceeded the range of simulated time (issue 12:
+    /// it used to saturate silently at 2^64-1, the protocol's "never").
+    #[error(
+        "time overflow on host {host} ({what} at time {at}): simulated time would reach \
+         2^64-1 ps or more; check the schedule's calc durations and message sizes and the \
+         -L/-o/-g/-G/-O parameters"
+    )]
+    TimeOverflow {
+        host: u32,
+        what: &'static str,
+        at: u64,
+    },
 }
 
 const MSG_FLAG: u32 = 1 << 31;
@@ -291,6 +303,7 @@ pub struct Pending {
     pub src: i64,
     /// tag, or -1 for any-tag
     pub tag: i64,
+    #[serde(rename = "size_bytes")]
     pub size: u64,
 }
 
@@ -344,13 +357,26 @@ impl Report {
     }
 }
 
+/// Checked time arithmetic: the largest valid time is 2^64-2 (2^64-1 is
+/// the protocol's "never"). `None` means overflow.
 #[inline]
-fn add(a: u64, b: u64) -> u64 {
-    a.saturating_add(b)
+fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match a?.checked_add(b?) {
+        Some(u64::MAX) | None => None,
+        v => v,
+    }
 }
 #[inline]
-fn mul(a: u64, b: u64) -> u64 {
-    a.saturating_mul(b)
+fn mul(a: u64, b: u64) -> Option<u64> {
+    a.checked_mul(b)
+}
+#[inline]
+fn v(a: u64) -> Option<u64> {
+    Some(a)
+}
+#[inline]
+fn overflow(host: u32, what: &'static str, at: u64) -> SimError {
+    SimError::TimeOverflow { host, what, at }
 }
 
 pub struct Sim<N: Network, T: Tracer = NoTrace> {
@@ -542,6 +568,14 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     pub fn is_done(&self) -> bool {
         self.done
     }
+    /// Operations in the schedule.
+    pub fn schedule_ops(&self) -> u64 {
+        self.sched.num_nodes() as u64
+    }
+    /// Ranks in the schedule.
+    pub fn schedule_ranks(&self) -> u32 {
+        self.sched.num_ranks()
+    }
 
     /// Runs to the end.
     pub fn run(&mut self) -> Result<(), SimError> {
@@ -621,7 +655,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             self.message(ev)
         } else {
             Ok(match self.sched.kind(ev.id) {
-                Kind::Calc => self.calc(ev),
+                Kind::Calc => self.calc(ev)?,
                 Kind::Send => self.send(ev)?,
                 Kind::Recv => self.recv(ev),
             })
@@ -972,12 +1006,13 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         self.released = rel;
     }
 
-    fn calc(&mut self, ev: Ev) -> Outcome {
+    fn calc(&mut self, ev: Ev) -> Result<Outcome, SimError> {
         let op = self.sched.op(ev.id);
         let ci = ev.host as usize * self.ncpu + op.cpu as usize;
         let t = ev.time;
         if self.nexto[ci] <= t {
-            let end = add(add(t, op.size), self.noise(ev.host, t, op.size));
+            let end = add(add(v(t), v(op.size)), v(self.noise(ev.host, t, op.size)))
+                .ok_or_else(|| overflow(ev.host, "calc", t))?;
             self.nexto[ci] = end;
             if T::ACTIVE {
                 self.tracer.event(&TraceEvent::Calc {
@@ -990,12 +1025,12 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
             self.start_op(ev.id, ev.host, t);
             self.complete_op(ev.id, ev.host, end);
-            Outcome::Done
+            Ok(Outcome::Done)
         } else {
-            Outcome::Blocked {
+            Ok(Outcome::Blocked {
                 avail: self.nexto[ci],
                 class: class_key(0, ev.host, op.cpu, 0),
-            }
+            })
         }
     }
 
@@ -1016,10 +1051,14 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let p = self.params;
         let (o, big_o) = p.overheads(op.size);
         let s1 = op.size.saturating_sub(1); // section 9.3: (s-1) is 0 for s = 0
-        let cpu_work = add(o, mul(s1, big_o));
-        let end = add(add(t, cpu_work), self.noise(ev.host, t, cpu_work));
+        let ovf = || overflow(ev.host, "send", t);
+        let cpu_work = add(v(o), mul(s1, big_o)).ok_or_else(ovf)?;
+        let end = add(add(v(t), v(cpu_work)), v(self.noise(ev.host, t, cpu_work)))
+            .ok_or_else(ovf)?;
+        let gs = add(add(v(t), v(p.g)), mul(s1, p.big_g)).ok_or_else(ovf)?;
+        let msg_time = add(add(v(t), v(o)), v(p.l)).ok_or_else(ovf)?;
         self.nexto[ci] = end;
-        self.nextgs[ni] = add(add(t, p.g), mul(s1, p.big_g));
+        self.nextgs[ni] = gs;
         let handle = self
             .net
             .insert(Time(t), ev.host, op.peer, op.size, op.tag)?;
@@ -1066,7 +1105,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         self.events += 1;
         match self.mode {
             SyncMode::Poll => self.heap.push(Ev {
-                time: add(add(t, o), p.l),
+                time: msg_time,
                 seq,
                 host: op.peer,
                 id: slot | MSG_FLAG,
@@ -1232,10 +1271,14 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let p = self.params;
         let (o, big_o) = p.overheads(m.size);
         let s1 = m.size.saturating_sub(1);
-        let cpu_work = add(o, mul(s1, big_o).max(mul(s1, p.big_g)));
-        let end = add(add(t, cpu_work), self.noise(ev.host, t, cpu_work));
+        let ovf = || overflow(ev.host, "receive", t);
+        let work = mul(s1, big_o).ok_or_else(ovf)?.max(mul(s1, p.big_g).ok_or_else(ovf)?);
+        let cpu_work = add(v(o), v(work)).ok_or_else(ovf)?;
+        let end = add(add(v(t), v(cpu_work)), v(self.noise(ev.host, t, cpu_work)))
+            .ok_or_else(ovf)?;
+        let gr = add(add(v(t), v(p.g)), mul(s1, p.big_g)).ok_or_else(ovf)?;
         self.nexto[ci] = end;
-        self.nextgr[ni] = add(add(t, p.g), mul(s1, p.big_g));
+        self.nextgr[ni] = gr;
         let matched = self.rq_take(ev.host, m.src, m.tag);
         if T::ACTIVE {
             self.tracer.event(&TraceEvent::MsgReceived {
@@ -1322,7 +1365,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 let mut v = self.net.stats();
                 if self.mode == SyncMode::Notify {
                     v.push(("late_arrivals".into(), self.late_arrivals));
-                    v.push(("max_arrival_lag".into(), self.max_arrival_lag));
+                    v.push(("max_arrival_lag_ps".into(), self.max_arrival_lag));
                 }
                 v
             },

@@ -8,7 +8,7 @@
 
 use crate::hash::FastMap;
 use crate::schedule::{Kind, Op, Schedule, ScheduleBuilder, ANY};
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
 /// Any error while loading a schedule (text or binary).
@@ -587,6 +587,9 @@ fn tag_value(col: usize, v: u64) -> PResult<u32> {
     }
 }
 
+/// Longest GOAL line accepted (GOAL statements are short; comments too).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
 /// Parses GOAL text from any reader. `name` is used in error messages.
 pub fn parse_reader<R: BufRead>(name: &str, mut r: R) -> Result<Schedule, LoadError> {
     let mut p = Parser::new();
@@ -595,14 +598,27 @@ pub fn parse_reader<R: BufRead>(name: &str, mut r: R) -> Result<Schedule, LoadEr
     let mut last_len = 0usize;
     loop {
         buf.clear();
-        let n = r.read_until(b'\n', &mut buf).map_err(|e| LoadError::Io {
-            file: name.to_string(),
-            msg: e.to_string(),
-        })?;
+        // At most MAX_LINE_BYTES per line: endless input without newlines
+        // (a device, a binary blob) must not fill memory (issue 12, 11).
+        let n = (&mut r)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| LoadError::Io {
+                file: name.to_string(),
+                msg: e.to_string(),
+            })?;
         if n == 0 {
             break;
         }
         line_no += 1;
+        if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+            return Err(LoadError::Syntax {
+                file: name.to_string(),
+                line: line_no,
+                col: 1,
+                msg: format!("line longer than {MAX_LINE_BYTES} bytes: not a GOAL schedule"),
+            });
+        }
         let mut s: &[u8] = &buf;
         if s.last() == Some(&b'\n') {
             s = &s[..s.len() - 1];
@@ -633,9 +649,9 @@ pub fn parse_str(name: &str, text: &str) -> Result<Schedule, LoadError> {
 }
 
 pub fn parse_file(path: &Path) -> Result<Schedule, LoadError> {
-    let f = std::fs::File::open(path).map_err(|e| LoadError::Io {
+    let (f, _) = schedgen::input::open_regular(path).map_err(|msg| LoadError::Io {
         file: path.display().to_string(),
-        msg: e.to_string(),
+        msg,
     })?;
     parse_reader(
         &path.display().to_string(),

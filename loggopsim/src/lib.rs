@@ -29,9 +29,11 @@ pub mod schedule;
 /// Reads a schedule from a file, detecting the binary layout by its magic.
 pub fn load_schedule(path: &std::path::Path) -> Result<schedule::Schedule, goal::LoadError> {
     use std::io::Read;
-    let mut f = std::fs::File::open(path).map_err(|e| goal::LoadError::Io {
+    // Regular files only: a device (/dev/zero) or a FIFO could be endless or
+    // block forever (issue 12, item 11).
+    let (mut f, _) = schedgen::input::open_regular(path).map_err(|msg| goal::LoadError::Io {
         file: path.display().to_string(),
-        msg: e.to_string(),
+        msg,
     })?;
     let mut head = [0u8; 8];
     let mut n = 0;

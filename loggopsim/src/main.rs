@@ -2,7 +2,9 @@
 //!
 //! Exit codes: 0 success; 1 simulation failure (unmatched receive/unexpected
 //! queues at the end, operations that never completed, network error);
-//! 2 usage or input errors (bad options, unreadable or malformed schedule).
+//! 2 usage or input errors (bad options, unreadable or malformed schedule,
+//! and a time overflow: a schedule or parameters whose times exceed
+//! 2^64-2 ps are bad input).
 
 use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
@@ -18,10 +20,15 @@ use std::time::Instant;
     version,
     about = "LogGOPS simulator of GOAL schedules (same per-host finish times as LogGOPSim)",
     long_about = "Simulates a GOAL schedule (text, or LogGOPSim's binary layout, detected by content) \
-with the LogGOPS model and prints per-host finish times in LogGOPSim's format.\n\n\
-Examples:\n  loggopsim -f app.goal\n  loggopsim -f app.goal -L 2500 -o 1500 --json\n  \
+with the LogGOPS model and prints per-host finish times in picoseconds (`Host 0: 5654 ps`; \
+--loggopsim-output prints LogGOPSim's exact bytes instead).\n\n\
+Times on the command line take a unit suffix (ps, ns, us, ms, s: `-L 2.5ns`, `-o 1us`); \
+a bare number is in picoseconds (-L -o -g -G -O, as in LogGOPSim; -G and -O per byte).\n\n\
+Examples:\n  loggopsim -f app.goal\n  loggopsim -f app.goal -L 2500 -o 1.5ns --json\n  \
+loggopsim -f app.goal --report run.txt --progress\n  \
 loggopsim convert app.goal app.bin\n  loggopsim gen dissemination -s 8\n\n\
-Exit codes: 0 ok, 1 simulation failure (unmatched queues, network error), 2 usage/input error.",
+Exit codes: 0 ok, 1 simulation failure (unmatched queues, operations never completed, \
+network error), 2 usage/input error (including a time overflow).",
     disable_version_flag = true,
     args_conflicts_with_subcommands = true
 )]
@@ -31,7 +38,7 @@ struct Cli {
     #[command(flatten)]
     sim: SimArgs,
     /// Print the version.
-    #[arg(long = "version", action = ArgAction::Version)]
+    #[arg(short = 'V', long = "version", action = ArgAction::Version)]
     version: Option<bool>,
 }
 
@@ -79,29 +86,29 @@ struct SimArgs {
     /// Schedule to simulate (GOAL text or binary layout).
     #[arg(short = 'f', long = "file", value_name = "FILE")]
     file: Option<PathBuf>,
-    /// Latency L.
-    #[arg(short = 'L', default_value_t = 2500)]
+    /// Latency L (ps, or with a unit: 2.5ns).
+    #[arg(short = 'L', default_value = "2500", value_parser = time_ps, value_name = "TIME")]
     l: u64,
-    /// Per-message CPU overhead o.
-    #[arg(short = 'o', default_value_t = 1500)]
+    /// Per-message CPU overhead o (ps, or with a unit).
+    #[arg(short = 'o', default_value = "1500", value_parser = time_ps, value_name = "TIME")]
     o: u64,
-    /// Gap between messages g (NIC).
-    #[arg(short = 'g', default_value_t = 1000)]
+    /// Gap between messages g (NIC; ps, or with a unit).
+    #[arg(short = 'g', default_value = "1000", value_parser = time_ps, value_name = "TIME")]
     g: u64,
-    /// Gap per byte G (NIC).
-    #[arg(short = 'G', default_value_t = 6)]
+    /// Gap per byte G (NIC; ps per byte, or with a unit per byte).
+    #[arg(short = 'G', default_value = "6", value_parser = time_ps, value_name = "TIME")]
     big_g: u64,
-    /// CPU overhead per byte O.
-    #[arg(short = 'O', default_value_t = 0)]
+    /// CPU overhead per byte O (ps per byte, or with a unit per byte).
+    #[arg(short = 'O', default_value = "0", value_parser = time_ps, value_name = "TIME")]
     big_o: u64,
     /// Eager threshold S in bytes (larger messages use rendezvous).
     #[arg(short = 'S', default_value_t = 65535)]
     s: u64,
-    /// Second parameter set: o for messages above --large-threshold.
-    #[arg(long = "o-large")]
+    /// Second parameter set: o for messages above --large-threshold (ps, or with a unit).
+    #[arg(long = "o-large", value_parser = time_ps, value_name = "TIME")]
     o_large: Option<u64>,
-    /// Second parameter set: O for messages above --large-threshold.
-    #[arg(long = "O-large")]
+    /// Second parameter set: O for messages above --large-threshold (ps per byte, or with a unit).
+    #[arg(long = "O-large", value_parser = time_ps, value_name = "TIME")]
     big_o_large: Option<u64>,
     /// Threshold of the second parameter set (default: S).
     #[arg(long = "large-threshold")]
@@ -109,12 +116,21 @@ struct SimArgs {
     /// Print a trace line for every event (stdout).
     #[arg(short = 'v', long)]
     verbose: bool,
-    /// Write a timeline (osend/orecv/loclop/transmission lines) to FILE.
-    #[arg(short = 'V', long = "timeline", value_name = "FILE")]
+    /// Write a timeline (osend/orecv/loclop/transmission lines) to FILE
+    /// (LogGOPSim's -V; here -V is --version as in every binary of the project).
+    #[arg(long = "timeline", value_name = "FILE")]
     timeline: Option<PathBuf>,
-    /// Show a progress bar on stderr.
+    /// Show progress on stderr: a spinner on a terminal, otherwise a plain
+    /// line every few seconds (events, simulated time).
     #[arg(long)]
     progress: bool,
+    /// Also write the report (text or JSON, as printed) to FILE; stdout is unchanged.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Print LogGOPSim's exact text output (bare numbers; the maximum's
+    /// seconds computed as if times were ns) instead of the native one with units.
+    #[arg(long = "loggopsim-output")]
+    loggopsim_output: bool,
     /// CPU noise trace (lines `start<TAB>duration`).
     #[arg(long = "noise-trace", value_name = "FILE")]
     noise_trace: Option<PathBuf>,
@@ -178,6 +194,11 @@ fn cpu_seconds() -> f64 {
         return 0.0;
     }
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Clap parser of a command-line time: unit suffix or picoseconds.
+fn time_ps(s: &str) -> Result<u64, String> {
+    ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Ps).map(|t| t.as_ps())
 }
 
 fn input_err(e: impl std::fmt::Display) -> anyhow::Error {
@@ -306,8 +327,9 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
     let sched = loggopsim::load_schedule(file).map_err(input_err)?;
     let noise = match &a.noise_trace {
         Some(nf) => {
-            let text = std::fs::read_to_string(nf)
-                .map_err(|e| input_err(format!("{}: {e}", nf.display())))?;
+            let text =
+                schedgen::input::read_text_limited(nf, schedgen::input::MAX_SMALL_TEXT_BYTES)
+                    .map_err(|e| input_err(format!("{}: {e}", nf.display())))?;
             Some(
                 loggopsim::noise::Noise::parse(
                     &nf.display().to_string(),
@@ -320,6 +342,9 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
         }
         None => None,
     };
+    if a.network != NetworkKind::Loggp {
+        check_fabric_sizes(file, &sched)?;
+    }
     let net = make_network(a, sched.num_ranks() as u32)?;
     if a.verbose || a.timeline.is_some() {
         let tl = match &a.timeline {
@@ -355,6 +380,33 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// Largest message the flit-level fabric simulates (the same limit as
+/// ibnet's `MAX_MESSAGE_BYTES`, 1 TiB): bigger sends are refused before the
+/// fabric is started (issue 12, item 3: they used to abort it).
+pub const FABRIC_MAX_MESSAGE_BYTES: u64 = 1 << 40;
+
+fn check_fabric_sizes(file: &std::path::Path, s: &loggopsim::schedule::Schedule) -> anyhow::Result<()> {
+    for r in 0..s.num_ranks() {
+        for n in s.rank_nodes(r) {
+            let op = s.op(n);
+            if op.kind == loggopsim::schedule::Kind::Send && op.size > FABRIC_MAX_MESSAGE_BYTES {
+                return Err(Exit(
+                    2,
+                    format!(
+                        "{}: rank {r}: a send of {} bytes is larger than the largest message the \
+                         fabric simulates ({FABRIC_MAX_MESSAGE_BYTES} bytes, 1 TiB); the LogGP \
+                         backend (--network loggp) has no such limit",
+                        file.display(),
+                        op.size
+                    ),
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
 fn run<T: Tracer>(
     mut sim: Sim<Box<dyn Network>, T>,
     a: &SimArgs,
@@ -364,21 +416,49 @@ fn run<T: Tracer>(
     if let Some(n) = noise {
         sim.set_noise(n);
     }
-    let bar = a.progress.then(|| {
+    use std::io::IsTerminal;
+    let tty = std::io::stderr().is_terminal();
+    let bar = (a.progress && tty).then(|| {
         let b = indicatif::ProgressBar::new_spinner();
         b.set_style(indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}").unwrap());
         b
     });
+    // Not a terminal: plain lines, one at the start, then every 5 s, and
+    // one at the end.
+    let mut plain_next = (a.progress && !tty).then(|| 5.0f64);
+    if plain_next.is_some() {
+        eprintln!(
+            "loggopsim: progress: started, {} operations on {} ranks",
+            sim.schedule_ops(),
+            sim.schedule_ranks()
+        );
+    }
     let t0 = Instant::now();
     let c0 = cpu_seconds();
     let mut res = Ok(());
     loop {
         match sim.step() {
             Ok(Some(t)) => {
-                if let Some(b) = &bar {
-                    if sim.processed().is_multiple_of(1 << 18) {
-                        b.set_message(format!("{} events, simulated time {}", sim.events(), t));
+                if sim.processed().is_multiple_of(1 << 16) {
+                    if let Some(b) = &bar {
+                        b.set_message(format!(
+                            "{} events, simulated time {}",
+                            sim.events(),
+                            ipc_proto::time::format_ps_human(t.as_ps())
+                        ));
                         b.tick();
+                    }
+                    if let Some(next) = &mut plain_next {
+                        let el = t0.elapsed().as_secs_f64();
+                        if el >= *next {
+                            eprintln!(
+                                "loggopsim: progress: {el:.1} s wall, {} events, simulated time {} ps ({})",
+                                sim.events(),
+                                t.as_ps(),
+                                ipc_proto::time::format_ps_human(t.as_ps())
+                            );
+                            *next = el + 5.0;
+                        }
                     }
                 }
             }
@@ -394,8 +474,24 @@ fn run<T: Tracer>(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    if plain_next.is_some() {
+        eprintln!(
+            "loggopsim: progress: finished, {wall:.1} s wall, {} events, simulated time {} ps ({})",
+            sim.events(),
+            sim.now().as_ps(),
+            ipc_proto::time::format_ps_human(sim.now().as_ps())
+        );
+    }
     flush(sim.tracer_mut()).context("writing the trace/timeline")?;
-    res.map_err(|e| Exit(1, format!("simulation failed: {e}")))?;
+    res.map_err(|e| {
+        // A time overflow comes from the schedule or the parameters: bad input.
+        let code = if matches!(e, loggopsim::engine::SimError::TimeOverflow { .. }) {
+            2
+        } else {
+            1
+        };
+        Exit(code, format!("simulation failed: {e}"))
+    })?;
     let rep = sim.report();
     let name = sim.network().name().to_string();
     let params = *sim.params();
@@ -413,8 +509,17 @@ fn run<T: Tracer>(
     let out = if a.json {
         loggopsim::report::json(&name, &rep, &params, wall, cpu)
     } else {
-        loggopsim::report::text(&name, &rep, &params, wall, a.batchmode)
+        let f = if a.loggopsim_output {
+            loggopsim::report::TextFormat::LogGopSim
+        } else {
+            loggopsim::report::TextFormat::Native
+        };
+        loggopsim::report::text_as(&name, &rep, &params, wall, a.batchmode, f)
     };
+    if let Some(path) = &a.report {
+        std::fs::write(path, out.as_bytes())
+            .map_err(|e| Exit(2, format!("--report {}: {e}", path.display())))?;
+    }
     let mut so = std::io::stdout().lock();
     so.write_all(out.as_bytes())?;
     so.flush()?;
@@ -424,11 +529,11 @@ fn run<T: Tracer>(
             .find(|(n, _)| n == k)
             .map(|(_, v)| *v)
     };
-    if let (Some(late), Some(lag)) = (stat("late_arrivals"), stat("max_arrival_lag")) {
+    if let (Some(late), Some(lag)) = (stat("late_arrivals"), stat("max_arrival_lag_ps")) {
         if late > 0 {
             eprintln!(
                 "loggopsim: warning: {late} arrivals were reported for times before the scheduler's \
-                 clock (largest lag {lag}): the notify protocol lets the scheduler run ahead of \
+                 clock (largest lag {lag} ps): the notify protocol lets the scheduler run ahead of \
                  messages in flight (cosim-protocol.md 3); with several CPUs per host or g > o \
                  results may differ from the query protocol at 1 ps, which is exact"
             );

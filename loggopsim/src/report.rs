@@ -1,6 +1,25 @@
-//! The reference's text output (loggops.md section 8) and the JSON report.
+//! The text output and the JSON report.
+//!
+//! Two text formats ([`TextFormat`]): the native one names the unit of every
+//! time (picoseconds, the unit of this tool: `Host 0: 5654 ps`, `Maximum
+//! finishing time at host 0: 204006600 ps (204.007 us)`), and LogGOPSim's
+//! byte-exact format (loggops.md section 8, `--loggopsim-output`), which
+//! prints bare numbers and converts the maximum to seconds as if the unit
+//! were nanoseconds (its users read its times as ns). JSON keys carry their
+//! unit (`finish_times_ps`, `L_ps`, ...) and values are numbers.
 
 use crate::engine::{Params, Report};
+use ipc_proto::time::format_ps_human;
+
+/// Which text output to print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TextFormat {
+    /// Units on every time (picoseconds).
+    #[default]
+    Native,
+    /// LogGOPSim's exact bytes (`--loggopsim-output`).
+    LogGopSim,
+}
 
 /// Formats like C++ `std::ostream << double` with default flags (`%g`,
 /// precision 6): "5.654e-06", "1.23457e+07", "inf", "0.5".
@@ -40,6 +59,28 @@ fn strip_zeros(s: &str) -> &str {
 /// (the missing comma after o is the reference's). The second parameter
 /// set, when given, is appended after S.
 pub fn header_line(net: &str, r: &Report, p: &Params) -> String {
+    header_line_as(net, r, p, TextFormat::LogGopSim)
+}
+
+/// The header line in either format; the native one names units:
+/// `L=2500 ps, o=1500 ps, g=1000 ps, G=6 ps/B, O=0 ps/B, P=2, S=65535 B`.
+pub fn header_line_as(net: &str, r: &Report, p: &Params, f: TextFormat) -> String {
+    if f == TextFormat::Native {
+        let mut s = format!(
+            "{net} network backend; size: {} ({} CPUs, {} NICs); L={} ps, o={} ps, g={} ps, \
+             G={} ps/B, O={} ps/B, P={}, S={} B",
+            r.num_hosts, r.num_cpus, r.num_nics, p.l, p.o, p.g, p.big_g, p.big_o, r.num_hosts, p.s
+        );
+        if p.o_large.is_some() || p.big_o_large.is_some() {
+            s.push_str(&format!(
+                ", o_large={} ps, O_large={} ps/B, large_threshold={} B",
+                p.o_large.unwrap_or(p.o),
+                p.big_o_large.unwrap_or(p.big_o),
+                p.large_threshold.unwrap_or(p.s)
+            ));
+        }
+        return s;
+    }
     let mut s = format!(
         "{net} network backend; size: {} ({} CPUs, {} NICs); L={}, o={} g={}, G={}, O={}, P={}, S={}",
         r.num_hosts, r.num_cpus, r.num_nics, p.l, p.o, p.g, p.big_g, p.big_o, r.num_hosts, p.s
@@ -58,7 +99,20 @@ pub fn header_line(net: &str, r: &Report, p: &Params) -> String {
 /// The full text output. `wall_secs` is truncated to whole seconds as the
 /// reference measures it (sub-second wall time is in the JSON report).
 pub fn text(net: &str, r: &Report, p: &Params, wall_secs: f64, batch: bool) -> String {
-    let mut out = header_line(net, r, p);
+    text_as(net, r, p, wall_secs, batch, TextFormat::LogGopSim)
+}
+
+/// The full text output in format `f`.
+pub fn text_as(
+    net: &str,
+    r: &Report,
+    p: &Params,
+    wall_secs: f64,
+    batch: bool,
+    f: TextFormat,
+) -> String {
+    let native = f == TextFormat::Native;
+    let mut out = header_line_as(net, r, p, f);
     out.push('\n');
     let secs = wall_secs.max(0.0).floor() as u64;
     out.push_str(&format!(
@@ -95,24 +149,51 @@ pub fn text(net: &str, r: &Report, p: &Params, wall_secs: f64, batch: bool) -> S
     }
     if r.num_hosts > 16 || batch {
         let (h, t) = r.max_finish();
-        out.push_str(&format!(
-            "Maximum finishing time at host {h}: {t} ({} s)\n",
-            fmt_g(t as f64 / 1e9)
-        ));
+        if native {
+            out.push_str(&format!(
+                "Maximum finishing time at host {h}: {t} ps ({})\n",
+                format_ps_human(t)
+            ));
+        } else {
+            out.push_str(&format!(
+                "Maximum finishing time at host {h}: {t} ({} s)\n",
+                fmt_g(t as f64 / 1e9)
+            ));
+        }
     } else {
         out.push_str("Times: \n");
+        let unit = if native { " ps" } else { "" };
         for (h, t) in r.finish_times.iter().enumerate() {
-            out.push_str(&format!("Host {h}: {t}\n"));
+            out.push_str(&format!("Host {h}: {t}{unit}\n"));
         }
     }
     out
+}
+
+/// The parameters in the JSON report, units in the keys.
+#[derive(serde::Serialize)]
+struct JsonParams {
+    #[serde(rename = "L_ps")]
+    l_ps: u64,
+    o_ps: u64,
+    g_ps: u64,
+    #[serde(rename = "G_ps_per_byte")]
+    big_g_ps_per_byte: u64,
+    #[serde(rename = "O_ps_per_byte")]
+    big_o_ps_per_byte: u64,
+    #[serde(rename = "S_bytes")]
+    s_bytes: u64,
+    o_large_ps: Option<u64>,
+    #[serde(rename = "O_large_ps_per_byte")]
+    big_o_large_ps_per_byte: Option<u64>,
+    large_threshold_bytes: Option<u64>,
 }
 
 #[derive(serde::Serialize)]
 struct JsonReport<'a> {
     ok: bool,
     network: &'a str,
-    params: &'a Params,
+    params: JsonParams,
     num_hosts: u32,
     num_cpus: u32,
     num_nics: u32,
@@ -123,10 +204,10 @@ struct JsonReport<'a> {
     cpu_time_s: f64,
     events_per_s: f64,
     events_per_cpu_s: f64,
-    end_time: u64,
-    max_finish_time: u64,
+    end_time_ps: u64,
+    max_finish_time_ps: u64,
     max_finish_host: u32,
-    finish_times: &'a [u64],
+    finish_times_ps: &'a [u64],
     incomplete_ops: u64,
     leftovers: &'a [crate::engine::HostLeftovers],
     network_stats: std::collections::BTreeMap<&'a str, u64>,
@@ -137,7 +218,17 @@ pub fn json(net: &str, r: &Report, p: &Params, wall_secs: f64, cpu_secs: f64) ->
     let j = JsonReport {
         ok: r.ok(),
         network: net,
-        params: p,
+        params: JsonParams {
+            l_ps: p.l,
+            o_ps: p.o,
+            g_ps: p.g,
+            big_g_ps_per_byte: p.big_g,
+            big_o_ps_per_byte: p.big_o,
+            s_bytes: p.s,
+            o_large_ps: p.o_large,
+            big_o_large_ps_per_byte: p.big_o_large,
+            large_threshold_bytes: p.large_threshold,
+        },
         num_hosts: r.num_hosts,
         num_cpus: r.num_cpus,
         num_nics: r.num_nics,
@@ -155,10 +246,10 @@ pub fn json(net: &str, r: &Report, p: &Params, wall_secs: f64, cpu_secs: f64) ->
         } else {
             0.0
         },
-        end_time: r.end_time,
-        max_finish_time: t,
+        end_time_ps: r.end_time,
+        max_finish_time_ps: t,
         max_finish_host: h,
-        finish_times: &r.finish_times,
+        finish_times_ps: &r.finish_times,
         incomplete_ops: r.incomplete_ops,
         leftovers: &r.leftovers,
         network_stats: r

@@ -304,7 +304,7 @@ rank 1 {\nl1: recv 1000b from 0\nl2: send 10b to 0\nl2 requires l1\nl3: calc 100
     assert_eq!(b.finish_times, vec![2_013_048, 2_008_994]);
     let stat = |k: &str| b.network_stats.iter().find(|(n, _)| n == k).map(|x| x.1);
     assert_eq!(stat("late_arrivals"), Some(1));
-    assert_eq!(stat("max_arrival_lag"), Some(996_000));
+    assert_eq!(stat("max_arrival_lag_ps"), Some(996_000));
     // Without a second CPU there is nothing to run ahead: no late arrival.
     let (w, _) = notify(WORKED);
     assert_eq!(
