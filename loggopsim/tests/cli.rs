@@ -79,10 +79,8 @@ fn options_change_parameters_and_header() {
 fn batchmode_prints_maximum_only() {
     let d = tempfile::tempdir().unwrap();
     let f = write(d.path(), "w.goal", WORKED);
-    let out = String::from_utf8(
-        run(&["-f", s(&f), "--batchmode", "--loggopsim-output"]).stdout,
-    )
-    .unwrap();
+    let out =
+        String::from_utf8(run(&["-f", s(&f), "--batchmode", "--loggopsim-output"]).stdout).unwrap();
     assert!(out.ends_with("PERFORMANCE: Processes: 2 \t Events: 8 \t Time: 0 s \t Speed: inf ev/s\nMaximum finishing time at host 0: 5654 (5.654e-06 s)\n"), "{out}");
     // Native: picoseconds, and the human form is right for ps (5654 ps is
     // 5.654 ns, not 5.654 us as LogGOPSim's "(5.654e-06 s)" reads).
@@ -285,7 +283,10 @@ fn subcommands_are_wired() {
 }
 
 fn code_and_err(o: &Output) -> (Option<i32>, String) {
-    (o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        o.status.code(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 /// Issue 12, item 4: time overflow was a silent saturation at 2^64-1 (the
@@ -302,10 +303,16 @@ fn time_overflow_is_an_error() {
     assert_eq!(c, Some(2), "{e}");
     assert!(e.contains("time overflow on host 0 (calc"), "{e}");
     // The largest valid time is 2^64-2.
-    let ok = write(d.path(), "k.goal", "num_ranks 1\nrank 0 {\nl1: calc 18446744073709551614\n}\n");
+    let ok = write(
+        d.path(),
+        "k.goal",
+        "num_ranks 1\nrank 0 {\nl1: calc 18446744073709551614\n}\n",
+    );
     let o = run(&["-f", s(&ok)]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(String::from_utf8(o.stdout).unwrap().contains("Host 0: 18446744073709551614 ps"));
+    assert!(String::from_utf8(o.stdout)
+        .unwrap()
+        .contains("Host 0: 18446744073709551614 ps"));
     let pp = write(
         d.path(),
         "p.goal",
@@ -332,7 +339,14 @@ fn time_arguments_take_units() {
     let o = run(&["-f", s(&f), "-L", "1us", "--json"]).stdout;
     let w: serde_json::Value = serde_json::from_slice(&o).unwrap();
     assert_eq!(w["params"]["L_ps"], 1_000_000);
-    for bad in ["1.5", "18446744073709551616", "18446744073709552ns", "-1", "5h", "0.0001ns"] {
+    for bad in [
+        "1.5",
+        "18446744073709551616",
+        "18446744073709552ns",
+        "-1",
+        "5h",
+        "0.0001ns",
+    ] {
         let arg = format!("-L={bad}");
         let (c, e) = code_and_err(&run(&["-f", s(&f), &arg]));
         assert_eq!(c, Some(2), "{bad}");
@@ -345,7 +359,9 @@ fn time_arguments_take_units() {
 fn capital_v_is_version() {
     let o = run(&["-V"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(String::from_utf8(o.stdout).unwrap().starts_with("loggopsim "));
+    assert!(String::from_utf8(o.stdout)
+        .unwrap()
+        .starts_with("loggopsim "));
     assert_eq!(run(&["--version"]).stdout, run(&["-V"]).stdout);
 }
 
@@ -385,9 +401,15 @@ fn progress_lines_without_a_terminal() {
     let o = run(&["-f", s(&f), "--progress"]);
     assert_eq!(o.status.code(), Some(0));
     let e = String::from_utf8(o.stderr).unwrap();
-    assert!(e.contains("loggopsim: progress: started, 6 operations on 2 ranks\n"), "{e}");
+    assert!(
+        e.contains("loggopsim: progress: started, 6 operations on 2 ranks\n"),
+        "{e}"
+    );
     assert!(e.contains("loggopsim: progress: finished, "), "{e}");
-    assert!(e.contains(" 8 events, simulated time 4100 ps (4.1 ns)\n"), "{e}");
+    assert!(
+        e.contains(" 8 events, simulated time 4100 ps (4.1 ns)\n"),
+        "{e}"
+    );
 }
 
 /// Issue 12, item 11: devices and FIFOs are refused at once, endless lines
@@ -400,7 +422,11 @@ fn devices_fifos_and_endless_lines_are_refused() {
     assert!(e.contains("/dev/zero: is not a regular file"), "{e}");
     let d = tempfile::tempdir().unwrap();
     let fifo = d.path().join("fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let (c, e) = code_and_err(&run(&["-f", s(&fifo)]));
     assert_eq!(c, Some(2));
     assert!(e.contains("is not a regular file"), "{e}");
@@ -414,7 +440,10 @@ fn devices_fifos_and_endless_lines_are_refused() {
     std::fs::write(&f, &big).unwrap();
     let (c, e) = code_and_err(&run(&["-f", s(&f)]));
     assert_eq!(c, Some(2));
-    assert!(e.contains("long.goal:2:1: line longer than 1048576 bytes"), "{e}");
+    assert!(
+        e.contains("long.goal:2:1: line longer than 1048576 bytes"),
+        "{e}"
+    );
 }
 
 /// Issue 12, item 12: trailing data after a binary schedule was ignored.
@@ -431,7 +460,9 @@ fn binary_with_trailing_data_is_rejected() {
     let (c, e) = code_and_err(&run(&["-f", s(&bin)]));
     assert_eq!(c, Some(2));
     assert!(
-        e.contains(&format!("w.bin: byte offset {n}: 4 bytes of trailing data after the last rank block")),
+        e.contains(&format!(
+            "w.bin: byte offset {n}: 4 bytes of trailing data after the last rank block"
+        )),
         "{e}"
     );
 }
@@ -468,7 +499,10 @@ fn gen_and_trace2goal_bad_input_exit_2() {
     let t = write(d.path(), "t-0.txt", "MPI_Init:-:1:2:100\nMPI_Send:110:4096:536870912:11,4,4:0:7:0,0,1:115\nMPI_Finalize:400:-\n");
     let (c, e) = code_and_err(&run(&["trace2goal", "--traces", s(&t), "-o", s(&out)]));
     assert_eq!(c, Some(2));
-    assert!(e.contains("t-0.txt:2: ") && e.contains("larger than 2147483647 bytes"), "{e}");
+    assert!(
+        e.contains("t-0.txt:2: ") && e.contains("larger than 2147483647 bytes"),
+        "{e}"
+    );
     let t = write(d.path(), "e-0.txt", "");
     let (c, e) = code_and_err(&run(&["trace2goal", "--traces", s(&t), "-o", s(&out)]));
     assert_eq!(c, Some(2));
