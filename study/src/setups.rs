@@ -286,6 +286,7 @@ pub struct Sample {
 #[derive(Deserialize, Default)]
 struct SchedJson {
     processed_events: Option<u64>,
+    #[serde(rename = "max_finish_time_ps")]
     max_finish_time: Option<u64>,
     wall_time_s: Option<f64>,
     #[serde(default)]

@@ -94,9 +94,9 @@ fn cosim_json(args: &[&str]) -> (Value, Value) {
 }
 
 fn finish_times(sched: &Value) -> Vec<u64> {
-    sched["finish_times"]
+    sched["finish_times_ps"]
         .as_array()
-        .expect("finish_times")
+        .expect("finish_times_ps")
         .iter()
         .map(|x| x.as_u64().unwrap())
         .collect()
@@ -416,7 +416,7 @@ fn dissemination_648_on_m9_equals_fabric_alone() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["closed_loop"]["messages"], 6480);
     assert_eq!(
-        s["max_finish_time"], v["closed_loop"]["end_ps"],
+        s["max_finish_time_ps"], v["closed_loop"]["end_ps"],
         "cosim vs fabric alone"
     );
     assert_eq!(

@@ -97,9 +97,9 @@ fn pingpong2(size: u64) -> String {
 fn finish_times(json: &[u8]) -> Vec<u64> {
     let v: Value =
         serde_json::from_slice(json).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", text(json)));
-    v["finish_times"]
+    v["finish_times_ps"]
         .as_array()
-        .expect("finish_times")
+        .expect("finish_times_ps")
         .iter()
         .map(|x| x.as_u64().unwrap())
         .collect()

@@ -9,8 +9,10 @@
 use serde_json::json;
 
 /// Finish time per host from `loggopsim` output, in host order: either its
-/// JSON report (`--json`, the `finish_times` array) or the reference text
-/// format (`Host 0: 5654` lines, printed for at most 16 hosts). Errors if a
+/// JSON report (`--json`, the `finish_times_ps` array; `finish_times` of
+/// older versions) or the text format (`Host 0: 5654 ps` lines, or the
+/// unitless `Host 0: 5654` of `--loggopsim-output`; printed for at most 16
+/// hosts). Errors if a
 /// host number is missing or repeated, if the JSON report says the run
 /// failed, or if there are no times (e.g. the run ended with leftover queues).
 pub fn parse_host_times(output: &str) -> Result<Vec<u64>, String> {
@@ -25,7 +27,10 @@ pub fn parse_host_times(output: &str) -> Result<Vec<u64>, String> {
         let Some((host, time)) = rest.split_once(':') else {
             continue;
         };
-        let (Ok(host), Ok(time)) = (host.trim().parse::<usize>(), time.trim().parse::<u64>())
+        // `T ps` (native output) or a bare `T` (LogGOPSim's format).
+        let time = time.trim();
+        let time = time.strip_suffix(" ps").unwrap_or(time);
+        let (Ok(host), Ok(time)) = (host.trim().parse::<usize>(), time.parse::<u64>())
         else {
             return Err(format!(
                 "line {}: cannot read `{}` as `Host N: TIME`",
@@ -62,9 +67,10 @@ fn parse_json_report(output: &str) -> Result<Vec<u64>, String> {
         ));
     }
     let times = v
-        .get("finish_times")
+        .get("finish_times_ps")
+        .or_else(|| v.get("finish_times"))
         .and_then(|t| t.as_array())
-        .ok_or("simulator JSON report has no `finish_times` array")?;
+        .ok_or("simulator JSON report has no `finish_times_ps` array")?;
     times
         .iter()
         .enumerate()
@@ -218,6 +224,9 @@ mod tests {
         assert_eq!(parse_host_times(OUT).unwrap(), vec![13_807_000, 13_900_000]);
         let swapped = "Host 1: 5\nHost 0: 7\n";
         assert_eq!(parse_host_times(swapped).unwrap(), vec![7, 5]);
+        // loggopsim's native output names the unit.
+        let native = "Times: \nHost 0: 7 ps\nHost 1: 5 ps\n";
+        assert_eq!(parse_host_times(native).unwrap(), vec![7, 5]);
     }
 
     #[test]
@@ -227,6 +236,8 @@ mod tests {
             parse_host_times(ok).unwrap(),
             vec![2_875_191_800, 2_880_191_800]
         );
+        let ps = r#"{"ok": true, "finish_times_ps": [3, 4], "leftovers": []}"#;
+        assert_eq!(parse_host_times(ps).unwrap(), vec![3, 4]);
         let failed = r#"{"ok": false, "finish_times": [], "leftovers": ["rank 0 recv"]}"#;
         assert!(parse_host_times(failed)
             .unwrap_err()
