@@ -15,7 +15,9 @@
 
 use crate::error::{ProtoError, Result};
 use crate::names::Lane;
-use crate::record::{decode_message, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE};
+use crate::record::{
+    decode_message, kind_version, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE,
+};
 use crate::transport::{Transport, LIVENESS_INTERVAL};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -44,6 +46,8 @@ pub type FabricEnd = Channel;
 pub struct Channel {
     transport: Box<dyn Transport>,
     protocol: Protocol,
+    /// wire version of the session (H1: 1 or 2)
+    version: u32,
     role: Role,
     max_msg: usize,
     out_lanes: Vec<Lane>,
@@ -63,6 +67,18 @@ pub struct Channel {
 impl Channel {
     /// Wrap a transport and send this side's Hello.
     pub fn new(transport: Box<dyn Transport>, protocol: Protocol, role: Role) -> Result<Channel> {
+        Channel::with_version(transport, protocol, role, PROTOCOL_VERSION)
+    }
+
+    /// [`Channel::new`] for a session of wire version `version` (1 or 2):
+    /// the Hello carries it, the peer's must equal it, and records of a
+    /// later version are refused both ways.
+    pub fn with_version(
+        transport: Box<dyn Transport>,
+        protocol: Protocol,
+        role: Role,
+        version: u32,
+    ) -> Result<Channel> {
         let max_msg = transport.max_message_size() / RECORD_SIZE * RECORD_SIZE;
         if max_msg == 0 {
             return Err(ProtoError::Violation(format!(
@@ -75,6 +91,7 @@ impl Channel {
         let mut ch = Channel {
             transport,
             protocol,
+            version,
             role,
             max_msg,
             out_bufs: vec![Vec::with_capacity(max_msg); out_lanes.len()],
@@ -91,7 +108,7 @@ impl Channel {
             failed: false,
         };
         let hello = Record::Hello {
-            version: PROTOCOL_VERSION,
+            version,
             protocol,
             role,
             pid: std::process::id(),
@@ -106,6 +123,10 @@ impl Channel {
     }
     pub fn role(&self) -> Role {
         self.role
+    }
+    /// Wire version of the session.
+    pub fn version(&self) -> u32 {
+        self.version
     }
     pub fn stats(&self) -> ChannelStats {
         self.stats
@@ -137,6 +158,14 @@ impl Channel {
             return Err(ProtoError::Violation(
                 "Hello is sent by the channel itself, not by the caller".into(),
             ));
+        }
+        if kind_version(k) > self.version {
+            return Err(ProtoError::Violation(format!(
+                "{} is a version-{} record; this session speaks version {}",
+                rec.kind_name(),
+                kind_version(k),
+                self.version
+            )));
         }
         let lane = Lane::route(self.protocol, self.role, k).ok_or_else(|| {
             ProtoError::Violation(format!(
@@ -290,6 +319,14 @@ impl Channel {
         self.stats.records_received += n as u64;
         let peer = self.role.peer();
         for rec in self.in_queues[i].range(before..) {
+            if kind_version(rec.kind()) > self.version {
+                return Err(ProtoError::Violation(format!(
+                    "{} received in a version-{} session (it is a version-{} record)",
+                    rec.kind_name(),
+                    self.version,
+                    kind_version(rec.kind())
+                )));
+            }
             if Lane::route(self.protocol, peer, rec.kind()) != Some(lane) {
                 return Err(ProtoError::Violation(format!(
                     "{} received on queue .{} ({} protocol): not allowed there",
@@ -313,9 +350,9 @@ impl Channel {
                     role,
                     pid,
                 }) => {
-                    if version != PROTOCOL_VERSION {
+                    if version != self.version {
                         return Err(self.fatal(ProtoError::VersionMismatch {
-                            ours: PROTOCOL_VERSION,
+                            ours: self.version,
                             theirs: version,
                         }));
                     }

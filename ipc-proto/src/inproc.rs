@@ -72,8 +72,13 @@ pub fn transport_pair() -> (InprocTransport, InprocTransport) {
 /// A connected pair of channels for two threads of one process:
 /// `(scheduler end, fabric end)`. Both Hellos are already queued.
 pub fn pair(protocol: Protocol) -> Result<(Channel, Channel)> {
+    pair_versioned(protocol, crate::record::PROTOCOL_VERSION)
+}
+
+/// [`pair`] for a session of wire version `version` (1 or 2).
+pub fn pair_versioned(protocol: Protocol, version: u32) -> Result<(Channel, Channel)> {
     let (s, f) = transport_pair();
-    let s = Channel::new(Box::new(s), protocol, Role::Scheduler)?;
-    let f = Channel::new(Box::new(f), protocol, Role::Fabric)?;
+    let s = Channel::with_version(Box::new(s), protocol, Role::Scheduler, version)?;
+    let f = Channel::with_version(Box::new(f), protocol, Role::Fabric, version)?;
     Ok((s, f))
 }

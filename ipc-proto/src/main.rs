@@ -12,7 +12,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use ipc_proto::{
-    cleanup, create_fabric, create_fabric_with, inproc, open_scheduler, selftest, Channel,
+    cleanup, inproc, open_scheduler, selftest, Channel,
     ProtoError, Protocol, QueueGeometry, Record, Role, Time,
 };
 use std::io::Write;
@@ -39,8 +39,9 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Measure one-way records/s (batched) and query/reply round trips/s,
-    /// over POSIX message queues and in-process channels (two threads).
+    /// Measure one-way records/s (batched) and query/reply round trips/s
+    /// (mean, p50, p99), over shared memory, POSIX message queues and
+    /// in-process channels (two threads; `taskset -c 0` puts both on one CPU).
     Bench {
         /// Records for the one-way measurement.
         #[arg(long, default_value_t = 2_000_000)]
@@ -77,6 +78,9 @@ enum Cmd {
         /// Set up the session, print READY, then sleep until killed.
         #[arg(long)]
         hold: bool,
+        /// Transport of the session the fabric creates (mq or shm).
+        #[arg(long, default_value = "mq")]
+        transport: ipc_proto::TransportKind,
     },
 }
 
@@ -99,6 +103,8 @@ stderr; exit statuses are then not checked).
 Examples:
   ipc-proto conformance --role fabric --key t --protocol notify \\
       --spawn 'ibnet serve --key {key} --protocol {protocol} --topology H8_S1'
+  ipc-proto conformance --role fabric --key t --protocol notify-v1 \\
+      --spawn 'ibnet serve --key {key} --protocol {protocol} --topology H8_S1'
   ipc-proto conformance --role fabric --key t --protocol query --quantum 1ns \\
       --spawn 'ibnet serve --key {key} --protocol query --quantum 1ns'
   ipc-proto conformance --role scheduler --key t --protocol notify \\
@@ -119,9 +125,10 @@ struct ConformanceArgs {
     /// Base session key; scenario n uses KEY-n.
     #[arg(long, required_unless_present = "list")]
     key: Option<String>,
-    /// Protocol the peer speaks.
+    /// Protocol and wire version the peer speaks: query, notify (both
+    /// version 2), notify-v1 or query-v1 (version 1).
     #[arg(long, default_value = "notify")]
-    protocol: Protocol,
+    protocol: ipc_proto::ProtocolSpec,
     /// Start the peer for each scenario: COMMAND with {key} (and
     /// {protocol}) substituted, run by `sh -c`.
     #[arg(long, value_name = "COMMAND")]
@@ -182,6 +189,7 @@ fn parse_time(s: &str) -> Result<Time, String> {
 enum Which {
     All,
     Mq,
+    Shm,
     Inproc,
 }
 
@@ -208,7 +216,8 @@ fn main() {
             records,
             depth,
             hold,
-        } => run_test_peer(role, &key, protocol, records, depth, hold),
+            transport,
+        } => run_test_peer(role, &key, protocol, records, depth, hold, transport),
         Cmd::Conformance(a) => match run_conformance(a) {
             Ok(true) => Ok(()),
             Ok(false) => std::process::exit(1),
@@ -243,7 +252,12 @@ fn run_conformance(a: ConformanceArgs) -> Result<bool> {
                     "{:>2} {:<9} {:<7} {:<20} {}",
                     i + 1,
                     s.role.name(),
-                    s.protocol.map(|p| p.name()).unwrap_or("both"),
+                    match (s.protocol, s.min_version) {
+                        (Some(p), 1) => p.name().to_string(),
+                        (Some(p), v) => format!("{p}-v{v}+"),
+                        (None, 1) => "both".to_string(),
+                        (None, v) => format!("v{v}+"),
+                    },
                     s.name,
                     s.about
                 );
@@ -326,6 +340,7 @@ fn run_test_peer(
     n: u64,
     depth: usize,
     hold: bool,
+    transport: ipc_proto::TransportKind,
 ) -> Result<()> {
     let mut ch = match role {
         PeerRole::Fabric => {
@@ -337,7 +352,12 @@ fn run_test_peer(
             // budget for a moment (tests run in parallel): retry briefly.
             let start = Instant::now();
             let s = loop {
-                match create_fabric_with(key, protocol, 4, g) {
+                let opts = ipc_proto::FabricOptions {
+                    transport,
+                    queues: g,
+                    ..Default::default()
+                };
+                match ipc_proto::create_fabric_opts(key, protocol, 4, &opts) {
                     Err(ProtoError::QueueBudget { .. })
                         if start.elapsed() < Duration::from_secs(20) =>
                     {
@@ -387,15 +407,22 @@ fn ready() {
     let _ = o.flush();
 }
 
-/// A (scheduler, fabric) pair of connected channels on one transport;
-/// for message queues both ends live in this process (two threads).
-fn connect_pair(mq: bool, protocol: Protocol, tag: &str) -> Result<(Channel, Channel)> {
-    if !mq {
-        return Ok(inproc::pair(protocol)?);
-    }
+/// A (scheduler, fabric) pair of connected channels on one transport
+/// ("mq", "shm" or "inproc"); for mq and shm both ends live in this process
+/// (two threads; pin the process with taskset to put them on one CPU).
+fn connect_pair(kind: &str, protocol: Protocol, tag: &str) -> Result<(Channel, Channel)> {
+    let transport = match kind {
+        "inproc" => return Ok(inproc::pair(protocol)?),
+        "shm" => ipc_proto::TransportKind::Shm,
+        _ => ipc_proto::TransportKind::Mq,
+    };
     let key = format!("ipcbench-{}-{tag}", std::process::id());
     let _ = cleanup(&key);
-    let fab = create_fabric(&key, protocol, 2)?;
+    let opts = ipc_proto::FabricOptions {
+        transport,
+        ..Default::default()
+    };
+    let fab = ipc_proto::create_fabric_opts(&key, protocol, 2, &opts)?;
     let sched = open_scheduler(&key, Duration::from_secs(5))?;
     Ok((sched.connect()?, fab.connect()?))
 }
@@ -403,8 +430,8 @@ fn connect_pair(mq: bool, protocol: Protocol, tag: &str) -> Result<(Channel, Cha
 /// One-way: the scheduler streams `n` Inserts and a Finish; the fabric
 /// thread receives them. Returns records per second (send start to the
 /// fabric having decoded the Finish).
-fn bench_oneway(mq: bool, n: u64) -> Result<f64> {
-    let (mut s, mut f) = connect_pair(mq, Protocol::Notify, "oneway")?;
+fn bench_oneway(kind: &str, n: u64) -> Result<f64> {
+    let (mut s, mut f) = connect_pair(kind, Protocol::Notify, "oneway")?;
     let rx = std::thread::spawn(move || -> Result<u64, ProtoError> {
         let mut got = 0;
         loop {
@@ -436,41 +463,61 @@ fn bench_oneway(mq: bool, n: u64) -> Result<f64> {
     Ok(n as f64 / secs)
 }
 
-/// Round trips: Query -> Reply, one at a time. Returns round trips/s.
-fn bench_roundtrip(mq: bool, n: u64) -> Result<f64> {
-    let (mut s, mut f) = connect_pair(mq, Protocol::Query, "rtt")?;
+/// Round trips: Query -> Reply, one at a time. Returns (round trips/s,
+/// p50 µs, p99 µs) of the individual round trips.
+fn bench_roundtrip(kind: &str, n: u64) -> Result<(f64, f64, f64)> {
+    let (mut s, mut f) = connect_pair(kind, Protocol::Query, "rtt")?;
     let rx = std::thread::spawn(move || selftest::fabric_answer(&mut f));
+    let mut lat = Vec::with_capacity(n as usize);
     let start = Instant::now();
-    selftest::scheduler_roundtrips(&mut s, n, false)?;
+    for i in 0..n {
+        let t = Instant::now();
+        s.send(Record::Query {
+            handle: i,
+            time: Time(i + 100),
+            inserts_sent: s.inserts_sent(),
+        })?;
+        match s.recv()? {
+            Record::Reply { handle, .. } if handle == i => {}
+            other => bail!("round trip {i}: got {other:?}"),
+        }
+        lat.push(t.elapsed().as_secs_f64() * 1e6);
+    }
     let secs = start.elapsed().as_secs_f64();
+    s.send(Record::Finish { time: Time(n + 100) })?;
+    s.flush()?;
     let q = rx.join().expect("fabric thread panicked")?;
     if q != n {
         bail!("fabric answered {q} of {n} queries");
     }
-    Ok(n as f64 / secs)
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| lat[((lat.len() - 1) as f64 * p).round() as usize];
+    Ok((n as f64 / secs, pct(0.5), pct(0.99)))
 }
 
 fn run_bench(records: u64, roundtrips: u64, which: Which, json: bool) -> Result<()> {
     let mut rows = Vec::new();
-    for (name, mq) in [("mq", true), ("inproc", false)] {
-        if (which == Which::Mq && !mq) || (which == Which::Inproc && mq) {
+    for (name, w) in [("shm", Which::Shm), ("mq", Which::Mq), ("inproc", Which::Inproc)] {
+        if which != Which::All && which != w {
             continue;
         }
-        let ow = bench_oneway(mq, records).with_context(|| format!("one-way over {name}"))?;
-        let rt =
-            bench_roundtrip(mq, roundtrips).with_context(|| format!("round trips over {name}"))?;
-        rows.push((name, ow, rt));
+        let ow = bench_oneway(name, records).with_context(|| format!("one-way over {name}"))?;
+        let (rt, p50, p99) =
+            bench_roundtrip(name, roundtrips.max(1)).with_context(|| format!("round trips over {name}"))?;
+        rows.push((name, ow, rt, p50, p99));
     }
     if json {
         let v: serde_json::Map<String, serde_json::Value> = rows
             .iter()
-            .map(|(n, ow, rt)| {
+            .map(|(n, ow, rt, p50, p99)| {
                 (
                     n.to_string(),
                     serde_json::json!({
                         "oneway_records_per_s": ow,
                         "roundtrips_per_s": rt,
                         "roundtrip_us": 1e6 / rt,
+                        "roundtrip_p50_us": p50,
+                        "roundtrip_p99_us": p99,
                     }),
                 )
             })
@@ -484,11 +531,14 @@ fn run_bench(records: u64, roundtrips: u64, which: Which, json: bool) -> Result<
             "records={records} roundtrips={roundtrips} (both ends are threads of this process)"
         );
         println!(
-            "{:<8} {:>18} {:>16} {:>14}",
-            "transport", "one-way rec/s", "round trips/s", "us/round trip"
+            "{:<8} {:>16} {:>14} {:>13} {:>12} {:>12}",
+            "transport", "one-way rec/s", "round trips/s", "us/rt (mean)", "p50 us", "p99 us"
         );
-        for (n, ow, rt) in rows {
-            println!("{n:<8} {ow:>18.0} {rt:>16.0} {:>14.2}", 1e6 / rt);
+        for (n, ow, rt, p50, p99) in rows {
+            println!(
+                "{n:<8} {ow:>16.0} {rt:>14.0} {:>13.2} {p50:>12.2} {p99:>12.2}",
+                1e6 / rt
+            );
         }
     }
     Ok(())

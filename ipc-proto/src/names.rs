@@ -122,16 +122,25 @@ impl Lane {
         use Protocol::*;
         use Role::*;
         match (sender, protocol, k) {
-            (Scheduler, _, kind::HELLO | kind::INSERT | kind::FINISH | kind::ERROR) => {
-                Some(Lane::Ins)
-            }
+            (
+                Scheduler,
+                _,
+                kind::HELLO | kind::INSERT | kind::FINISH | kind::ERROR | kind::CONFIG,
+            ) => Some(Lane::Ins),
             (Scheduler, Query, kind::QUERY) => Some(Lane::Qry),
             (Scheduler, Notify, kind::NO_MORE_INSERTS) => Some(Lane::Ins),
-            (Fabric, Query, kind::HELLO | kind::REPLY | kind::ERROR) => Some(Lane::Rep),
+            (Fabric, Query, kind::HELLO | kind::REPLY | kind::ERROR | kind::CONFIG_ACK) => {
+                Some(Lane::Rep)
+            }
             (
                 Fabric,
                 Notify,
-                kind::HELLO | kind::ARRIVAL | kind::ARRIVAL_BATCH_END | kind::ERROR,
+                kind::HELLO
+                | kind::ARRIVAL
+                | kind::ARRIVAL_BATCH_END
+                | kind::ERROR
+                | kind::CONFIG_ACK
+                | kind::GRANT,
             ) => Some(Lane::Arr),
             _ => None,
         }

@@ -11,9 +11,23 @@ use crate::error::ProtoError;
 use crate::time::Time;
 use std::fmt;
 
-/// Version of the wire protocol (records, queues, control segment).
-/// Bump on any change of a layout, a kind number or a rule.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Newest version of the wire protocol (records, queues, control segment)
+/// this implementation speaks. Bump on any change of a layout, a kind
+/// number or a rule. Version 2 adds exact notification (the horizon in
+/// NoMoreInserts, Grant, the grant in ArrivalBatchEnd) and the
+/// configuration exchange (Config / ConfigAck); see docs/protocol.md.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// Oldest version this implementation still speaks (version 1: the
+/// thesis's run-ahead notify and polling without a configuration record).
+/// The version of a session is chosen by the fabric (control segment) and
+/// checked by the scheduler and in both Hellos.
+pub const MIN_PROTOCOL_VERSION: u32 = 1;
+
+/// Is `v` a version this implementation speaks?
+pub fn version_supported(v: u32) -> bool {
+    (MIN_PROTOCOL_VERSION..=PROTOCOL_VERSION).contains(&v)
+}
 
 /// Size of every record on the wire, in bytes.
 pub const RECORD_SIZE: usize = 64;
@@ -50,6 +64,155 @@ impl fmt::Display for Protocol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// A synchronisation protocol together with the wire version of the
+/// session: what `--protocol` selects on every command line.
+///
+/// | name | protocol | version | |
+/// |---|---|---|---|
+/// | `query` | query | 2 | polling; q and F travel in the Config record |
+/// | `notify` | notify | 2 | exact notification (cosim-protocol.md 3a) |
+/// | `notify-v1` | notify | 1 | the thesis's run-ahead notification (section 3) |
+/// | `query-v1` | query | 1 | polling with version-1 peers (q and F given to both sides) |
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProtocolSpec {
+    pub protocol: Protocol,
+    pub version: u32,
+}
+
+impl ProtocolSpec {
+    pub const QUERY: ProtocolSpec = ProtocolSpec {
+        protocol: Protocol::Query,
+        version: 2,
+    };
+    pub const NOTIFY: ProtocolSpec = ProtocolSpec {
+        protocol: Protocol::Notify,
+        version: 2,
+    };
+    pub const NOTIFY_V1: ProtocolSpec = ProtocolSpec {
+        protocol: Protocol::Notify,
+        version: 1,
+    };
+    pub const QUERY_V1: ProtocolSpec = ProtocolSpec {
+        protocol: Protocol::Query,
+        version: 1,
+    };
+    /// All four, in the order of the table above.
+    pub const ALL: [ProtocolSpec; 4] = [
+        ProtocolSpec::QUERY,
+        ProtocolSpec::NOTIFY,
+        ProtocolSpec::NOTIFY_V1,
+        ProtocolSpec::QUERY_V1,
+    ];
+    pub fn new(protocol: Protocol, version: u32) -> ProtocolSpec {
+        ProtocolSpec { protocol, version }
+    }
+    /// The command-line name (`query`, `notify`, `notify-v1`, `query-v1`).
+    pub fn name(self) -> String {
+        if self.version == PROTOCOL_VERSION {
+            self.protocol.name().to_string()
+        } else {
+            format!("{}-v{}", self.protocol.name(), self.version)
+        }
+    }
+    /// Exact notification (version 2 or later): horizon and grants.
+    pub fn exact_notify(self) -> bool {
+        self.protocol == Protocol::Notify && self.version >= 2
+    }
+    /// The configuration exchange (Config / ConfigAck) is part of the session.
+    pub fn has_config(self) -> bool {
+        self.version >= 2
+    }
+}
+
+impl fmt::Display for ProtocolSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl std::str::FromStr for ProtocolSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ProtocolSpec, String> {
+        match s {
+            "query" | "poll" | "polling" | "query-v2" => Ok(ProtocolSpec::QUERY),
+            "notify" | "notification" | "notify-v2" => Ok(ProtocolSpec::NOTIFY),
+            "notify-v1" => Ok(ProtocolSpec::NOTIFY_V1),
+            "query-v1" => Ok(ProtocolSpec::QUERY_V1),
+            _ => Err(format!(
+                "unknown protocol {s:?} (expected query, notify, notify-v1 or query-v1)"
+            )),
+        }
+    }
+}
+
+/// How the query protocol's arrival estimate (cosim-protocol.md 2.5)
+/// computes its base, which the factor F multiplies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum EstimateBase {
+    /// The thesis's base: the fixed per-hop latencies along the route
+    /// (switch traversal delays plus wire delays), no serialisation,
+    /// generator or sink time.
+    ///
+    /// (The earlier "zero-load latency" base is gone: ibnet's zero-load
+    /// latency is not a lower bound of the travel time in every preset,
+    /// e.g. qdr on one switch, so F = 1 caused causality errors. Values
+    /// other than 0 are reserved.)
+    #[default]
+    Hops = 0,
+}
+
+impl EstimateBase {
+    pub fn from_u8(v: u8) -> Option<EstimateBase> {
+        match v {
+            0 => Some(EstimateBase::Hops),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            EstimateBase::Hops => "hops",
+        }
+    }
+}
+
+impl fmt::Display for EstimateBase {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for EstimateBase {
+    type Err = String;
+    fn from_str(s: &str) -> Result<EstimateBase, String> {
+        match s {
+            "hops" | "thesis" => Ok(EstimateBase::Hops),
+            "zero-load" | "zeroload" => Err(
+                "the zero-load estimate base was dropped: the zero-load latency is not a lower bound of the travel time in every preset (qdr); use hops"
+                    .to_string(),
+            ),
+            _ => Err(format!("unknown estimate base {s:?} (expected hops)")),
+        }
+    }
+}
+
+/// The estimate factor F travels in thousandths (Config record): F = 1.5
+/// is 1500; 0 means "no estimate". Errors for F <= 0, non-finite F, F that
+/// is not a multiple of 0.001 or too large.
+pub fn estimate_to_milli(f: f64) -> Result<u32, String> {
+    if !(f.is_finite() && f > 0.0) {
+        return Err(format!(
+            "the estimate factor must be a positive number, not {f}"
+        ));
+    }
+    let m = (f * 1000.0).round();
+    if (m - f * 1000.0).abs() > 1e-6 || m < 1.0 || m > u32::MAX as f64 {
+        return Err(format!(
+            "the estimate factor {f} must be a multiple of 0.001 between 0.001 and 4294967"
+        ));
+    }
+    Ok(m as u32)
 }
 
 impl std::str::FromStr for Protocol {
@@ -156,6 +319,24 @@ pub mod kind {
     pub const ARRIVAL_BATCH_END: u8 = 7;
     pub const FINISH: u8 = 8;
     pub const ERROR: u8 = 9;
+    /// Version 2 only.
+    pub const CONFIG: u8 = 10;
+    /// Version 2 only.
+    pub const CONFIG_ACK: u8 = 11;
+    /// Version 2 only.
+    pub const GRANT: u8 = 12;
+    /// The largest kind number of each version.
+    pub const LAST_V1: u8 = ERROR;
+    pub const LAST_V2: u8 = GRANT;
+}
+
+/// The first protocol version that has record kind `k`.
+pub fn kind_version(k: u8) -> u32 {
+    if k <= kind::LAST_V1 {
+        1
+    } else {
+        2
+    }
 }
 
 /// One protocol record. See docs/protocol.md for the byte layouts.
@@ -179,7 +360,11 @@ pub enum Record {
         tag: u32,
     },
     /// Scheduler -> fabric (notify): nothing more until an arrival.
-    NoMoreInserts { time: Time },
+    /// Version 2: `horizon` is the time of the scheduler's next finite
+    /// event (u64::MAX when none): the fabric answers with the arrivals of
+    /// the first completion instant <= horizon, or with a Grant.
+    /// Version 1: `horizon` is 0 on the wire (unused).
+    NoMoreInserts { time: Time, horizon: Time },
     /// Scheduler -> fabric (query): has `handle` arrived by `time`?
     /// `inserts_sent` counts every Insert the scheduler sent before it.
     Query {
@@ -196,8 +381,9 @@ pub enum Record {
     /// Fabric -> scheduler (notify): `handle` completed at `time`.
     Arrival { handle: u64, time: Time },
     /// Fabric -> scheduler (notify): ends the batch of `count` arrivals
-    /// completing at `time`.
-    ArrivalBatchEnd { time: Time, count: u32 },
+    /// completing at `time`. Version 2: `grant` (> time): no other
+    /// message inserted so far completes before it. Version 1: 0.
+    ArrivalBatchEnd { time: Time, count: u32, grant: Time },
     /// Scheduler -> fabric: last event processed at `time`; end of run.
     Finish { time: Time },
     /// Either direction: the sender failed; `detail` is NUL-padded UTF-8.
@@ -205,6 +391,23 @@ pub enum Record {
         code: u32,
         detail: [u8; ERROR_DETAIL_LEN],
     },
+    /// Version 2, scheduler -> fabric, its first record after Hello: the
+    /// query protocol's precision q (ps, >= 1) and arrival estimate (factor
+    /// F in thousandths, 0 = none; its base). Notify sessions send q = 1,
+    /// F = 0.
+    Config {
+        quantum: Time,
+        estimate_milli: u32,
+        estimate_base: EstimateBase,
+    },
+    /// Version 2, fabric -> scheduler, the answer to Config: every message
+    /// takes at least `min_latency` (>= 1 ps) from its insert to its
+    /// arrival (the scheduler's lookahead after an insert).
+    ConfigAck { min_latency: Time },
+    /// Version 2, fabric -> scheduler (notify), the answer to a
+    /// NoMoreInserts without arrival: no message inserted so far completes
+    /// before `time` (> the horizon).
+    Grant { time: Time },
 }
 
 impl Record {
@@ -244,6 +447,9 @@ impl Record {
             Record::ArrivalBatchEnd { .. } => kind::ARRIVAL_BATCH_END,
             Record::Finish { .. } => kind::FINISH,
             Record::Error { .. } => kind::ERROR,
+            Record::Config { .. } => kind::CONFIG,
+            Record::ConfigAck { .. } => kind::CONFIG_ACK,
+            Record::Grant { .. } => kind::GRANT,
         }
     }
 
@@ -282,8 +488,24 @@ impl Record {
                 put_u64(&mut b, 32, size);
                 put_u32(&mut b, 40, tag);
             }
-            Record::NoMoreInserts { time } | Record::Finish { time } => {
+            Record::NoMoreInserts { time, horizon } => {
                 put_u64(&mut b, 16, time.0);
+                put_u64(&mut b, 24, horizon.0);
+            }
+            Record::Finish { time } | Record::Grant { time } => {
+                put_u64(&mut b, 16, time.0);
+            }
+            Record::ConfigAck { min_latency } => {
+                put_u64(&mut b, 16, min_latency.0);
+            }
+            Record::Config {
+                quantum,
+                estimate_milli,
+                estimate_base,
+            } => {
+                put_u64(&mut b, 8, quantum.0);
+                put_u32(&mut b, 16, estimate_milli);
+                b[20] = estimate_base as u8;
             }
             Record::Query {
                 handle,
@@ -307,9 +529,10 @@ impl Record {
                 put_u64(&mut b, 8, handle);
                 put_u64(&mut b, 16, time.0);
             }
-            Record::ArrivalBatchEnd { time, count } => {
+            Record::ArrivalBatchEnd { time, count, grant } => {
                 put_u64(&mut b, 16, time.0);
                 put_u32(&mut b, 24, count);
+                put_u64(&mut b, 32, grant.0);
             }
             Record::Error { code, detail } => {
                 put_u32(&mut b, 8, code);
@@ -350,7 +573,10 @@ impl Record {
                 size: get_u64(b, 32),
                 tag: get_u32(b, 40),
             },
-            kind::NO_MORE_INSERTS => Record::NoMoreInserts { time },
+            kind::NO_MORE_INSERTS => Record::NoMoreInserts {
+                time,
+                horizon: Time(get_u64(b, 24)),
+            },
             kind::QUERY => Record::Query {
                 handle,
                 time,
@@ -373,7 +599,17 @@ impl Record {
             kind::ARRIVAL_BATCH_END => Record::ArrivalBatchEnd {
                 time,
                 count: get_u32(b, 24),
+                grant: Time(get_u64(b, 32)),
             },
+            kind::CONFIG => Record::Config {
+                quantum: Time(get_u64(b, 8)),
+                estimate_milli: get_u32(b, 16),
+                estimate_base: EstimateBase::from_u8(b[20]).ok_or_else(|| {
+                    ProtoError::Violation(format!("Config with unknown estimate base {}", b[20]))
+                })?,
+            },
+            kind::CONFIG_ACK => Record::ConfigAck { min_latency: time },
+            kind::GRANT => Record::Grant { time },
             kind::FINISH => Record::Finish { time },
             kind::ERROR => {
                 let mut detail = [0u8; ERROR_DETAIL_LEN];
@@ -411,6 +647,9 @@ pub fn kind_name(k: u8) -> &'static str {
         kind::ARRIVAL_BATCH_END => "ArrivalBatchEnd",
         kind::FINISH => "Finish",
         kind::ERROR => "Error",
+        kind::CONFIG => "Config",
+        kind::CONFIG_ACK => "ConfigAck",
+        kind::GRANT => "Grant",
         _ => "unknown",
     }
 }
@@ -495,8 +734,17 @@ mod tests {
         golden(
             Record::NoMoreInserts {
                 time: Time(u64::MAX),
+                horizon: Time(0),
             },
             "03000000 00000000 0000000000000000 ffffffffffffffff",
+        );
+        // version 2: the horizon at offset 24
+        golden(
+            Record::NoMoreInserts {
+                time: Time(0x10),
+                horizon: Time(u64::MAX),
+            },
+            "03000000 00000000 0000000000000000 1000000000000000 ffffffffffffffff",
         );
         golden(
             Record::Finish { time: Time(258) },
@@ -537,9 +785,77 @@ mod tests {
             Record::ArrivalBatchEnd {
                 time: Time(2),
                 count: 5,
+                grant: Time(0),
             },
             "07000000 00000000 0000000000000000 0200000000000000 05000000",
         );
+        // version 2: the grant at offset 32
+        golden(
+            Record::ArrivalBatchEnd {
+                time: Time(2),
+                count: 5,
+                grant: Time(0x0304),
+            },
+            "07000000 00000000 0000000000000000 0200000000000000 05000000 00000000 0403000000000000",
+        );
+    }
+
+    #[test]
+    fn golden_version_2_records() {
+        golden(
+            Record::Config {
+                quantum: Time(1000),
+                estimate_milli: 2500,
+                estimate_base: EstimateBase::Hops,
+            },
+            "0a000000 00000000 e803000000000000 c4090000",
+        );
+        golden(
+            Record::ConfigAck {
+                min_latency: Time(0x0102),
+            },
+            "0b000000 00000000 0000000000000000 0201000000000000",
+        );
+        golden(
+            Record::Grant { time: Time(7) },
+            "0c000000 00000000 0000000000000000 0700000000000000",
+        );
+        assert_eq!(kind_version(kind::ERROR), 1);
+        assert_eq!(kind_version(kind::CONFIG), 2);
+        assert_eq!(kind_version(kind::GRANT), 2);
+        let mut b = Record::Config {
+            quantum: Time(1),
+            estimate_milli: 0,
+            estimate_base: EstimateBase::Hops,
+        }
+        .encode();
+        b[20] = 1;
+        assert!(Record::decode(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown estimate base 1"));
+    }
+
+    #[test]
+    fn protocol_names() {
+        for (name, spec) in [
+            ("query", ProtocolSpec::QUERY),
+            ("notify", ProtocolSpec::NOTIFY),
+            ("notify-v1", ProtocolSpec::NOTIFY_V1),
+            ("query-v1", ProtocolSpec::QUERY_V1),
+        ] {
+            assert_eq!(name.parse::<ProtocolSpec>().unwrap(), spec);
+            assert_eq!(spec.name(), name);
+        }
+        assert!(ProtocolSpec::NOTIFY.exact_notify());
+        assert!(!ProtocolSpec::NOTIFY_V1.exact_notify());
+        assert!(!ProtocolSpec::QUERY.exact_notify());
+        assert!("notify-v3".parse::<ProtocolSpec>().is_err());
+        assert_eq!(estimate_to_milli(1.0), Ok(1000));
+        assert_eq!(estimate_to_milli(2.5), Ok(2500));
+        assert!(estimate_to_milli(0.0).is_err());
+        assert!(estimate_to_milli(1.0001).is_err());
+        assert!(estimate_to_milli(f64::NAN).is_err());
     }
 
     #[test]
@@ -555,7 +871,10 @@ mod tests {
 
     #[test]
     fn constants_frozen() {
-        assert_eq!(PROTOCOL_VERSION, 1);
+        assert_eq!(PROTOCOL_VERSION, 2);
+        assert_eq!(MIN_PROTOCOL_VERSION, 1);
+        assert!(version_supported(1) && version_supported(2));
+        assert!(!version_supported(0) && !version_supported(3));
         assert_eq!(RECORD_SIZE, 64);
         assert_eq!(ErrorCode::Abort.as_u32(), 6);
         assert_eq!(ErrorCode::from_u32(2), ErrorCode::Deadlock);
@@ -612,7 +931,8 @@ mod tests {
                     size,
                     tag
                 }),
-            t.clone().prop_map(|time| Record::NoMoreInserts { time }),
+            (t.clone(), t.clone())
+                .prop_map(|(time, horizon)| Record::NoMoreInserts { time, horizon }),
             (any::<u64>(), t.clone(), any::<u64>()).prop_map(|(handle, time, inserts_sent)| {
                 Record::Query {
                     handle,
@@ -628,15 +948,26 @@ mod tests {
                 }
             }),
             (any::<u64>(), t.clone()).prop_map(|(handle, time)| Record::Arrival { handle, time }),
-            (t.clone(), any::<u32>())
-                .prop_map(|(time, count)| Record::ArrivalBatchEnd { time, count }),
-            t.prop_map(|time| Record::Finish { time }),
+            (t.clone(), any::<u32>(), t.clone())
+                .prop_map(|(time, count, grant)| Record::ArrivalBatchEnd { time, count, grant }),
+            t.clone().prop_map(|time| Record::Finish { time }),
+            t.clone().prop_map(|time| Record::Grant { time }),
+            t.clone()
+                .prop_map(|min_latency| Record::ConfigAck { min_latency }),
+            (t, any::<u32>()).prop_map(|(quantum, estimate_milli)| {
+                Record::Config {
+                    quantum,
+                    estimate_milli,
+                    estimate_base: EstimateBase::Hops,
+                }
+            }),
             (any::<u32>(), "[a-z ]{0,60}")
                 .prop_map(|(c, s)| Record::error(ErrorCode::from_u32(c), &s)),
         ]
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
         #[test]
         fn encode_decode_roundtrip(recs in proptest::collection::vec(arb_record(), 1..200)) {
             let mut msg = Vec::new();
@@ -647,6 +978,33 @@ mod tests {
             let n = decode_message(&msg, &mut out).unwrap();
             prop_assert_eq!(n, recs.len());
             prop_assert_eq!(out, recs);
+        }
+
+        /// Fuzz: random bytes never panic the decoder; anything it accepts
+        /// re-encodes to exactly the input (so no byte is ignored).
+        #[test]
+        fn decoder_fuzz_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let mut out = Vec::new();
+            match decode_message(&bytes, &mut out) {
+                Ok(n) => {
+                    prop_assert_eq!(n * RECORD_SIZE, bytes.len());
+                    let again: Vec<u8> = out.iter().flat_map(|r| r.encode()).collect();
+                    prop_assert_eq!(again, bytes);
+                }
+                Err(e) => prop_assert!(matches!(e, ProtoError::Violation(_)), "{e}"),
+            }
+        }
+
+        /// Fuzz: valid records with one random byte changed (the mutations
+        /// a real peer's bug produces) give a record or a clean Violation.
+        #[test]
+        fn decoder_fuzz_mutated_records(rec in arb_record(), pos in 0usize..RECORD_SIZE, val in any::<u8>()) {
+            let mut b = rec.encode();
+            b[pos] = val;
+            match Record::decode(&b) {
+                Ok(r) => prop_assert_eq!(r.encode(), b),
+                Err(e) => prop_assert!(matches!(e, ProtoError::Violation(_)), "{e}"),
+            }
         }
     }
 }
@@ -661,7 +1019,7 @@ mod doc_agreement {
 
     #[test]
     fn protocol_md_matches_the_code() {
-        for k in 1..=9u8 {
+        for k in 1..=kind::LAST_V2 {
             let row = format!("| {k} | {} |", kind_name(k));
             assert!(DOC.contains(&row), "docs/protocol.md lacks {row:?}");
         }

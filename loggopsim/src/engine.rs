@@ -39,6 +39,15 @@
 //! (earlier) time. Results equal LogGP's whenever no host has work beyond a
 //! pending arrival (tests check the worked example, ltest and ringtest).
 //!
+//! Exact mode (protocol version 2, cosim-protocol.md 3a; `wait_exact`):
+//! while messages are waiting, an event runs only if its time is below the
+//! network's grant (no unreported arrival before it); otherwise the engine
+//! first asks the network with the event's time as its horizon. Each
+//! insert at t lowers the grant to t + the network's minimum latency. A
+//! message event enters the heap at max(arrival, t + o + L) with its
+//! original seq: exactly where poll mode at 1 ps processes it. An arrival
+//! for a time already passed is an error (`LateArrival`).
+//!
 //! Total order of events: (time, seq). `seq` is a global counter assigned
 //! when an operation is first enqueued and when a message event is created;
 //! a re-inserted event keeps its seq. The roots are not pushed into the heap:
@@ -200,6 +209,15 @@ pub enum SimError {
     UnknownHandle(Handle),
     #[error("network reported no arrivals although {0} messages are in flight")]
     NoArrivals(usize),
+    /// Exact notify (protocol version 2): an arrival reported for a time
+    /// the engine has already passed. Impossible unless the network broke
+    /// its grant; never just counted.
+    #[error("network reported message {handle} arriving at {at} ps, but the scheduler had already processed events up to {now} ps under the network's grant (exact notify, protocol version 2)")]
+    LateArrival { handle: Handle, at: u64, now: u64 },
+    /// Exact notify: the network answered a wait with neither an arrival
+    /// nor a grant beyond the horizon (it would never progress).
+    #[error("network answered a wait at horizon {horizon} ps with no arrival and a grant of {grant} ps (must be later than the horizon)")]
+    NoProgress { horizon: u64, grant: u64 },
     #[error("schedule too large ({0} ranks; the engine supports fewer than 2^31)")]
     TooLarge(u64),
     /// A time computation exceeded the range of simulated time (issue 12:
@@ -419,6 +437,12 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     /// had already processed later events: the protocol's run-ahead, see
     /// `wait_network`), and the largest such lag.
     late_arrivals: u64,
+    /// exact mode: no unreported arrival before this time (the network's
+    /// grant, lowered by each insert to t + `min_lat`)
+    granted: u64,
+    min_lat: u64,
+    /// exact mode: waits that returned a grant only / arrivals
+    exact_grants: u64,
     max_arrival_lag: u64,
     seq: u64,
     events: u64,
@@ -475,6 +499,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let tag_bits = 32 - sched.max_tag().leading_zeros();
         let key_bits = (src_bits + tag_bits <= 32).then_some(tag_bits);
         let mode = net.mode();
+        let min_lat = net.min_latency().0.max(1);
         Ok(Sim {
             partial_ready: FastMap::default(),
             params,
@@ -516,6 +541,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             msg_free: Vec::new(),
             waiting: FastMap::default(),
             late_arrivals: 0,
+            granted: u64::MAX,
+            min_lat,
+            exact_grants: 0,
             max_arrival_lag: 0,
             seq,
             processed: 0,
@@ -591,6 +619,19 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         }
         let ev = loop {
             let root = self.peek_root();
+            if self.mode == SyncMode::Exact && !self.waiting.is_empty() {
+                // Exact notify: the next event may run only below the grant.
+                let next = match (root, self.heap.peek()) {
+                    (Some(r), Some(h)) => r.time.min(h.time),
+                    (Some(r), None) => r.time,
+                    (None, Some(h)) => h.time,
+                    (None, None) => u64::MAX,
+                };
+                if next >= self.granted {
+                    self.wait_exact(next)?;
+                    continue;
+                }
+            }
             match (root, self.heap.peek()) {
                 (Some(r), Some(h)) => {
                     if (h.time, h.seq) < (r.time, r.seq) {
@@ -876,6 +917,56 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         Ok(())
     }
 
+    /// Exact notify (cosim-protocol.md 3a): the next event is at `horizon`
+    /// (u64::MAX: none) and not below the grant: ask the network for the
+    /// arrivals up to the horizon, or a grant beyond it. A message event
+    /// enters the heap at max(arrival, t + o + L), where poll mode would
+    /// first look at it, with its original seq, so both modes process the
+    /// same events in the same order.
+    fn wait_exact(&mut self, horizon: u64) -> Result<(), SimError> {
+        let ans = self.net.wait_exact(Time(self.now), Time(horizon))?;
+        if T::ACTIVE {
+            self.tracer.event(&TraceEvent::Wait {
+                now: self.now,
+                arrivals: ans.arrivals.len(),
+            });
+        }
+        if ans.arrivals.is_empty() {
+            if horizon == u64::MAX {
+                return Err(SimError::NoArrivals(self.waiting.len()));
+            }
+            if ans.grant.0 <= horizon {
+                return Err(SimError::NoProgress {
+                    horizon,
+                    grant: ans.grant.0,
+                });
+            }
+            self.exact_grants += 1;
+        }
+        for (h, t) in ans.arrivals {
+            if self.processed > 0 && t.0 <= self.now {
+                return Err(SimError::LateArrival {
+                    handle: h,
+                    at: t.0,
+                    now: self.now,
+                });
+            }
+            let (slot, seq) = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))?;
+            let m = &mut self.msgs[slot as usize];
+            let at = t.0.max(m.arrival);
+            m.arrived = true;
+            m.arrival = t.0;
+            self.heap.push(Ev {
+                time: at,
+                seq,
+                host: m.dst,
+                id: slot | MSG_FLAG,
+            });
+        }
+        self.granted = ans.grant.0;
+        Ok(())
+    }
+
     fn wait_network(&mut self) -> Result<(), SimError> {
         let batch = self.net.wait_arrivals(Time(self.now))?;
         if batch.is_empty() {
@@ -1053,8 +1144,8 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let s1 = op.size.saturating_sub(1); // section 9.3: (s-1) is 0 for s = 0
         let ovf = || overflow(ev.host, "send", t);
         let cpu_work = add(v(o), mul(s1, big_o)).ok_or_else(ovf)?;
-        let end = add(add(v(t), v(cpu_work)), v(self.noise(ev.host, t, cpu_work)))
-            .ok_or_else(ovf)?;
+        let end =
+            add(add(v(t), v(cpu_work)), v(self.noise(ev.host, t, cpu_work))).ok_or_else(ovf)?;
         let gs = add(add(v(t), v(p.g)), mul(s1, p.big_g)).ok_or_else(ovf)?;
         let msg_time = add(add(v(t), v(o)), v(p.l)).ok_or_else(ovf)?;
         self.nexto[ci] = end;
@@ -1084,7 +1175,13 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             size: op.size,
             start: t,
             handle,
-            arrival: 0,
+            // exact mode: the earliest time the message event may run
+            // (t + o + L, as in poll mode) until the arrival is known
+            arrival: if self.mode == SyncMode::Exact {
+                msg_time
+            } else {
+                0
+            },
             cpu: op.cpu,
             nic: op.nic,
             arrived: false,
@@ -1112,6 +1209,11 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }),
             SyncMode::Notify => {
                 self.waiting.insert(handle, (slot, seq));
+            }
+            SyncMode::Exact => {
+                self.waiting.insert(handle, (slot, seq));
+                // the new message arrives no earlier than t + min latency
+                self.granted = self.granted.min(t.saturating_add(self.min_lat));
             }
         }
         if eager {
@@ -1272,10 +1374,12 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let (o, big_o) = p.overheads(m.size);
         let s1 = m.size.saturating_sub(1);
         let ovf = || overflow(ev.host, "receive", t);
-        let work = mul(s1, big_o).ok_or_else(ovf)?.max(mul(s1, p.big_g).ok_or_else(ovf)?);
+        let work = mul(s1, big_o)
+            .ok_or_else(ovf)?
+            .max(mul(s1, p.big_g).ok_or_else(ovf)?);
         let cpu_work = add(v(o), v(work)).ok_or_else(ovf)?;
-        let end = add(add(v(t), v(cpu_work)), v(self.noise(ev.host, t, cpu_work)))
-            .ok_or_else(ovf)?;
+        let end =
+            add(add(v(t), v(cpu_work)), v(self.noise(ev.host, t, cpu_work))).ok_or_else(ovf)?;
         let gr = add(add(v(t), v(p.g)), mul(s1, p.big_g)).ok_or_else(ovf)?;
         self.nexto[ci] = end;
         self.nextgr[ni] = gr;
@@ -1363,6 +1467,11 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             max_uq: self.uq.iter().map(|q| q.max_len() as u64).collect(),
             network_stats: {
                 let mut v = self.net.stats();
+                if self.mode == SyncMode::Exact {
+                    // cannot be anything but 0: a late arrival is an error
+                    v.push(("late_arrivals".into(), self.late_arrivals));
+                    v.push(("exact_grant_waits".into(), self.exact_grants));
+                }
                 if self.mode == SyncMode::Notify {
                     v.push(("late_arrivals".into(), self.late_arrivals));
                     v.push(("max_arrival_lag_ps".into(), self.max_arrival_lag));

@@ -79,6 +79,8 @@ enum NetworkKind {
     Ipc,
     /// Flit-level IB fabric on a thread of this process (same protocol, in-process channels).
     Inproc,
+    /// Flit-level IB fabric called directly from the scheduler's thread (no second thread, no channel).
+    Onepiece,
 }
 
 #[derive(Args, Debug)]
@@ -249,6 +251,9 @@ fn make_network(a: &SimArgs, num_ranks: u32) -> anyhow::Result<Box<dyn Network>>
         ),
         NetworkKind::Inproc => Box::new(
             loggopsim::network::inproc::spawn(&a.cosim, num_ranks).map_err(|e| Exit(2, e))?,
+        ),
+        NetworkKind::Onepiece => Box::new(
+            loggopsim::network::onepiece::build(&a.cosim, num_ranks).map_err(|e| Exit(2, e))?,
         ),
     })
 }
@@ -533,9 +538,10 @@ fn run<T: Tracer>(
         if late > 0 {
             eprintln!(
                 "loggopsim: warning: {late} arrivals were reported for times before the scheduler's \
-                 clock (largest lag {lag} ps): the notify protocol lets the scheduler run ahead of \
+                 clock (largest lag {lag} ps): the notify-v1 protocol lets the scheduler run ahead of \
                  messages in flight (cosim-protocol.md 3); with several CPUs per host or g > o \
-                 results may differ from the query protocol at 1 ps, which is exact"
+                 results may differ from the query protocol at 1 ps, which is exact, as is \
+                 --protocol notify (version 2)"
             );
         }
     }

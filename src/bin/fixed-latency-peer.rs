@@ -7,13 +7,17 @@
 //! next time to ask (the scheduler must run with `--estimate`, which allows
 //! replies later than t' + q). Notify protocol: on NoMoreInserts, every
 //! message with the smallest arrival time is reported as one batch.
+//! Version 2 (`--protocol notify` / `query`): it answers the Config with
+//! its latency as the minimum latency, and a NoMoreInserts whose horizon
+//! lies before the next arrival with a Grant of that arrival time (its
+//! exact lookahead).
 //!
 //! It speaks through ipc-proto's public API only: `create_fabric`,
 //! `connect`, `recv`/`send`.
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use ipc_proto::{ErrorCode, Protocol, Record, Time};
+use ipc_proto::{ErrorCode, ProtocolSpec, Record, Time};
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
@@ -23,9 +27,9 @@ struct Args {
     /// Session key (as `ibnet serve --key`).
     #[arg(long)]
     key: String,
-    /// query or notify.
+    /// query, notify (version 2), notify-v1, query-v1.
     #[arg(long, default_value = "notify")]
-    protocol: Protocol,
+    protocol: ProtocolSpec,
     /// Latency in picoseconds.
     #[arg(long)]
     latency: u64,
@@ -48,8 +52,12 @@ fn main() {
 }
 
 fn run(a: &Args) -> anyhow::Result<u64> {
-    let session =
-        ipc_proto::create_fabric(&a.key, a.protocol, a.endpoints).context("create session")?;
+    let opts = ipc_proto::FabricOptions {
+        version: Some(a.protocol.version),
+        ..Default::default()
+    };
+    let session = ipc_proto::create_fabric_opts(&a.key, a.protocol.protocol, a.endpoints, &opts)
+        .context("create session")?;
     session.wait_for_scheduler(Duration::from_secs(30))?;
     let mut ch = session.connect()?;
     let mut arrival: HashMap<u64, Time> = HashMap::new();
@@ -81,12 +89,22 @@ fn run(a: &Args) -> anyhow::Result<u64> {
                     arrived: t <= time,
                 })?;
             }
-            Record::NoMoreInserts { .. } => {
+            Record::Config { .. } => {
+                ch.send(Record::ConfigAck {
+                    min_latency: Time(a.latency.max(1)),
+                })?;
+            }
+            Record::NoMoreInserts { horizon, .. } => {
                 let Some(&(t, _)) = pending.first() else {
                     ch.send(Record::error(ErrorCode::Deadlock, "0 stuck: "))?;
                     ch.flush()?;
                     bail!("deadlock: NoMoreInserts with nothing in flight");
                 };
+                let v2 = ch.version() >= 2;
+                if v2 && t > horizon {
+                    ch.send(Record::Grant { time: t })?;
+                    continue;
+                }
                 let mut count = 0;
                 while let Some(&(t2, h)) = pending.first() {
                     if t2 != t {
@@ -97,7 +115,16 @@ fn run(a: &Args) -> anyhow::Result<u64> {
                     ch.send(Record::Arrival { handle: h, time: t })?;
                     count += 1;
                 }
-                ch.send(Record::ArrivalBatchEnd { time: t, count })?;
+                let grant = if !v2 {
+                    Time(0)
+                } else {
+                    pending.first().map(|p| p.0).unwrap_or(Time(u64::MAX))
+                };
+                ch.send(Record::ArrivalBatchEnd {
+                    time: t,
+                    count,
+                    grant,
+                })?;
             }
             Record::Finish { .. } => {
                 ch.flush()?;

@@ -18,6 +18,16 @@
 //! - NoMoreInserts (3.3): run to the next completion instant, one Arrival
 //!   per message completing then, and the batch end. Nothing in flight, or
 //!   a fabric that cannot complete what is in flight, is a deadlock (3.5).
+//! - Version 2 (3a, exact notify): the scheduler's first record is Config
+//!   (q, F and the estimate base; answered with ConfigAck{min_latency}).
+//!   NoMoreInserts carries the horizon H (the scheduler's next event): the
+//!   fabric runs to the first completion instant t_a <= H (a batch whose
+//!   end carries a grant) or through H (a Grant). A grant is a provable
+//!   lower bound on the next completion of every message inserted so far:
+//!   the largest of H + 1 (resp. t_a + 1), the earliest t_insert + base of
+//!   the messages in flight (base: the per-hop fixed latencies, a lower
+//!   bound of any travel time), and the engine's own bound
+//!   (`Fabric::completion_lower_bound`).
 //! - Finish (4): the run is over; the caller prints [`FabricServer::summary`].
 //!
 //! Arrival = the last flit of the message consumed by the destination sink
@@ -32,21 +42,50 @@ pub use serve::{run_serve, serve_channel, ServeArgs};
 pub use setup::{parse_quantum, FabricSetup, SetupArgs};
 pub use stats::ServerStats;
 
-use crate::engine::{Fabric, FabricError, MsgId};
-use ipc_proto::{ErrorCode, Protocol, Record, Time};
-use std::collections::HashMap;
+use crate::engine::{Fabric, FabricError, MsgId, RunOutcome};
+use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::io::Write;
 
 /// Settings of one served session.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
     pub protocol: Protocol,
+    /// Wire version of the session (1: run-ahead notify / v1 polling;
+    /// 2: exact notify and the Config record).
+    pub version: u32,
     /// Query protocol: precision q of a "not yet" reply (t' + q), >= 1 ps.
+    /// Version 2: replaced by the scheduler's Config.
     pub quantum: Time,
     /// Query protocol: arrival-estimate factor F (section 2.5), if enabled.
+    /// Version 2: replaced by the scheduler's Config.
     pub estimate: Option<f64>,
+    /// What F multiplies (section 2.5).
+    pub estimate_base: EstimateBase,
+    /// Version 2: q / F / base were set on the fabric's command line; the
+    /// scheduler's Config must then agree (else a Config error).
+    pub pinned: bool,
     /// rank -> HCA number (index among the fabric's HCAs, node order).
     pub rank_hcas: Vec<usize>,
+}
+
+impl ServerConfig {
+    /// A session of `spec` with q = 1 ps, no estimate, nothing pinned.
+    pub fn new(spec: ProtocolSpec, rank_hcas: Vec<usize>) -> ServerConfig {
+        ServerConfig {
+            protocol: spec.protocol,
+            version: spec.version,
+            quantum: Time(1),
+            estimate: None,
+            estimate_base: EstimateBase::Hops,
+            pinned: false,
+            rank_hcas,
+        }
+    }
+    pub fn spec(&self) -> ProtocolSpec {
+        ProtocolSpec::new(self.protocol, self.version)
+    }
 }
 
 /// What the caller should do after a record was handled.
@@ -102,14 +141,13 @@ impl ServerError {
 struct Slot {
     handle: u64,
     insert_time: Time,
-    src_hca: usize,
-    dst_hca: usize,
-    bytes: u64,
     /// Completion time, once the fabric reported it.
     arrived: Option<Time>,
     /// Query protocol: a time promised by the estimate (no arrival before it).
     promised: Option<Time>,
     queried: bool,
+    /// Lower bound of the travel time (the thesis's per-hop base).
+    base: Time,
 }
 
 /// The server state machine. Feed it records with [`FabricServer::handle`].
@@ -118,7 +156,17 @@ pub struct FabricServer {
     cfg: ServerConfig,
     slots: Vec<Slot>,
     by_handle: HashMap<u64, MsgId>,
-    zll_cache: HashMap<(usize, usize, u64), Time>,
+    /// Route length in switches per (src HCA, dst HCA).
+    hops_cache: HashMap<(usize, usize), usize>,
+    /// Version 2: (t_insert + base, id) of messages possibly in flight
+    /// (stale entries of completed messages are skipped lazily).
+    earliest: BinaryHeap<Reverse<(u64, MsgId)>>,
+    /// Version 2: the Config record was received.
+    configured: bool,
+    /// The fixed latency of one switch on the route: ISW + VSW delay.
+    switch_fixed: u64,
+    /// Cached minimum of the base over the mapped rank pairs.
+    min_latency: Option<Time>,
     stats: ServerStats,
     insert_log: Option<Box<dyn Write + Send>>,
     arrival_log: Option<Box<dyn Write + Send>>,
@@ -145,12 +193,27 @@ impl FabricServer {
                 )));
             }
         }
+        if !ipc_proto::version_supported(cfg.version) {
+            return Err(ServerError::Config(format!(
+                "protocol version {} is not supported (this fabric speaks {}..={})",
+                cfg.version,
+                ipc_proto::MIN_PROTOCOL_VERSION,
+                ipc_proto::PROTOCOL_VERSION
+            )));
+        }
+        let tm = crate::params::Timing::new(fabric.params())
+            .map_err(|e| ServerError::Config(format!("fabric parameters: {e}")))?;
+        let switch_fixed = tm.isw + tm.vsw;
         Ok(FabricServer {
+            switch_fixed,
+            min_latency: None,
             fabric,
             cfg,
             slots: Vec::new(),
             by_handle: HashMap::new(),
-            zll_cache: HashMap::new(),
+            hops_cache: HashMap::new(),
+            earliest: BinaryHeap::new(),
+            configured: false,
             stats: ServerStats::default(),
             insert_log: None,
             arrival_log: None,
@@ -195,6 +258,26 @@ impl FabricServer {
                 rec.kind_name()
             )));
         }
+        if self.cfg.version >= 2 && !self.configured {
+            return match rec {
+                Record::Config {
+                    quantum,
+                    estimate_milli,
+                    estimate_base,
+                } => {
+                    out.push(self.configure(quantum, estimate_milli, estimate_base)?);
+                    Ok(Step::Continue)
+                }
+                Record::Error { code, .. } => Err(ServerError::Peer {
+                    code,
+                    detail: rec.error_detail().unwrap_or_default(),
+                }),
+                other => Err(ServerError::Violation(format!(
+                    "version 2: the scheduler's first record must be Config, not {}",
+                    other.kind_name()
+                ))),
+            };
+        }
         match rec {
             Record::Insert {
                 handle,
@@ -211,9 +294,22 @@ impl FabricServer {
                 out.push(self.query(handle, time)?);
                 Ok(Step::Continue)
             }
-            Record::NoMoreInserts { time } if self.cfg.protocol == Protocol::Notify => {
-                self.no_more_inserts(time, out)?;
+            Record::NoMoreInserts { time, horizon } if self.cfg.protocol == Protocol::Notify => {
+                if self.cfg.version >= 2 {
+                    self.wait_v2(time, horizon, out)?;
+                } else {
+                    if horizon.0 != 0 {
+                        return Err(ServerError::Violation(format!(
+                            "version 1: NoMoreInserts with a non-zero horizon field ({} ps)",
+                            horizon.0
+                        )));
+                    }
+                    self.no_more_inserts(time, out)?;
+                }
                 Ok(Step::Continue)
+            }
+            Record::Config { .. } => {
+                Err(ServerError::Violation("a second Config record".to_string()))
             }
             Record::Finish { time } => {
                 self.finish(time)?;
@@ -281,15 +377,18 @@ impl FabricServer {
             self.slots.len(),
             "fabric message ids are dense"
         );
+        let base = self.hops_base(src_hca, dst_hca);
+        if self.cfg.version >= 2 && self.cfg.protocol == Protocol::Notify {
+            self.earliest
+                .push(Reverse((time.0.saturating_add(base.0), id)));
+        }
         self.slots.push(Slot {
             handle,
             insert_time: time,
-            src_hca,
-            dst_hca,
-            bytes,
             arrived: None,
             promised: None,
             queried: false,
+            base,
         });
         self.by_handle.insert(handle, id);
         self.stats.inserts += 1;
@@ -361,19 +460,11 @@ impl FabricServer {
         let mut next = Time(t.0.saturating_add(q.0));
         if !slot.queried {
             if let Some(f) = estimate {
-                let key = (slot.src_hca, slot.dst_hca, slot.bytes);
-                let zll = match self.zll_cache.get(&key) {
-                    Some(&z) => z,
-                    None => {
-                        let z = self.fabric.zero_load_latency(key.0, key.1, key.2);
-                        self.zll_cache.insert(key, z);
-                        z
-                    }
-                };
+                // Section 2.5: F x the per-hop fixed latencies of the route.
                 let est = Time(
                     slot.insert_time
                         .0
-                        .saturating_add((f * zll.0 as f64).round() as u64),
+                        .saturating_add((f * slot.base.0 as f64).round() as u64),
                 );
                 if est > next {
                     next = est;
@@ -389,6 +480,222 @@ impl FabricServer {
             time: next,
             arrived: false,
         })
+    }
+
+    /// Route length in switches (cached); 0 when there is no route (the
+    /// insert itself reports that).
+    fn hops(&mut self, src_hca: usize, dst_hca: usize) -> usize {
+        if let Some(&n) = self.hops_cache.get(&(src_hca, dst_hca)) {
+            return n;
+        }
+        let n = self.fabric.switches_between(src_hca, dst_hca).unwrap_or(0);
+        self.hops_cache.insert((src_hca, dst_hca), n);
+        n
+    }
+
+    /// The thesis's base (cosim-protocol.md 2.5): the fixed per-hop
+    /// latencies along the route, i.e. ISW + VSW delay per switch (the
+    /// model has no wire propagation delay), without serialisation,
+    /// generator or sink time. Every travel time is at least this: a flit
+    /// leaves a switch no earlier than ISW + VSW after it arrived.
+    pub fn hops_base(&mut self, src_hca: usize, dst_hca: usize) -> Time {
+        Time(self.hops(src_hca, dst_hca) as u64 * self.switch_fixed)
+    }
+
+    /// The smallest travel time any message between two mapped ranks can
+    /// have (>= 1 ps): the minimum base over the mapped HCA pairs. It is
+    /// the scheduler's lookahead after an insert (ConfigAck).
+    pub fn min_latency(&mut self) -> Time {
+        if let Some(t) = self.min_latency {
+            return t;
+        }
+        let mut hcas: Vec<usize> = self.cfg.rank_hcas.clone();
+        hcas.sort_unstable();
+        let shared = hcas.windows(2).any(|w| w[0] == w[1]);
+        hcas.dedup();
+        let mut m = if shared || hcas.len() < 2 {
+            0
+        } else {
+            u64::MAX
+        };
+        'outer: for &a in &hcas {
+            for &b in &hcas {
+                if a != b {
+                    m = m.min(self.hops_base(a, b).0);
+                    if m == 0 {
+                        break 'outer;
+                    }
+                }
+            }
+        }
+        let t = Time(m.max(1));
+        self.hops_cache.clear();
+        self.min_latency = Some(t);
+        t
+    }
+
+    /// Version 2: apply the scheduler's Config and answer ConfigAck.
+    fn configure(
+        &mut self,
+        quantum: Time,
+        estimate_milli: u32,
+        base: EstimateBase,
+    ) -> Result<Record, ServerError> {
+        self.configured = true;
+        let estimate = (estimate_milli != 0).then(|| estimate_milli as f64 / 1000.0);
+        if self.cfg.protocol == Protocol::Query {
+            if quantum.0 == 0 {
+                return Err(ServerError::Config(
+                    "Config: the query quantum must be at least 1 ps".into(),
+                ));
+            }
+            if self.cfg.pinned
+                && (quantum != self.cfg.quantum
+                    || estimate != self.cfg.estimate
+                    || base != self.cfg.estimate_base)
+            {
+                let show = |q: Time, e: Option<f64>| {
+                    format!(
+                        "q={}ps F={}",
+                        q.0,
+                        e.map(|f| f.to_string()).unwrap_or_else(|| "none".into())
+                    )
+                };
+                // (the first 48 bytes travel in the Error record)
+                return Err(ServerError::Config(format!(
+                    "Config {}, fabric has {}: in protocol version 2 q and F come from the scheduler's Config; drop --quantum/--estimate from the fabric's command line",
+                    show(quantum, estimate),
+                    show(self.cfg.quantum, self.cfg.estimate)
+                )));
+            }
+            self.cfg.quantum = quantum;
+            self.cfg.estimate = estimate;
+            self.cfg.estimate_base = base;
+        } else if estimate.is_some() {
+            return Err(ServerError::Config(
+                "Config: an arrival estimate (F) only exists in the query protocol".into(),
+            ));
+        }
+        let min_latency = self.min_latency();
+        Ok(Record::ConfigAck { min_latency })
+    }
+
+    /// Version 2: a lower bound on the next completion of every message in
+    /// flight, from their insert times and bases and the engine's bound.
+    fn lookahead(&mut self) -> u64 {
+        while let Some(&Reverse((_, id))) = self.earliest.peek() {
+            if self.slots[id as usize].arrived.is_some() {
+                self.earliest.pop();
+            } else {
+                break;
+            }
+        }
+        let by_base = self.earliest.peek().map(|r| r.0 .0).unwrap_or(u64::MAX);
+        let by_engine = self
+            .fabric
+            .completion_lower_bound()
+            .map(|t| t.0)
+            .unwrap_or(u64::MAX);
+        by_base.max(by_engine)
+    }
+
+    /// Version 2 NoMoreInserts{time, horizon} (cosim-protocol.md 3a).
+    fn wait_v2(
+        &mut self,
+        t: Time,
+        horizon: Time,
+        out: &mut Vec<Record>,
+    ) -> Result<(), ServerError> {
+        self.stats.no_more_inserts += 1;
+        let now = self.fabric.now();
+        if t < now {
+            return Err(ServerError::Violation(format!(
+                "NoMoreInserts at {} ps is in the fabric's past (fabric time {} ps)",
+                t.0, now.0
+            )));
+        }
+        if horizon < t {
+            return Err(ServerError::Violation(format!(
+                "NoMoreInserts at {} ps with horizon {} ps: the horizon (the scheduler's next event) cannot be before its current time",
+                t.0, horizon.0
+            )));
+        }
+        if self.fabric.in_flight() == 0 {
+            return Err(ServerError::Deadlock {
+                detail: format!(
+                    "NoMoreInserts at {} ps with no message in flight: the scheduler waits for messages the fabric never received",
+                    t.0
+                ),
+                handles: Vec::new(),
+            });
+        }
+        // The answer is the same whether the fabric stops at the horizon
+        // or beyond it as long as no completion lies in between: with the
+        // lookahead already past the horizon, answer at once.
+        let la = self.lookahead();
+        if horizon.0 != u64::MAX && la > horizon.0 {
+            self.stats.grants += 1;
+            self.stats.grants_without_simulation += 1;
+            out.push(Record::Grant { time: Time(la) });
+            return Ok(());
+        }
+        match self.fabric.run_until_completion_or(horizon) {
+            RunOutcome::Completed(ta, ids) => {
+                for id in &ids {
+                    let slot = &mut self.slots[*id as usize];
+                    slot.arrived = Some(ta);
+                    let handle = slot.handle;
+                    self.by_handle.remove(&handle);
+                    out.push(Record::Arrival { handle, time: ta });
+                    if let Some(w) = &mut self.arrival_log {
+                        writeln!(w, "{handle} {}", ta.0)
+                            .map_err(|e| ServerError::Log(e.to_string()))?;
+                    }
+                }
+                self.stats.arrivals += ids.len() as u64;
+                self.stats.arrival_batches += 1;
+                let grant = if self.fabric.in_flight() == 0 {
+                    u64::MAX
+                } else {
+                    self.lookahead().max(ta.0 + 1)
+                };
+                out.push(Record::ArrivalBatchEnd {
+                    time: ta,
+                    count: ids.len() as u32,
+                    grant: Time(grant),
+                });
+                Ok(())
+            }
+            RunOutcome::Limit => {
+                let grant = self.lookahead().max(horizon.0 + 1);
+                self.stats.grants += 1;
+                out.push(Record::Grant { time: Time(grant) });
+                Ok(())
+            }
+            RunOutcome::Idle => {
+                // nothing in flight (checked above; kept for completeness)
+                out.push(Record::Grant {
+                    time: Time(u64::MAX),
+                });
+                Ok(())
+            }
+            RunOutcome::Fatal => {
+                self.check_fabric()?;
+                Err(ServerError::Fabric("the fabric stopped".into()))
+            }
+            RunOutcome::Deadlock => {
+                let handles = self.stuck_handles();
+                Err(ServerError::Deadlock {
+                    detail: format!(
+                        "no event left in the fabric that can complete the {} message(s) in flight at {} ps (handles {:?})",
+                        handles.len(),
+                        self.fabric.now().0,
+                        handles
+                    ),
+                    handles,
+                })
+            }
+        }
     }
 
     fn stuck_handles(&self) -> Vec<u64> {
@@ -429,6 +736,7 @@ impl FabricServer {
                 out.push(Record::ArrivalBatchEnd {
                     time: ta,
                     count: ids.len() as u32,
+                    grant: Time(0),
                 });
                 Ok(())
             }

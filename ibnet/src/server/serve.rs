@@ -1,7 +1,7 @@
 //! The transport loop around [`FabricServer`] and the `ibnet serve` command.
 
 use super::{parse_quantum, FabricServer, FabricSetup, ServerConfig, ServerError, SetupArgs, Step};
-use ipc_proto::{Channel, ProtoError, Protocol};
+use ipc_proto::{Channel, ProtoError, ProtocolSpec};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,7 +12,10 @@ use std::time::Duration;
 #[derive(clap::Args, Clone, Debug)]
 #[command(
     after_help = "Exit codes: 0 after Finish; 1 protocol violation, deadlock, fabric error or \
-the scheduler failed/died; 2 bad options or input files.\n\n\
+the scheduler failed/died/stopped; 2 bad options or input files; 3 a system resource is exhausted \
+(the per-user message-queue budget RLIMIT_MSGQUEUE, or /dev/shm): the message names the limit and \
+the remedy (e.g. --transport shm, fewer concurrent sessions, `ipc-proto cleanup KEY`); 128+N killed \
+by signal N (the session's objects are removed on SIGINT, SIGTERM and SIGHUP).\n\n\
 Example (what scripts/cosim runs):\n  ibnet serve --key cosim-42 --protocol notify --topology H8_S6 &\n  \
 loggopsim -f app.goal -L 0 -o 0 -g 0 -G 0 -O 0 --network ipc --protocol notify --key cosim-42"
 )]
@@ -20,15 +23,21 @@ pub struct ServeArgs {
     /// Session key: the IPC objects are /<KEY>.ins, /<KEY>.qry, ... and /<KEY>.ctl.
     #[arg(long)]
     pub key: String,
-    /// Synchronisation protocol: query (polling) or notify.
+    /// Synchronisation protocol and wire version: notify (exact
+    /// notification, version 2), query (polling, version 2), notify-v1
+    /// (the thesis's run-ahead notification, version 1, for v1 peers),
+    /// query-v1 (polling with v1 peers).
     #[arg(long, default_value = "notify")]
-    pub protocol: Protocol,
+    pub protocol: ProtocolSpec,
     /// Query protocol: precision q of "not yet" replies (1ns, 100ps, 1ps, ...).
-    /// Must equal the scheduler's --quantum (it checks the replies).
-    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = parse_quantum)]
-    pub quantum: ipc_proto::Time,
+    /// Version 2: the scheduler's Config record sets q; give it here only
+    /// to insist on a value (a different Config is then refused).
+    /// Version 1 (query-v1): must equal the scheduler's --quantum; default 1ps.
+    #[arg(long, value_name = "TIME", value_parser = parse_quantum)]
+    pub quantum: Option<ipc_proto::Time>,
     /// Query protocol: answer a message's first query with
-    /// max(t'+q, t_insert + F * zero-load latency).
+    /// max(t'+q, t_insert + F * per-hop fixed latencies of the route).
+    /// Version 2: set by the scheduler's Config (see --quantum).
     #[arg(long, value_name = "F")]
     pub estimate: Option<f64>,
     #[command(flatten)]
@@ -51,6 +60,16 @@ pub struct ServeArgs {
     /// How long to wait for a scheduler to attach, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub attach_timeout: f64,
+    /// IPC transport: mq (POSIX message queues, docs/protocol.md; what any
+    /// peer speaks) or shm (rings in the shared-memory segment; faster, no
+    /// per-user limit; both sides must be ipc-proto). The scheduler
+    /// follows the fabric's choice.
+    #[arg(long, value_name = "mq|shm", default_value = "mq")]
+    pub transport: ipc_proto::TransportKind,
+    /// Pid of the scheduler process to come (the supervisor knows it): stop
+    /// waiting for it to attach as soon as it is gone.
+    #[arg(long, value_name = "PID")]
+    pub scheduler_pid: Option<u32>,
 }
 
 /// Why `serve_channel` ended without Finish.
@@ -148,22 +167,22 @@ pub fn write_summary(
     Ok(())
 }
 
-/// Build the server for a session from the common settings.
+/// Build the server for a session from the common settings. `quantum`
+/// and `estimate`: None = not given (q = 1 ps, no estimate; in version 2
+/// the scheduler's Config decides), Some = pinned.
 pub fn build_server(
     setup: &SetupArgs,
-    protocol: Protocol,
-    quantum: ipc_proto::Time,
+    protocol: ProtocolSpec,
+    quantum: Option<ipc_proto::Time>,
     estimate: Option<f64>,
     log_inserts: Option<&PathBuf>,
     log_arrivals: Option<&PathBuf>,
 ) -> anyhow::Result<FabricServer> {
     let s = FabricSetup::build(setup).map_err(anyhow::Error::msg)?;
-    let cfg = ServerConfig {
-        protocol,
-        quantum,
-        estimate,
-        rank_hcas: s.rank_hcas,
-    };
+    let mut cfg = ServerConfig::new(protocol, s.rank_hcas);
+    cfg.pinned = quantum.is_some() || estimate.is_some();
+    cfg.quantum = quantum.unwrap_or(ipc_proto::Time(1));
+    cfg.estimate = estimate;
     let mut server = FabricServer::new(s.fabric, cfg)?;
     if let Some(p) = log_inserts {
         server.set_insert_log(open_log(p)?)?;
@@ -191,14 +210,23 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
         }
     };
     let endpoints = server.config().rank_hcas.len() as u32;
-    let session = match ipc_proto::create_fabric(&a.key, a.protocol, endpoints) {
+    let opts = ipc_proto::FabricOptions {
+        transport: a.transport,
+        version: Some(a.protocol.version),
+        ..Default::default()
+    };
+    let session = match ipc_proto::create_fabric_opts(&a.key, a.protocol.protocol, endpoints, &opts)
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("ibnet serve: error: cannot create session {}: {e}", a.key);
-            return 1;
+            return e.exit_code();
         }
     };
-    if let Err(e) = session.wait_for_scheduler(Duration::from_secs_f64(a.attach_timeout.max(0.0))) {
+    if let Err(e) = session.wait_for_scheduler_watching(
+        Duration::from_secs_f64(a.attach_timeout.max(0.0)),
+        a.scheduler_pid,
+    ) {
         eprintln!("ibnet serve: error: {e}");
         return 1;
     }
@@ -242,6 +270,7 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
 #[command(
     name = "ibnet serve",
     bin_name = "ibnet serve",
+    version,
     about = "Serve a co-simulation: the fabric side of cosim-protocol.md over POSIX message queues"
 )]
 pub struct ServeCli {

@@ -22,6 +22,10 @@ pub struct ServerStats {
     /// scheduler learned of arrivals because of the quantum.
     pub query_lateness_ps: u64,
     pub no_more_inserts: u64,
+    /// Version 2: Grant answers ("no arrival before T"), and those given
+    /// from the lookahead alone, without simulating.
+    pub grants: u64,
+    pub grants_without_simulation: u64,
     pub arrival_batches: u64,
     pub arrivals: u64,
     pub max_in_flight: u64,
@@ -48,7 +52,7 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
         r.topology,
         f.num_hcas(),
         cfg.rank_hcas.len(),
-        cfg.protocol
+        cfg.spec()
     ));
     if cfg.protocol == Protocol::Query {
         out.push_str(&format!(", quantum {} ps", cfg.quantum.0));
@@ -78,6 +82,15 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
             st.causality_errors,
             st.causality_error_ps_total,
             st.causality_error_ps_max
+        )),
+        Protocol::Notify if cfg.version >= 2 => out.push_str(&format!(
+            "protocol: {} inserts, {} NoMoreInserts, {} arrival batches, {} arrivals, {} grants ({} from the lookahead alone)\n",
+            st.inserts,
+            st.no_more_inserts,
+            st.arrival_batches,
+            st.arrivals,
+            st.grants,
+            st.grants_without_simulation
         )),
         Protocol::Notify => out.push_str(&format!(
             "protocol: {} inserts, {} NoMoreInserts, {} arrival batches, {} arrivals\n",
@@ -160,7 +173,8 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
 pub(crate) fn summary_json(s: &FabricServer) -> serde_json::Value {
     let cfg = s.config();
     serde_json::json!({
-        "protocol": cfg.protocol.name(),
+        "protocol": cfg.spec().name(),
+        "protocol_version": cfg.version,
         "quantum_ps": cfg.quantum.0,
         "estimate": cfg.estimate,
         "ranks": cfg.rank_hcas.len(),

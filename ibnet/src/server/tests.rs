@@ -4,20 +4,69 @@ use super::*;
 use crate::params::Params;
 use crate::topology::builtin;
 
+/// A version-1 server (q and F given to the fabric, no Config record).
 fn server(topo: &str, protocol: Protocol, quantum: u64, estimate: Option<f64>) -> FabricServer {
-    let t = builtin(topo).unwrap();
-    let f = Fabric::new(&t, &Params::thesis_ddr()).unwrap();
-    let n = f.num_hcas();
-    FabricServer::new(
-        f,
-        ServerConfig {
-            protocol,
-            quantum: Time(quantum),
-            estimate,
-            rank_hcas: (0..n).collect(),
-        },
+    server_with(
+        topo,
+        Params::thesis_ddr(),
+        ProtocolSpec::new(protocol, 1),
+        quantum,
+        estimate,
     )
-    .unwrap()
+}
+
+fn server_with(
+    topo: &str,
+    params: Params,
+    spec: ProtocolSpec,
+    quantum: u64,
+    estimate: Option<f64>,
+) -> FabricServer {
+    let t = builtin(topo).unwrap();
+    let f = Fabric::new(&t, &params).unwrap();
+    let n = f.num_hcas();
+    let mut cfg = ServerConfig::new(spec, (0..n).collect());
+    cfg.quantum = Time(quantum);
+    cfg.estimate = estimate;
+    FabricServer::new(f, cfg).unwrap()
+}
+
+/// A version-2 server after its Config exchange (q = 1 ps, no estimate
+/// for notify).
+fn server_v2(topo: &str, protocol: Protocol, estimate_milli: u32) -> FabricServer {
+    let mut s = server_with(
+        topo,
+        Params::thesis_ddr(),
+        ProtocolSpec::new(protocol, 2),
+        1,
+        None,
+    );
+    let mut out = Vec::new();
+    s.handle(
+        Record::Config {
+            quantum: Time(1),
+            estimate_milli,
+            estimate_base: EstimateBase::Hops,
+        },
+        &mut out,
+    )
+    .unwrap();
+    assert!(matches!(out[..], [Record::ConfigAck { .. }]), "{out:?}");
+    s
+}
+
+fn nmi(t: u64) -> Record {
+    Record::NoMoreInserts {
+        time: Time(t),
+        horizon: Time(0),
+    }
+}
+
+fn wait(t: u64, horizon: u64) -> Record {
+    Record::NoMoreInserts {
+        time: Time(t),
+        horizon: Time(horizon),
+    }
 }
 
 fn ins(handle: u64, time: u64, src: u32, dst: u32, size: u64) -> Record {
@@ -46,8 +95,7 @@ fn notify_single_message_arrives_at_sink_consumption() {
         Step::Continue
     );
     assert!(out.is_empty());
-    s.handle(Record::NoMoreInserts { time: Time(0) }, &mut out)
-        .unwrap();
+    s.handle(nmi(0), &mut out).unwrap();
     assert_eq!(
         out,
         vec![
@@ -57,7 +105,8 @@ fn notify_single_message_arrives_at_sink_consumption() {
             },
             Record::ArrivalBatchEnd {
                 time: Time(ONE_FLIT_PS),
-                count: 1
+                count: 1,
+                grant: Time(0)
             }
         ]
     );
@@ -133,91 +182,238 @@ fn query_polls_with_quantum_and_answers_arrival_time() {
     assert_eq!(s.stats().query_lateness_ps, 400);
 }
 
-#[test]
-fn estimate_answers_zero_load_and_counts_causality_errors() {
-    // F = 1: the estimate is the exact lone-message arrival -> no error.
-    let mut s = server("H8_S1", Protocol::Query, 1, Some(1.0));
+/// Query the message `h` (inserted at `t0`) as a 1 ps poller would at
+/// its first and at the promised time, then far later: returns (first
+/// "not yet" answer, arrival).
+fn estimate_then_arrival(s: &mut FabricServer, h: u64, t0: u64) -> (u64, u64) {
     let mut out = Vec::new();
-    s.handle(ins(1, 5_000, 0, 1, 44), &mut out).unwrap();
-    s.handle(
-        Record::Query {
-            handle: 1,
-            time: Time(5_000),
-            inserts_sent: 1,
-        },
-        &mut out,
-    )
-    .unwrap();
+    let q = |t: u64| Record::Query {
+        handle: h,
+        time: Time(t),
+        inserts_sent: h + 1,
+    };
+    s.handle(q(t0), &mut out).unwrap();
+    let Some(Record::Reply {
+        time: first,
+        arrived: false,
+        ..
+    }) = out.pop()
+    else {
+        panic!("first query answered {out:?}")
+    };
+    s.handle(q(first.0), &mut out).unwrap();
+    if let Some(Record::Reply {
+        time,
+        arrived: true,
+        ..
+    }) = out.pop()
+    {
+        return (first.0, time.0);
+    }
+    s.handle(q(first.0 + 1_000_000_000), &mut out).unwrap();
+    let Some(Record::Reply {
+        time,
+        arrived: true,
+        ..
+    }) = out.pop()
+    else {
+        panic!("far query answered {out:?}")
+    };
+    (first.0, time.0)
+}
+
+/// Section 2.5 (corrected): the estimate is F x the per-hop fixed latencies
+/// of the route (ISW + VSW = 100 ns per switch with thesis-ddr), not the
+/// zero-load latency. One switch: base 100 ns against a travel time of
+/// 150.6 ns, so F = 1 is early (no error) and F = 2, 3 promise too late.
+#[test]
+fn estimate_is_f_times_per_hop_latencies_and_counts_causality_errors() {
+    let mut s = server("H8_S1", Protocol::Query, 1, Some(1.0));
+    s.handle(ins(0, 5_000, 0, 1, 44), &mut Vec::new()).unwrap();
     assert_eq!(
-        out.pop().unwrap(),
-        Record::Reply {
-            handle: 1,
-            time: Time(5_000 + ONE_FLIT_PS),
-            arrived: false
-        }
-    );
-    s.handle(
-        Record::Query {
-            handle: 1,
-            time: Time(5_000 + ONE_FLIT_PS),
-            inserts_sent: 1,
-        },
-        &mut out,
-    )
-    .unwrap();
-    assert_eq!(
-        out.pop().unwrap(),
-        Record::Reply {
-            handle: 1,
-            time: Time(5_000 + ONE_FLIT_PS),
-            arrived: true
-        }
+        estimate_then_arrival(&mut s, 0, 5_000),
+        (105_000, 5_000 + ONE_FLIT_PS)
     );
     assert_eq!(s.stats().causality_errors, 0);
-    // F = 2: promised 2x, the real arrival is earlier by one latency.
-    let mut s = server("H8_S1", Protocol::Query, 1, Some(2.0));
-    s.handle(ins(1, 0, 0, 1, 44), &mut out).unwrap();
+    assert_eq!(s.stats().estimates, 1);
+    for (f, promise) in [(2.0, 200_000u64), (3.0, 300_000)] {
+        let mut s = server("H8_S1", Protocol::Query, 1, Some(f));
+        s.handle(ins(0, 0, 0, 1, 44), &mut Vec::new()).unwrap();
+        assert_eq!(estimate_then_arrival(&mut s, 0, 0), (promise, ONE_FLIT_PS));
+        assert_eq!(
+            (
+                s.stats().causality_errors,
+                s.stats().causality_error_ps_total,
+                s.stats().causality_error_ps_max
+            ),
+            (1, promise - ONE_FLIT_PS, promise - ONE_FLIT_PS)
+        );
+    }
+    // two switches (H8_S2, hosts 0 and 4 on different leaves): base 200 ns
+    let mut s = server("H8_S2", Protocol::Query, 1, Some(1.0));
+    let two = s.fabric().switches_between(0, 7).unwrap() as u64;
+    assert!(two >= 2, "{two}");
+    s.handle(ins(0, 0, 0, 7, 44), &mut Vec::new()).unwrap();
+    let (first, _) = estimate_then_arrival(&mut s, 0, 0);
+    assert_eq!(first, two * 100_000);
+    assert_eq!(s.stats().causality_errors, 0);
+}
+
+/// The case: with the qdr preset on one switch the old zero-load
+/// base gave 8 causality errors at F = 1 (up to 18.7 ns). The per-hop base
+/// is a true lower bound: no error for any size.
+#[test]
+fn estimate_f1_never_errs_with_qdr() {
+    let qdr = Params::preset("qdr").unwrap();
+    let mut s = server_with("H8_S1", qdr, ProtocolSpec::QUERY_V1, 1, Some(1.0));
+    let sizes = [
+        0u64, 1, 44, 64, 100, 1000, 2048, 4096, 4312, 10_000, 65_536, 100_000,
+    ];
+    for (h, &size) in sizes.iter().enumerate() {
+        let t0 = s.fabric().now().0;
+        s.handle(ins(h as u64, t0, 0, 1, size), &mut Vec::new())
+            .unwrap();
+        let (promise, arrival) = estimate_then_arrival(&mut s, h as u64, t0);
+        assert!(promise <= arrival, "size {size}: {promise} > {arrival}");
+    }
+    assert_eq!(s.stats().causality_errors, 0);
+    assert_eq!(s.stats().estimates, sizes.len() as u64);
+}
+
+/// Version 2: Config first (anything else is a violation), answered with
+/// the minimum latency over the mapped ranks (one switch: 100 ns).
+#[test]
+fn v2_config_comes_first() {
+    let mut s = server_with("H8_S1", Params::thesis_ddr(), ProtocolSpec::NOTIFY, 1, None);
+    let e = s.handle(ins(0, 0, 0, 1, 44), &mut Vec::new()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the scheduler's first record must be Config, not Insert"),
+        "{e}"
+    );
+    let mut s = server_v2("H8_S1", Protocol::Notify, 0);
+    let mut out = Vec::new();
+    let e = s
+        .handle(
+            Record::Config {
+                quantum: Time(1),
+                estimate_milli: 0,
+                estimate_base: EstimateBase::Hops,
+            },
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("a second Config"), "{e}");
+    let mut s = server_with("H8_S2", Params::thesis_ddr(), ProtocolSpec::NOTIFY, 1, None);
     s.handle(
-        Record::Query {
-            handle: 1,
-            time: Time(0),
-            inserts_sent: 1,
+        Record::Config {
+            quantum: Time(1),
+            estimate_milli: 0,
+            estimate_base: EstimateBase::Hops,
         },
         &mut out,
     )
     .unwrap();
     assert_eq!(
         out.pop().unwrap(),
-        Record::Reply {
-            handle: 1,
-            time: Time(2 * ONE_FLIT_PS),
-            arrived: false
+        Record::ConfigAck {
+            min_latency: Time(100_000)
         }
     );
-    s.handle(
-        Record::Query {
-            handle: 1,
-            time: Time(2 * ONE_FLIT_PS),
-            inserts_sent: 1,
-        },
-        &mut out,
-    )
-    .unwrap();
+    // F in the notify protocol is a configuration error
+    let mut s = server_with("H8_S1", Params::thesis_ddr(), ProtocolSpec::NOTIFY, 1, None);
+    let e = s
+        .handle(
+            Record::Config {
+                quantum: Time(1),
+                estimate_milli: 1000,
+                estimate_base: EstimateBase::Hops,
+            },
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(matches!(e, ServerError::Config(_)), "{e}");
+}
+
+/// Version 2 waits: a horizon before any possible arrival is granted from
+/// the lookahead (insert time + base) without simulating; a horizon past
+/// the arrival gets the batch, whose grant covers the other message.
+#[test]
+fn v2_grants_and_batches() {
+    let mut s = server_v2("H8_S1", Protocol::Notify, 0);
+    let mut out = Vec::new();
+    s.handle(ins(0, 0, 0, 1, 44), &mut out).unwrap();
+    s.handle(ins(1, 50_000, 2, 3, 44), &mut out).unwrap();
+    // horizon 10 ns: earliest possible completion 100 ns (0 + base)
+    s.handle(wait(0, 10_000), &mut out).unwrap();
     assert_eq!(
-        out.pop().unwrap(),
-        Record::Reply {
-            handle: 1,
-            time: Time(ONE_FLIT_PS),
-            arrived: true
-        }
+        out,
+        vec![Record::Grant {
+            time: Time(100_000)
+        }]
+    );
+    assert_eq!(s.fabric().now(), Time(0));
+    out.clear();
+    // horizon 120 ns: simulated through it, no completion; the engine's
+    // bound and the bases (100 / 150 ns) give at least 120 ns + 1
+    s.handle(wait(100_000, 120_000), &mut out).unwrap();
+    let [Record::Grant { time: g }] = out[..] else {
+        panic!("{out:?}")
+    };
+    assert!(g.0 > 120_000 && g.0 <= ONE_FLIT_PS, "{g}");
+    assert_eq!(s.fabric().now(), Time(120_000));
+    out.clear();
+    // horizon u64::MAX: the first arrival, granting at most the second's
+    s.handle(wait(120_000, u64::MAX), &mut out).unwrap();
+    let [Record::Arrival {
+        handle: 0,
+        time: ta,
+    }, Record::ArrivalBatchEnd {
+        time: te,
+        count: 1,
+        grant,
+    }] = out[..]
+    else {
+        panic!("{out:?}")
+    };
+    assert_eq!((ta, te), (Time(ONE_FLIT_PS), Time(ONE_FLIT_PS)));
+    assert!(
+        grant.0 > ONE_FLIT_PS && grant.0 <= 50_000 + ONE_FLIT_PS,
+        "{grant}"
+    );
+    out.clear();
+    s.handle(wait(ONE_FLIT_PS, u64::MAX), &mut out).unwrap();
+    assert_eq!(
+        out,
+        vec![
+            Record::Arrival {
+                handle: 1,
+                time: Time(50_000 + ONE_FLIT_PS)
+            },
+            Record::ArrivalBatchEnd {
+                time: Time(50_000 + ONE_FLIT_PS),
+                count: 1,
+                grant: Time(u64::MAX)
+            }
+        ]
     );
     assert_eq!(
-        (
-            s.stats().causality_errors,
-            s.stats().causality_error_ps_total
-        ),
-        (1, ONE_FLIT_PS)
+        (s.stats().grants, s.stats().grants_without_simulation),
+        (2, 1)
     );
+    // a horizon before the scheduler's time is a violation
+    let e = s.handle(wait(300_000, 200_000), &mut out).unwrap_err();
+    assert!(e.to_string().contains("horizon"), "{e}");
+}
+
+/// Version 1 sessions keep the old layout: a non-zero horizon field is a
+/// violation there.
+#[test]
+fn v1_rejects_a_horizon() {
+    let mut s = server("H8_S1", Protocol::Notify, 1, None);
+    s.handle(ins(0, 0, 0, 1, 44), &mut Vec::new()).unwrap();
+    let e = s.handle(wait(0, 5), &mut Vec::new()).unwrap_err();
+    assert!(e.to_string().contains("non-zero horizon"), "{e}");
 }
 
 #[test]
@@ -248,9 +444,7 @@ fn insert_into_the_past_is_a_violation() {
 fn deadlocks_are_reported_with_handles() {
     let mut s = server("H8_S1", Protocol::Notify, 1, None);
     let mut out = Vec::new();
-    let e = s
-        .handle(Record::NoMoreInserts { time: Time(3) }, &mut out)
-        .unwrap_err();
+    let e = s.handle(nmi(3), &mut out).unwrap_err();
     assert!(matches!(e, ServerError::Deadlock { .. }), "{e}");
     assert!(e.to_string().contains("no message in flight"), "{e}");
     let d = e.to_record().error_detail().unwrap();
@@ -315,8 +509,7 @@ fn logs_are_written() {
     s.set_arrival_log(Box::new(b.clone())).unwrap();
     let mut out = Vec::new();
     s.handle(ins(3, 0, 2, 5, 44), &mut out).unwrap();
-    s.handle(Record::NoMoreInserts { time: Time(0) }, &mut out)
-        .unwrap();
+    s.handle(nmi(0), &mut out).unwrap();
     s.handle(Record::Finish { time: Time(0) }, &mut out)
         .unwrap();
     assert_eq!(

@@ -8,7 +8,6 @@ use crate::names::Lane;
 use crate::record::{ErrorCode, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE};
 use crate::session::{open_scheduler_as, SchedulerSession};
 use crate::time::Time;
-use crate::transport::Transport;
 use crate::ProtoError;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
@@ -28,6 +27,7 @@ pub fn scenarios() -> Vec<Scenario> {
         name,
         role: Role::Fabric,
         protocol,
+        min_version: 1,
         about,
         run,
     };
@@ -55,10 +55,12 @@ fn attach(ctx: &mut Ctx, as_pid: Option<u32>) -> Result<SchedulerSession, String
     let s = ctx
         .wait_for(|step| open_scheduler_as(&key, step, pid))
         .map_err(|e| format!("cannot attach to the fabric: {e}"))?;
-    if s.protocol() != ctx.opts.protocol {
+    let served = crate::record::ProtocolSpec::new(s.protocol(), s.version());
+    if served != ctx.opts.protocol {
         return Err(format!(
-            "the fabric serves the {} protocol, the checker was told {}",
+            "the fabric serves {served} (the {} protocol, wire version {}), the checker was told {}",
             s.protocol(),
+            s.version(),
             ctx.opts.protocol
         ));
     }
@@ -74,7 +76,37 @@ fn attach(ctx: &mut Ctx, as_pid: Option<u32>) -> Result<SchedulerSession, String
 fn connect(ctx: &Ctx, s: SchedulerSession) -> Result<Channel, String> {
     let mut ch = s.connect().map_err(err)?;
     ch.set_timeout(Some(ctx.opts.timeout));
+    if ch.version() >= 2 {
+        // Version 2: the configuration exchange comes first.
+        ch.send(Record::Config {
+            quantum: ctx.opts.quantum,
+            estimate_milli: if ctx.opts.estimate { 1000 } else { 0 },
+            estimate_base: crate::record::EstimateBase::Hops,
+        })
+        .map_err(err)?;
+        match ch.recv().map_err(err)? {
+            Record::ConfigAck { min_latency } if min_latency.0 >= 1 => {}
+            other => {
+                return Err(format!(
+                "expected ConfigAck{{min_latency >= 1 ps}} as the answer to Config, got {other:?}"
+            ))
+            }
+        }
+    }
     Ok(ch)
+}
+
+/// The NoMoreInserts of the session's version: v2 carries the horizon
+/// (u64::MAX: "nothing until an arrival", the v1 meaning), v1 a zero.
+fn nmi(ch: &Channel, time: Time) -> Record {
+    Record::NoMoreInserts {
+        time,
+        horizon: if ch.version() >= 2 {
+            Time(u64::MAX)
+        } else {
+            Time(0)
+        },
+    }
 }
 
 fn attach_connect(ctx: &mut Ctx) -> Result<(Channel, u32, u32), String> {
@@ -111,6 +143,9 @@ struct Driver<'c> {
     max_batch: u32,
     batches: u64,
     queries: u64,
+    /// v2: the grant of the last batch / Grant, and the one before it.
+    grant: Option<Time>,
+    prev_grant: Option<Time>,
 }
 
 impl<'c> Driver<'c> {
@@ -134,6 +169,8 @@ impl<'c> Driver<'c> {
             max_batch: 0,
             batches: 0,
             queries: 0,
+            grant: None,
+            prev_grant: None,
         }
     }
 
@@ -215,14 +252,27 @@ impl<'c> Driver<'c> {
     /// Notify: NoMoreInserts, then one batch.
     fn one_batch(&mut self) -> Result<Time, String> {
         let now = self.clock.max(self.latest_insert);
-        self.ch
-            .send(Record::NoMoreInserts { time: now })
-            .map_err(err)?;
+        let r = nmi(self.ch, now);
+        self.ch.send(r).map_err(err)?;
         let mut batch = Vec::new();
         let end = loop {
             match self.recv()? {
                 Record::Arrival { handle, time } => batch.push((handle, time)),
-                Record::ArrivalBatchEnd { time, count } => break (time, count),
+                Record::ArrivalBatchEnd { time, count, grant } => {
+                    if self.ch.version() >= 2 {
+                        self.check("batch-grant", grant > time, || {
+                            format!("ArrivalBatchEnd at {time} ps grants {grant} ps (must be later than the batch)")
+                        });
+                        self.grant = Some(grant);
+                    } else {
+                        self.check("batch-grant", grant.0 == 0, || {
+                            format!(
+                                "version 1: ArrivalBatchEnd with a non-zero grant field ({grant})"
+                            )
+                        });
+                    }
+                    break (time, count);
+                }
                 other => {
                     return Err(format!(
                         "expected Arrival or ArrivalBatchEnd after NoMoreInserts, got {other:?}"
@@ -242,6 +292,12 @@ impl<'c> Driver<'c> {
                 )
             },
         );
+        if let Some(g) = self.prev_grant {
+            self.check("grant-honoured", t >= g, || {
+                format!("a batch at {t} ps, but the fabric had granted no arrival before {g} ps")
+            });
+        }
+        self.prev_grant = self.grant;
         for &(h, ta) in &batch {
             self.check("batch-times", ta == t, || {
                 format!("Arrival {h} at {ta} ps inside a batch ending at {t} ps")
@@ -528,9 +584,17 @@ fn hello_version(ctx: &mut Ctx) -> Result<(), String> {
     let s = attach(ctx, None)?;
     let pid = s.fabric_pid();
     let protocol = s.protocol();
-    let mut t = s.into_transport();
+    let session_version = s.version();
+    // The other version this implementation knows: an old (v1) scheduler
+    // in a v2 session, or a v2 scheduler in a v1 session.
+    let wrong = if session_version >= 2 {
+        1
+    } else {
+        PROTOCOL_VERSION
+    };
+    let mut t = s.into_transport().map_err(err)?;
     let hello = Record::Hello {
-        version: PROTOCOL_VERSION + 1,
+        version: wrong,
         protocol,
         role: Role::Scheduler,
         pid: std::process::id(),
@@ -548,7 +612,10 @@ fn hello_version(ctx: &mut Ctx) -> Result<(), String> {
         .encode(),
     );
     let wait = match protocol {
-        Protocol::Notify => Record::NoMoreInserts { time: Time(0) },
+        Protocol::Notify => Record::NoMoreInserts {
+            time: Time(0),
+            horizon: Time(0),
+        },
         Protocol::Query => Record::Query {
             handle: 0,
             time: Time(0),
@@ -619,7 +686,7 @@ fn hello_version(ctx: &mut Ctx) -> Result<(), String> {
 /// The record that makes a fabric answer: NoMoreInserts or a Query.
 fn send_wait(ch: &mut Channel, handle: u64, t: Time) -> Result<(), String> {
     let r = match ch.protocol() {
-        Protocol::Notify => Record::NoMoreInserts { time: t },
+        Protocol::Notify => nmi(ch, t),
         Protocol::Query => Record::Query {
             handle,
             time: t,
@@ -645,7 +712,7 @@ fn bad_record(ctx: &mut Ctx) -> Result<(), String> {
     ch.send_raw_message(Lane::Ins, &b).map_err(err)?;
     // The channel did not count the raw Insert; the Query says 1.
     let r = match ch.protocol() {
-        Protocol::Notify => Record::NoMoreInserts { time: Time(0) },
+        Protocol::Notify => nmi(&ch, Time(0)),
         Protocol::Query => Record::Query {
             handle: 0,
             time: Time(0),
@@ -815,8 +882,8 @@ fn no_more_inserts(ctx: &mut Ctx) -> Result<(), String> {
     let clock = d.clock;
     d.report(ctx);
     // Nothing in flight now: a deadlock of the simulated system.
-    ch.send(Record::NoMoreInserts { time: clock })
-        .map_err(err)?;
+    let r = nmi(&ch, clock);
+    ch.send(r).map_err(err)?;
     ch.flush().map_err(err)?;
     expect_refusal(ctx, &mut ch, "nmi-deadlock", ErrorCode::Deadlock, pid, true);
     Ok(())

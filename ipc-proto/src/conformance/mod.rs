@@ -28,7 +28,7 @@ pub mod fabric_checks;
 pub mod peer;
 pub mod scheduler_checks;
 
-use crate::record::{Protocol, Role};
+use crate::record::{Protocol, ProtocolSpec, Role};
 use crate::time::Time;
 use peer::PeerProcess;
 use std::fmt;
@@ -41,7 +41,9 @@ use std::time::Duration;
 pub struct Options {
     /// The role of the peer under test (the checker plays the other one).
     pub role: Role,
-    pub protocol: Protocol,
+    /// Protocol and wire version of the sessions (`query`, `notify`,
+    /// `notify-v1`, `query-v1`).
+    pub protocol: ProtocolSpec,
     /// Base session key; scenario n uses `KEY-n`.
     pub key: String,
     /// Command template starting the peer for one scenario (`{key}`,
@@ -67,7 +69,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             role: Role::Fabric,
-            protocol: Protocol::Notify,
+            protocol: ProtocolSpec::NOTIFY,
             key: "conformance".into(),
             spawn: None,
             quantum: Time(1),
@@ -109,13 +111,17 @@ pub struct Scenario {
     pub role: Role,
     /// None = both protocols.
     pub protocol: Option<Protocol>,
+    /// The oldest wire version the scenario applies to (1: all).
+    pub min_version: u32,
     pub about: &'static str,
     run: fn(&mut Ctx) -> Result<(), String>,
 }
 
 impl Scenario {
-    pub fn applies(&self, role: Role, protocol: Protocol) -> bool {
-        self.role == role && self.protocol.is_none_or(|p| p == protocol)
+    pub fn applies(&self, role: Role, spec: ProtocolSpec) -> bool {
+        self.role == role
+            && self.protocol.is_none_or(|p| p == spec.protocol)
+            && spec.version >= self.min_version
     }
 }
 
@@ -477,7 +483,7 @@ mod tests {
         assert!(e.contains("unknown scenario \"nosuch\""), "{e}");
         let e = run_err(Options {
             only: vec!["no-more-inserts".into()],
-            protocol: Protocol::Query,
+            protocol: ProtocolSpec::QUERY,
             ..Options::default()
         });
         assert!(

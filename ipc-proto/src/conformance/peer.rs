@@ -2,7 +2,7 @@
 //! with `sh -c` in its own process group (so the whole group can be
 //! stopped), output captured in a temporary file for failure reasons.
 
-use crate::record::Protocol;
+use crate::record::ProtocolSpec;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -17,14 +17,14 @@ pub struct PeerProcess {
 }
 
 /// `template` with `{key}` and `{protocol}` replaced.
-pub fn expand(template: &str, key: &str, protocol: Protocol) -> String {
+pub fn expand(template: &str, key: &str, protocol: ProtocolSpec) -> String {
     template
         .replace("{key}", key)
-        .replace("{protocol}", protocol.name())
+        .replace("{protocol}", &protocol.name())
 }
 
 impl PeerProcess {
-    pub fn spawn(template: &str, key: &str, protocol: Protocol) -> Result<PeerProcess, String> {
+    pub fn spawn(template: &str, key: &str, protocol: ProtocolSpec) -> Result<PeerProcess, String> {
         static N: AtomicU32 = AtomicU32::new(0);
         if !template.contains("{key}") {
             return Err(format!(

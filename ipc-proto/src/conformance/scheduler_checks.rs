@@ -9,9 +9,8 @@ use super::{err, Ctx, Scenario};
 use crate::channel::Channel;
 use crate::names::Lane;
 use crate::record::{Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE};
-use crate::session::{create_fabric, FabricSession};
+use crate::session::FabricSession;
 use crate::time::Time;
-use crate::transport::Transport;
 use crate::ProtoError;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -25,6 +24,7 @@ pub fn scenarios() -> Vec<Scenario> {
         name,
         role: Role::Scheduler,
         protocol: None,
+        min_version: 1,
         about,
         run,
     };
@@ -50,7 +50,16 @@ enum Fault {
 fn create(ctx: &mut Ctx) -> Result<FabricSession, String> {
     let start = Instant::now();
     loop {
-        match create_fabric(&ctx.key, ctx.opts.protocol, ENDPOINTS) {
+        let opts = crate::session::FabricOptions {
+            version: Some(ctx.opts.protocol.version),
+            ..Default::default()
+        };
+        match crate::session::create_fabric_opts(
+            &ctx.key,
+            ctx.opts.protocol.protocol,
+            ENDPOINTS,
+            &opts,
+        ) {
             Ok(s) => return Ok(s),
             // Another session of this user may hold the small queue budget
             // for a moment.
@@ -96,6 +105,9 @@ struct Fabric<'c> {
     waits: u64,
     batches: u64,
     max_batch: usize,
+    /// v2: Grants sent, and whether Config arrived.
+    grants: u64,
+    configured: bool,
 }
 
 enum End {
@@ -110,6 +122,20 @@ impl<'c> Fabric<'c> {
         if !ok {
             self.problems.entry(rule).or_insert_with(why);
         }
+    }
+
+    /// The grant of a batch at `ta` (v2): the next arrival of a message
+    /// already inserted, u64::MAX if none; 0 in version 1.
+    fn grant_after(&self, ta: Time) -> Time {
+        if self.ch.version() < 2 {
+            return Time(0);
+        }
+        self.flight
+            .values()
+            .map(|m| m.arrival)
+            .filter(|&a| a > ta)
+            .min()
+            .unwrap_or(Time(u64::MAX))
     }
 
     fn next(&mut self) -> Result<Record, String> {
@@ -145,6 +171,12 @@ impl<'c> Fabric<'c> {
                     dst,
                     ..
                 } => {
+                    if self.ch.version() >= 2 {
+                        let c = self.configured;
+                        self.check("config-first", c, || {
+                            "version 2: an Insert before the Config record".to_string()
+                        });
+                    }
                     let clock = self.clock;
                     self.check("insert-times", time >= clock, || {
                         format!(
@@ -257,11 +289,21 @@ impl<'c> Fabric<'c> {
                     };
                     self.ch.send(reply).map_err(err)?;
                 }
-                Record::NoMoreInserts { time } => {
+                Record::NoMoreInserts { time, horizon } => {
                     let clock = self.clock;
                     self.check("wait-times", time >= clock, || {
                         format!("NoMoreInserts at {time} ps, before the fabric's clock {clock} ps")
                     });
+                    let v2 = self.ch.version() >= 2;
+                    if v2 {
+                        self.check("horizon", horizon >= time, || {
+                            format!("NoMoreInserts at {time} ps with horizon {horizon} ps (the horizon is the next event, not before now)")
+                        });
+                    } else {
+                        self.check("horizon", horizon.0 == 0, || {
+                            format!("version 1: NoMoreInserts with a non-zero horizon field ({horizon})")
+                        });
+                    }
                     let empty = self.flight.is_empty();
                     self.check("nmi-in-flight", !empty, || {
                         format!("NoMoreInserts at {time} ps with nothing in flight")
@@ -276,6 +318,16 @@ impl<'c> Fabric<'c> {
                         return Err("the scheduler waits with nothing in flight".into());
                     }
                     let ta = self.flight.values().map(|m| m.arrival).min().unwrap();
+                    if v2 && ta > horizon {
+                        // Exact notify: nothing completes up to the
+                        // horizon; the fabric has simulated through it and
+                        // grants the next arrival (its lookahead).
+                        self.ch.send(Record::Grant { time: ta }).map_err(err)?;
+                        self.ch.flush().map_err(err)?;
+                        self.clock = self.clock.max(horizon);
+                        self.grants += 1;
+                        continue;
+                    }
                     let mut done: Vec<(u64, u64)> = self
                         .flight
                         .iter()
@@ -294,7 +346,12 @@ impl<'c> Fabric<'c> {
                             .to_vec();
                             b[RECORD_SIZE - 1] = 0x5a;
                             b.extend_from_slice(
-                                &Record::ArrivalBatchEnd { time: ta, count: 1 }.encode(),
+                                &Record::ArrivalBatchEnd {
+                                    time: ta,
+                                    count: 1,
+                                    grant: self.grant_after(ta),
+                                }
+                                .encode(),
                             );
                             self.ch.send_raw_message(Lane::Arr, &b).map_err(err)?;
                             return Ok(End::Injected);
@@ -315,6 +372,7 @@ impl<'c> Fabric<'c> {
                                 &Record::ArrivalBatchEnd {
                                     time: ta,
                                     count: wrong,
+                                    grant: self.grant_after(ta),
                                 }
                                 .encode(),
                             );
@@ -337,10 +395,12 @@ impl<'c> Fabric<'c> {
                             })
                             .map_err(err)?;
                     }
+                    let grant = self.grant_after(ta);
                     self.ch
                         .send(Record::ArrivalBatchEnd {
                             time: ta,
                             count: done.len() as u32,
+                            grant,
                         })
                         .map_err(err)?;
                     self.ch.flush().map_err(err)?;
@@ -348,6 +408,30 @@ impl<'c> Fabric<'c> {
                     self.last_reported = ta;
                     self.batches += 1;
                     self.max_batch = self.max_batch.max(done.len());
+                }
+                Record::Config {
+                    quantum,
+                    estimate_milli,
+                    ..
+                } => {
+                    let first = !self.configured && self.inserts == 0 && self.waits == 0;
+                    self.check("config-first", first, || {
+                        "Config is not the scheduler's first record (or came twice)".to_string()
+                    });
+                    let q_ok = quantum.0 >= 1
+                        && (self.protocol == Protocol::Notify
+                            || (quantum == self.q && (estimate_milli != 0) == self.estimate));
+                    let (q, est) = (self.q, self.estimate);
+                    self.check("config", q_ok, || {
+                        format!("Config q={quantum} F={}/1000; the checker was told q={q}, estimate={est}", estimate_milli)
+                    });
+                    self.configured = true;
+                    self.ch
+                        .send(Record::ConfigAck {
+                            min_latency: self.latency,
+                        })
+                        .map_err(err)?;
+                    self.ch.flush().map_err(err)?;
                 }
                 Record::Finish { time } => {
                     let last = self.last_reported;
@@ -395,6 +479,8 @@ fn fabric<'c>(ctx: &Ctx, ch: &'c mut Channel) -> Fabric<'c> {
         waits: 0,
         batches: 0,
         max_batch: 0,
+        grants: 0,
+        configured: false,
     }
 }
 
@@ -624,7 +710,7 @@ fn segment_version(ctx: &mut Ctx) -> Result<(), String> {
 fn hello_version(ctx: &mut Ctx) -> Result<(), String> {
     let (s, pid) = setup(ctx)?;
     let protocol = s.protocol();
-    let mut t = s.into_transport();
+    let mut t = s.into_transport().map_err(err)?;
     let lane = Lane::outgoing(protocol, Role::Fabric)[0];
     let hello = Record::Hello {
         version: PROTOCOL_VERSION + 1,

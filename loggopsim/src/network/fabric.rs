@@ -10,46 +10,115 @@
 //!   returned unchanged: the arrival time (<= t') or the next time to ask
 //!   (t' + q, or the fabric's estimate). The engine re-inserts the message
 //!   event there; its rules do not change.
-//! - notify (SyncMode::Notify): `insert` sends Insert; `wait_arrivals`
+//! - notify-v1 (SyncMode::Notify): `insert` sends Insert; `wait_arrivals`
 //!   sends NoMoreInserts{now} and collects one batch of Arrivals up to the
 //!   batch end.
+//! - notify, version 2 (SyncMode::Exact): `wait_exact(now, horizon)` sends
+//!   NoMoreInserts{now, horizon} and returns the batch (its end carries the
+//!   grant) or the Grant.
+//! - version 2: the first record is Config{q, F}; the ConfigAck gives the
+//!   fabric's minimum latency (the engine's lookahead after an insert).
 //! - `finish` sends Finish{t_end}.
+//!
+//! The records travel over a [`Link`]: an ipc-proto [`Channel`] (message
+//! queues, shared memory, in-process channels), or the fabric server
+//! itself, called on this thread (`--network onepiece`, [`super::onepiece`]).
 //!
 //! Handles are the scheduler's: 0, 1, 2, ... in insert order.
 
-use super::{Handle, NetError, Network, SyncMode};
-use ipc_proto::{Channel, ErrorCode, ProtoError, Protocol, Record, Time};
+use super::{Answer, Handle, NetError, Network, SyncMode};
+use ipc_proto::{
+    Channel, ChannelStats, ErrorCode, EstimateBase, ProtoError, Protocol, ProtocolSpec, Record,
+    Time,
+};
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// Where the scheduler's records go and the fabric's answers come from.
+pub trait Link {
+    fn send(&mut self, r: Record) -> Result<(), ProtoError>;
+    /// The next answer (blocking for a channel).
+    fn recv(&mut self) -> Result<Record, ProtoError>;
+    fn flush(&mut self) -> Result<(), ProtoError>;
+    /// Inserts sent so far (what a Query carries).
+    fn inserts_sent(&self) -> u64;
+    fn protocol(&self) -> Protocol;
+    /// Wire version of the session.
+    fn version(&self) -> u32;
+    fn stats(&self) -> ChannelStats {
+        ChannelStats::default()
+    }
+    /// The full text of the fabric's last error, when the link knows more
+    /// than the 48 bytes of an Error record (one-piece mode).
+    fn error_text(&self) -> Option<String> {
+        None
+    }
+    /// Called after Finish was sent: extra counters for the report.
+    fn finished(&mut self) -> Result<Vec<(String, u64)>, NetError> {
+        Ok(Vec::new())
+    }
+}
+
+impl Link for Channel {
+    fn send(&mut self, r: Record) -> Result<(), ProtoError> {
+        Channel::send(self, r)
+    }
+    fn recv(&mut self) -> Result<Record, ProtoError> {
+        Channel::recv(self)
+    }
+    fn flush(&mut self) -> Result<(), ProtoError> {
+        Channel::flush(self)
+    }
+    fn inserts_sent(&self) -> u64 {
+        Channel::inserts_sent(self)
+    }
+    fn protocol(&self) -> Protocol {
+        Channel::protocol(self)
+    }
+    fn version(&self) -> u32 {
+        Channel::version(self)
+    }
+    fn stats(&self) -> ChannelStats {
+        Channel::stats(self)
+    }
+}
 
 /// Command-line options of the co-simulation backends (`--network ipc` and
 /// `--network inproc`). Flattened into loggopsim's options.
 #[derive(clap::Args, Clone, Debug)]
 pub struct CosimArgs {
-    /// Co-simulation protocol: query (polling, engine unchanged) or notify.
+    /// Co-simulation protocol: notify (exact notification, protocol
+    /// version 2: results equal query at 1 ps), query (polling, engine
+    /// unchanged), notify-v1 (the thesis's run-ahead notification, version
+    /// 1: may process events past an arrival still in flight; for the
+    /// efficiency study and version-1 peers), query-v1 (polling with
+    /// version-1 peers).
     #[arg(
         long,
         default_value = "notify",
-        help_heading = "Co-simulation (--network ipc|inproc)"
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
     )]
-    pub protocol: Protocol,
+    pub protocol: ProtocolSpec,
     /// Query protocol: precision q (1ns, 100ps, 10ps, 1ps, any value; a
     /// bare number is ps). The fabric answers "not yet" with t' + q.
-    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = ibnet::server::parse_quantum, help_heading = "Co-simulation (--network ipc|inproc)")]
+    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = ibnet::server::parse_quantum, help_heading = "Co-simulation (--network ipc|inproc|onepiece)")]
     pub quantum: Time,
-    /// Query protocol: arrival-estimate factor F; the first query of a
-    /// message is answered max(t'+q, t_insert + F * zero-load latency).
+    /// Query protocol: arrival-estimate factor F (multiple of 0.001); the
+    /// first query of a message is answered max(t'+q, t_insert + F x the
+    /// per-hop fixed latencies of its route), the thesis's estimate. F = 1
+    /// never errs; real arrivals before a promise are counted as causality
+    /// errors. Version 2 sends q and F to the fabric (Config record).
     #[arg(
         long,
         value_name = "F",
-        help_heading = "Co-simulation (--network ipc|inproc)"
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
     )]
     pub estimate: Option<f64>,
     /// ipc: session key of the fabric (`ibnet serve --key KEY`).
     #[arg(
         long,
         value_name = "KEY",
-        help_heading = "Co-simulation (--network ipc|inproc)"
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
     )]
     pub key: Option<String>,
     /// ipc: how long to wait for the fabric to be ready, in seconds.
@@ -57,39 +126,39 @@ pub struct CosimArgs {
         long,
         value_name = "SECS",
         default_value_t = 30.0,
-        help_heading = "Co-simulation (--network ipc|inproc)"
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
     )]
     pub connect_timeout: f64,
     #[command(
         flatten,
-        next_help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+        next_help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
     )]
     pub fabric: ibnet::server::SetupArgs,
     /// inproc: write the fabric's statistics to FILE (default: stderr).
     #[arg(
         long,
         value_name = "FILE",
-        help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
     )]
     pub fabric_report: Option<PathBuf>,
     /// inproc: the fabric's statistics as JSON.
     #[arg(
         long,
-        help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
     )]
     pub fabric_json: bool,
     /// inproc: write the fabric's insert log (handle time_ps src dst bytes).
     #[arg(
         long,
         value_name = "FILE",
-        help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
     )]
     pub log_inserts: Option<PathBuf>,
     /// inproc: write the fabric's arrival log (handle time_ps).
     #[arg(
         long,
         value_name = "FILE",
-        help_heading = "Fabric (--network inproc; for ipc give them to ibnet serve)"
+        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
     )]
     pub log_arrivals: Option<PathBuf>,
 }
@@ -106,14 +175,17 @@ struct Counters {
     not_yet: u64,
     waits: u64,
     arrivals: u64,
+    grants: u64,
 }
 
 /// The co-simulation backend.
 pub struct CosimNetwork {
-    ch: Channel,
-    protocol: Protocol,
+    ch: Box<dyn Link>,
+    spec: ProtocolSpec,
     quantum: Time,
     estimate: bool,
+    /// Version 2: the fabric's ConfigAck (1 ps in version 1).
+    min_latency: Time,
     name: String,
     next_handle: u64,
     c: Counters,
@@ -132,19 +204,22 @@ fn transport(e: ProtoError) -> NetError {
 }
 
 impl CosimNetwork {
-    /// Wrap a connected scheduler channel.
+    /// Wrap a connected link. Version 2: sends Config{q, F} and waits for
+    /// the ConfigAck (errors name the fabric's reason).
     pub fn new(
-        ch: Channel,
+        ch: Box<dyn Link>,
         quantum: Time,
-        estimate: bool,
+        estimate: Option<f64>,
         name: String,
         on_finish: Option<FinishHook>,
-    ) -> CosimNetwork {
-        CosimNetwork {
-            protocol: ch.protocol(),
+    ) -> Result<CosimNetwork, NetError> {
+        let spec = ProtocolSpec::new(ch.protocol(), ch.version());
+        let mut net = CosimNetwork {
+            spec,
             ch,
             quantum,
-            estimate,
+            estimate: estimate.is_some(),
+            min_latency: Time(1),
             name,
             next_handle: 0,
             c: Counters::default(),
@@ -152,7 +227,34 @@ impl CosimNetwork {
             on_finish,
             extra_stats: Vec::new(),
             done: false,
+        };
+        if spec.has_config() {
+            let estimate_milli = match estimate {
+                Some(f) => ipc_proto::estimate_to_milli(f).map_err(NetError::Protocol)?,
+                None => 0,
+            };
+            net.send(Record::Config {
+                quantum,
+                estimate_milli,
+                estimate_base: EstimateBase::Hops,
+            })?;
+            match net.recv()? {
+                Record::ConfigAck { min_latency } if min_latency.0 >= 1 => {
+                    net.min_latency = min_latency;
+                }
+                other => {
+                    return Err(NetError::Protocol(format!(
+                        "expected ConfigAck{{min_latency >= 1 ps}} as the answer to Config, got {other:?}"
+                    )))
+                }
+            }
         }
+        Ok(net)
+    }
+
+    /// The protocol and wire version of the session.
+    pub fn spec(&self) -> ProtocolSpec {
+        self.spec
     }
 
     /// `--network ipc`: attach to the fabric's session `args.key` (bounded
@@ -164,11 +266,14 @@ impl CosimNetwork {
         let timeout = Duration::from_secs_f64(args.connect_timeout.max(0.0));
         let session = ipc_proto::open_scheduler(key, timeout)
             .map_err(|e| format!("cannot attach to the fabric: {e}"))?;
-        if session.protocol() != args.protocol {
+        let served = ProtocolSpec::new(session.protocol(), session.version());
+        if served != args.protocol {
             return Err(format!(
-                "the fabric of session {key} serves the {} protocol, but --protocol {} was given",
+                "the fabric of session {key} serves {served} (the {} protocol, wire version {}), but --protocol {} (version {}) was given: start both sides with the same --protocol (notify-v1 / query-v1 talk to version-1 peers)",
                 session.protocol(),
-                args.protocol
+                session.version(),
+                args.protocol,
+                args.protocol.version
             ));
         }
         if session.endpoints() < num_ranks {
@@ -177,16 +282,18 @@ impl CosimNetwork {
                 session.endpoints()
             ));
         }
+        let transport = session.transport();
         let ch = session
             .connect()
             .map_err(|e| format!("cannot connect to the fabric: {e}"))?;
-        Ok(CosimNetwork::new(
-            ch,
+        CosimNetwork::new(
+            Box::new(ch),
             args.quantum,
-            args.estimate.is_some(),
-            format!("ibnet/{} over mq", args.protocol),
+            args.estimate,
+            format!("ibnet/{} over {transport}", args.protocol),
             None,
-        ))
+        )
+        .map_err(|e| format!("cannot configure the session: {e}"))
     }
 
     fn fresh_handle(&mut self) -> Handle {
@@ -199,7 +306,12 @@ impl CosimNetwork {
     fn peer_error(&mut self, rec: &Record) -> NetError {
         self.done = true;
         let (code, detail) = match rec {
-            Record::Error { code, .. } => (*code, rec.error_detail().unwrap_or_default()),
+            Record::Error { code, .. } => (
+                *code,
+                self.ch
+                    .error_text()
+                    .unwrap_or_else(|| rec.error_detail().unwrap_or_default()),
+            ),
             _ => unreachable!(),
         };
         match ErrorCode::from_u32(code) {
@@ -248,10 +360,15 @@ impl Network for CosimNetwork {
     }
 
     fn mode(&self) -> SyncMode {
-        match self.protocol {
+        match self.spec.protocol {
             Protocol::Query => SyncMode::Poll,
+            Protocol::Notify if self.spec.exact_notify() => SyncMode::Exact,
             Protocol::Notify => SyncMode::Notify,
         }
+    }
+
+    fn min_latency(&self) -> Time {
+        self.min_latency
     }
 
     fn insert(
@@ -284,7 +401,7 @@ impl Network for CosimNetwork {
         _size: u64,
         handle: Handle,
     ) -> Result<Time, NetError> {
-        if self.protocol != Protocol::Query {
+        if self.spec.protocol != Protocol::Query {
             return Err(NetError::Unsupported("query in the notify protocol".into()));
         }
         let inserts_sent = self.ch.inserts_sent();
@@ -328,12 +445,16 @@ impl Network for CosimNetwork {
     }
 
     fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
-        if self.protocol != Protocol::Notify {
-            return Err(NetError::Unsupported(
-                "wait_arrivals in the query protocol".into(),
-            ));
+        if self.mode() != SyncMode::Notify {
+            return Err(NetError::Unsupported(format!(
+                "wait_arrivals in the {} protocol",
+                self.spec
+            )));
         }
-        self.send(Record::NoMoreInserts { time: now })?;
+        self.send(Record::NoMoreInserts {
+            time: now,
+            horizon: Time(0),
+        })?;
         self.c.waits += 1;
         self.batch.clear();
         loop {
@@ -358,19 +479,83 @@ impl Network for CosimNetwork {
         }
     }
 
+    fn wait_exact(&mut self, now: Time, horizon: Time) -> Result<Answer, NetError> {
+        if self.mode() != SyncMode::Exact {
+            return Err(NetError::Unsupported(format!(
+                "wait_exact in the {} protocol",
+                self.spec
+            )));
+        }
+        self.send(Record::NoMoreInserts { time: now, horizon })?;
+        self.c.waits += 1;
+        self.batch.clear();
+        loop {
+            match self.recv()? {
+                Record::Arrival { handle, time } => self.batch.push((handle, time)),
+                Record::ArrivalBatchEnd { time, grant, .. } => {
+                    if let Some((h, t)) = self.batch.iter().find(|(_, t)| *t != time) {
+                        return Err(NetError::Protocol(format!(
+                            "Arrival {h} at {} ps inside a batch ending at {} ps",
+                            t.0, time.0
+                        )));
+                    }
+                    if time > horizon {
+                        return Err(NetError::Protocol(format!(
+                            "arrivals at {} ps answer a wait whose horizon is {} ps (the fabric must stop at the horizon and grant)",
+                            time.0, horizon.0
+                        )));
+                    }
+                    if grant <= time {
+                        return Err(NetError::Protocol(format!(
+                            "ArrivalBatchEnd at {} ps grants {} ps (must be later)",
+                            time.0, grant.0
+                        )));
+                    }
+                    self.c.arrivals += self.batch.len() as u64;
+                    return Ok(Answer {
+                        arrivals: std::mem::take(&mut self.batch),
+                        grant,
+                    });
+                }
+                Record::Grant { time } => {
+                    if !self.batch.is_empty() || time <= horizon {
+                        return Err(NetError::Protocol(format!(
+                            "Grant of {} ps for the horizon {} ps{} (it must be later than the horizon and come alone)",
+                            time.0,
+                            horizon.0,
+                            if self.batch.is_empty() { "" } else { " after Arrivals" }
+                        )));
+                    }
+                    self.c.grants += 1;
+                    return Ok(Answer {
+                        arrivals: Vec::new(),
+                        grant: time,
+                    });
+                }
+                other => {
+                    return Err(NetError::Protocol(format!(
+                        "expected Arrival, ArrivalBatchEnd or Grant, got {other:?}"
+                    )))
+                }
+            }
+        }
+    }
+
     fn finish(&mut self, end: Time) -> Result<(), NetError> {
         self.send(Record::Finish { time: end })?;
         self.ch.flush().map_err(transport)?;
         self.done = true;
+        self.extra_stats = self.ch.finished()?;
         if let Some(hook) = self.on_finish.take() {
-            self.extra_stats = hook()?;
+            self.extra_stats.extend(hook()?);
         }
         Ok(())
     }
 
     fn stats(&self) -> Vec<(String, u64)> {
         let mut v = vec![("inserts".to_string(), self.c.inserts)];
-        match self.protocol {
+        v.push(("protocol_version".into(), self.spec.version as u64));
+        match self.spec.protocol {
             Protocol::Query => {
                 v.push(("queries".into(), self.c.queries));
                 v.push(("replies_not_yet".into(), self.c.not_yet));
@@ -379,6 +564,10 @@ impl Network for CosimNetwork {
             Protocol::Notify => {
                 v.push(("no_more_inserts".into(), self.c.waits));
                 v.push(("arrivals".into(), self.c.arrivals));
+                if self.spec.exact_notify() {
+                    v.push(("grants".into(), self.c.grants));
+                    v.push(("min_latency_ps".into(), self.min_latency.0));
+                }
             }
         }
         let cs = self.ch.stats();
@@ -422,30 +611,34 @@ mod tests {
         }
     }
 
-    /// A backend whose fabric thread runs `cfg` (H8_S1, thesis-ddr).
+    /// A backend whose fabric thread runs `cfg` (H8_S1, thesis-ddr). In
+    /// version 1 the fabric is given `fabric_q` / `estimate`; in version 2
+    /// it takes the scheduler's Config unless `pin` (then it insists on
+    /// `fabric_q`).
     fn backend(
-        protocol: Protocol,
+        spec: ProtocolSpec,
         fabric_q: u64,
         sched_q: u64,
         estimate: Option<f64>,
-    ) -> CosimNetwork {
+        pin: bool,
+    ) -> Result<CosimNetwork, NetError> {
         let setup = FabricSetup::build(&SetupArgs {
             topology: "H8_S1".into(),
             ..SetupArgs::default()
         })
         .unwrap();
-        let cfg = ServerConfig {
-            protocol,
-            quantum: Time(fabric_q),
-            estimate,
-            rank_hcas: setup.rank_hcas,
-        };
+        let mut cfg = ServerConfig::new(spec, setup.rank_hcas);
+        if spec.version < 2 || pin {
+            cfg.quantum = Time(fabric_q);
+            cfg.estimate = estimate;
+            cfg.pinned = pin;
+        }
         let mut server = FabricServer::new(setup.fabric, cfg).unwrap();
-        let (s, mut f) = ipc_proto::inproc::pair(protocol).unwrap();
+        let (s, mut f) = ipc_proto::inproc::pair_versioned(spec.protocol, spec.version).unwrap();
         std::thread::spawn(move || {
             let _ = ibnet::server::serve_channel(&mut f, &mut server, None);
         });
-        CosimNetwork::new(s, Time(sched_q), estimate.is_some(), "test".into(), None)
+        CosimNetwork::new(Box::new(s), Time(sched_q), estimate, "test".into(), None)
     }
 
     const PINGPONG: &str = "num_ranks 2\n\nrank 0 {\nl1: send 44b to 1 tag 0\nl2: recv 44b from 1 tag 0\nl2 requires l1\n}\n\nrank 1 {\nl1: recv 44b from 0 tag 0\nl2: send 44b to 0 tag 0\nl2 requires l1\n}\n";
@@ -459,38 +652,67 @@ mod tests {
 
     /// Ping-pong of one-flit messages over one switch: each way takes
     /// 150.6 ns (ibfabric.md 11 case 1 with the sec. 13 numbers), so rank 1
-    /// finishes at 150600 ps and rank 0 at 301200 ps, in both protocols.
+    /// finishes at 150600 ps and rank 0 at 301200 ps, in every protocol.
     #[test]
-    fn pingpong_both_protocols() {
-        assert_eq!(
-            run(backend(Protocol::Notify, 1, 1, None)).unwrap(),
-            vec![301_200, 150_600]
-        );
-        assert_eq!(
-            run(backend(Protocol::Query, 1, 1, Some(1.0))).unwrap(),
-            vec![301_200, 150_600]
-        );
-        // 1 ns polling: each arrival is learned at the next multiple of
-        // 1 ns after its send (sends at 0 and 151 ns).
-        assert_eq!(
-            run(backend(Protocol::Query, 1000, 1000, None)).unwrap(),
-            vec![302_000, 151_000]
-        );
+    fn pingpong_all_protocols() {
+        for spec in [ProtocolSpec::NOTIFY, ProtocolSpec::NOTIFY_V1] {
+            assert_eq!(
+                run(backend(spec, 1, 1, None, false).unwrap()).unwrap(),
+                vec![301_200, 150_600],
+                "{spec}"
+            );
+        }
+        for spec in [ProtocolSpec::QUERY, ProtocolSpec::QUERY_V1] {
+            assert_eq!(
+                run(backend(spec, 1, 1, Some(1.0), false).unwrap()).unwrap(),
+                vec![301_200, 150_600],
+                "{spec}"
+            );
+            // 1 ns polling: each arrival is learned at the next multiple of
+            // 1 ns after its send (sends at 0 and 151 ns).
+            assert_eq!(
+                run(backend(spec, 1000, 1000, None, false).unwrap()).unwrap(),
+                vec![302_000, 151_000],
+                "{spec}"
+            );
+        }
     }
 
+    /// Version 1: q is an option of both sides; the scheduler detects a
+    /// mismatch from the replies.
     #[test]
-    fn quantum_mismatch_is_detected() {
-        let e = run(backend(Protocol::Query, 1000, 1, None))
+    fn quantum_mismatch_is_detected_v1() {
+        let e = run(backend(ProtocolSpec::QUERY_V1, 1000, 1, None, false).unwrap())
             .unwrap_err()
             .to_string();
         assert!(e.contains("expected 1 ps (t' + q with q = 1 ps)"), "{e}");
         assert!(e.contains("--quantum/--estimate agree"), "{e}");
     }
 
+    /// Version 2: q travels in the Config record; a fabric pinned to
+    /// another q refuses the Config at once, naming both values.
+    #[test]
+    fn quantum_agreed_through_config_v2() {
+        // not pinned: the fabric takes the scheduler's 1 ns
+        assert_eq!(
+            run(backend(ProtocolSpec::QUERY, 1, 1000, None, false).unwrap()).unwrap(),
+            vec![302_000, 151_000]
+        );
+        let e = backend(ProtocolSpec::QUERY, 1000, 1, None, true)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("Config q=1ps F=none, fabric has q=1000ps F=none"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn stats_count_protocol_records() {
         let sched = crate::goal::parse_str("pp.goal", PINGPONG).unwrap();
-        let mut sim = Sim::new(sched, zero(), backend(Protocol::Notify, 1, 1, None)).unwrap();
+        let net = backend(ProtocolSpec::NOTIFY_V1, 1, 1, None, false).unwrap();
+        let mut sim = Sim::new(sched, zero(), net).unwrap();
         sim.run().unwrap();
         let st: std::collections::HashMap<String, u64> =
             sim.network().stats().into_iter().collect();
@@ -498,12 +720,32 @@ mod tests {
             (st["inserts"], st["no_more_inserts"], st["arrivals"]),
             (2, 2, 2)
         );
+        // v2 on the same ping-pong: one switch, so the minimum latency is
+        // ISW + VSW = 100 ns; each wait is answered with the arrival.
+        let sched = crate::goal::parse_str("pp.goal", PINGPONG).unwrap();
+        let net = backend(ProtocolSpec::NOTIFY, 1, 1, None, false).unwrap();
+        let mut sim = Sim::new(sched, zero(), net).unwrap();
+        sim.run().unwrap();
+        let st: std::collections::HashMap<String, u64> =
+            sim.report().network_stats.into_iter().collect();
+        assert_eq!(
+            (
+                st["inserts"],
+                st["no_more_inserts"],
+                st["arrivals"],
+                st["grants"],
+                st["min_latency_ps"],
+                st["late_arrivals"],
+                st["protocol_version"]
+            ),
+            (2, 2, 2, 0, 100_000, 0, 2)
+        );
     }
 
     #[test]
     fn fabric_errors_become_engine_errors() {
-        let (s, mut f) = ipc_proto::inproc::pair(Protocol::Notify).unwrap();
-        let mut net = CosimNetwork::new(s, Time(1), false, "test".into(), None);
+        let (s, mut f) = ipc_proto::inproc::pair_versioned(Protocol::Notify, 1).unwrap();
+        let mut net = CosimNetwork::new(Box::new(s), Time(1), None, "test".into(), None).unwrap();
         std::thread::spawn(move || {
             let _ = f.recv();
             f.send(Record::error(ErrorCode::Deadlock, "2 stuck: 4,9"))
@@ -520,10 +762,59 @@ mod tests {
         }
     }
 
+    /// A fabric that breaks the version-2 rules is caught: a Grant not
+    /// beyond the horizon, arrivals after the horizon.
+    #[test]
+    fn exact_answers_are_checked() {
+        for (answer, want) in [
+            (
+                vec![Record::Grant { time: Time(500) }],
+                "must be later than the horizon",
+            ),
+            (
+                vec![
+                    Record::Arrival {
+                        handle: 0,
+                        time: Time(900),
+                    },
+                    Record::ArrivalBatchEnd {
+                        time: Time(900),
+                        count: 1,
+                        grant: Time(901),
+                    },
+                ],
+                "whose horizon is 500 ps",
+            ),
+        ] {
+            let (s, mut f) = ipc_proto::inproc::pair_versioned(Protocol::Notify, 2).unwrap();
+            std::thread::spawn(move || {
+                assert!(matches!(f.recv(), Ok(Record::Config { .. })));
+                f.send(Record::ConfigAck {
+                    min_latency: Time(10),
+                })
+                .unwrap();
+                f.flush().unwrap();
+                let _ = f.recv(); // Insert
+                let _ = f.recv(); // NoMoreInserts
+                for r in answer {
+                    f.send(r).unwrap();
+                }
+                f.flush().unwrap();
+                let _ = f.recv();
+            });
+            let mut net =
+                CosimNetwork::new(Box::new(s), Time(1), None, "test".into(), None).unwrap();
+            assert_eq!(net.min_latency(), Time(10));
+            net.insert(Time(0), 0, 1, 8, 0).unwrap();
+            let e = net.wait_exact(Time(0), Time(500)).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+
     #[test]
     fn ipc_needs_a_key_and_a_fabric() {
         let mut a = CosimArgs {
-            protocol: Protocol::Notify,
+            protocol: ProtocolSpec::NOTIFY,
             quantum: Time(1),
             estimate: None,
             key: None,

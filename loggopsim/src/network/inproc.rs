@@ -12,11 +12,20 @@ use ibnet::server::FabricServer;
 /// the scheduler's backend. Fails (before any simulation) on bad fabric
 /// options or when the schedule has more ranks than the fabric maps.
 pub fn spawn(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
-    let mut server = build_server(
+    let server = build_fabric(args, num_ranks)?;
+    spawn_with(args, server)
+}
+
+/// The fabric server of `args` for a schedule of `num_ranks` ranks. In
+/// version 1 the fabric gets q and F directly; in version 2 the backend's
+/// Config record sets them.
+pub fn build_fabric(args: &CosimArgs, num_ranks: u32) -> Result<FabricServer, String> {
+    let v1 = args.protocol.version < 2;
+    let server = build_server(
         &args.fabric,
         args.protocol,
-        args.quantum,
-        args.estimate,
+        v1.then_some(args.quantum),
+        if v1 { args.estimate } else { None },
         args.log_inserts.as_ref(),
         args.log_arrivals.as_ref(),
     )
@@ -28,8 +37,51 @@ pub fn spawn(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
             args.fabric.topology
         ));
     }
+    Ok(server)
+}
+
+/// The fabric's statistics at the end of a run (to `report` or stderr)
+/// and its counters for the scheduler's report.
+pub fn report_fabric(
+    server: &FabricServer,
+    report: Option<&std::path::PathBuf>,
+    json: bool,
+) -> Result<Vec<(String, u64)>, NetError> {
+    match report {
+        Some(p) => write_summary(server, json, Some(p))
+            .map_err(|e| NetError::Transport(format!("{e:#}")))?,
+        None => {
+            let text = if json {
+                serde_json::to_string_pretty(&server.summary_json()).unwrap_or_default() + "\n"
+            } else {
+                server.summary()
+            };
+            eprint!("{text}");
+        }
+    }
+    let st = server.stats();
+    Ok(vec![
+        (
+            "fabric_events".to_string(),
+            server.fabric().events_processed(),
+        ),
+        ("fabric_end_ps".to_string(), server.fabric().now().0),
+        ("causality_errors".to_string(), st.causality_errors),
+        (
+            "causality_error_ps_total".to_string(),
+            st.causality_error_ps_total,
+        ),
+        (
+            "causality_error_ps_max".to_string(),
+            st.causality_error_ps_max,
+        ),
+    ])
+}
+
+fn spawn_with(args: &CosimArgs, mut server: FabricServer) -> Result<CosimNetwork, String> {
     let (sched_end, mut fabric_end) =
-        ipc_proto::inproc::pair(args.protocol).map_err(|e| e.to_string())?;
+        ipc_proto::inproc::pair_versioned(args.protocol.protocol, args.protocol.version)
+            .map_err(|e| e.to_string())?;
     let thread = std::thread::Builder::new()
         .name("ibnet-fabric".into())
         .spawn(move || -> (Result<(), ServeError>, FabricServer) {
@@ -45,50 +97,27 @@ pub fn spawn(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
             .join()
             .map_err(|_| NetError::Transport("the fabric thread panicked".into()))?;
         r.map_err(|e| NetError::Transport(format!("fabric: {e}")))?;
-        match &report {
-            Some(p) => write_summary(&server, json, Some(p))
-                .map_err(|e| NetError::Transport(format!("{e:#}")))?,
-            None => {
-                let text = if json {
-                    serde_json::to_string_pretty(&server.summary_json()).unwrap_or_default() + "\n"
-                } else {
-                    server.summary()
-                };
-                eprint!("{text}");
-            }
-        }
-        let st = server.stats();
-        Ok(vec![
-            (
-                "fabric_events".to_string(),
-                server.fabric().events_processed(),
-            ),
-            ("fabric_end_ps".to_string(), server.fabric().now().0),
-            ("causality_errors".to_string(), st.causality_errors),
-            (
-                "causality_error_ps_total".to_string(),
-                st.causality_error_ps_total,
-            ),
-        ])
+        report_fabric(&server, report.as_ref(), json)
     });
-    Ok(CosimNetwork::new(
-        sched_end,
+    CosimNetwork::new(
+        Box::new(sched_end),
         args.quantum,
-        args.estimate.is_some(),
+        args.estimate,
         format!("ibnet/{} inproc", args.protocol),
         Some(hook),
-    ))
+    )
+    .map_err(|e| format!("cannot configure the session: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use ibnet::server::SetupArgs;
-    use ipc_proto::{Protocol, Time};
+    use ipc_proto::Time;
 
     fn args(topology: &str) -> CosimArgs {
         CosimArgs {
-            protocol: Protocol::Notify,
+            protocol: ipc_proto::ProtocolSpec::NOTIFY_V1,
             quantum: Time(1),
             estimate: None,
             key: None,

@@ -6,10 +6,17 @@
 //! - Poll mode: `query` each time a message event is processed until the
 //!   network has said the message is there (`query(..) <= now`); after that
 //!   the engine remembers it and does not ask again;
-//! - Notify mode: message events are created at `Time::MAX`, kept out of the
-//!   active queue, and `wait_arrivals` is called when no finite event is
-//!   left; reported events re-enter the active queue at their arrival time
-//!   with their original sequence number;
+//! - Notify mode (protocol version 1, the thesis's run-ahead): message
+//!   events are created at `Time::MAX`, kept out of the active queue, and
+//!   `wait_arrivals` is called when no finite event is left; reported
+//!   events re-enter the active queue at their arrival time with their
+//!   original sequence number;
+//! - Exact mode (protocol version 2, cosim-protocol.md 3a): as notify, but
+//!   the engine never processes an event at or after the time up to which
+//!   the network has vouched for every message in flight (its grant): it
+//!   calls `wait_exact(now, horizon)` first, with the time of its next
+//!   event as the horizon. After each insert at t the grant shrinks to
+//!   t + `min_latency()`. No arrival can then be late.
 //! - `finish` once, after the last event.
 
 use crate::Time;
@@ -17,6 +24,7 @@ use crate::Time;
 pub mod fabric;
 pub mod inproc;
 pub mod loggp;
+pub mod onepiece;
 pub use loggp::LogGp;
 
 pub type Handle = u64;
@@ -24,7 +32,19 @@ pub type Handle = u64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncMode {
     Poll,
+    /// Protocol version 1 notify: ask only when no finite event is left.
     Notify,
+    /// Protocol version 2 notify: ask before passing the network's grant.
+    Exact,
+}
+
+/// The network's answer to `wait_exact`: the arrivals of one instant
+/// (possibly none) and the grant: no message inserted so far arrives
+/// before `grant` except those just reported.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Answer {
+    pub arrivals: Vec<(Handle, Time)>,
+    pub grant: Time,
 }
 
 /// Errors a network backend reports; the run fails with them.
@@ -82,6 +102,22 @@ pub trait Network {
             self.name()
         )))
     }
+    /// Exact mode only: the engine's next event is at `horizon` (u64::MAX:
+    /// none) and it may not process it before it knows every arrival at or
+    /// before it. Returns the arrivals of the first completion instant
+    /// `<= horizon` with a grant after it, or no arrival and a grant
+    /// `> horizon`.
+    fn wait_exact(&mut self, now: Time, horizon: Time) -> Result<Answer, NetError> {
+        let _ = (now, horizon);
+        Err(NetError::Unsupported(format!(
+            "{}: wait_exact (exact notify) is not implemented",
+            self.name()
+        )))
+    }
+    /// Exact mode: a lower bound (>= 1 ps) of every message's travel time.
+    fn min_latency(&self) -> Time {
+        Time(1)
+    }
     /// The last event has been processed at `end`.
     fn finish(&mut self, end: Time) -> Result<(), NetError> {
         let _ = end;
@@ -123,6 +159,12 @@ impl<N: Network + ?Sized> Network for Box<N> {
     }
     fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
         (**self).wait_arrivals(now)
+    }
+    fn wait_exact(&mut self, now: Time, horizon: Time) -> Result<Answer, NetError> {
+        (**self).wait_exact(now, horizon)
+    }
+    fn min_latency(&self) -> Time {
+        (**self).min_latency()
     }
     fn finish(&mut self, end: Time) -> Result<(), NetError> {
         (**self).finish(end)
