@@ -9,6 +9,7 @@
 pub use ipc_proto::Time;
 
 pub mod engine;
+pub mod input;
 pub mod params;
 pub mod server;
 pub mod stats;

@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use ibnet::traffic::{
-    apply_app_traffic, rank_hcas, run_closed_loop, ClosedLoopSummary, TrafficSpec,
+    apply_app_traffic, rank_hcas, run_closed_loop_with, ClosedLoopSummary, TrafficSpec,
 };
 use ibnet::units::parse_time;
 use ibnet::{topology, Fabric, Params, Report, Time};
@@ -21,6 +21,7 @@ use serde::Serialize;
 #[command(
     name = "ibnet",
     version,
+    propagate_version = true,
     about = "Flit-level InfiniBand fabric simulator (ibfabric.md)"
 )]
 struct Cli {
@@ -47,6 +48,11 @@ Examples:
   ibnet run --topology M9 --traffic shift:1 --until 100us --json
   ibnet run --topology H8_S6 --preset thesis-ddr --traffic dissemination:1024:10 --json --latencies
 
+Times on the command line need a unit (ps, ns, us, ms, s); every printed time names its unit;
+JSON keys carry the unit (`_ps`, `_s`, `_mbps`) and values are numbers.
+The sink and queue statistics of the reference start at start_stat_col_ns (100 us); a run that
+ends earlier computes the sink bandwidth from t = 0 and warns (stderr and JSON `warnings`).
+
 Exit codes: 0 success; 1 fatal model condition or deadlock; 2 bad options, files or parameters.")]
     Run(RunArgs),
     /// Co-simulation server (see `ibnet serve --help`).
@@ -59,8 +65,9 @@ struct RunArgs {
     /// (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, chain:N).
     #[arg(long, value_name = "FILE|NAME")]
     topology: String,
-    /// Parameter preset: qdr (reference defaults), thesis-ddr (sec. 13), hcyang99 (CC).
-    #[arg(long, default_value = "qdr", value_name = "NAME")]
+    /// Parameter preset: thesis-ddr (sec. 13, the default, as for `ibnet
+    /// serve` and scripts/cosim), qdr (the reference's defaults), hcyang99 (CC).
+    #[arg(long, default_value = "thesis-ddr", value_name = "NAME")]
     preset: String,
     /// TOML file of parameter overrides (flat `key = value`; `preset = "..."` allowed).
     #[arg(long, value_name = "FILE")]
@@ -84,10 +91,12 @@ struct RunArgs {
     /// Leave wall-clock figures out of the JSON (byte-identical reruns).
     #[arg(long)]
     no_wall_time: bool,
-    /// Write the JSON report to FILE (in addition to stdout output).
+    /// Also write the JSON report to FILE (a copy; stdout is unchanged).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
-    /// Progress bar on stderr (default: when stderr is a terminal).
+    /// Progress on stderr: a bar on a terminal, plain periodic lines
+    /// (about one per second) otherwise. Default: on when stderr is a
+    /// terminal and --json is not given.
     #[arg(long)]
     progress: bool,
 }
@@ -118,6 +127,8 @@ struct JsonOut<'a> {
     closed_loop: Option<ClosedLoopSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
     report: Report,
 }
 
@@ -145,9 +156,11 @@ fn main() {
 fn params_from(a: &RunArgs) -> Result<Params> {
     let mut p = Params::preset(&a.preset).with_context(|| format!("--preset {}", a.preset))?;
     if let Some(f) = &a.config {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
-        p = p.apply_toml(&text, &f.display().to_string())?;
+        let text = ibnet::input::read_text(f)
+            .map_err(|e| anyhow::anyhow!("--config {}", e.describe(f)))?;
+        p = p
+            .apply_toml(&text, &f.display().to_string())
+            .context("--config")?;
     }
     for kv in &a.set {
         p = p
@@ -182,17 +195,23 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     } else {
         None
     });
-    let show_progress = a.progress || (std::io::stderr().is_terminal() && !a.json);
+    let tty = std::io::stderr().is_terminal();
+    let show_progress = a.progress || (tty && !a.json);
     let t0 = Instant::now();
     let mut closed_summary = None;
     let mut run_error: Option<String> = None;
     if let Some(spec) = closed.first() {
-        match run_closed_loop(&mut fabric, spec, &rank_hcas(&topo), until) {
+        let mut lines = PlainProgress::new(show_progress, until);
+        let r = run_closed_loop_with(&mut fabric, spec, &rank_hcas(&topo), until, &mut |f, m| {
+            lines.tick(f, Some(m))
+        });
+        match r {
             Ok(s) => closed_summary = Some(s),
             Err(e) => run_error = Some(e.to_string()),
         }
     } else if let Some(limit) = until {
-        let pb = show_progress.then(|| {
+        let mut lines = PlainProgress::new(show_progress && !tty, until);
+        let pb = (show_progress && tty).then(|| {
             let pb = indicatif::ProgressBar::new(100);
             pb.set_style(
                 indicatif::ProgressStyle::with_template(
@@ -202,15 +221,16 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             );
             pb
         });
-        let steps = if pb.is_some() { 100 } else { 1 };
+        let steps = if show_progress { 1000 } else { 1 };
         for i in 1..=steps {
             fabric.run_until(Time(
                 limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 },
             ));
             if let Some(pb) = &pb {
-                pb.set_position(i);
+                pb.set_position(i / 10);
                 pb.set_message(format!("{} events", fabric.events_processed()));
             }
+            lines.tick(&fabric, None);
             if fabric.error().is_some() {
                 break;
             }
@@ -226,6 +246,19 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         }
     }
     let report = fabric.report_with(a.latencies);
+    let mut warnings = Vec::new();
+    if run_error.is_none()
+        && report.events_processed > 0
+        && report.stat_window_start_ps < params_start_stat_ps(&params)
+    {
+        warnings.push(format!(
+            "the run ended at {} ps, before the statistics start (start_stat_col_ns = {} ns): the sink bandwidth is computed from t = 0 instead, and the packet fabric time and waiting time statistics are empty (use --set start_stat_col_ns=0)",
+            report.now_ps, params.start_stat_col_ns
+        ));
+    }
+    for w in &warnings {
+        eprintln!("ibnet: warning: {w}");
+    }
     let wall_opt = (!a.no_wall_time).then_some(wall);
     let info = RunInfo {
         until_ps: until.map(|t| t.0),
@@ -245,6 +278,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         run: info,
         closed_loop: closed_summary,
         error: run_error.clone(),
+        warnings,
         report,
     };
     let json = serde_json::to_string_pretty(&out).expect("report serialises");
@@ -263,6 +297,57 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// Start of the statistics window in ps as configured.
+fn params_start_stat_ps(p: &Params) -> u64 {
+    ibnet::params::ps(p.start_stat_col_ns)
+}
+
+/// Plain progress lines on stderr (no terminal control), at most one per
+/// second of wall time: simulated time, events, messages completed.
+struct PlainProgress {
+    on: bool,
+    until: Option<Time>,
+    start: Instant,
+    last: Instant,
+}
+
+impl PlainProgress {
+    fn new(on: bool, until: Option<Time>) -> PlainProgress {
+        let now = Instant::now();
+        PlainProgress {
+            on,
+            until,
+            start: now,
+            last: now,
+        }
+    }
+
+    fn tick(&mut self, f: &Fabric, messages: Option<u64>) {
+        if !self.on || self.last.elapsed().as_secs_f64() < 1.0 {
+            return;
+        }
+        self.last = Instant::now();
+        let sim = f.now().0;
+        let mut line = format!(
+            "ibnet: progress: simulated {}",
+            ipc_proto::time::format_ps_human(sim)
+        );
+        if let Some(u) = self.until.filter(|u| u.0 > 0) {
+            line += &format!(
+                " of {} ({:.1}%)",
+                ipc_proto::time::format_ps_human(u.0),
+                sim as f64 * 100.0 / u.0 as f64
+            );
+        }
+        line += &format!(", {} events", f.events_processed());
+        if let Some(m) = messages {
+            line += &format!(", {m} messages sent, {} in flight", f.in_flight());
+        }
+        line += &format!(", wall {:.1} s", self.start.elapsed().as_secs_f64());
+        eprintln!("{line}");
+    }
 }
 
 fn ns(ps: f64) -> String {

@@ -309,28 +309,75 @@ impl Params {
                 msg: e.message().trim().to_string(),
             }
         })?;
+        let at = |key: &str| match key_line(text, key) {
+            Some(l) => format!("{origin}:{l}"),
+            None => origin.to_string(),
+        };
         let mut base = self.clone();
         if let Some(p) = doc.get("preset") {
-            let name = p.as_str().ok_or_else(|| ConfigError::BadValue {
-                key: "preset".into(),
-                msg: "expected a string".into(),
+            let name = p.as_str().ok_or_else(|| ConfigError::File {
+                file: at("preset"),
+                msg: "preset: expected a string".into(),
             })?;
-            base = Params::preset(name)?;
+            base = Params::preset(name).map_err(|e| ConfigError::File {
+                file: at("preset"),
+                msg: e.to_string(),
+            })?;
         }
         let mut t = base.to_table();
-        for (k, v) in doc {
+        for (k, mut v) in doc {
             if k == "preset" {
                 continue;
             }
-            if !t.contains_key(&k) {
+            let Some(old) = t.get(&k) else {
                 return Err(ConfigError::UnknownKey {
-                    key: k.clone(),
-                    hint: format!(" in {origin}"),
+                    hint: format!(" in {}", at(&k)),
+                    key: k,
+                });
+            };
+            if old.is_float() {
+                if let Some(i) = v.as_integer() {
+                    v = toml::Value::Float(i as f64);
+                }
+            }
+            if std::mem::discriminant(old) != std::mem::discriminant(&v) {
+                return Err(ConfigError::File {
+                    file: at(&k),
+                    msg: format!(
+                        "parameter `{k}`: {} has the wrong type (expected {})",
+                        v,
+                        old.type_str()
+                    ),
                 });
             }
             t.insert(k, v);
         }
-        Params::from_table(t, origin)
+        let p = Params::from_table(t, origin).map_err(|e| match e {
+            ConfigError::File { msg, .. } => {
+                // name the line of the key the message is about, if any
+                let key = PARAM_KEYS.iter().find(|k| msg.contains(&format!("`{k}`")));
+                ConfigError::File {
+                    file: key.map_or(origin.to_string(), |k| at(k)),
+                    msg: msg.trim().replace('\n', " "),
+                }
+            }
+            e => e,
+        })?;
+        // range and consistency errors name the file and the key's line
+        if let Err(e) = p.check() {
+            return Err(match e {
+                ConfigError::BadValue { key, msg } => ConfigError::File {
+                    file: at(&key),
+                    msg: format!("parameter `{key}`: {msg}"),
+                },
+                ConfigError::File { .. } => e,
+                e => ConfigError::File {
+                    file: origin.to_string(),
+                    msg: e.to_string(),
+                },
+            });
+        }
+        Ok(p)
     }
 
     /// Apply one `key=value` override. The value is read as TOML (numbers,
@@ -396,6 +443,23 @@ impl Params {
         }
         Ok(self.link_width as f64 * gbps * 1e9 * 0.8)
     }
+}
+
+/// Every parameter key (the TOML keys of [`Params`]).
+pub static PARAM_KEYS: std::sync::LazyLock<Vec<String>> =
+    std::sync::LazyLock::new(|| Params::qdr().to_table().keys().cloned().collect());
+
+/// 1-based line of the first `key = ...` line of a flat TOML text.
+fn key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            let rest = l
+                .strip_prefix(key)
+                .or_else(|| l.strip_prefix(&format!("\"{key}\"")));
+            rest.is_some_and(|r| r.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }
 
 fn line_col(text: &str, off: usize) -> (usize, usize) {
@@ -478,40 +542,164 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// Checks the parameters ([`Params::check`]) and derives the delays.
     pub fn new(p: &Params) -> Result<Timing, ConfigError> {
-        p.check()?;
+        p.check_values()?;
+        Timing::derive(p)
+    }
+
+    /// Every delay converted to ps and range-checked: a value that is not
+    /// a finite number >= 0, or whose ps value (or a delay derived from it)
+    /// exceeds [`MAX_DELAY_PS`], is an error naming the parameter; the
+    /// credit period and the hiccup OFF phase must be at least 1 ps after
+    /// rounding (sec. 1.2: each delay is rounded on its own).
+    fn derive(p: &Params) -> Result<Timing, ConfigError> {
         let rate = p.wire_rate_bps()?;
         let n = p.flit_size as usize;
-        let per = |f: &dyn Fn(f64) -> f64| (0..=n).map(|b| ps(f(b as f64))).collect::<Vec<u64>>();
-        let arb = |bw: u32, mhz: f64| per(&|b| b / (bw as f64 * mhz * 1e6) * 1e9);
-        let cct = (0..=p.cc_cct_limit as u64)
+        // the largest entry of each per-byte table is at n bytes
+        let per =
+            |key: &str, what: &str, f: &dyn Fn(f64) -> f64| -> Result<Vec<u64>, ConfigError> {
+                derived_ps(key, what, f(n as f64))?;
+                Ok((0..=n).map(|b| ps(f(b as f64))).collect())
+            };
+        let arb = |key: &str, bw: u32, mhz: f64| {
+            per(key, "the arbitration time of a flit", &|b| {
+                b / (bw as f64 * mhz * 1e6) * 1e9
+            })
+        };
+        if p.cc_cct_limit > MAX_CCT_LIMIT {
+            return Err(ConfigError::BadValue {
+                key: "cc_cct_limit".into(),
+                msg: format!(
+                    "{} is out of range (at most {MAX_CCT_LIMIT} table entries)",
+                    p.cc_cct_limit
+                ),
+            });
+        }
+        let lim = p.cc_cct_limit as u64;
+        delay_ps("cc_cct_coeff_ns", p.cc_cct_coeff_ns)?;
+        derived_ps(
+            "cc_cct_coeff_ns",
+            "the largest CCT delay (cc_cct_limit^2 x cc_cct_coeff_ns)",
+            (lim * lim) as f64 * p.cc_cct_coeff_ns,
+        )?;
+        let cct = (0..=lim)
             .map(|i| ps((i * i) as f64 * p.cc_cct_coeff_ns))
             .collect();
+        for (key, v) in [
+            ("gen_dly_per_byte_ns", p.gen_dly_per_byte_ns),
+            ("gen_pop_dly_per_byte_ns", p.gen_pop_dly_per_byte_ns),
+            ("sink_pop_dly_per_byte_ns", p.sink_pop_dly_per_byte_ns),
+        ] {
+            delay_ps(key, v)?;
+        }
+        derived_ps(
+            "gen_dly_per_byte_ns",
+            "the push period (flit_size x gen_dly_per_byte_ns)",
+            p.flit_size as f64 * p.gen_dly_per_byte_ns,
+        )?;
+        let cred = delay_ps("cred_min_time_ns", p.cred_min_time_ns)?;
+        if cred == 0 {
+            return Err(ConfigError::BadValue {
+                key: "cred_min_time_ns".into(),
+                msg: format!(
+                    "{} ns rounds to 0 ps; the credit period must be at least 1 ps (0.0005 ns rounds up to it)",
+                    p.cred_min_time_ns
+                ),
+            });
+        }
+        let hiccup_off = delay_ps("hiccup_delay_ns", p.hiccup_delay_ns)?;
+        if hiccup_off == 0 {
+            return Err(ConfigError::BadValue {
+                key: "hiccup_delay_ns".into(),
+                msg: format!(
+                    "{} ns rounds to 0 ps: the sink would never be OFF and never drain; the OFF phase must be at least 1 ps",
+                    p.hiccup_delay_ns
+                ),
+            });
+        }
         Ok(Timing {
             push: ps(p.flit_size as f64 * p.gen_dly_per_byte_ns),
-            gpop: per(&|b| b * p.gen_pop_dly_per_byte_ns),
-            arb_hca: arb(p.bus_width_hca, p.core_freq_hca_mhz),
-            arb_sw: arb(p.bus_width_switch, p.core_freq_switch_mhz),
-            wire: per(&|b| 8.0 * b / rate * 1e9),
-            wire_fc: ps(64.0 / rate * 1e9),
-            drain: per(&|b| b * p.sink_pop_dly_per_byte_ns),
-            isw: ps(p.isw_delay_ns),
-            vsw: ps(p.vsw_delay_ns),
-            cred: ps(p.cred_min_time_ns),
-            gap: ps(p.msg2msg_gap_ns),
-            hiccup_on: ps(p.hiccup_duration_ns),
-            hiccup_off: ps(p.hiccup_delay_ns),
-            start_stat: ps(p.start_stat_col_ns),
-            cc_timer: ps(p.cc_timer_ns),
-            cc_base: ps(p.cc_base_interval_ns),
+            gpop: per(
+                "gen_pop_dly_per_byte_ns",
+                "the generator pop delay of a flit",
+                &|b| b * p.gen_pop_dly_per_byte_ns,
+            )?,
+            arb_hca: arb("core_freq_hca_mhz", p.bus_width_hca, p.core_freq_hca_mhz)?,
+            arb_sw: arb(
+                "core_freq_switch_mhz",
+                p.bus_width_switch,
+                p.core_freq_switch_mhz,
+            )?,
+            wire: per("link_speed", "the wire time of a flit", &|b| {
+                8.0 * b / rate * 1e9
+            })?,
+            wire_fc: derived_ps(
+                "link_speed",
+                "the wire time of an FC packet",
+                64.0 / rate * 1e9,
+            )?,
+            drain: per(
+                "sink_pop_dly_per_byte_ns",
+                "the sink drain time of a flit",
+                &|b| b * p.sink_pop_dly_per_byte_ns,
+            )?,
+            isw: delay_ps("isw_delay_ns", p.isw_delay_ns)?,
+            vsw: delay_ps("vsw_delay_ns", p.vsw_delay_ns)?,
+            cred,
+            gap: delay_ps("msg2msg_gap_ns", p.msg2msg_gap_ns)?,
+            hiccup_on: delay_ps("hiccup_duration_ns", p.hiccup_duration_ns)?,
+            hiccup_off,
+            start_stat: delay_ps("start_stat_col_ns", p.start_stat_col_ns)?,
+            cc_timer: delay_ps("cc_timer_ns", p.cc_timer_ns)?,
+            cc_base: delay_ps("cc_base_interval_ns", p.cc_base_interval_ns)?,
             cct,
         })
     }
 }
 
+/// A delay parameter in ns converted to ps ([`ps`]), range-checked.
+fn delay_ps(key: &str, ns: f64) -> Result<u64, ConfigError> {
+    if !(ns.is_finite() && ns >= 0.0) {
+        return Err(ConfigError::BadValue {
+            key: key.into(),
+            msg: format!("{ns} is not a finite number >= 0"),
+        });
+    }
+    derived_ps(key, "", ns)
+}
+
+/// A delay derived from parameter `key`, in ns, converted to ps; out of
+/// range (above [`MAX_DELAY_PS`], or not finite) is an error naming `key`.
+fn derived_ps(key: &str, what: &str, ns: f64) -> Result<u64, ConfigError> {
+    let v = (ns * 1000.0 + 0.5).floor();
+    if !(v.is_finite() && v >= 0.0 && v <= MAX_DELAY_PS as f64) {
+        return Err(ConfigError::BadValue {
+            key: key.into(),
+            msg: format!(
+                "{}{ns} ns is out of range (at most {} ns = {} s)",
+                if what.is_empty() {
+                    String::new()
+                } else {
+                    format!("{what} would be ")
+                },
+                MAX_DELAY_PS / 1000,
+                MAX_DELAY_PS / 1_000_000_000_000
+            ),
+        });
+    }
+    Ok(ps(ns))
+}
+
 impl Params {
-    /// Consistency checks that do not need the topology.
+    /// Every check that does not need the topology: value ranges (also of
+    /// the delays after conversion to ps) and consistency.
     pub fn check(&self) -> Result<(), ConfigError> {
+        self.check_values()?;
+        Timing::derive(self).map(|_| ())
+    }
+
+    fn check_values(&self) -> Result<(), ConfigError> {
         let bad = |key: &str, msg: &str| {
             Err(ConfigError::BadValue {
                 key: key.into(),
@@ -557,11 +745,43 @@ impl Params {
         if self.max_static.len() < self.max_vl as usize + 1 {
             return bad("max_static", "needs one entry per VL 0..=max_vl");
         }
-        if self.width == 0 || self.link_width == 0 {
+        if self.width == 0 {
             return bad("width", "must be > 0");
         }
-        if self.bus_width_hca == 0 || self.bus_width_switch == 0 {
-            return bad("bus_width_hca", "bus widths must be > 0");
+        if self.link_width == 0 {
+            return bad("link_width", "must be > 0 lanes");
+        }
+        if self.bus_width_hca == 0 {
+            return bad("bus_width_hca", "must be > 0 bytes");
+        }
+        if self.bus_width_switch == 0 {
+            return bad("bus_width_switch", "must be > 0 bytes");
+        }
+        if self.msg_length == 0 || self.msg_length > MAX_MESSAGE_BYTES {
+            return Err(ConfigError::BadValue {
+                key: "msg_length".into(),
+                msg: format!("{} B: must be 1..={MAX_MESSAGE_BYTES} B", self.msg_length),
+            });
+        }
+        if let Some(&b) = self
+            .msg_len_set
+            .iter()
+            .find(|&&b| b == 0 || b > MAX_MESSAGE_BYTES)
+        {
+            return Err(ConfigError::BadValue {
+                key: "msg_len_set".into(),
+                msg: format!("{b} B: every length must be 1..={MAX_MESSAGE_BYTES} B"),
+            });
+        }
+        if self
+            .msg_len_prob
+            .iter()
+            .any(|p| !(p.is_finite() && *p >= 0.0))
+        {
+            return bad(
+                "msg_len_prob",
+                "every probability must be a finite number >= 0",
+            );
         }
         if self.max_queued_per_vl == 0 {
             return bad("max_queued_per_vl", "must be > 0");

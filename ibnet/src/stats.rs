@@ -64,7 +64,7 @@ impl Stat {
             stddev: self.stddev(),
             min: if self.n == 0 { 0 } else { self.min },
             max: self.max,
-            sum: self.sum.to_string(),
+            sum: self.sum,
         }
     }
 }
@@ -77,8 +77,8 @@ pub struct StatSummary {
     pub stddev: f64,
     pub min: u64,
     pub max: u64,
-    /// Exact sum, as a decimal string (may exceed 2^64).
-    pub sum: String,
+    /// Exact sum (may exceed 2^64: a JSON number of any size).
+    pub sum: u128,
 }
 
 /// Per-HCA sink statistics (times in ps).
@@ -164,6 +164,9 @@ pub struct MsgReport {
 pub struct Report {
     pub topology: String,
     pub now_ps: u64,
+    /// Start of the statistics window of the sink bandwidth (sec. 8):
+    /// `start_stat_col_ns`, or 0 when the run ended before it.
+    pub stat_window_start_ps: u64,
     pub events_processed: u64,
     pub flits_generated: u64,
     pub flits_consumed: u64,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use ipc_proto::Time;
 use serde::Serialize;
 
-use crate::engine::{Fabric, FabricError, MsgId, TrafficMode};
+use crate::engine::{Fabric, FabricError, MsgId, RunOutcome, TrafficMode};
 use crate::topology::{load_dst_seq, Topology};
 
 /// A `--traffic` specification.
@@ -62,6 +62,12 @@ impl TrafficSpec {
             };
             if b == 0 || c == 0 {
                 return Err(format!("traffic `{s}`: bytes and count must be > 0"));
+            }
+            if b > crate::params::MAX_MESSAGE_BYTES {
+                return Err(format!(
+                    "traffic `{s}`: {b} B is larger than the largest message the fabric simulates, {} B (1 TiB)",
+                    crate::params::MAX_MESSAGE_BYTES
+                ));
             }
             Ok((b, c))
         };
@@ -178,16 +184,30 @@ pub struct ClosedLoopSummary {
     pub messages: u64,
     /// Time of the last completion (ps).
     pub end_ps: u64,
+    /// True when `--until` stopped the run before every message completed.
     pub stopped_at_limit: bool,
 }
 
-/// Run a closed-loop pattern to the end (or until the first completion
-/// after `until`). Rank r is HCA number `ranks[r]`.
+/// Run a closed-loop pattern to the end, or stop at `until` (the fabric's
+/// clock is then exactly `until`; messages still in flight are reported by
+/// the fabric). Rank r is HCA number `ranks[r]`.
 pub fn run_closed_loop(
     f: &mut Fabric,
     spec: &TrafficSpec,
     ranks: &[usize],
     until: Option<Time>,
+) -> Result<ClosedLoopSummary, FabricError> {
+    run_closed_loop_with(f, spec, ranks, until, &mut |_, _| {})
+}
+
+/// As [`run_closed_loop`], calling `progress(fabric, messages sent)` after
+/// every completion instant (for progress output; it must be cheap).
+pub fn run_closed_loop_with(
+    f: &mut Fabric,
+    spec: &TrafficSpec,
+    ranks: &[usize],
+    until: Option<Time>,
+    progress: &mut dyn FnMut(&Fabric, u64),
 ) -> Result<ClosedLoopSummary, FabricError> {
     let n = ranks.len();
     let mut tags: HashMap<MsgId, (usize, u64, u32)> = HashMap::new(); // id -> (dst rank, iter, round)
@@ -238,7 +258,7 @@ pub fn run_closed_loop(
             for r in 0..n {
                 send_ready(f, r, &mut next, &got, &mut tags, &mut messages)?;
             }
-            while let Some((t, ids)) = f.run_until_completion() {
+            while let Some((t, ids)) = next_completion(f, until, &mut stopped) {
                 end = t.0;
                 for id in ids {
                     if let Some((dst, i, k)) = tags.remove(&id) {
@@ -246,10 +266,7 @@ pub fn run_closed_loop(
                         send_ready(f, dst, &mut next, &got, &mut tags, &mut messages)?;
                     }
                 }
-                if until.is_some_and(|u| t > u) {
-                    stopped = true;
-                    break;
-                }
+                progress(f, messages);
             }
         }
         TrafficSpec::Chain { bytes, count } => {
@@ -262,7 +279,7 @@ pub fn run_closed_loop(
                     messages += 1;
                 }
             }
-            while let Some((t, ids)) = f.run_until_completion() {
+            while let Some((t, ids)) = next_completion(f, until, &mut stopped) {
                 end = t.0;
                 for id in ids {
                     if let Some((dst, _, _)) = tags.remove(&id) {
@@ -274,10 +291,7 @@ pub fn run_closed_loop(
                         }
                     }
                 }
-                if until.is_some_and(|u| t > u) {
-                    stopped = true;
-                    break;
-                }
+                progress(f, messages);
             }
         }
         _ => return Err(FabricError::BadMessage("not a closed-loop pattern".into())),
@@ -307,6 +321,25 @@ pub fn run_closed_loop(
         end_ps: end,
         stopped_at_limit: stopped,
     })
+}
+
+/// The next completion instant, or None when the run is over: everything
+/// completed, a deadlock or fatal error (the caller checks), or the time
+/// limit reached with no completion up to it (`stopped` is then set and
+/// the fabric's clock is at the limit).
+fn next_completion(
+    f: &mut Fabric,
+    until: Option<Time>,
+    stopped: &mut bool,
+) -> Option<(Time, Vec<MsgId>)> {
+    match f.run_until_completion_or(until.unwrap_or(Time(u64::MAX))) {
+        RunOutcome::Completed(t, ids) => Some((t, ids)),
+        RunOutcome::Limit => {
+            *stopped = true;
+            None
+        }
+        RunOutcome::Idle | RunOutcome::Deadlock | RunOutcome::Fatal => None,
+    }
 }
 
 /// Rank -> HCA number (index among HCAs) from the topology's rank map.

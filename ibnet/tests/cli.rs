@@ -120,6 +120,8 @@ fn json_is_deterministic() {
         "run",
         "--topology",
         "H8_S2",
+        "--preset",
+        "qdr",
         "--traffic",
         "shift:3",
         "--until",
@@ -149,6 +151,8 @@ fn text_summary_and_closed_loop() {
             "run",
             "--topology",
             "H8_S1",
+            "--preset",
+            "qdr",
             "--traffic",
             "dissemination:64:2",
         ])

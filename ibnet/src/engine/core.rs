@@ -306,6 +306,8 @@ struct SinkSt {
     wait: Stat,
     last_consumed: u64,
     bytes_after_start: u64,
+    /// every flit's bytes (the bandwidth of a run shorter than the window)
+    bytes_total: u64,
     vl_flits: [u64; 8],
     ooo_next: HashMap<u16, u32>,
     ooo_window: Stat,
@@ -2406,10 +2408,11 @@ impl Fabric {
         let start = self.tm.start_stat;
         let m = &mut self.msgs[flit.msg as usize];
         let s = &mut self.hcas[h].sink;
+        // "64 per flit": a flit occupies flit_size bytes (sec. 8)
         if now >= start {
-            // "64 per flit": a flit occupies flit_size bytes (sec. 8)
             s.bytes_after_start += self.p.flit_size as u64;
         }
+        s.bytes_total += self.p.flit_size as u64;
         if flit.sn == 0 {
             // out-of-order bookkeeping per source
             let next = s.ooo_next.entry(flit.src).or_insert(1);
@@ -2630,14 +2633,26 @@ impl Fabric {
     /// As [`Fabric::report`], optionally with every message's timing.
     pub fn report_with(&self, messages: bool) -> Report {
         let now = self.now;
-        let start = self.tm.start_stat;
+        // A run that ends before the statistics start (default 100 us)
+        // would report 0 B/s everywhere: take its bandwidth from t = 0
+        // (the caller warns: the sampled statistics stay empty).
+        let start = if now > self.tm.start_stat {
+            self.tm.start_stat
+        } else {
+            0
+        };
         let sinks = self
             .hcas
             .iter()
             .map(|h| {
                 let s = &h.sink;
+                let bytes = if start == self.tm.start_stat {
+                    s.bytes_after_start
+                } else {
+                    s.bytes_total
+                };
                 let bw = if now > start {
-                    s.bytes_after_start as f64 / ((now - start) as f64 * 1e-12) / 1e6
+                    bytes as f64 / ((now - start) as f64 * 1e-12) / 1e6
                 } else {
                     0.0
                 };
@@ -2731,6 +2746,7 @@ impl Fabric {
         Report {
             topology: self.topo_name.clone(),
             now_ps: now,
+            stat_window_start_ps: start,
             events_processed: self.events,
             flits_generated: self.flits_generated,
             flits_consumed: self.flits_consumed,

@@ -130,6 +130,20 @@ impl TopoError {
     }
 }
 
+/// Read an input file: regular files only, bounded, UTF-8 errors with
+/// their line (see [`crate::input`]).
 pub(crate) fn read_text(path: &Path) -> Result<String, TopoError> {
-    std::fs::read_to_string(path).map_err(|e| TopoError::io(path, e))
+    use crate::input::InputError;
+    crate::input::read_text(path).map_err(|e| match e {
+        InputError::Io(e) => TopoError::io(path, e),
+        InputError::Utf8 { line, col, .. } => TopoError::parse(
+            Loc {
+                file: path.display().to_string(),
+                line,
+                col,
+            },
+            e.to_string(),
+        ),
+        e => TopoError::parse(Loc::file(path), e.to_string()),
+    })
 }

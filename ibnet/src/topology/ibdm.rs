@@ -34,7 +34,11 @@ impl IbdmFiles {
     /// only `*.hcas` file in the same directory; `X.fdbs` and
     /// `X.fdbs.ini` when both exist.
     pub fn by_convention(topo: &Path) -> Result<IbdmFiles, TopoError> {
-        let dir = topo.parent().unwrap_or(Path::new("."));
+        // `x.topo` has the parent "" (not "."): read_dir("") fails (issue 12)
+        let dir = match topo.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
         let stem = topo
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

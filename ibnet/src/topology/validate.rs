@@ -23,6 +23,13 @@ fn invalid(msg: String) -> TopoError {
 
 /// Everything except the routes: names, ports, links, LIDs, tables, ranks.
 pub(crate) fn check_structure(t: &Topology) -> Result<(), TopoError> {
+    if !t.nodes.iter().any(|n| n.is_hca()) {
+        return Err(invalid(if t.nodes.is_empty() {
+            "no nodes at all (an empty file?): a network needs HCAs".to_string()
+        } else {
+            "no HCA: a network needs HCAs to send and receive".to_string()
+        }));
+    }
     let mut names: HashMap<&str, usize> = HashMap::new();
     for (i, n) in t.nodes.iter().enumerate() {
         if n.name.is_empty() {
