@@ -27,9 +27,57 @@
 //! past the last VL until the next tick. The tests `lazy_equals_naive*`
 //! compare both modes flit by flit.
 
-mod core;
+//!
+//! # Layout
+//!
+//! One module per component of the model (the reference's modules), each
+//! holding its state type and its handlers as an `impl Fabric` block:
+//!
+//! | module        | component                                   | spec      |
+//! |---------------|---------------------------------------------|-----------|
+//! | `app.rs`      | app (traffic source), message table         | 5.1       |
+//! | `gen.rs`      | generator (packetisation, injection)        | 5.2       |
+//! | `vlarb.rs`    | VL arbiter (HoQ, round robin, VL tables)    | 5.3       |
+//! | `obuf.rs`     | output buffer, credit timer, FC packets     | 5.4       |
+//! | `ibuf.rs`     | input buffer, routing, credits              | 5.5       |
+//! | `sink.rs`     | sink (drain, hiccup) and its statistics     | 5.6, 8    |
+//! | `cc.rs`       | congestion control (CNP, CCT index, timer)  | 12        |
+//!
+//! and the machinery around them:
+//!
+//! | module        | role                                                  |
+//! |---------------|-------------------------------------------------------|
+//! | `fabric.rs`   | the `Fabric` struct, ports and HCAs, errors, queries   |
+//! | `build.rs`    | construction, configuration checks, init events (1.4) |
+//! | `dispatch.rs` | the event type and the dispatch; the total order      |
+//! | `queue.rs`    | scheduling into the future-event queue                |
+//! | `wheel.rs`    | the timing wheel and the now-FIFO behind `queue.rs`   |
+//! | `flits.rs`    | the flit type and the flit store (slab)               |
+//! | `run.rs`      | run loops, deadlock rule, completions                 |
+//! | `report.rs`   | the statistics report                                 |
+//! | `trace.rs`    | optional per-flit trace                               |
+//!
+//! The engine is sans-I/O and depends on no IPC code: its time type is
+//! [`simtime::Time`] (re-exported as `ibnet::Time`).
+
+mod app;
+mod build;
+mod cc;
+mod dispatch;
+mod fabric;
+mod flits;
+mod gen;
+mod ibuf;
+mod obuf;
+mod queue;
+mod report;
+mod run;
+mod sink;
 pub mod trace;
+mod vlarb;
 mod wheel;
 
-pub use self::core::{Fabric, FabricError, MsgId, RunOutcome, TrafficMode, MAX_TIME_PS};
+pub use self::app::{MsgId, TrafficMode};
+pub use self::fabric::{Fabric, FabricError, MAX_TIME_PS};
+pub use self::run::RunOutcome;
 pub use trace::{TraceKind, TraceRec};

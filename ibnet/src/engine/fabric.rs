@@ -1,0 +1,284 @@
+//! The fabric as a whole: the containers of every component's state (one
+//! [`Port`] per switch or HCA port: obuf, ibuf, VL arbiter; one [`Hca`] per
+//! HCA: app, generator, sink, congestion control), the error type and the
+//! small read-only API. Construction is in `build.rs`, the event queue in
+//! `queue.rs`, the run loops in `run.rs`, the dispatch in `dispatch.rs`;
+//! each component's handlers are in its own module.
+//!
+//! Why one struct with `impl Fabric` blocks per component instead of one
+//! struct per component: a handler of one component routinely reads the
+//! state of its neighbours in the same instant (an arbiter checks the free
+//! space of its obuf and the being-sent count of the chosen ibuf; an ibuf
+//! asks its arbiter's HoQ; the CC detection counts the queues of every
+//! ibuf of the switch). The reference model does that through direct
+//! method calls; here every component reaches the others through the one
+//! `Fabric`, and a component module owns its state type, its constructor
+//! and its handlers.
+
+use thiserror::Error;
+
+use super::app::{App, Msg, MsgId};
+use super::cc::Cc;
+use super::dispatch::Ev;
+use super::flits::{FId, Flit};
+use super::gen::Gen;
+use super::ibuf::Ibuf;
+use super::obuf::Obuf;
+use super::queue::Entry;
+use super::sink::SinkSt;
+use super::trace::{TraceKind, TraceRec};
+use super::vlarb::Arb;
+use crate::params::{Params, Timing};
+use crate::Time;
+
+/// Errors at run time (API misuse or a fatal model condition).
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum FabricError {
+    #[error("inject at {at} ps is before the fabric's current time {now} ps")]
+    InPast { at: u64, now: u64 },
+    #[error("HCA index {0} out of range ({1} HCAs)")]
+    NoSuchHca(usize, usize),
+    /// Kept for API compatibility; no longer produced: a self-send is legal
+    /// (it loops back at the first switch, as in the reference).
+    #[error("a message from HCA {0} to itself cannot be sent")]
+    SelfSend(usize),
+    #[error("no route from {src} to LID {lid}: {detail}")]
+    Unroutable {
+        src: String,
+        lid: u16,
+        detail: String,
+    },
+    #[error("bad message: {0}")]
+    BadMessage(String),
+    #[error("obuf overflow at {node} port {port}, t = {t} ps: {len} flits queued, size {size} (Q4; set elastic_obuf = true to let it grow)")]
+    ObufOverflow {
+        node: String,
+        port: u16,
+        t: u64,
+        len: usize,
+        size: usize,
+    },
+    #[error("fatal model condition at t = {t} ps: {msg}")]
+    Fatal { t: u64, msg: String },
+    #[error("traffic must be configured before the simulation starts")]
+    AlreadyStarted,
+}
+
+/// The last simulated instant the fabric accepts (2^62 ps, about 53 days).
+/// Every delay is at most [`crate::params::MAX_DELAY_PS`], so no time
+/// computation can overflow; an event or injection beyond this is an error.
+pub const MAX_TIME_PS: u64 = 1 << 62;
+
+pub(super) const NONE: u32 = u32::MAX;
+
+pub(super) const NS: u64 = 1000;
+
+pub(super) struct Hca {
+    pub(super) node: u32,
+    pub(super) lid: u16,
+    pub(super) port: u32,
+    pub(super) app: App,
+    pub(super) gen: Gen,
+    pub(super) sink: SinkSt,
+    pub(super) cc: Cc,
+}
+
+pub(super) struct Port {
+    pub(super) node: u32,
+    pub(super) local: u16,
+    /// HCA index, or NONE for a switch port
+    pub(super) hca: u32,
+    /// switch index, or NONE
+    pub(super) sw: u32,
+    /// global index of port 0 of this node
+    pub(super) base: u32,
+    pub(super) nports: u16,
+    pub(super) peer: u32,
+    pub(super) ob: Obuf,
+    pub(super) ib: Ibuf,
+    pub(super) arb: Arb,
+}
+
+/// The fabric: topology state plus the event queue.
+pub struct Fabric {
+    pub(super) p: Params,
+    pub(super) tm: Timing,
+    pub(super) nvl: usize,
+    pub(super) topo_name: String,
+    pub(super) node_names: Vec<String>,
+    pub(super) ports: Vec<Port>,
+    pub(super) hcas: Vec<Hca>,
+    /// flit slab and its free list
+    pub(super) fl: Vec<Flit>,
+    pub(super) fl_free: Vec<FId>,
+    pub(super) lfts: Vec<Vec<u16>>,
+    pub(super) lid_to_hca: Vec<u32>,
+    pub(super) msgs: Vec<Msg>,
+    pub(super) completions: Vec<(MsgId, Time)>,
+    pub(super) in_flight: usize,
+    pub(super) heap: super::wheel::Wheel<Ev>,
+    pub(super) dbg_last_key: u128,
+    /// Zero-delay events scheduled at the current instant, FIFO. Their keys
+    /// are larger than those of every heap event at this instant except
+    /// virtual-sequence ones, so `step` takes whichever key is smaller.
+    pub(super) nowq: super::wheel::Fifo<Entry>,
+    pub(super) counter: u64,
+    pub(super) cur_seq: u64,
+    pub(super) now: u64,
+    pub(super) started: bool,
+    pub(super) events: u64,
+    pub(super) fg_pending: u64,
+    /// Time of the last foreground event processed (deadlock rule).
+    pub(super) last_fg: u64,
+    /// Flits waiting in sink FIFOs (deadlock rule: hiccups matter then).
+    pub(super) sink_held: u64,
+    pub(super) lazy: bool,
+    pub(super) next_boundary: u64,
+    pub(super) bk_counter: u64,
+    pub(super) fatal: Option<FabricError>,
+    pub(super) trace: Option<Vec<TraceRec>>,
+    pub(super) flits_generated: u64,
+    pub(super) flits_consumed: u64,
+    pub(super) flits_dropped: u64,
+    /// messages completed but not yet returned by take_completions
+    pub(super) pending_done: usize,
+}
+
+impl Fabric {
+    /// Current simulated time.
+    pub fn now(&self) -> Time {
+        Time(self.now)
+    }
+
+    pub fn params(&self) -> &Params {
+        &self.p
+    }
+
+    /// Number of HCAs (in node order).
+    pub fn num_hcas(&self) -> usize {
+        self.hcas.len()
+    }
+
+    /// LID of HCA number `h`.
+    pub fn hca_lid(&self, h: usize) -> u16 {
+        self.hcas[h].lid
+    }
+
+    /// HCA number of a LID.
+    pub fn hca_of_lid(&self, lid: u16) -> Option<usize> {
+        self.lid_to_hca
+            .get(lid as usize)
+            .copied()
+            .filter(|&h| h != NONE)
+            .map(|h| h as usize)
+    }
+
+    /// Record every flit checkpoint (tests; costs memory).
+    pub fn enable_trace(&mut self) {
+        self.trace = Some(Vec::new());
+    }
+
+    pub fn take_trace(&mut self) -> Vec<TraceRec> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The fatal error that stopped the simulation, if any.
+    pub fn error(&self) -> Option<&FabricError> {
+        self.fatal.as_ref()
+    }
+
+    pub(super) fn check_route(&self, h: usize, lid: u16) -> Result<usize, FabricError> {
+        let src = self.node_names[self.hcas[h].node as usize].clone();
+        let err = |d: String| FabricError::Unroutable {
+            src: src.clone(),
+            lid,
+            detail: d,
+        };
+        let Some(dh) = self.hca_of_lid(lid) else {
+            return Err(err("no HCA has this LID".into()));
+        };
+        // A message to oneself is legal: the first switch sends it back out
+        // of its arrival port (the "not yet through any switch" flag allows
+        // that, sec. 5.5); the 2-hot example sequences contain such sends.
+        let mut pi = self.hcas[h].port as usize;
+        let mut switches = 0usize;
+        for _ in 0..=self.ports.len() {
+            let peer = self.ports[pi].peer;
+            if peer == NONE {
+                return Err(err(format!(
+                    "port {} of {} is not connected",
+                    self.ports[pi].local, self.node_names[self.ports[pi].node as usize]
+                )));
+            }
+            let q = &self.ports[peer as usize];
+            if q.hca != NONE {
+                if q.hca as usize == dh {
+                    return Ok(switches);
+                }
+                return Err(err(format!(
+                    "route ends at HCA {}",
+                    self.node_names[q.node as usize]
+                )));
+            }
+            switches += 1;
+            let lft = &self.lfts[q.sw as usize];
+            let out = lft.get(lid as usize).copied().unwrap_or(255);
+            let name = &self.node_names[q.node as usize];
+            if out >= q.nports {
+                return Err(err(format!(
+                    "switch {name} has no route (table entry {out})"
+                )));
+            }
+            if q.nports > 1 && out == q.local && switches > 1 {
+                return Err(err(format!(
+                    "switch {name} sends it back out of its arrival port {out}"
+                )));
+            }
+            pi = (q.base + out as u32) as usize;
+        }
+        Err(err("forwarding loop".into()))
+    }
+
+    /// Zero-load latency (injection to last flit consumed) of a lone
+    /// message, derived from the timing rules without simulation. See
+    /// `crate::zeroload` for the derivation and its assumptions.
+    pub fn zero_load_latency(&self, src_hca: usize, dst_hca: usize, bytes: u64) -> Time {
+        let switches = self
+            .check_route(src_hca, self.hcas[dst_hca].lid)
+            .unwrap_or(0);
+        Time(crate::zeroload::latency(&self.p, &self.tm, switches, bytes))
+    }
+
+    /// Route length in switches between two HCAs.
+    pub fn switches_between(&self, src_hca: usize, dst_hca: usize) -> Result<usize, FabricError> {
+        self.check_route(src_hca, self.hcas[dst_hca].lid)
+    }
+
+    #[doc(hidden)]
+    pub fn lazy_credit_timer_active(&self) -> bool {
+        self.lazy
+    }
+
+    pub(super) fn fail(&mut self, msg: String) {
+        if self.fatal.is_none() {
+            self.fatal = Some(FabricError::Fatal { t: self.now, msg });
+        }
+    }
+
+    #[inline]
+    pub(super) fn trace(&mut self, kind: TraceKind, pi: usize, id: FId) {
+        if let Some(tr) = self.trace.as_mut() {
+            let f = &self.fl[id as usize];
+            let port = &self.ports[pi];
+            tr.push(TraceRec {
+                t: self.now,
+                kind,
+                node: port.node,
+                port: port.local,
+                msg: f.msg,
+                pkt: f.pkt,
+                sn: f.sn,
+            });
+        }
+    }
+}

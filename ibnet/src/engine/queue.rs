@@ -1,0 +1,80 @@
+//! The future-event queue of the fabric: scheduling and peeking.
+//!
+//! Every event carries a key (time, seq); `seq` is a global insertion
+//! counter shifted left by [`SEQ_SHIFT`], so equal-time events run in
+//! insertion (FIFO) order (sec. 1.3) and the low bits are free for the
+//! virtual sequence numbers of the lazy credit timer ([`Fabric::virt_seq`],
+//! see `engine/mod.rs`).
+//!
+//! Two containers hold the events, for speed only: delayed events go into
+//! the timing wheel (`wheel.rs`); zero-delay events of the current instant
+//! (most of the fabric's hand-offs) go into a FIFO, `nowq`, whose keys are
+//! all larger than those of the wheel's events at the same instant except
+//! virtual-sequence ones. [`Fabric::peek_source`] decides which one holds
+//! the smallest key, so the pop order is exactly the (time, seq) order of
+//! a single priority queue.
+
+use super::dispatch::Ev;
+use super::fabric::Fabric;
+
+pub(super) const SEQ_SHIFT: u32 = 20;
+
+/// Queued event of the now-queue.
+#[derive(Clone, Copy)]
+pub(super) struct Entry {
+    pub(super) key: u128,
+    pub(super) ev: Ev,
+}
+
+impl Fabric {
+    #[inline(always)]
+    pub(super) fn sched(&mut self, at: u64, ev: Ev) {
+        let seq = self.counter << SEQ_SHIFT;
+        self.counter += 1;
+        if at == self.now && self.started {
+            if !ev.background() {
+                self.fg_pending += 1;
+            }
+            self.nowq.push_back(Entry {
+                key: ((at as u128) << 64) | seq as u128,
+                ev,
+            });
+        } else {
+            self.push_key(at, seq, ev);
+        }
+    }
+
+    #[inline]
+    pub(super) fn peek_time(&mut self) -> Option<u64> {
+        self.peek_source().map(|(t, _)| t)
+    }
+
+    /// Time of the next event and whether it comes from the now-queue.
+    /// Heap events at the current instant were inserted before every
+    /// now-queue event (or carry a virtual seq below them): they go first.
+    #[inline(always)]
+    pub(super) fn peek_source(&mut self) -> Option<(u64, bool)> {
+        if self.heap.has_at(self.now) {
+            return Some((self.now, false));
+        }
+        match self.nowq.front() {
+            Some(a) => Some(((a.key >> 64) as u64, true)),
+            None => self.heap.peek_key().map(|k| (k.0, false)),
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn push_key(&mut self, at: u64, seq: u64, ev: Ev) {
+        if !ev.background() {
+            self.fg_pending += 1;
+        }
+        self.heap.push(at, seq, ev);
+    }
+
+    /// Virtual sequence number of an event inserted by the (possibly
+    /// skipped) credit tick of obuf `pi` in the current period.
+    #[inline]
+    pub(super) fn virt_seq(&self, pi: usize) -> u64 {
+        ((self.bk_counter.max(1) - 1) << SEQ_SHIFT) | (1 + pi as u64)
+    }
+}

@@ -1,0 +1,206 @@
+//! Running the fabric: to a time limit, to the next message completion
+//! (with the deadlock rule), and the queries a driver needs between runs
+//! (completions, lower bound on the next completion, counters).
+
+use super::app::MsgId;
+use super::fabric::{Fabric, MAX_TIME_PS, NS};
+use crate::Time;
+
+/// Outcome of [`Fabric::run_until_completion_or`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunOutcome {
+    /// One or more messages completed at this instant (the first completion
+    /// instant at or before the limit); the whole instant was processed.
+    Completed(Time, Vec<MsgId>),
+    /// No message completes at any time up to and including the limit:
+    /// every event with time <= limit was processed and `now() == limit`.
+    Limit,
+    /// Nothing is in flight: no completion can come without a new
+    /// injection. Nothing was processed and `now()` is unchanged.
+    Idle,
+    /// Messages are in flight and none can ever complete (see the deadlock
+    /// rule at [`Fabric::run_until_completion`]).
+    Deadlock,
+    /// A fatal model condition stopped the run: see [`Fabric::error`].
+    Fatal,
+}
+
+impl Fabric {
+    /// Process every event with time <= t; afterwards now() == max(now, t).
+    pub fn run_until(&mut self, t: Time) {
+        while self.fatal.is_none() {
+            match self.peek_source() {
+                Some((et, from_now)) if et <= t.0 => {
+                    self.step_from(from_now);
+                }
+                _ => break,
+            }
+        }
+        if self.fatal.is_none() && t.0 > self.now {
+            self.advance_to(t.0);
+        }
+    }
+
+    /// Move the clock forward to `t` (no event is pending before it).
+    pub(super) fn advance_to(&mut self, t: u64) {
+        if t > MAX_TIME_PS {
+            self.fail(format!(
+                "time limit {t} ps is beyond the fabric's range ({MAX_TIME_PS} ps)"
+            ));
+        } else {
+            self.now = t;
+        }
+    }
+
+    /// Run until at least one message completes (last flit consumed), then
+    /// finish that instant; return the instant and the messages completed at
+    /// it (they are removed from the `take_completions` buffer). None when
+    /// nothing is in flight, when the messages in flight can never complete
+    /// (deadlock), or after a fatal error (see [`Fabric::error`]).
+    ///
+    /// Deadlock rule (issue 19, cosim-protocol.md 3a: a fabric that only
+    /// stalls is not deadlocked). Foreground events are every event except
+    /// the periodic timers (credit tick, sink hiccup toggle, CC timer) and
+    /// the obuf pop / sink drain that a tick or a hiccup end starts
+    /// ([`Ev::background`]). Anything useful a timer does -- an FC packet,
+    /// a flit on the wire, a consumed flit -- schedules foreground events;
+    /// a timer that finds nothing to do schedules only timer events, and
+    /// what it looks at (credit counters, obuf and sink queues, the
+    /// in-packet flag) changes only in foreground events. So once no
+    /// foreground event is pending, if every timer has run a full cycle
+    /// (with the pop or drain it starts) since the last foreground event
+    /// without scheduling one, each later cycle will do exactly the same
+    /// nothing: that is a deadlock. The cycle bound used is
+    /// `Tcred + 1 ns`, plus `hiccupDuration + hiccupDelay + 1 ns` while a
+    /// sink FIFO holds flits (only then can a hiccup end matter); CC timers
+    /// only change the pacing of future pushes, which are foreground
+    /// events already. A sink that stalls for a finite time, a credit
+    /// timer of any period and CC back-off are therefore progress, and a
+    /// true deadlock is reported after at most one such cycle of simulated
+    /// time (never a hang: the timers' events in that cycle are bounded).
+    pub fn run_until_completion(&mut self) -> Option<(Time, Vec<MsgId>)> {
+        match self.run_until_completion_or(Time(u64::MAX)) {
+            RunOutcome::Completed(t, ids) => Some((t, ids)),
+            _ => None,
+        }
+    }
+
+    /// As [`Fabric::run_until_completion`], but stop at `limit` (inclusive)
+    /// if no message completes by then: the first completion instant
+    /// `t <= limit` ([`RunOutcome::Completed`]), or every event with time
+    /// `<= limit` processed and `now() == limit` ([`RunOutcome::Limit`]),
+    /// whichever comes first. With `limit = Time(u64::MAX)` this is
+    /// `run_until_completion`.
+    pub fn run_until_completion_or(&mut self, limit: Time) -> RunOutcome {
+        if self.fatal.is_some() {
+            return RunOutcome::Fatal;
+        }
+        if self.in_flight == 0 {
+            return RunOutcome::Idle;
+        }
+        let mark = self.completions.len();
+        let mut found: Option<u64> = None;
+        loop {
+            if self.fatal.is_some() {
+                break;
+            }
+            let Some(t) = self.peek_time() else { break };
+            if let Some(ft) = found {
+                if t > ft {
+                    break;
+                }
+            } else {
+                if t > limit.0 {
+                    break;
+                }
+                if self.fg_pending == 0 && t > self.last_fg.saturating_add(self.quiet_window()) {
+                    return RunOutcome::Deadlock;
+                }
+            }
+            self.step();
+            if found.is_none() && self.completions.len() > mark {
+                found = Some(self.now);
+            }
+        }
+        let Some(ft) = found else {
+            if self.fatal.is_some() {
+                return RunOutcome::Fatal;
+            }
+            if self.peek_time().is_none() {
+                // nothing at all is left: the timers cannot be running
+                return RunOutcome::Deadlock;
+            }
+            if limit.0 > self.now {
+                self.advance_to(limit.0);
+                if self.fatal.is_some() {
+                    return RunOutcome::Fatal;
+                }
+            }
+            return RunOutcome::Limit;
+        };
+        let done: Vec<(MsgId, Time)> = self.completions.drain(mark..).collect();
+        let ids: Vec<MsgId> = done
+            .iter()
+            .filter(|(_, t)| t.0 == ft)
+            .map(|(i, _)| *i)
+            .collect();
+        RunOutcome::Completed(Time(ft), ids)
+    }
+
+    /// Simulated time after the last foreground event during which, with no
+    /// foreground event pending, every periodic timer has run a full cycle
+    /// (see the deadlock rule at [`Fabric::run_until_completion`]).
+    pub(super) fn quiet_window(&self) -> u64 {
+        let mut w = self.tm.cred + NS;
+        if self.sink_held > 0 {
+            w += self.tm.hiccup_on + self.tm.hiccup_off + NS;
+        }
+        w
+    }
+
+    /// A provable lower bound on the time of the next completion of a
+    /// message already in the fabric, None when nothing is in flight (or
+    /// after a fatal error). A completion is the consumption of a last flit
+    /// by a sink drain: either a drain already pending, or one scheduled
+    /// by a later event, at least `min(1 ns, drain time of 1 byte)` after
+    /// it. Cheap (O(HCAs)) and weak; messages injected later are not
+    /// covered (they cannot complete before their injection time).
+    pub fn completion_lower_bound(&mut self) -> Option<Time> {
+        if self.in_flight == 0 || self.fatal.is_some() {
+            return None;
+        }
+        let next = self.peek_time()?;
+        let dmin = self.tm.drain.get(1).copied().unwrap_or(0).min(NS);
+        let mut lb = next + dmin;
+        for h in &self.hcas {
+            if h.sink.drain_pending {
+                lb = lb.min(h.sink.drain_at);
+            }
+        }
+        Some(Time(lb.max(self.now)))
+    }
+
+    /// Completions since the last call, in order.
+    pub fn take_completions(&mut self) -> Vec<(MsgId, Time)> {
+        std::mem::take(&mut self.completions)
+    }
+
+    /// Messages injected (or created by standalone apps) and not completed.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    pub fn next_event_time(&mut self) -> Option<Time> {
+        self.peek_time().map(Time)
+    }
+
+    pub fn events_processed(&self) -> u64 {
+        self.events
+    }
+
+    pub(super) fn step(&mut self) {
+        if let Some((_, from_now)) = self.peek_source() {
+            self.step_from(from_now);
+        }
+    }
+}

@@ -1,0 +1,457 @@
+//! VL arbiter (sec. 5.3): one per output port. Holds one head-of-queue
+//! (HoQ) slot per (input, VL), picks the next packet by round robin (or
+//! FCFS, or the high/low VL tables when max_vl > 0), checks the obuf's
+//! free space and the input's being-sent limit, and moves a flit every
+//! `Tarb` to the obuf (after the VSW delay in a switch). Also the
+//! congestion-control FECN marking of packet heads (sec. 12.1).
+
+use super::dispatch::Ev;
+use super::fabric::{Fabric, NONE, NS};
+use super::flits::{FId, Flit, F_CAND, F_FECN};
+use crate::params::ArbEntry;
+
+pub(super) struct Arb {
+    pub(super) inputs: u16,
+    /// flit handle per (input, VL), NONE = empty
+    pub(super) hoq: Vec<FId>,
+    /// per (input, VL): the packet length in flits when the HoQ holds a
+    /// first flit, else 0 (the round-robin scan reads only this array)
+    pub(super) hoq_first: Vec<u16>,
+    pub(super) t_arr: Vec<u64>,
+    pub(super) res: Vec<bool>,
+    pub(super) fccl: [u64; 8],
+    pub(super) fctbs: [u64; 8],
+    pub(super) pop_pending: bool,
+    pub(super) inside: bool,
+    pub(super) last_vl: u8,
+    pub(super) last_port: [u16; 8],
+    pub(super) last: u64,
+    // table arbitration (maxVL > 0)
+    pub(super) high: [ArbEntry; 8],
+    pub(super) low: [ArbEntry; 8],
+    pub(super) used_high: [u32; 8],
+    pub(super) used_low: [u32; 8],
+    pub(super) idx_high: usize,
+    pub(super) idx_low: usize,
+    pub(super) last_high: bool,
+    pub(super) high_left: i64,
+    // CC marking
+    pub(super) mark_ctr: u32,
+}
+
+impl Arb {
+    /// An idle arbiter with `inputs` inputs and the VL arbitration tables;
+    /// `high_left` = the high-priority limit in flits.
+    pub(super) fn new(
+        inputs: u16,
+        nvl: usize,
+        high: [ArbEntry; 8],
+        low: [ArbEntry; 8],
+        high_left: i64,
+    ) -> Arb {
+        Arb {
+            inputs,
+            hoq: vec![NONE; inputs as usize * nvl],
+            hoq_first: vec![0; inputs as usize * nvl],
+            t_arr: vec![0; inputs as usize * nvl],
+            res: vec![false; inputs as usize * nvl],
+            fccl: [0; 8],
+            fctbs: [0; 8],
+            pop_pending: false,
+            inside: false,
+            last_vl: 0,
+            last_port: [0; 8],
+            last: 0,
+            high,
+            low,
+            used_high: [0; 8],
+            used_low: [0; 8],
+            idx_high: 0,
+            idx_low: 0,
+            last_high: false,
+            high_left,
+            mark_ctr: 0,
+        }
+    }
+}
+
+pub(super) fn dummy_arb() -> Arb {
+    Arb {
+        inputs: 0,
+        hoq: Vec::new(),
+        hoq_first: Vec::new(),
+        t_arr: Vec::new(),
+        res: Vec::new(),
+        fccl: [0; 8],
+        fctbs: [0; 8],
+        pop_pending: false,
+        inside: false,
+        last_vl: 0,
+        last_port: [0; 8],
+        last: 0,
+        high: [ArbEntry::default(); 8],
+        low: [ArbEntry::default(); 8],
+        used_high: [0; 8],
+        used_low: [0; 8],
+        idx_high: 0,
+        idx_low: 0,
+        last_high: false,
+        high_left: 0,
+        mark_ctr: 0,
+    }
+}
+
+impl Fabric {
+    /// isHoQFree: true iff empty and unreserved; reserves on success.
+    #[inline]
+    pub(super) fn hoq_free(&mut self, port: usize, input: usize, v: usize) -> bool {
+        let a = &mut self.ports[port].arb;
+        let i = input * self.nvl + v;
+        if a.hoq[i] == NONE && !a.res[i] {
+            a.res[i] = true;
+            true
+        } else {
+            false
+        }
+    }
+
+    pub(super) fn arb_flit(&mut self, pi: usize, input: usize, id: FId) {
+        let nvl = self.nvl;
+        let a = &mut self.ports[pi].arb;
+        let f = &self.fl[id as usize];
+        let vl = f.vl;
+        let first = if f.sn == 0 { f.pkt_flits } else { 0 };
+        let i = input * nvl + vl as usize;
+        if !a.res[i] || a.hoq[i] != NONE {
+            let msg = format!("arbiter HoQ ({input}, {vl}) not reserved or occupied");
+            self.fail(msg);
+            return;
+        }
+        a.hoq[i] = id;
+        a.hoq_first[i] = first;
+        a.t_arr[i] = self.now;
+        a.res[i] = false;
+        self.arbitrate(pi);
+    }
+
+    /// Round-robin input pick for VL v from `last_port + 1`, wrapping.
+    #[inline]
+    pub(super) fn rr_pick(
+        a: &Arb,
+        nvl: usize,
+        v: usize,
+        start_after: u16,
+        credits: i64,
+    ) -> Option<usize> {
+        let n = a.inputs as usize;
+        let mut p = start_after as usize;
+        for _ in 0..n {
+            p += 1;
+            if p == n {
+                p = 0;
+            }
+            // 0 = empty or a continuation flit
+            let len = a.hoq_first[p * nvl + v];
+            if len != 0 && len as i64 <= credits {
+                return Some(p);
+            }
+        }
+        None
+    }
+
+    pub(super) fn fcfs_pick(
+        a: &Arb,
+        fl: &[Flit],
+        nvl: usize,
+        v: usize,
+        start_after: u16,
+        credits: i64,
+    ) -> Option<usize> {
+        let n = a.inputs as usize;
+        let mut p = start_after as usize;
+        let mut best: Option<(u64, usize)> = None;
+        for _ in 0..n {
+            p += 1;
+            if p == n {
+                p = 0;
+            }
+            let id = a.hoq[p * nvl + v];
+            if id != NONE {
+                let f = &fl[id as usize];
+                if f.sn == 0 && best.is_none_or(|(t, _)| f.t_in < t) {
+                    best = Some((f.t_in, p));
+                }
+            }
+        }
+        let (_, p) = best?;
+        (fl[a.hoq[p * nvl + v] as usize].pkt_flits as i64 <= credits).then_some(p)
+    }
+
+    pub(super) fn pick(&self, a: &Arb, v: usize, start: u16) -> Option<usize> {
+        let credits = a.fccl[v] as i64 - a.fctbs[v] as i64;
+        if self.p.use_fcfs_rq_arb {
+            Self::fcfs_pick(a, &self.fl, self.nvl, v, start, credits)
+        } else {
+            Self::rr_pick(a, self.nvl, v, start, credits)
+        }
+    }
+
+    /// Table arbitration (maxVL > 0), Q6 reproduced; with `iba_vl_arb` the
+    /// IBA-style variant: all 8 entries, an entry keeps sending while
+    /// `used < weight`, `used` restarts only when the index moves to it.
+    pub(super) fn table_select(&mut self, pi: usize) -> Option<(usize, usize)> {
+        if self.p.iba_vl_arb {
+            return self.table_select_iba(pi);
+        }
+        let n = self.nvl;
+        let high_first = self.ports[pi].arb.high_left > 0;
+        for pass in 0..2 {
+            let use_high = high_first == (pass == 0);
+            let mut a = std::mem::replace(&mut self.ports[pi].arb, dummy_arb());
+            let start = a.last_port[a.last_vl as usize];
+            let idx = if use_high { a.idx_high } else { a.idx_low };
+            let mut res = None;
+            for i in 0..=n {
+                let e = (idx + i) % n;
+                let (ent, used) = if use_high {
+                    (a.high[e], &mut a.used_high[e])
+                } else {
+                    (a.low[e], &mut a.used_low[e])
+                };
+                if i >= 1 {
+                    *used = 0;
+                }
+                if ent.weight == 0 || *used > ent.weight || ent.vl as usize >= n {
+                    continue;
+                }
+                let v = ent.vl as usize;
+                if let Some(p) = self.pick(&a, v, start) {
+                    res = Some((p, v, e));
+                    break;
+                }
+            }
+            if let Some((p, v, e)) = res {
+                if use_high {
+                    a.idx_high = e;
+                } else {
+                    a.idx_low = e;
+                }
+                a.last_high = use_high;
+                self.ports[pi].arb = a;
+                return Some((p, v));
+            }
+            self.ports[pi].arb = a;
+        }
+        None
+    }
+
+    pub(super) fn table_select_iba(&mut self, pi: usize) -> Option<(usize, usize)> {
+        let nvl = self.nvl;
+        let high_first = self.ports[pi].arb.high_left > 0;
+        for pass in 0..2 {
+            let use_high = high_first == (pass == 0);
+            let mut a = std::mem::replace(&mut self.ports[pi].arb, dummy_arb());
+            let start = a.last_port[a.last_vl as usize];
+            let idx = if use_high { a.idx_high } else { a.idx_low };
+            let mut res = None;
+            for i in 0..=8 {
+                let e = (idx + i) % 8;
+                let (ent, used) = if use_high {
+                    (a.high[e], a.used_high[e])
+                } else {
+                    (a.low[e], a.used_low[e])
+                };
+                let used = if i == 0 { used } else { 0 };
+                if ent.weight == 0 || used >= ent.weight || ent.vl as usize >= nvl {
+                    continue;
+                }
+                let v = ent.vl as usize;
+                if let Some(p) = self.pick(&a, v, start) {
+                    res = Some((p, v, e, i));
+                    break;
+                }
+            }
+            if let Some((p, v, e, i)) = res {
+                if i > 0 {
+                    if use_high {
+                        a.used_high[e] = 0;
+                    } else {
+                        a.used_low[e] = 0;
+                    }
+                }
+                if use_high {
+                    a.idx_high = e;
+                } else {
+                    a.idx_low = e;
+                }
+                a.last_high = use_high;
+                self.ports[pi].arb = a;
+                return Some((p, v));
+            }
+            self.ports[pi].arb = a;
+        }
+        None
+    }
+
+    /// The arbiter's own pop timer (`Tarb` after it sent a flit).
+    #[inline]
+    pub(super) fn arb_pop(&mut self, pi: usize) {
+        self.ports[pi].arb.pop_pending = false;
+        self.arbitrate(pi);
+    }
+
+    /// Credit limit of VL `v` from an FC packet of the peer's ibuf.
+    #[inline]
+    pub(super) fn arb_tx_cred(&mut self, pi: usize, v: usize, limit: u64) {
+        self.ports[pi].arb.fccl[v] = limit;
+        self.arbitrate(pi);
+    }
+
+    pub(super) fn arbitrate(&mut self, pi: usize) {
+        let nvl = self.nvl;
+        if self.ports[pi].arb.pop_pending {
+            return;
+        }
+        let (p, v, first);
+        if self.ports[pi].arb.inside {
+            let a = &mut self.ports[pi].arb;
+            v = a.last_vl as usize;
+            p = a.last_port[v] as usize;
+            let id = a.hoq[p * nvl + v];
+            if id == NONE {
+                return;
+            }
+            let is_last = self.fl[id as usize].last();
+            if is_last {
+                a.inside = false;
+            }
+            if nvl > 1 && !self.p.iba_vl_arb {
+                // Q6 reproduced: only continuation flits count
+                if a.last_high {
+                    a.high_left -= 1;
+                } else if is_last && a.high_left == 0 {
+                    a.high_left = self.p.vl_high_limit as i64 * 64;
+                }
+            }
+            first = false;
+        } else {
+            let sel = if nvl == 1 {
+                let a = &self.ports[pi].arb;
+                self.pick(a, 0, a.last_port[0]).map(|p| (p, 0))
+            } else {
+                self.table_select(pi)
+            };
+            let Some((sp, sv)) = sel else { return };
+            p = sp;
+            v = sv;
+            let port = &self.ports[pi];
+            let f = &self.fl[port.arb.hoq[p * nvl + v] as usize];
+            let pkt_flits = f.pkt_flits as usize;
+            let inside = !f.last();
+            // validity (a): obuf free space strictly greater than the packet
+            let free = port.ob.size as isize - port.ob.q.len() as isize;
+            let ok_a = free > pkt_flits as isize;
+            let mut ok = ok_a;
+            if ok_a && port.hca == NONE {
+                // (b) the chosen input may start one more packet
+                let ii = (port.base as usize) + p;
+                let ib = &mut self.ports[ii].ib;
+                if ib.nbs < self.p.max_being_sent {
+                    ib.nbs += 1;
+                } else {
+                    ok = false;
+                }
+            }
+            if !ok {
+                self.ports[pi].arb.inside = false;
+                return;
+            }
+            self.ports[pi].arb.inside = inside;
+            first = true;
+        }
+        // send the flit (step 5)
+        let now = self.now;
+        let is_sw = self.ports[pi].hca == NONE;
+        let cc = self.p.cc_enabled;
+        let markrate = self.p.cc_markrate;
+        let a = &mut self.ports[pi].arb;
+        if first {
+            a.last_vl = v as u8;
+            a.last_port[v] = p as u16;
+        }
+        let i = p * nvl + v;
+        let id = std::mem::replace(&mut a.hoq[i], NONE);
+        a.hoq_first[i] = 0;
+        let flit = &mut self.fl[id as usize];
+        let t_arr = a.t_arr[i];
+        if nvl > 1 {
+            if a.last_high {
+                a.used_high[a.idx_high] += 1;
+            } else {
+                a.used_low[a.idx_low] += 1;
+            }
+            if self.p.iba_vl_arb {
+                // every High flit counts; a Low packet ends the Low turn
+                if a.last_high {
+                    a.high_left -= 1;
+                } else if flit.last() && a.high_left <= 0 {
+                    a.high_left = self.p.vl_high_limit as i64 * 64;
+                }
+            }
+        }
+        if first && is_sw && cc {
+            if flit.flags & F_CAND != 0 && a.mark_ctr == 0 {
+                flit.flags |= F_FECN;
+            }
+            flit.flags &= !F_CAND;
+            a.mark_ctr = (a.mark_ctr + 1) % markrate;
+        }
+        let tarb = if is_sw {
+            self.tm.arb_sw[flit.bytes as usize]
+        } else {
+            self.tm.arb_hca[flit.bytes as usize]
+        };
+        a.pop_pending = true;
+        let to_obuf = if is_sw {
+            let mut target = t_arr + self.tm.vsw;
+            if target <= a.last {
+                target = a.last + NS;
+            }
+            if target > now {
+                a.last = target;
+                target
+            } else {
+                a.last = now;
+                now
+            }
+        } else {
+            now
+        };
+        a.fctbs[v] += 1;
+        a.res[i] = false;
+        let last = flit.last();
+        self.sched(now + tarb, Ev::ArbPop { port: pi as u32 });
+        self.sched(
+            to_obuf,
+            Ev::ObufFlit {
+                port: pi as u32,
+                flit: id,
+            },
+        );
+        if is_sw {
+            let ii = self.ports[pi].base + p as u32;
+            self.sched(
+                now,
+                Ev::IbufSent {
+                    port: ii,
+                    vl: v as u8,
+                    last,
+                    out: self.ports[pi].local,
+                },
+            );
+        } else {
+            let h = self.ports[pi].hca;
+            self.sched(now, Ev::GenSent { h, vl: v as u8 });
+        }
+    }
+}
