@@ -6,11 +6,15 @@
 //! - [`traffic`]: standalone traffic (reference app modes and closed-loop
 //!   dissemination / chain drivers over the injection API).
 //! - [`topology`]: topology data model, loaders, generators and routing.
-pub use ipc_proto::Time;
+//! - `server` (cargo feature `server`, on by default): the co-simulation
+//!   server over ipc-proto. It is the only part of the crate that depends
+//!   on IPC code; the engine's time type is [`simtime::Time`].
+pub use simtime::Time;
 
 pub mod engine;
 pub mod input;
 pub mod params;
+#[cfg(feature = "server")]
 pub mod server;
 pub mod stats;
 pub mod topology;

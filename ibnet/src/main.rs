@@ -136,6 +136,7 @@ struct JsonOut<'a> {
 struct UserError(anyhow::Error);
 
 fn main() {
+    #[cfg(feature = "server")]
     if std::env::args().nth(1).as_deref() == Some("serve") {
         ibnet::server::serve::main_serve();
     }
@@ -148,7 +149,11 @@ fn main() {
                 2
             }
         },
-        Cmd::Serve => unreachable!("handled above"),
+        // with the "server" feature `serve` is handled above
+        Cmd::Serve => {
+            eprintln!("ibnet: error: this ibnet was built without the co-simulation server (cargo feature \"server\")");
+            2
+        }
     };
     std::process::exit(code);
 }
@@ -332,12 +337,12 @@ impl PlainProgress {
         let sim = f.now().0;
         let mut line = format!(
             "ibnet: progress: simulated {}",
-            ipc_proto::time::format_ps_human(sim)
+            simtime::format_ps_human(sim)
         );
         if let Some(u) = self.until.filter(|u| u.0 > 0) {
             line += &format!(
                 " of {} ({:.1}%)",
-                ipc_proto::time::format_ps_human(u.0),
+                simtime::format_ps_human(u.0),
                 sim as f64 * 100.0 / u.0 as f64
             );
         }

@@ -11,7 +11,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use ipc_proto::Time;
+use crate::Time;
 use serde::Serialize;
 
 use crate::engine::{Fabric, FabricError, MsgId, RunOutcome, TrafficMode};

@@ -1,6 +1,6 @@
 //! Time arguments with units: `2ms`, `100us`, `1500ns`, `7ps`, `1.5us`, `3s`.
 
-use ipc_proto::Time;
+use crate::Time;
 
 /// Parse a time with a unit suffix (s, ms, us, ns, ps). A bare number is an
 /// error, so a forgotten unit never silently means picoseconds.
