@@ -69,13 +69,20 @@ pub enum FabricError {
 /// computation can overflow; an event or injection beyond this is an error.
 pub const MAX_TIME_PS: u64 = 1 << 62;
 
+/// "No such index" in the u32 index fields (no flit in a HoQ slot, no
+/// peer port, no HCA at a switch port, no message in service).
 pub(super) const NONE: u32 = u32::MAX;
 
+/// One nanosecond in picoseconds.
 pub(super) const NS: u64 = 1000;
 
+/// An HCA's own components (its port's obuf, ibuf and arbiter are in
+/// `Fabric::ports[port]`).
 pub(super) struct Hca {
+    /// topology node index
     pub(super) node: u32,
     pub(super) lid: u16,
+    /// global index of the HCA's port
     pub(super) port: u32,
     pub(super) app: App,
     pub(super) gen: Gen,
@@ -83,8 +90,14 @@ pub(super) struct Hca {
     pub(super) cc: Cc,
 }
 
+/// A port of a switch or an HCA: the obuf that transmits on its link,
+/// the ibuf that receives from it, and the VL arbiter that feeds the obuf
+/// (from the node's ibufs at a switch, from the generator at an HCA).
+/// Ports are numbered globally in node order, then port order.
 pub(super) struct Port {
+    /// topology node index
     pub(super) node: u32,
+    /// port number within the node
     pub(super) local: u16,
     /// HCA index, or NONE for a switch port
     pub(super) hca: u32,
@@ -93,48 +106,62 @@ pub(super) struct Port {
     /// global index of port 0 of this node
     pub(super) base: u32,
     pub(super) nports: u16,
+    /// global index of the port at the other end of the link, or NONE
     pub(super) peer: u32,
     pub(super) ob: Obuf,
     pub(super) ib: Ibuf,
     pub(super) arb: Arb,
 }
 
-/// The fabric: topology state plus the event queue.
+/// The fabric: every component's state plus the event queue.
 pub struct Fabric {
+    // configuration
     pub(super) p: Params,
     pub(super) tm: Timing,
     pub(super) nvl: usize,
     pub(super) topo_name: String,
     pub(super) node_names: Vec<String>,
+    // components
     pub(super) ports: Vec<Port>,
     pub(super) hcas: Vec<Hca>,
     /// flit slab and its free list
     pub(super) fl: Vec<Flit>,
     pub(super) fl_free: Vec<FId>,
+    /// forwarding table per switch (LID -> output port)
     pub(super) lfts: Vec<Vec<u16>>,
     pub(super) lid_to_hca: Vec<u32>,
+    // messages (app.rs)
     pub(super) msgs: Vec<Msg>,
     pub(super) completions: Vec<(MsgId, Time)>,
     pub(super) in_flight: usize,
+    // event queue (queue.rs, dispatch.rs)
+    /// delayed events (timing wheel)
     pub(super) heap: super::wheel::Wheel<Ev>,
     pub(super) dbg_last_key: u128,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
     /// virtual-sequence ones, so `step` takes whichever key is smaller.
     pub(super) nowq: super::wheel::Fifo<Entry>,
+    /// insertion counter: the seq of the next scheduled event
     pub(super) counter: u64,
+    /// seq of the event being processed
     pub(super) cur_seq: u64,
     pub(super) now: u64,
     pub(super) started: bool,
     pub(super) events: u64,
+    /// foreground events queued (deadlock rule, run.rs)
     pub(super) fg_pending: u64,
     /// Time of the last foreground event processed (deadlock rule).
     pub(super) last_fg: u64,
     /// Flits waiting in sink FIFOs (deadlock rule: hiccups matter then).
     pub(super) sink_held: u64,
+    // lazy credit timer (obuf.rs, mod.rs)
     pub(super) lazy: bool,
+    /// start of the next credit period
     pub(super) next_boundary: u64,
+    /// insertion counter at the first event of the current credit period
     pub(super) bk_counter: u64,
+    // outcome and counters
     pub(super) fatal: Option<FabricError>,
     pub(super) trace: Option<Vec<TraceRec>>,
     pub(super) flits_generated: u64,
