@@ -744,7 +744,10 @@ fn invalid_key_fails_with_2_before_starting_anything() {
         assert!(err.contains("invalid session key"), "{err}");
         // Nothing was built or started: the binaries' directory does not
         // even exist, and the refusal is immediate.
-        assert!(!err.contains("building") && !err.contains("No such file"), "{err}");
+        assert!(
+            !err.contains("building") && !err.contains("No such file"),
+            "{err}"
+        );
         assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
         assert!(text(&o.stdout).is_empty());
     }
@@ -1028,4 +1031,153 @@ fn protocol_mismatch_is_refused() {
     let _ = fabric.kill();
     let _ = fabric.wait();
     let _ = ipc_proto::cleanup(&key);
+}
+
+/// 16 co-simulations of one user at once over message queues (the default
+/// RLIMIT_MSGQUEUE of 819200 bytes), all succeed with identical results;
+/// then, with the rest of the budget taken, one more fails with exit code
+/// 3 and a message naming the limit and the remedy, leaving nothing behind.
+#[test]
+fn sixteen_concurrent_mq_sessions_and_a_clear_error_beyond_the_budget() {
+    let _ipc = ipc_budget();
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("dissemination", 8, 180, dir.path());
+    let keys: Vec<String> = (0..16).map(|_| fresh_key()).collect();
+    let children: Vec<std::process::Child> = keys
+        .iter()
+        .map(|k| {
+            let mut c = cosim_cmd(&[
+                "-f",
+                g.to_str().unwrap(),
+                "-t",
+                "H8_S1",
+                "-p",
+                "notify",
+                "--transport",
+                "mq",
+                "--json",
+                "--key",
+                k,
+            ]);
+            c.stdout(Stdio::piped()).stderr(Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    let mut first: Option<Vec<u64>> = None;
+    for (i, ch) in children.into_iter().enumerate() {
+        let o = run_wait(ch, Duration::from_secs(120));
+        assert!(o.status.success(), "session {i}: {}", text(&o.stderr));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let t = finish_times(&v["scheduler"]);
+        assert!(t.iter().all(|&x| x > 0), "{t:?}");
+        match &first {
+            None => first = Some(t),
+            Some(t0) => assert_eq!(&t, t0, "session {i} differs"),
+        }
+    }
+    for k in &keys {
+        assert_eq!(session_objects_left(k), Vec::<String>::new());
+    }
+    // Take what is left of the budget, then ask for one more session.
+    let mut held = Vec::new();
+    loop {
+        match ipc_proto::create_fabric(&fresh_key(), ipc_proto::Protocol::Notify, 8) {
+            Ok(s) => held.push(s),
+            Err(e) => {
+                assert!(e.is_resource_exhausted(), "{e}");
+                break;
+            }
+        }
+        assert!(held.len() < 1000);
+    }
+    let key = fresh_key();
+    let o = run_limited(
+        cosim_cmd(&[
+            "-f",
+            g.to_str().unwrap(),
+            "-t",
+            "H8_S1",
+            "--transport",
+            "mq",
+            "--key",
+            &key,
+        ]),
+        Duration::from_secs(30),
+    );
+    drop(held);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("RLIMIT_MSGQUEUE"), "{err}");
+    assert!(err.contains("--transport shm"), "{err}");
+    assert!(err.contains("the fabric (ibnet) failed first"), "{err}");
+    assert_eq!(session_objects_left(&key), Vec::<String>::new());
+    // Shared memory has no such limit: the same run succeeds meanwhile.
+    let o = run_limited(
+        cosim_cmd(&[
+            "-f",
+            g.to_str().unwrap(),
+            "-t",
+            "H8_S1",
+            "--transport",
+            "shm",
+        ]),
+        Duration::from_secs(30),
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+}
+
+/// `ibnet serve` started with `&` from a shell script (SIGINT inherited as
+/// ignored) or under nohup (SIGHUP ignored) still removes its queues and
+/// segment on SIGTERM/SIGINT/SIGHUP and exits with 128 + signal; under
+/// nohup SIGHUP stays ignored (what nohup asks for) and SIGTERM cleans up.
+#[test]
+fn ibnet_serve_started_in_the_background_cleans_up_on_signals() {
+    let _ipc = ipc_budget();
+    let ibnet = bin("ibnet");
+    let script = r#"
+k=$1; t=$2; sig=$3; wrap=$4
+$wrap "$IBNET" serve --key "$k" --protocol query --topology H8_S1 --transport "$t" 2>/dev/null &
+pid=$!
+i=0; while [ ! -e "/dev/shm/$k.ctl" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+sleep 0.2
+kill -"$sig" $pid
+if [ "$sig" = HUP ] && [ -n "$wrap" ]; then
+    sleep 0.5; kill -0 $pid && echo "survived HUP"; kill -TERM $pid
+fi
+wait $pid
+echo "status=$?"
+"#;
+    for (transport, n) in [("mq", 4), ("shm", 1)] {
+        for (sig, code, wrap) in [
+            ("TERM", 143, ""),
+            ("INT", 130, ""),
+            ("HUP", 129, ""),
+            ("TERM", 143, "nohup"),
+            ("HUP", 143, "nohup"),
+        ] {
+            let key = fresh_key();
+            let o = Command::new("sh")
+                .args(["-c", script, "sh", &key, transport, sig, wrap])
+                .env("IBNET", &ibnet)
+                .current_dir(std::env::temp_dir())
+                .output()
+                .unwrap();
+            let out = text(&o.stdout);
+            assert!(
+                out.contains(&format!("status={code}")),
+                "{transport} {wrap} {sig}: {out} {}",
+                text(&o.stderr)
+            );
+            assert_eq!(
+                out.contains("survived HUP"),
+                wrap == "nohup" && sig == "HUP",
+                "{out}"
+            );
+            assert_eq!(
+                session_objects_left(&key),
+                Vec::<String>::new(),
+                "{transport} {wrap} {sig}: objects left ({n} existed)"
+            );
+        }
+    }
 }
