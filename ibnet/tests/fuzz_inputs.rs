@@ -1,7 +1,7 @@
 //! Bounded fuzz tests of every ibnet reader (issue 12): topology TOML,
 //! IBDM `.topo`/`.hcas`/`.fdbs`/`.fdbs.ini`, parameter files (presets,
-//! `--config`) and `--set`, destination sequences (`.dstSeq` + `.ini`) and
-//! the vector/index file parsers. Seeds are the shipped files and the
+//! `--config`) and `--set`, destination sequences (`.dstSeq` + `.ini`),
+//! rank files and the vector/index file parsers. Seeds are the shipped files and the
 //! reference's 32-node data (read from ../shared); each case applies random
 //! mutations (byte flips, inserted bytes including invalid UTF-8, deleted
 //! ranges, extreme numbers, duplicated/dropped/swapped lines).
@@ -425,6 +425,33 @@ proptest! {
         });
         if let Err(e) = r {
             prop_assert!(e.contains("v.fdbs"), "{}", e);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: scaled(500), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Rank files (`rank_file =` in TOML) on mutated rank lists.
+    #[test]
+    fn rank_files_never_panic(muts in mutations(), n in 1usize..9) {
+        let mut seed = String::from("# rank  hca\n");
+        for r in 0..n {
+            seed += &format!("{r} H_{}\n", (r * 3) % 8 + 1);
+        }
+        let text = apply(seed.as_bytes(), &muts);
+        let r = bounded(LIMIT, format!("{:?}", String::from_utf8_lossy(&text)), move || {
+            let topo = topology::builtin("H8_S1").unwrap();
+            let text = match ibnet::input::text_of(text) {
+                Ok(t) => t,
+                Err(e) => return Err(e.describe(Path::new("r.txt"))),
+            };
+            topology::parse_rank_file(&text, Path::new("r.txt"), &topo)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        if let Err(e) = r {
+            prop_assert!(e.contains("r.txt"), "{}", e);
         }
     }
 }
