@@ -99,6 +99,9 @@ struct RunArgs {
     /// terminal and --json is not given.
     #[arg(long)]
     progress: bool,
+    /// Wall-clock seconds between two plain progress lines.
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    progress_interval: f64,
 }
 
 #[derive(Serialize)]
@@ -178,10 +181,26 @@ fn params_from(a: &RunArgs) -> Result<Params> {
 
 fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let u = |e: anyhow::Error| UserError(e);
+    if !(a.progress_interval.is_finite() && a.progress_interval >= 0.0) {
+        return Err(u(anyhow::anyhow!(
+            "--progress-interval {}: expected seconds >= 0",
+            a.progress_interval
+        )));
+    }
     let params = params_from(a).map_err(u)?;
     let topo = topology::open(&a.topology)
         .map_err(|e| UserError(anyhow::anyhow!("topology {}: {e}", a.topology)))?;
-    let mut fabric = Fabric::new(&topo, &params).map_err(|e| UserError(anyhow::anyhow!("{e}")))?;
+    let mut fabric = Fabric::new(&topo, &params).map_err(|e| {
+        // name where the parameters came from
+        let mut from = format!("--preset {}", a.preset);
+        if let Some(c) = &a.config {
+            from += &format!(", --config {}", c.display());
+        }
+        for s in &a.set {
+            from += &format!(", --set {s}");
+        }
+        UserError(anyhow::anyhow!("{e} (parameters: {from})"))
+    })?;
     let mut specs = Vec::new();
     for s in &a.traffic {
         specs.push(TrafficSpec::parse(s).map_err(|e| UserError(anyhow::anyhow!(e)))?);
@@ -206,7 +225,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let mut closed_summary = None;
     let mut run_error: Option<String> = None;
     if let Some(spec) = closed.first() {
-        let mut lines = PlainProgress::new(show_progress, until);
+        let mut lines = PlainProgress::new(show_progress, until, a.progress_interval);
         let r = run_closed_loop_with(&mut fabric, spec, &rank_hcas(&topo), until, &mut |f, m| {
             lines.tick(f, Some(m))
         });
@@ -215,7 +234,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             Err(e) => run_error = Some(e.to_string()),
         }
     } else if let Some(limit) = until {
-        let mut lines = PlainProgress::new(show_progress && !tty, until);
+        let mut lines = PlainProgress::new(show_progress && !tty, until, a.progress_interval);
         let pb = (show_progress && tty).then(|| {
             let pb = indicatif::ProgressBar::new(100);
             pb.set_style(
@@ -313,16 +332,18 @@ fn params_start_stat_ps(p: &Params) -> u64 {
 /// second of wall time: simulated time, events, messages completed.
 struct PlainProgress {
     on: bool,
+    every: f64,
     until: Option<Time>,
     start: Instant,
     last: Instant,
 }
 
 impl PlainProgress {
-    fn new(on: bool, until: Option<Time>) -> PlainProgress {
+    fn new(on: bool, until: Option<Time>, every: f64) -> PlainProgress {
         let now = Instant::now();
         PlainProgress {
             on,
+            every,
             until,
             start: now,
             last: now,
@@ -330,7 +351,7 @@ impl PlainProgress {
     }
 
     fn tick(&mut self, f: &Fabric, messages: Option<u64>) {
-        if !self.on || self.last.elapsed().as_secs_f64() < 1.0 {
+        if !self.on || self.last.elapsed().as_secs_f64() < self.every {
             return;
         }
         self.last = Instant::now();

@@ -152,6 +152,9 @@ pub const MAX_MESSAGE_BYTES: u64 = 1 << 40;
 /// engine in range.
 pub const MAX_DELAY_PS: u64 = 1_000_000_000_000_000;
 
+/// Largest packet (MTU + header) in bytes: 16 MiB.
+pub const MAX_PACKET_BYTES: u32 = 1 << 24;
+
 /// Largest `cc_cct_limit` (the CCT is a table of this many entries + 1).
 pub const MAX_CCT_LIMIT: u32 = 65_535;
 
@@ -794,6 +797,15 @@ impl Params {
         }
         if self.msg_mtu == 0 {
             return bad("msg_mtu", "must be > 0");
+        }
+        if self.msg_mtu as u64 + self.pkt_header_bytes as u64 > MAX_PACKET_BYTES as u64 {
+            return Err(ConfigError::BadValue {
+                key: "msg_mtu".into(),
+                msg: format!(
+                    "a packet of msg_mtu + pkt_header_bytes = {} B is larger than {MAX_PACKET_BYTES} B",
+                    self.msg_mtu as u64 + self.pkt_header_bytes as u64
+                ),
+            });
         }
         if self.cred_min_time_ns <= 0.0 {
             return bad("cred_min_time_ns", "must be > 0");

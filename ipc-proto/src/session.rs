@@ -349,6 +349,7 @@ pub fn create_fabric_opts(
     }
     opts.rings.validate()?;
     let key = SessionKey::new(key)?;
+    let _creating = signals::creating();
     let mut guard = OwnerGuard::new();
     let ctl = key.segment_name();
     let fd = shm_open(
@@ -558,6 +559,7 @@ pub fn open_scheduler(key: &str, timeout: Duration) -> Result<SchedulerSession> 
 #[doc(hidden)]
 pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<SchedulerSession> {
     let key = SessionKey::new(key)?;
+    signals::install();
     let ctl = key.segment_name();
     let start = Instant::now();
     let (seg, fd, seg_len) = loop {

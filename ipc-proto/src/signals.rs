@@ -20,6 +20,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
 static REGISTRY: Mutex<Option<HashMap<u64, Vec<String>>>> = Mutex::new(None);
+/// Held while a session's objects are created and registered, so that a
+/// signal arriving between the creation of an object and its registration
+/// waits for the registration instead of missing the object.
+static CREATING: Mutex<()> = Mutex::new(());
+
+/// Install the handler now and hold off its clean-up until the returned
+/// guard is dropped (wrap object creation + registration in it).
+pub(crate) fn creating() -> std::sync::MutexGuard<'static, ()> {
+    install();
+    CREATING.lock().unwrap_or_else(|e| e.into_inner())
+}
 static INSTALL: Once = Once::new();
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -59,6 +70,7 @@ pub(crate) fn install() {
             .name("ipc-signals".into())
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
+                    let _c = CREATING.lock().unwrap_or_else(|e| e.into_inner());
                     let removed = unlink_registered();
                     eprintln!(
                         "ipc-proto: caught signal {sig}; removed {removed} IPC object(s); exiting"

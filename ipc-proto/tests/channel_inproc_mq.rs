@@ -44,7 +44,10 @@ fn every_record_roundtrip(mq: bool) {
     let (mut s, mut f) = pair(mq, Protocol::Notify);
     let from_s = [
         insert(1),
-        Record::NoMoreInserts { time: Time(1001) },
+        Record::NoMoreInserts {
+            time: Time(1001),
+            horizon: Time(2002),
+        },
         Record::error(ErrorCode::Abort, "scheduler gives up"),
         Record::Finish { time: Time::MAX },
     ];
@@ -67,6 +70,7 @@ fn every_record_roundtrip(mq: bool) {
         Record::ArrivalBatchEnd {
             time: Time(5000),
             count: 2,
+            grant: Time(6000),
         },
         Record::error(ErrorCode::Deadlock, "handles 3 4"),
     ];
@@ -254,7 +258,12 @@ fn query_waits_for_the_inserts_it_counts() {
 #[test]
 fn local_misuse_is_rejected() {
     let (mut s, mut f) = inproc::pair(Protocol::Query).unwrap();
-    let e = s.send(Record::NoMoreInserts { time: Time(1) }).unwrap_err();
+    let e = s
+        .send(Record::NoMoreInserts {
+            time: Time(1),
+            horizon: Time(0),
+        })
+        .unwrap_err();
     assert!(
         e.to_string()
             .contains("may not send NoMoreInserts in the query protocol"),
@@ -289,6 +298,7 @@ fn local_misuse_is_rejected() {
         .send(Record::ArrivalBatchEnd {
             time: Time(1),
             count: 2,
+            grant: Time(0),
         })
         .unwrap_err();
     assert!(e.to_string().contains("count=2 but 1"), "{e}");
@@ -365,6 +375,7 @@ fn peer_violations_are_detected() {
         &Record::ArrivalBatchEnd {
             time: Time(1),
             count: 3,
+            grant: Time(0),
         }
         .encode(),
     );

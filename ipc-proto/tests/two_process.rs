@@ -6,25 +6,35 @@ use common::*;
 use ipc_proto::{open_scheduler, selftest, ProtoError, Protocol, Record, Role};
 use std::time::{Duration, Instant};
 
-#[test]
-fn hundred_thousand_records_each_way_between_processes() {
-    let _l = mq_lock();
+/// Both sides send all 100,000 records before reading anything; the
+/// child is the fabric with default geometry: message queues of 10 x 1024
+/// bytes (16 records per message) or shared-memory rings of 32 x 8192 bytes
+/// (128 records per message).
+fn hundred_thousand_records_each_way(transport: &str, per_message: u64) {
     let key = unique_key("p100k");
-    // The child is the fabric with full-size queues (10 x 8192).
-    let child = spawn_peer(&["--role", "fabric", "--key", &key, "--records", "100000"]);
+    let child = spawn_peer(&[
+        "--role",
+        "fabric",
+        "--key",
+        &key,
+        "--records",
+        "100000",
+        "--transport",
+        transport,
+    ]);
     let s = open_scheduler(&key, Duration::from_secs(5)).unwrap();
     assert_eq!(s.protocol(), Protocol::Notify);
+    assert_eq!(s.transport().to_string(), transport);
     let mut s = s.connect().unwrap();
-    // Both sides send all 100,000 records before reading anything.
     assert_eq!(
         selftest::scheduler_stream(&mut s, 100_000).unwrap(),
         100_000
     );
     let st = s.stats();
     // The Hello alone (Channel::new flushes it), then 100,000 Arrivals +
-    // 10,000 batch ends, 128 per message.
+    // 10,000 batch ends, `per_message` per message.
     assert_eq!(st.records_received, 110_001);
-    assert_eq!(st.messages_received, 1 + 110_000u64.div_ceil(128));
+    assert_eq!(st.messages_received, 1 + 110_000u64.div_ceil(per_message));
     drop(s);
     let out = child.wait_with_output().unwrap();
     assert!(
@@ -33,6 +43,17 @@ fn hundred_thousand_records_each_way_between_processes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(leftovers(&key).is_empty());
+}
+
+#[test]
+fn hundred_thousand_records_each_way_between_processes() {
+    let _l = mq_lock();
+    hundred_thousand_records_each_way("mq", 16);
+}
+
+#[test]
+fn hundred_thousand_records_each_way_between_processes_over_shm() {
+    hundred_thousand_records_each_way("shm", 128);
 }
 
 #[test]

@@ -258,7 +258,31 @@ fn make_network(a: &SimArgs, num_ranks: u32) -> anyhow::Result<Box<dyn Network>>
     })
 }
 
-/// Tracer for -v and -V.
+/// The `-v` line of an event: its Debug form with ` ps` after every time
+/// field (`Calc { host: 0, cpu: 0, node: 0, start: 0 ps, end: 100 ps }`).
+fn with_ps_units(debug: &str) -> String {
+    const TIME_FIELDS: &[&str] = &["start", "end", "time", "sent", "arrived", "from", "to", "now"];
+    let mut out = String::with_capacity(debug.len() + 32);
+    let mut rest = debug;
+    while let Some(i) = rest.find(": ") {
+        let key_start = rest[..i]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(0, |k| k + 1);
+        let key = &rest[key_start..i];
+        out.push_str(&rest[..i + 2]);
+        rest = &rest[i + 2..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(&rest[..digits]);
+        rest = &rest[digits..];
+        if digits > 0 && TIME_FIELDS.contains(&key) {
+            out.push_str(" ps");
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Tracer for -v and --timeline.
 struct CliTracer {
     verbose: Option<std::io::BufWriter<std::io::Stdout>>,
     timeline: Option<std::io::BufWriter<std::fs::File>>,
@@ -269,7 +293,7 @@ struct CliTracer {
 impl CliTracer {
     fn write(&mut self, e: &TraceEvent) -> std::io::Result<()> {
         if let Some(v) = &mut self.verbose {
-            writeln!(v, "{e:?}")?;
+            writeln!(v, "{}", with_ps_units(&format!("{e:?}")))?;
         }
         if let Some(t) = &mut self.timeline {
             match *e {

@@ -239,9 +239,13 @@ fn timeline_verbose_qstat_noise() {
     );
     let qs = std::fs::read_to_string(d.path().join("q.qstat")).unwrap();
     assert_eq!(qs, "# host max_rq max_uq\n0 1 0\n1 1 0\n");
-    assert!(String::from_utf8(o.stdout)
-        .unwrap()
-        .contains("Calc { host: 0"));
+    // -v lines name the unit of their times.
+    let v = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        v.contains("Calc { host: 0, cpu: 0, node: 0, start: 0 ps, end: 100 ps }"),
+        "{v}"
+    );
+    assert!(v.contains("size: 10, tag: 0, start: 100 ps, end: 1600 ps"), "{v}");
     // noise: one event of 50 every 100 time units; calc 100 on each host gets 50 more
     let nf = write(d.path(), "noise.txt", "0\t50\n");
     let o = run(&[

@@ -36,8 +36,9 @@ pub struct TraceArgs {
     /// Ignore collective calls.
     #[arg(long = "traces-nocolls")]
     pub traces_nocolls: bool,
-    /// Start blocking collectives this many trace time units earlier.
-    #[arg(long = "traces-nbcify", default_value_t = 0)]
+    /// Start blocking collectives this many trace time units (us) earlier;
+    /// a unit suffix is converted to whole microseconds (`5us`, `2000ns`).
+    #[arg(long = "traces-nbcify", default_value = "0", value_parser = trace_us_int, value_name = "TIME")]
     pub traces_nbcify: i64,
     /// Unknown MPI calls are errors instead of warnings.
     #[arg(long)]
@@ -54,11 +55,11 @@ pub struct TraceArgs {
     /// before point-to-point transfers that use not-yet-seen buffer bytes.
     #[arg(long)]
     pub pinning: bool,
-    /// Pinning constant a, microseconds.
-    #[arg(long = "pin-a", default_value_t = DEFAULT_PIN_A_US)]
+    /// Pinning constant a, microseconds (or with a unit: 165.894us).
+    #[arg(long = "pin-a", default_value_t = DEFAULT_PIN_A_US, value_parser = us_f64, value_name = "TIME")]
     pub pin_a: f64,
-    /// Pinning per-byte cost b, microseconds per byte.
-    #[arg(long = "pin-b", default_value_t = DEFAULT_PIN_B_US_PER_BYTE)]
+    /// Pinning per-byte cost b, microseconds per byte (or with a unit per byte).
+    #[arg(long = "pin-b", default_value_t = DEFAULT_PIN_B_US_PER_BYTE, value_parser = us_f64, value_name = "TIME")]
     pub pin_b: f64,
     /// Calibration 2: print the loggopsim command line with the thesis's
     /// fitted processing overheads (small: o=25979800 O=155; large:
@@ -129,17 +130,19 @@ pub struct GenArgs {
     /// Fan-out of nwaydissemination (>= 1).
     #[arg(long, default_value_t = 1)]
     pub nway: i32,
-    /// If given (even 0): local-work prelude of this length in every rank.
-    #[arg(long)]
+    /// If given (even 0): local-work prelude of this length in every rank
+    /// (schedule units; a unit suffix converts to picoseconds: `5us`).
+    #[arg(long, value_parser = sched_time, value_name = "TIME")]
     pub nb: Option<i64>,
-    /// Split the prelude into calcs of this length.
-    #[arg(long = "nb-poll", default_value_t = 0)]
+    /// Split the prelude into calcs of this length (0: one calc).
+    #[arg(long = "nb-poll", default_value = "0", value_parser = sched_time, value_name = "TIME")]
     pub nb_poll: i64,
     /// CPU index; non-zero switches on the `cpu` suffix of CPU calcs.
     #[arg(long, default_value_t = 0)]
     pub cpu: u64,
     /// allreduce_recdoub: replace dependencies by fixed calcs of this length.
-    #[arg(long = "rpl-dep-cmp", default_value_t = -1, allow_hyphen_values = true)]
+    /// (-1: off; schedule units, or with a unit suffix converted to ps.)
+    #[arg(long = "rpl-dep-cmp", default_value = "-1", allow_hyphen_values = true, value_parser = sched_time_or_off, value_name = "TIME")]
     pub rpl_dep_cmp: i64,
     /// linear_alltoallv: skew ratio.
     #[arg(long = "a2av-skew-ratio", default_value_t = 1)]
@@ -179,11 +182,12 @@ pub struct Trace2GoalArgs {
         default_value = "schedule.goal"
     )]
     pub output: PathBuf,
-    /// If given (even 0): local-work prelude of this length in every rank.
-    #[arg(long)]
+    /// If given (even 0): local-work prelude of this length in every rank
+    /// (schedule units; a unit suffix converts to picoseconds: `5us`).
+    #[arg(long, value_parser = sched_time, value_name = "TIME")]
     pub nb: Option<i64>,
-    /// Split the prelude into calcs of this length.
-    #[arg(long = "nb-poll", default_value_t = 0)]
+    /// Split the prelude into calcs of this length (0: one calc).
+    #[arg(long = "nb-poll", default_value = "0", value_parser = sched_time, value_name = "TIME")]
     pub nb_poll: i64,
     /// CPU index; non-zero switches on the `cpu` suffix of CPU calcs.
     #[arg(long, default_value_t = 0)]
@@ -194,6 +198,82 @@ pub struct Trace2GoalArgs {
 
 fn prelude(nb: Option<i64>, poll: i64) -> Option<Prelude> {
     nb.map(|nb| Prelude { nb, poll })
+}
+
+/// Most calcs the `--nb`/`--nb-poll` prelude may write per rank.
+pub const MAX_PRELUDE_CALCS: i64 = 1_000_000;
+
+fn check_prelude(p: Option<Prelude>) -> anyhow::Result<()> {
+    if let Some(p) = p {
+        if p.poll > 0 && (p.nb / p.poll) >= MAX_PRELUDE_CALCS {
+            anyhow::bail!(
+                "--nb {} with --nb-poll {} would write {} calcs per rank (limit {MAX_PRELUDE_CALCS})",
+                p.nb,
+                p.poll,
+                p.nb / p.poll + 1
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A schedule-unit time from the command line: a bare number as it is, or
+/// a number with a unit suffix (ps, ns, us, ms, s) in picoseconds, the unit
+/// loggopsim uses. Overflow and negative values are errors.
+pub fn sched_time(s: &str) -> Result<i64, String> {
+    let t = ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Ps)?;
+    i64::try_from(t.as_ps()).map_err(|_| format!("`{s}` is too large (at most {} ps)", i64::MAX))
+}
+
+/// [`sched_time`], or `-1` for "off".
+fn sched_time_or_off(s: &str) -> Result<i64, String> {
+    if s.trim() == "-1" {
+        return Ok(-1);
+    }
+    sched_time(s)
+}
+
+/// Trace time (whole microseconds): a bare number is microseconds.
+fn trace_us_int(s: &str) -> Result<i64, String> {
+    let t = ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Us)?;
+    let ps = t.as_ps();
+    if ps % 1_000_000 != 0 {
+        return Err(format!(
+            "`{s}` is not a whole number of microseconds (trace time unit)"
+        ));
+    }
+    i64::try_from(ps / 1_000_000).map_err(|_| format!("`{s}` is too large"))
+}
+
+/// A duration in microseconds as a float: a bare number is microseconds;
+/// `ps`, `ns`, `us`, `ms`, `s` suffixes are converted.
+pub fn us_f64(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '-' || c == '+')
+        })
+        .unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let f = match unit {
+        "" | "us" => 1.0,
+        "ps" => 1e-6,
+        "ns" => 1e-3,
+        "ms" => 1e3,
+        "s" => 1e6,
+        u => {
+            return Err(format!(
+                "`{s}`: unknown time unit `{u}` (known: ps, ns, us, ms, s)"
+            ))
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number (with an optional unit: 165.894us)"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("`{s}` must be a non-negative finite number"));
+    }
+    Ok(v * f)
 }
 
 fn write_output(path: &Path, text: &str, summary: &str) -> anyhow::Result<()> {
@@ -271,6 +351,7 @@ fn run_trace(first: &Path, out: &Path, t: &TraceArgs, o: TraceOptions) -> anyhow
 
 pub fn run_gen(args: &GenArgs) -> anyhow::Result<()> {
     let pre = prelude(args.nb, args.nb_poll);
+    check_prelude(pre)?;
     if args.pattern == "trace" {
         let Some(first) = &args.traces else {
             anyhow::bail!(
@@ -323,6 +404,7 @@ pub fn generate(
 }
 
 pub fn run_trace2goal(args: &Trace2GoalArgs) -> anyhow::Result<()> {
+    check_prelude(prelude(args.nb, args.nb_poll))?;
     let o = trace_options(
         &args.trace,
         args.timemult,

@@ -189,7 +189,7 @@ fn thesis_traces_translate_and_simulate() {
     let s = run(Command::new(bin("loggopsim")).args(&args));
     assert_eq!(s.status.code(), Some(0), "{line}: {}", stderr(&s));
     assert!(
-        stdout(&s).contains("o_large=32000000, O_large=65"),
+        stdout(&s).contains("o_large=32000000 ps, O_large=65 ps/B"),
         "{}",
         stdout(&s)
     );

@@ -77,7 +77,7 @@ fn compare_prints_errors_and_enforces_a_limit() {
         "--max-error-percent",
         "5",
     ]));
-    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(out.status.code(), Some(4), "4: the error limit is exceeded");
     assert!(
         text(&out.stderr).contains("largest error 10.000% exceeds 5%"),
         "{}",
@@ -102,7 +102,7 @@ fn compare_rejects_mismatched_or_failed_simulations() {
     let sim = dir.path().join("sim.out");
     std::fs::write(&sim, "Host 0: 1\nHost 1: 2\n").unwrap();
     let out = run(exe().arg("compare").arg(colltest()).arg(&sim));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "bad input");
     assert!(
         text(&out.stderr).contains("4 traced ranks but 2 simulated hosts"),
         "{}",
@@ -115,7 +115,11 @@ fn compare_rejects_mismatched_or_failed_simulations() {
     )
     .unwrap();
     let out = run(exe().arg("compare").arg(colltest()).arg(&sim));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed simulation is a failure"
+    );
     assert!(
         text(&out.stderr).contains("the simulation failed"),
         "{}",
@@ -123,12 +127,16 @@ fn compare_rejects_mismatched_or_failed_simulations() {
     );
 
     let out = run(exe().arg("compare").arg(dir.path()).arg(&sim));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "bad input");
+    let err = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("no pmpi-trace-rank-0.txt in this directory"),
-        "{}",
-        text(&out.stderr)
+        err.contains("no pmpi-trace-rank-0.txt in this directory"),
+        "{err}"
     );
+    // One line with the program's name, no "Error:" and no backtrace even
+    // with RUST_BACKTRACE set.
+    assert!(err.starts_with("mpi-tracer: "), "{err}");
+    assert!(!err.contains("Stack backtrace"), "{err}");
 }
 
 #[test]

@@ -89,6 +89,12 @@ impl Fabric {
             .min()
             .unwrap_or(0);
         let has_switch = topo.nodes.iter().any(|n| n.is_switch());
+        if pf > u16::MAX as u32 {
+            return Err(ConfigError::Invalid(format!(
+                "a packet of {pf} flits (MTU {} B, flit {} B) has more than 65535 flits",
+                p.msg_mtu, p.flit_size
+            )));
+        }
         if pf as u64 >= p.obuf_size_hca as u64 {
             return Err(ConfigError::Invalid(format!(
                 "a packet of {pf} flits (MTU {} B) can never start at an HCA: the obuf holds {} flits and admission needs strictly more free slots than the packet (Q10)",

@@ -607,11 +607,14 @@ impl FabricServer {
         out: &mut Vec<Record>,
     ) -> Result<(), ServerError> {
         self.stats.no_more_inserts += 1;
+        // The scheduler's clock may be behind the fabric's (the fabric ran
+        // to an arrival the scheduler processes later, at t + o + L); its
+        // horizon, the next event, never is.
         let now = self.fabric.now();
-        if t < now {
+        if horizon < now {
             return Err(ServerError::Violation(format!(
-                "NoMoreInserts at {} ps is in the fabric's past (fabric time {} ps)",
-                t.0, now.0
+                "NoMoreInserts with horizon {} ps, in the fabric's past (fabric time {} ps)",
+                horizon.0, now.0
             )));
         }
         if horizon < t {

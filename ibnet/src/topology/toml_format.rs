@@ -118,7 +118,7 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
                 fdbs: None,
                 fdbs_ini: None,
             },
-            None => IbdmFiles::by_convention(&topo)?,
+            None => IbdmFiles::by_convention(&topo).map_err(|e| ibdm_context(e, path))?,
         };
         match (&ib.fdbs, &ib.fdbs_ini) {
             (Some(f), Some(i)) => {
@@ -138,7 +138,7 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
                 ))
             }
         }
-        let mut t = ibdm::load_files(&files, routing, &opts)?;
+        let mut t = ibdm::load_files(&files, routing, &opts).map_err(|e| ibdm_context(e, path))?;
         if let Some(n) = &raw.name {
             t.name = n.clone();
         }
@@ -190,6 +190,15 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
     }
     t.validate_with(&opts).map_err(|e| e.in_file(path))?;
     Ok(t)
+}
+
+/// An IBDM file named by the `[ibdm]` table of `toml` cannot be read: say
+/// which TOML file named it (parse errors already name the IBDM file).
+fn ibdm_context(e: TopoError, toml: &Path) -> TopoError {
+    match e {
+        TopoError::Io { .. } => TopoError::parse(Loc::file(toml), format!("[ibdm]: {e}")),
+        e => e,
+    }
 }
 
 fn build_native(

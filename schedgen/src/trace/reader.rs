@@ -245,7 +245,9 @@ pub fn parse_c_double(s: &str) -> Option<f64> {
         .map(|(i, c)| i + c.len_utf8())
         .last()?;
     // Back off trailing characters that do not form a number (e.g. "12e").
-    let mut e = end;
+    // At most 1024 characters are considered: backing off is quadratic, and
+    // a line may be megabytes of digits (no real number is that long).
+    let mut e = end.min(1024);
     while e > 0 {
         if let Ok(v) = t[..e].parse::<f64>() {
             return Some(v);

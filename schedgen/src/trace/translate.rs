@@ -402,21 +402,44 @@ impl RankState {
 struct Ctx<'a> {
     o: &'a TraceOptions,
     warnings: Vec<String>,
+    /// The first error found by a helper that cannot return one (a
+    /// negative or too large time); checked after every trace line.
+    err: Option<TraceError>,
 }
 
 impl Ctx<'_> {
     /// Converts a trace duration (us) to schedule units, rounding half away
-    /// from zero; negative values wrap like the reference's unsigned print.
+    /// from zero. A negative duration (the trace's times go backwards) or
+    /// one that does not fit in 64 bits is an error (recorded in `err`):
+    /// the reference wraps it to a huge unsigned value, which gave a
+    /// schedule whose times overflow (issue 12).
     fn units(&mut self, us: f64, file: &Path, line: usize) -> u64 {
         let v = (us * self.o.timemult).round();
-        if v < 0.0 {
-            self.warnings.push(format!(
-                "{}:{line}: negative operation time {v} (written as unsigned 64-bit, as the reference does)",
-                file.display()
+        if v.is_nan() || v < 0.0 {
+            self.fail(TraceError::line(
+                file,
+                line,
+                format!(
+                    "negative operation time {v} (the times in the trace go backwards; \
+                     the reference would write it as a huge unsigned number)"
+                ),
             ));
-            (v as i64) as u64
+            0
+        } else if v >= u64::MAX as f64 {
+            self.fail(TraceError::line(
+                file,
+                line,
+                format!("operation time {v} does not fit in 64 bits"),
+            ));
+            0
         } else {
             v as u64
+        }
+    }
+
+    fn fail(&mut self, e: TraceError) {
+        if self.err.is_none() {
+            self.err = Some(e);
         }
     }
 
@@ -547,11 +570,18 @@ pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceErr
     if o.extr < 1 {
         return Err(TraceError::Other("--traces-extr must be at least 1".into()));
     }
+    if o.nbcify < 0 {
+        return Err(TraceError::Other(format!(
+            "--traces-nbcify must be non-negative (got {})",
+            o.nbcify
+        )));
+    }
     let traces = read_traces(first)?;
     let hn = traces.len();
     let mut ctx = Ctx {
         o,
         warnings: Vec::new(),
+        err: None,
     };
     check_missing_ranks(first, &traces, &mut ctx)?;
 
@@ -952,6 +982,7 @@ pub fn start_skews_us(first: &Path) -> Result<Vec<f64>, TraceError> {
     let mut ctx = Ctx {
         o: &o,
         warnings: Vec::new(),
+        err: None,
     };
     Ok(sync_targets(&traces, &mut ctx)?.start)
 }
@@ -1016,6 +1047,9 @@ fn translate_rank(
     };
     let mut pending_t0 = start.map(|(_, t)| t);
     for (idx, rec) in records.enumerate() {
+        if let Some(e) = ctx.err.take() {
+            return Err(e);
+        }
         if idx == 1 {
             if let Some(t) = pending_t0.take() {
                 st.t0 = t;
@@ -1158,10 +1192,22 @@ fn translate_rank(
                 let array = f.addr(3, "request array").map_err(lerr)?;
                 let end = f.time(5, "end time").map_err(lerr)?;
                 let wc = wait_calc(w, ctx, start, end, at);
-                for k in 0..count.max(0) as u64 {
-                    if let Some(&l) = st.pending.get(&array.wrapping_add(8 * k)) {
-                        w.requires(wc, l);
-                    }
+                // The requests array[0..count] (8-byte handles) that are
+                // pending, in array order. Looked up from the pending side:
+                // `count` comes from the trace and may be up to 2^63 (a loop
+                // over it hung, found by the fuzz test).
+                let count = count.max(0) as u64;
+                let mut hits: Vec<(u64, Label)> = st
+                    .pending
+                    .iter()
+                    .filter_map(|(&req, &l)| {
+                        let d = req.wrapping_sub(array);
+                        (d % 8 == 0 && d / 8 < count).then_some((d / 8, l))
+                    })
+                    .collect();
+                hits.sort_unstable();
+                for (_, l) in hits {
+                    w.requires(wc, l);
                 }
                 // Reference quirk: only the first request is forgotten.
                 st.pending.remove(&array);
@@ -1256,7 +1302,10 @@ fn translate_rank(
                 if sync_units > 0 {
                     let take = sync_units.min(cdur);
                     cdur -= take;
-                    st.debt += sync_units - take;
+                    match st.debt.checked_add(sync_units - take) {
+                        Some(d) => st.debt = d,
+                        None => return Err(lerr("synchronisation delays overflow 64 bits".into())),
+                    }
                 }
                 let cl = if c_plain {
                     w.calc_plain(0)
@@ -1275,6 +1324,13 @@ fn translate_rank(
                 if vs < st.t0 {
                     vs = st.t0;
                     nbcify = (coll.start - st.t0).trunc() as i64;
+                }
+                if nbcify < 0 {
+                    return Err(lerr(format!(
+                        "the collective starts {} us before the end of the previous call \
+                         (the times in the trace go backwards)",
+                        nbcify.unsigned_abs()
+                    )));
                 }
                 if nbcify != 0 {
                     let n = w.calc_cpu(nbcify as u64, o.cpu);
@@ -1305,6 +1361,9 @@ fn translate_rank(
             }
             _ => {}
         }
+    }
+    if let Some(e) = ctx.err.take() {
+        return Err(e);
     }
     if skipped > 1 && e == 0 {
         ctx.warnings.push(format!(
