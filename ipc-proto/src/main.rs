@@ -162,6 +162,11 @@ struct ConformanceArgs {
     /// Print the results as one JSON array instead of lines.
     #[arg(long)]
     json: bool,
+    /// --role scheduler: transport of the sessions the checker creates (mq
+    /// or shm). --role fabric: the peer chooses (e.g. `ibnet serve
+    /// --transport shm` in --spawn) and the checker follows.
+    #[arg(long, value_name = "mq|shm", default_value = "mq")]
+    transport: ipc_proto::TransportKind,
 }
 
 /// `1000`, `1000ps`, `1ns`, `2us`, `1ms` -> picoseconds.
@@ -283,6 +288,7 @@ fn run_conformance(a: ConformanceArgs) -> Result<bool> {
             Some(_) => bail!("--stall-limit must be a positive number of seconds"),
             None => None,
         },
+        transport: a.transport,
     };
     if opts.quantum.0 == 0 {
         bail!("--quantum must be at least 1 ps");

@@ -261,7 +261,9 @@ fn make_network(a: &SimArgs, num_ranks: u32) -> anyhow::Result<Box<dyn Network>>
 /// The `-v` line of an event: its Debug form with ` ps` after every time
 /// field (`Calc { host: 0, cpu: 0, node: 0, start: 0 ps, end: 100 ps }`).
 fn with_ps_units(debug: &str) -> String {
-    const TIME_FIELDS: &[&str] = &["start", "end", "time", "sent", "arrived", "from", "to", "now"];
+    const TIME_FIELDS: &[&str] = &[
+        "start", "end", "time", "sent", "arrived", "from", "to", "now",
+    ];
     let mut out = String::with_capacity(debug.len() + 32);
     let mut rest = debug;
     while let Some(i) = rest.find(": ") {
@@ -414,7 +416,10 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
 /// fabric is started (issue 12, item 3: they used to abort it).
 pub const FABRIC_MAX_MESSAGE_BYTES: u64 = 1 << 40;
 
-fn check_fabric_sizes(file: &std::path::Path, s: &loggopsim::schedule::Schedule) -> anyhow::Result<()> {
+fn check_fabric_sizes(
+    file: &std::path::Path,
+    s: &loggopsim::schedule::Schedule,
+) -> anyhow::Result<()> {
     for r in 0..s.num_ranks() {
         for n in s.rank_nodes(r) {
             let op = s.op(n);

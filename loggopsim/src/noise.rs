@@ -30,6 +30,7 @@ impl Noise {
     /// Parses the trace text; `hosts` offsets are drawn from `seed`.
     pub fn parse(name: &str, text: &str, hosts: u32, seed: u64) -> Result<Noise, LoadError> {
         let mut ev: Vec<(u64, u64)> = Vec::new();
+        let mut total: u64 = 0;
         for (i, line) in text.lines().enumerate() {
             let l = line.trim();
             if l.is_empty() || l.starts_with('#') {
@@ -52,6 +53,22 @@ impl Noise {
             };
             let s = num("start")?;
             let d = num("duration")?;
+            // The trace's period (last end) and total noise must fit in 64
+            // bits; they used to saturate silently (issue 12).
+            total = total.checked_add(d).ok_or_else(|| LoadError::Syntax {
+                file: name.into(),
+                line: i as u64 + 1,
+                col: 1,
+                msg: "the total noise duration exceeds 2^64-1".into(),
+            })?;
+            if s.checked_add(d).is_none() {
+                return Err(LoadError::Syntax {
+                    file: name.into(),
+                    line: i as u64 + 1,
+                    col: 1,
+                    msg: format!("start {s} + duration {d} exceeds 2^64-1"),
+                });
+            }
             ev.push((s, d));
         }
         let offsets_seed = seed;

@@ -203,3 +203,45 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Noise traces (`--noise-trace`): errors name file and line; an
+    /// accepted trace adds noise without panicking.
+    #[test]
+    fn noise_traces(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+                    insert in proptest::option::of((any::<usize>(), any::<usize>())),
+                    hosts in 1u32..5, seed in any::<u64>(), start in any::<u64>(), len in any::<u64>()) {
+        let base = "# noise\n0\t50\n100\t7\n18446744073709551000\t10\n";
+        let b = mutate(base.as_bytes(), &edits, insert);
+        let text = String::from_utf8_lossy(&b);
+        match loggopsim::noise::Noise::parse("n.txt", &text, hosts, seed) {
+            Ok(n) => {
+                let _ = n.extra(hosts - 1, start, len);
+            }
+            Err(LoadError::Syntax { file, line, .. }) => {
+                prop_assert_eq!(file, "n.txt");
+                prop_assert!(line >= 1);
+            }
+            Err(e) => prop_assert!(false, "{}", e),
+        }
+    }
+}
+
+/// A noise trace whose period or total overflows 64 bits was saturated
+/// silently; it is an error naming the line.
+#[test]
+fn noise_overflow_is_an_error() {
+    let e = loggopsim::noise::Noise::parse("n.txt", "0\t5\n18446744073709551615\t1\n", 2, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("n.txt:2:1: start 18446744073709551615 + duration 1"),
+        "{e}"
+    );
+    let e = loggopsim::noise::Noise::parse("n.txt", "0\t18446744073709551615\n1\t1\n", 2, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("n.txt:2:1:"), "{e}");
+}

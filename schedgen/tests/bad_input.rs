@@ -186,3 +186,40 @@ fn gen_needs_at_least_one_rank() {
     let e = validate("random_bisect", &o(1)).unwrap_err().to_string();
     assert!(e.contains("at least 2 ranks"), "{e}");
 }
+
+mod start_file_fuzz {
+    use proptest::prelude::*;
+    use schedgen::trace::translate::StartFile;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 1000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// `--traces-start FILE`: any content is read or refused with the
+        /// file and line, never a panic; an accepted file renders back.
+        #[test]
+        fn start_files(bytes in proptest::collection::vec(any::<u8>(), 0..200),
+                       good in proptest::collection::vec((any::<u64>(), -1e30f64..1e30), 0..5),
+                       use_good in any::<bool>()) {
+            let d = tempfile::tempdir().unwrap();
+            let f = d.path().join("start.txt");
+            let text: Vec<u8> = if use_good {
+                good.iter().map(|(o, t)| format!("{o} {t}\n")).collect::<String>().into_bytes()
+            } else {
+                bytes
+            };
+            std::fs::write(&f, &text).unwrap();
+            match StartFile::read(&f) {
+                Ok(s) => {
+                    if use_good {
+                        prop_assert_eq!(s.entries.len(), good.len());
+                    }
+                    let _ = s.render();
+                }
+                Err(e) => {
+                    prop_assert!(!use_good, "{}", e);
+                    prop_assert!(e.to_string().contains("start.txt"), "{}", e);
+                }
+            }
+        }
+    }
+}

@@ -1181,3 +1181,80 @@ echo "status=$?"
         }
     }
 }
+
+/// The shared-memory transport passes the conformance checker like the
+/// message queues: ibnet serve --transport shm as the fabric (the scenarios
+/// about the transport: handshake, batching with full rings, Finish and
+/// clean-up, peer death), loggopsim as the scheduler in a checker-made shm
+/// session (every scenario).
+#[test]
+fn conformance_over_shared_memory() {
+    let _ipc = ipc_budget();
+    let checker = bin("ipc-proto");
+    let ibnet = bin("ibnet");
+    let loggopsim = bin("loggopsim");
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("dissemination", 4, 64, dir.path());
+    let runs: [(Vec<String>, usize); 2] = [
+        (
+            vec![
+                "--role".into(),
+                "fabric".into(),
+                "--only".into(),
+                "handshake,bad-record,batching,finish,peer-death".into(),
+                "--spawn".into(),
+                format!(
+                    "{} serve --key {{key}} --protocol {{protocol}} --topology H8_S1 --transport shm",
+                    ibnet.display()
+                ),
+            ],
+            0,
+        ),
+        (
+            vec![
+                "--role".into(),
+                "scheduler".into(),
+                "--transport".into(),
+                "shm".into(),
+                "--spawn".into(),
+                format!(
+                    "{} -f {} --network ipc --key {{key}} --protocol {{protocol}}",
+                    loggopsim.display(),
+                    g.display()
+                ),
+            ],
+            0,
+        ),
+    ];
+    for (args, _) in runs {
+        let key = fresh_key();
+        let mut c = Command::new(&checker);
+        c.args([
+            "conformance",
+            "--key",
+            &key,
+            "--protocol",
+            "notify",
+            "--json",
+        ])
+        .args(&args);
+        let o = run_limited(c, Duration::from_secs(120));
+        let out = text(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{args:?}: {out} {}",
+            text(&o.stderr)
+        );
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let rules = v.as_array().unwrap();
+        assert!(rules.len() >= 8, "{out}");
+        assert!(
+            rules.iter().all(|r| r["pass"] == Value::Bool(true)),
+            "{out}"
+        );
+        if args[1] == "fabric" {
+            assert!(out.contains("rings 32 x 8192 bytes"), "{out}");
+        }
+    }
+}

@@ -63,6 +63,9 @@ pub struct Options {
     /// A scenario that has not ended after this long gets its spawned peer
     /// killed (see [`Watchdog`]); None = 6 x timeout, at least 60 s.
     pub stall_limit: Option<Duration>,
+    /// Checker as fabric: the transport of the sessions it creates (H2).
+    /// Checker as scheduler: it follows the peer's choice.
+    pub transport: crate::session::TransportKind,
 }
 
 impl Default for Options {
@@ -78,6 +81,7 @@ impl Default for Options {
             timeout: Duration::from_secs(10),
             only: Vec::new(),
             stall_limit: None,
+            transport: crate::session::TransportKind::Mq,
         }
     }
 }

@@ -52,6 +52,7 @@ fn create(ctx: &mut Ctx) -> Result<FabricSession, String> {
     loop {
         let opts = crate::session::FabricOptions {
             version: Some(ctx.opts.protocol.version),
+            transport: ctx.opts.transport,
             ..Default::default()
         };
         match crate::session::create_fabric_opts(
