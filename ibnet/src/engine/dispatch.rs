@@ -170,11 +170,12 @@ impl Fabric {
             key > self.dbg_last_key || self.events == 0,
             "event keys must increase"
         );
-        self.dbg_last_key = key;
-        self.cur_seq = key as u64;
-        if !self.started {
-            self.started = true;
+        if cfg!(debug_assertions) {
+            // only the assertion above reads it
+            self.dbg_last_key = key;
         }
+        self.cur_seq = key as u64;
+        self.started = true;
         if !ev.background() {
             self.fg_pending -= 1;
             self.last_fg = t;

@@ -257,13 +257,21 @@ impl<T: Copy> Wheel<T> {
 
     /// Ensure the base slot holds the minimum (after this, `slots[bslot]
     /// [head]` is the smallest item). Returns false when empty.
-    #[inline]
+    #[inline(always)]
     fn settle(&mut self) -> bool {
-        if self.len == 0 {
-            return false;
-        }
+        // fast path, inlined into every pop and peek: the base slot still
+        // holds items (then the queue is not empty)
         if self.head < self.slots[self.bslot].len() {
             return true;
+        }
+        self.settle_slow()
+    }
+
+    /// The base slot is drained: move to the next occupied slot.
+    #[inline(never)]
+    fn settle_slow(&mut self) -> bool {
+        if self.len == 0 {
+            return false;
         }
         let s = self.next_occupied();
         self.advance(s);
