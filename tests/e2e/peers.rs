@@ -162,13 +162,14 @@ fn python_fabric_gives_the_loggp_times() {
         );
         assert!(reference.status.success(), "{}", text(&reference.stderr));
         assert_eq!(finish_times(&reference.stdout), want, "LogGP, o={o}");
+        // The Python peers speak protocol version 1: notify-v1, query-v1.
         let mut modes: Vec<(&str, Vec<&str>, Vec<&str>)> = vec![
-            ("notify", vec![], vec![]),
-            ("query", vec!["--estimate", "1"], vec!["--estimate", "1"]),
+            ("notify-v1", vec![], vec![]),
+            ("query-v1", vec!["--estimate", "1"], vec!["--estimate", "1"]),
         ];
         if o == 0 {
             // The plain 1 ps poll too (about 17000 round trips).
-            modes.push(("query", vec![], vec![]));
+            modes.push(("query-v1", vec![], vec![]));
         }
         for (protocol, fabric_extra, sched_extra) in modes {
             let _lock = ipc_lock();
@@ -222,7 +223,7 @@ fn with_ibnet(protocol: &str, scheduler: impl FnOnce(&str) -> Command) -> (Outpu
     ])
     .arg("--log-arrivals")
     .arg(&log);
-    if protocol == "query" {
+    if protocol.starts_with("query") {
         fc.args(["--estimate", "1"]);
     }
     let fabric = start(&mut fc);
@@ -245,13 +246,14 @@ fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
     let dir = tempfile::tempdir().unwrap();
     for (size, travel) in [(44u64, 150_600u64), (2048, 1_225_800)] {
         let g = write_goal(dir.path(), &format!("pp2-{size}.goal"), &pingpong2(size));
-        for protocol in ["notify", "query"] {
+        // scheduler.py speaks protocol version 1: notify-v1, query-v1.
+        for protocol in ["notify-v1", "query-v1"] {
             let (py, py_log) = with_ibnet(protocol, |k| {
                 let mut c = Command::new("python3");
                 c.arg(peers.join("scheduler.py"))
                     .args(["--key", k, "--protocol", protocol, "--json"])
                     .args(["--size", &size.to_string()]);
-                if protocol == "query" {
+                if protocol.starts_with("query") {
                     c.arg("--estimate");
                 }
                 c
@@ -266,7 +268,7 @@ fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
                     "--protocol",
                     protocol,
                 ]);
-                if protocol == "query" {
+                if protocol.starts_with("query") {
                     c.args(["--estimate", "1"]);
                 }
                 c
