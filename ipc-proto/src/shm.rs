@@ -47,7 +47,7 @@ pub const DEFAULT_SLOT_SIZE: u32 = 8192;
 /// How long a waiting side polls before it sleeps on its futex.
 pub const SPIN: Duration = Duration::from_micros(30);
 /// Spin iterations before the spinning side starts yielding the CPU.
-const SPIN_BEFORE_YIELD: u32 = 200;
+const SPIN_BEFORE_YIELD: u32 = 20;
 
 const RING_HEADER: usize = 128;
 
