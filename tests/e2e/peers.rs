@@ -206,7 +206,11 @@ fn python_fabric_gives_the_loggp_times() {
 }
 
 /// One ibnet run with its arrival log; returns (peer stdout, arrival log).
-fn with_ibnet(protocol: &str, scheduler: impl FnOnce(&str) -> Command) -> (Output, String) {
+fn with_ibnet(
+    protocol: &str,
+    estimate: &str,
+    scheduler: impl FnOnce(&str) -> Command,
+) -> (Output, String) {
     let _lock = ipc_lock();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("arrivals.log");
@@ -224,7 +228,7 @@ fn with_ibnet(protocol: &str, scheduler: impl FnOnce(&str) -> Command) -> (Outpu
     .arg("--log-arrivals")
     .arg(&log);
     if protocol.starts_with("query") {
-        fc.args(["--estimate", "1"]);
+        fc.args(["--estimate", estimate]);
     }
     let fabric = start(&mut fc);
     let s = run_within(scheduler(&k), Duration::from_secs(60));
@@ -244,11 +248,14 @@ fn with_ibnet(protocol: &str, scheduler: impl FnOnce(&str) -> Command) -> (Outpu
 fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
     let Some(peers) = python_peers() else { return };
     let dir = tempfile::tempdir().unwrap();
-    for (size, travel) in [(44u64, 150_600u64), (2048, 1_225_800)] {
+    // The estimate is F x the per-hop fixed latencies (one switch: 100 ns,
+    // cosim-protocol.md 2.5), so F just below travel / 100 ns keeps the
+    // 1 ps polls after the first reply few (a few hundred) and exact.
+    for (size, travel, f) in [(44u64, 150_600u64, "1.5"), (2048, 1_225_800, "12.25")] {
         let g = write_goal(dir.path(), &format!("pp2-{size}.goal"), &pingpong2(size));
         // scheduler.py speaks protocol version 1: notify-v1, query-v1.
         for protocol in ["notify-v1", "query-v1"] {
-            let (py, py_log) = with_ibnet(protocol, |k| {
+            let (py, py_log) = with_ibnet(protocol, f, |k| {
                 let mut c = Command::new("python3");
                 c.arg(peers.join("scheduler.py"))
                     .args(["--key", k, "--protocol", protocol, "--json"])
@@ -258,7 +265,7 @@ fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
                 }
                 c
             });
-            let (rs, rs_log) = with_ibnet(protocol, |k| {
+            let (rs, rs_log) = with_ibnet(protocol, f, |k| {
                 let mut c = Command::new(bin("loggopsim"));
                 c.arg("-f").arg(&g).args(loggopsim_params(0, 0, 0)).args([
                     "--network",
@@ -269,7 +276,7 @@ fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
                     protocol,
                 ]);
                 if protocol.starts_with("query") {
-                    c.args(["--estimate", "1"]);
+                    c.args(["--estimate", f]);
                 }
                 c
             });
