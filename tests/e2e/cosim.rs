@@ -119,6 +119,10 @@ const MODES: &[(&str, &[&str])] = &[
         "notify/inproc",
         &["--protocol", "notify", "--transport", "inproc"],
     ),
+    (
+        "notify/onepiece",
+        &["--protocol", "notify", "--transport", "onepiece"],
+    ),
 ];
 
 /// Per-rank finish times of every mode; all must be identical.
