@@ -996,7 +996,7 @@ fn protocol_mismatch_is_refused() {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("serves the notify protocol, but --protocol query was given"),
+        err.contains("serves notify") && err.contains("but --protocol query"),
         "{err}"
     );
     let _ = fabric.kill();
