@@ -22,7 +22,11 @@ use std::time::{Duration, Instant};
 #[command(
     name = "ipc-proto",
     version,
-    about = "Scheduler <-> fabric wire protocol: maintenance and benchmark tool"
+    about = "Scheduler <-> fabric wire protocol: maintenance and benchmark tool",
+    after_help = "Exit codes: 0 success; 1 failure (conformance: a rule failed); 2 bad options; \
+3 a system resource is exhausted (the per-user message-queue budget RLIMIT_MSGQUEUE or /dev/shm: \
+the message names the limit and the remedy). The co-simulation binaries use the same codes \
+(docs/cosim.md)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -234,11 +238,13 @@ fn main() {
     };
     if let Err(e) = r {
         eprintln!("ipc-proto: error: {e:#}");
-        // Distinct status for "peer died" so callers can tell it apart.
-        let died = e
+        // 3 = a resource limit (ipc_proto::EXIT_RESOURCE), as in every
+        // binary of the project; everything else (a dead peer too) is 1.
+        let code = e
             .downcast_ref::<ProtoError>()
-            .is_some_and(|p| matches!(p, ProtoError::PeerDied { .. }));
-        std::process::exit(if died { 3 } else { 1 });
+            .map(|p| if p.is_resource_exhausted() { p.exit_code() } else { 1 })
+            .unwrap_or(1);
+        std::process::exit(code);
     }
 }
 

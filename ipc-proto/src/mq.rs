@@ -26,8 +26,6 @@ use std::time::{Duration, Instant};
 /// before it blocks in poll(2) (a wake-up across CPUs costs tens of µs; a
 /// peer that answers within this time is caught without one).
 pub const SPIN: Duration = Duration::from_micros(30);
-/// Non-blocking receive attempts before the spinning side yields the CPU.
-const SPIN_BEFORE_YIELD: u32 = 8;
 
 pub(crate) struct Queue {
     pub lane: Lane,
@@ -57,6 +55,8 @@ pub struct MqTransport {
     stash: VecDeque<(Lane, Vec<u8>)>,
     live: Liveness,
     guard: OwnerGuard,
+    /// Pinned to one CPU: yield while spinning (see transport::spin_pause).
+    yield_cpu: bool,
 }
 
 /// Is `pid` a live process? A zombie (dead, not yet reaped by its parent)
@@ -98,6 +98,7 @@ impl MqTransport {
             stash: VecDeque::new(),
             live,
             guard,
+            yield_cpu: crate::transport::single_cpu(),
         }
     }
 
@@ -106,8 +107,8 @@ impl MqTransport {
     }
 
     /// Poll the incoming queues with non-blocking receives for up to
-    /// [`SPIN`] (bounded by `max`), yielding the CPU between attempts after
-    /// the first few (a peer on the same CPU must be able to run).
+    /// [`SPIN`] (bounded by `max`); between attempts yield the CPU when
+    /// pinned to a single CPU (the peer must be able to run).
     fn spin_receive(&mut self, max: Duration) -> Result<Option<(Lane, Vec<u8>)>> {
         let spin = SPIN.min(max);
         let start = Instant::now();
@@ -117,10 +118,8 @@ impl MqTransport {
                 return Ok(Some(m));
             }
             n += 1;
-            if n > SPIN_BEFORE_YIELD {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
+            if n > 2 {
+                crate::transport::spin_pause(self.yield_cpu);
             }
         }
         Ok(None)

@@ -154,25 +154,28 @@ pub enum EstimateBase {
     /// The thesis's base: the fixed per-hop latencies along the route
     /// (switch traversal delays plus wire delays), no serialisation,
     /// generator or sink time.
-    ///
-    /// (The earlier "zero-load latency" base is gone: ibnet's zero-load
-    /// latency is not a lower bound of the travel time in every preset,
-    /// e.g. qdr on one switch, so F = 1 caused causality errors. Values
-    /// other than 0 are reserved.)
     #[default]
     Hops = 0,
+    /// A lower bound of the zero-load travel time: the per-hop latencies
+    /// plus the message's serialisation on a link or in the sink,
+    /// whichever is slower (ibnet's `zeroload::lower_bound`), true under
+    /// any load in every preset. (The earlier base, the lone message's
+    /// exact zero-load latency, is not a lower bound with the qdr preset.)
+    ZeroLoad = 1,
 }
 
 impl EstimateBase {
     pub fn from_u8(v: u8) -> Option<EstimateBase> {
         match v {
             0 => Some(EstimateBase::Hops),
+            1 => Some(EstimateBase::ZeroLoad),
             _ => None,
         }
     }
     pub fn name(self) -> &'static str {
         match self {
             EstimateBase::Hops => "hops",
+            EstimateBase::ZeroLoad => "zero-load",
         }
     }
 }
@@ -188,11 +191,10 @@ impl std::str::FromStr for EstimateBase {
     fn from_str(s: &str) -> Result<EstimateBase, String> {
         match s {
             "hops" | "thesis" => Ok(EstimateBase::Hops),
-            "zero-load" | "zeroload" => Err(
-                "the zero-load estimate base was dropped: the zero-load latency is not a lower bound of the travel time in every preset (qdr); use hops"
-                    .to_string(),
-            ),
-            _ => Err(format!("unknown estimate base {s:?} (expected hops)")),
+            "zero-load" | "zeroload" => Ok(EstimateBase::ZeroLoad),
+            _ => Err(format!(
+                "unknown estimate base {s:?} (expected hops or zero-load)"
+            )),
         }
     }
 }
@@ -829,11 +831,27 @@ mod tests {
             estimate_base: EstimateBase::Hops,
         }
         .encode();
-        b[20] = 1;
+        b[20] = 2;
         assert!(Record::decode(&b)
             .unwrap_err()
             .to_string()
-            .contains("unknown estimate base 1"));
+            .contains("unknown estimate base 2"));
+        assert_eq!(
+            Record::decode(
+                &Record::Config {
+                    quantum: Time(1),
+                    estimate_milli: 1000,
+                    estimate_base: EstimateBase::ZeroLoad,
+                }
+                .encode()
+            )
+            .unwrap(),
+            Record::Config {
+                quantum: Time(1),
+                estimate_milli: 1000,
+                estimate_base: EstimateBase::ZeroLoad,
+            }
+        );
     }
 
     #[test]

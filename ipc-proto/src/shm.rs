@@ -17,8 +17,9 @@
 //! and stores `head + 1`. Counters wrap at 2^32.
 //!
 //! Waiting: a side first spins for [`SPIN`] (checking its incoming rings,
-//! and room in the outgoing ring it wants to write, yielding the CPU after
-//! the first few iterations so that a peer on the same CPU can run), then
+//! and room in the outgoing ring it wants to write; when the process is
+//! pinned to a single CPU it yields the CPU instead, so that the peer can
+//! run), then
 //! sleeps on its *doorbell* (a futex word in the control page): it sets its
 //! `waiting` word, re-checks, and calls FUTEX_WAIT for at most 100 ms (to
 //! check the peer's liveness). The peer, after publishing a message or
@@ -46,8 +47,6 @@ pub const DEFAULT_SLOTS: u32 = 32;
 pub const DEFAULT_SLOT_SIZE: u32 = 8192;
 /// How long a waiting side polls before it sleeps on its futex.
 pub const SPIN: Duration = Duration::from_micros(30);
-/// Spin iterations before the spinning side starts yielding the CPU.
-const SPIN_BEFORE_YIELD: u32 = 200;
 
 const RING_HEADER: usize = 128;
 
@@ -145,6 +144,8 @@ pub struct ShmTransport {
     stash: VecDeque<(Lane, Vec<u8>)>,
     live: Liveness,
     guard: OwnerGuard,
+    /// Pinned to one CPU: yield while spinning (see transport::spin_pause).
+    yield_cpu: bool,
 }
 
 impl ShmTransport {
@@ -186,6 +187,7 @@ impl ShmTransport {
             stash: VecDeque::new(),
             live,
             guard,
+            yield_cpu: crate::transport::single_cpu(),
         })
     }
 
@@ -289,11 +291,7 @@ impl ShmTransport {
                 return;
             }
             n += 1;
-            if n > SPIN_BEFORE_YIELD {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
+            crate::transport::spin_pause(self.yield_cpu);
             if n.is_multiple_of(16) && start.elapsed() >= spin {
                 break;
             }

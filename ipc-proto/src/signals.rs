@@ -57,6 +57,29 @@ pub fn handled_signals() -> Vec<libc::c_int> {
     v
 }
 
+/// Under the supervisor (scripts/cosim exports IBCOSIM_SUPERVISOR_PID=$$):
+/// ask the kernel for SIGTERM when the supervisor dies, even by SIGKILL,
+/// so that this side cleans up instead of running on as an orphan.
+fn follow_supervisor() {
+    let sup = match std::env::var("IBCOSIM_SUPERVISOR_PID")
+        .ok()
+        .and_then(|v| v.trim().parse::<i32>().ok())
+    {
+        Some(p) => p,
+        None => return,
+    };
+    // SAFETY: plain system calls without pointers.
+    unsafe {
+        if libc::getppid() == sup {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            // The supervisor may have died just before the prctl.
+            if libc::getppid() != sup {
+                libc::raise(libc::SIGTERM);
+            }
+        }
+    }
+}
+
 pub(crate) fn install() {
     INSTALL.call_once(|| {
         let mut signals = match Signals::new(handled_signals()) {
@@ -80,6 +103,7 @@ pub(crate) fn install() {
             });
         if spawned.is_ok() {
             INSTALLED.store(true, Ordering::SeqCst);
+            follow_supervisor();
         }
     });
 }

@@ -31,3 +31,28 @@ pub trait Transport: Send {
     /// violation): e.g. unlink the session's objects right away.
     fn on_fatal(&mut self) {}
 }
+
+/// How a waiting side polls before it blocks: with more than one CPU
+/// available it spins (`spin_loop`, holding its CPU: yielding on a loaded
+/// machine can hand the CPU away for milliseconds); pinned to a single CPU
+/// (`taskset -c 0`) it yields instead, so that the peer, which needs that
+/// CPU to answer, runs at once.
+pub(crate) fn spin_pause(yield_cpu: bool) {
+    if yield_cpu {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
+    }
+}
+
+/// Is this process restricted to a single CPU (sched_getaffinity)?
+pub(crate) fn single_cpu() -> bool {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return false;
+        }
+        libc::CPU_COUNT(&set) <= 1
+    }
+}

@@ -13,6 +13,9 @@
 //!   the receiver's nexto after taking it in; receive matched from the UQ:
 //!   max(t, nexto[cpu])), an `irequires` edge no earlier than its start;
 //! - (s-1) is 0 for s = 0 (9.3);
+//! - time arithmetic is checked (9.4): a result of 2^64-1 or more is
+//!   [`SimError::TimeOverflow`] instead of the reference's silent wrap (our
+//!   former saturation at 2^64-1, which is also the protocol's "never");
 //! - a receive larger than S that matches an eager message from the UQ
 //!   raises the sender's nexto/nextgs as the reference does, but does not
 //!   complete the (already completed) send a second time;

@@ -14,6 +14,21 @@
 //! The command line (`src/main.rs`) exits with 0 on success, 1 on a failed
 //! simulation (unmatched receive/unexpected queues, operations that never
 //! completed, network errors) and 2 on usage or input errors.
+//!
+//! Units and limits (issue 12): times are picoseconds. The native text
+//! output names them (`Host 0: 5654 ps`, `Maximum finishing time at host 0:
+//! 204006600 ps (204.007 us)`); `--loggopsim-output` prints LogGOPSim's
+//! exact bytes (no units; its "(0.204007 s)" reads the times as ns). JSON
+//! keys carry the unit (`finish_times_ps`, `L_ps`, `G_ps_per_byte`).
+//! Command-line times accept `ps`/`ns`/`us`/`ms`/`s` suffixes
+//! ([`ipc_proto::time::parse_time_arg`]). Time arithmetic is checked: a
+//! time of 2^64-1 ps (the protocol's "never") or more is a
+//! [`engine::SimError::TimeOverflow`], exit 2 (the schedule or the
+//! parameters are at fault), never a saturation. Inputs must be regular
+//! files (devices and FIFOs are refused); GOAL lines are at most
+//! [`goal::MAX_LINE_BYTES`]; a binary schedule with bytes after its last
+//! rank block is refused. With a fabric backend, sends above 1 TiB (the
+//! fabric's message limit) are refused before the fabric starts.
 pub use ipc_proto::Time;
 
 pub mod binfmt;

@@ -245,7 +245,10 @@ fn timeline_verbose_qstat_noise() {
         v.contains("Calc { host: 0, cpu: 0, node: 0, start: 0 ps, end: 100 ps }"),
         "{v}"
     );
-    assert!(v.contains("size: 10, tag: 0, start: 100 ps, end: 1600 ps"), "{v}");
+    assert!(
+        v.contains("size: 10, tag: 0, start: 100 ps, end: 1600 ps"),
+        "{v}"
+    );
     // noise: one event of 50 every 100 time units; calc 100 on each host gets 50 more
     let nf = write(d.path(), "noise.txt", "0\t50\n");
     let o = run(&[
@@ -511,5 +514,25 @@ fn gen_and_trace2goal_bad_input_exit_2() {
     let (c, e) = code_and_err(&run(&["trace2goal", "--traces", s(&t), "-o", s(&out)]));
     assert_eq!(c, Some(2));
     assert!(e.contains("e-0.txt: the trace is empty"), "{e}");
+    assert!(!out.exists());
+}
+
+/// `gen` refuses sizes whose schedule cannot be built in memory, at once.
+#[test]
+fn gen_refuses_unbounded_sizes() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("o.goal");
+    let t0 = std::time::Instant::now();
+    let (c, e) = code_and_err(&run(&[
+        "gen",
+        "linear_alltoallv",
+        "-s",
+        "2000000",
+        "-o",
+        s(&out),
+    ]));
+    assert_eq!(c, Some(2));
+    assert!(e.contains("limit 16384 ranks"), "{e}");
+    assert!(t0.elapsed().as_secs() < 5);
     assert!(!out.exists());
 }

@@ -33,6 +33,7 @@ fn args(spec: ProtocolSpec, topology: &str, set: &[&str], estimate: Option<f64>)
         protocol: spec,
         quantum: Time(1),
         estimate,
+        estimate_base: ipc_proto::EstimateBase::Hops,
         key: None,
         connect_timeout: 1.0,
         fabric: SetupArgs {

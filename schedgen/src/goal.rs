@@ -67,7 +67,16 @@ pub struct GoalWriter {
     /// calibration can charge link-layer time to an embedded collective.
     ops_log: Vec<(bool, i32)>,
     in_rank: bool,
+    /// The text reached [`MAX_GOAL_BYTES`]: nothing more is written (the
+    /// caller checks [`GoalWriter::is_full`] and stops with an error).
+    full: bool,
+    /// [`MAX_GOAL_BYTES`] unless changed by [`GoalWriter::set_limit`].
+    limit: usize,
 }
+
+/// Largest GOAL text built in memory (2 GiB): a pattern or a translation
+/// that would be larger stops with an error instead of exhausting memory.
+pub const MAX_GOAL_BYTES: usize = 2 << 30;
 
 impl GoalWriter {
     /// Starts a file for `num_ranks` ranks. `cpu` is the `--cpu` option.
@@ -85,7 +94,27 @@ impl GoalWriter {
             end_set: BTreeSet::new(),
             ops_log: Vec::new(),
             in_rank: false,
+            full: false,
+            limit: MAX_GOAL_BYTES,
         }
+    }
+
+    /// Whether there is room for more text (below [`MAX_GOAL_BYTES`]).
+    fn room(&mut self) -> bool {
+        if self.out.len() >= self.limit {
+            self.full = true;
+        }
+        !self.full
+    }
+
+    /// Changes the size limit of the text (tests).
+    pub fn set_limit(&mut self, bytes: usize) {
+        self.limit = bytes;
+    }
+
+    /// The text would exceed the limit; what was written is incomplete.
+    pub fn is_full(&self) -> bool {
+        self.full
     }
 
     /// The `--cpu` value (used as CPU index by the prelude and trace mode).
@@ -96,7 +125,9 @@ impl GoalWriter {
     /// Opens a rank block: resets labels and tag, writes the prelude.
     pub fn start_rank(&mut self, rank: i64) {
         debug_assert!(!self.in_rank, "rank block not closed");
-        let _ = write!(self.out, "\nrank {rank} {{\n");
+        if self.room() {
+            let _ = write!(self.out, "\nrank {rank} {{\n");
+        }
         self.counts.hosts += 1;
         self.label = 0;
         self.tag = 0;
@@ -122,7 +153,9 @@ impl GoalWriter {
 
     /// Closes the current rank block.
     pub fn end_rank(&mut self) {
-        self.out.push_str("}\n");
+        if self.room() {
+            self.out.push_str("}\n");
+        }
         self.in_rank = false;
     }
 
@@ -141,28 +174,34 @@ impl GoalWriter {
 
     pub fn send(&mut self, size: i32, peer: i32) -> Label {
         let l = self.next_label();
-        let _ = writeln!(self.out, "l{l}: send {size}b to {peer} tag {}", self.tag);
         self.counts.sends += 1;
-        self.ops_log.push((true, size));
-        self.start_set.insert(l);
-        self.end_set.insert(l);
+        if self.room() {
+            let _ = writeln!(self.out, "l{l}: send {size}b to {peer} tag {}", self.tag);
+            self.ops_log.push((true, size));
+            self.start_set.insert(l);
+            self.end_set.insert(l);
+        }
         l
     }
 
     pub fn recv(&mut self, size: i32, peer: i32) -> Label {
         let l = self.next_label();
-        let _ = writeln!(self.out, "l{l}: recv {size}b from {peer} tag {}", self.tag);
         self.counts.recvs += 1;
-        self.ops_log.push((false, size));
-        self.start_set.insert(l);
-        self.end_set.insert(l);
+        if self.room() {
+            let _ = writeln!(self.out, "l{l}: recv {size}b from {peer} tag {}", self.tag);
+            self.ops_log.push((false, size));
+            self.start_set.insert(l);
+            self.end_set.insert(l);
+        }
         l
     }
 
     /// A plain calc (never has a `cpu` suffix), duration printed as i32.
     pub fn calc_plain(&mut self, n: i32) -> Label {
         let l = self.next_label();
-        let _ = writeln!(self.out, "l{l}: calc {n}");
+        if self.room() {
+            let _ = writeln!(self.out, "l{l}: calc {n}");
+        }
         self.counts.execs += 1;
         l
     }
@@ -171,9 +210,13 @@ impl GoalWriter {
     pub fn calc_cpu(&mut self, n: u64, c: u64) -> Label {
         let l = self.next_label();
         if self.cpu != 0 {
-            let _ = writeln!(self.out, "l{l}: calc {n} cpu {c}");
+            if self.room() {
+                let _ = writeln!(self.out, "l{l}: calc {n} cpu {c}");
+            }
         } else {
-            let _ = writeln!(self.out, "l{l}: calc {n}");
+            if self.room() {
+                let _ = writeln!(self.out, "l{l}: calc {n}");
+            }
         }
         self.counts.execs += 1;
         l
@@ -194,14 +237,18 @@ impl GoalWriter {
             DepKind::Requires => "requires",
             DepKind::IRequires => "irequires",
         };
-        let _ = writeln!(self.out, "l{a} {word} l{b}");
+        if self.room() {
+            let _ = writeln!(self.out, "l{a} {word} l{b}");
+        }
         self.counts.reqs += 1;
         self.start_set.remove(&a);
         self.end_set.remove(&b);
     }
 
     pub fn comment(&mut self, text: &str) {
-        let _ = writeln!(self.out, "/* {text} */");
+        if self.room() {
+            let _ = writeln!(self.out, "/* {text} */");
+        }
     }
 
     /// Empties the start and end sets (before an embedded collective).
@@ -238,6 +285,24 @@ impl GoalWriter {
 
 #[cfg(test)]
 mod tests {
+    /// The text stops growing at the limit (issue 12: memory bounded).
+    #[test]
+    fn text_is_bounded() {
+        let mut w = GoalWriter::new(2, 0, None);
+        w.set_limit(200);
+        w.start_rank(0);
+        for _ in 0..100_000 {
+            let a = w.send(8, 1);
+            let b = w.recv(8, 1);
+            w.requires(b, a);
+        }
+        w.end_rank();
+        assert!(w.is_full());
+        assert_eq!(w.counts().sends, 100_000);
+        let (text, _) = w.finish();
+        assert!(text.len() < 300, "{}", text.len());
+    }
+
     use super::*;
 
     #[test]

@@ -83,6 +83,14 @@ pub enum PatternError {
     BadCommsize(i32),
     #[error("{0} needs at least 2 ranks (odd P is reduced by one; got --commsize {1})")]
     TooFewRanks(String, i32),
+    #[error(
+        "{0}: the schedule exceeds the {limit} bytes the generator builds in memory \
+         (stopped at rank {1}); use fewer ranks or larger segments",
+        limit = crate::goal::MAX_GOAL_BYTES
+    )]
+    TooLarge(String, i32),
+    #[error("linear_alltoallv: --commsize {0} needs a {0}x{0} size matrix (limit {MAX_A2AV_RANKS} ranks)")]
+    AlltoallvTooLarge(i32),
 }
 
 /// `swap(x)`: exchanges 0 and R (the virtual/real rank mapping).
@@ -494,6 +502,9 @@ pub fn effective_ranks(name: &str, p: i32) -> i32 {
     }
 }
 
+/// Largest P of linear_alltoallv (its P x P size matrix is built first).
+pub const MAX_A2AV_RANKS: i32 = 16384;
+
 /// Validates the options for a pattern before anything is written.
 pub fn validate(name: &str, o: &PatternOptions) -> Result<(), PatternError> {
     if !PATTERN_NAMES.contains(&name) {
@@ -509,6 +520,9 @@ pub fn validate(name: &str, o: &PatternOptions) -> Result<(), PatternError> {
         "nwaydissemination" if o.nway < 1 => Err(PatternError::BadNway(o.nway)),
         "pipelinedring" | "pipelinedringdep" if o.segmentsize < 1 && o.datasize > 0 => {
             Err(PatternError::BadSegmentSize(o.segmentsize))
+        }
+        "linear_alltoallv" if o.commsize > MAX_A2AV_RANKS => {
+            Err(PatternError::AlltoallvTooLarge(o.commsize))
         }
         "linear_alltoallv" => alltoallv_matrix(o).map(|_| ()),
         _ => Ok(()),
@@ -573,6 +587,9 @@ pub fn write_pattern(
             _ => unreachable!("validated above"),
         }
         w.end_rank();
+        if w.is_full() {
+            return Err(PatternError::TooLarge(name.to_string(), me));
+        }
     }
     Ok(())
 }

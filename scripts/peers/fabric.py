@@ -18,7 +18,7 @@ protocol violation, reported with Error{code=1} (exit 1). NoMoreInserts
 with nothing in flight is a deadlock: Error{code=2} (exit 1). After Finish
 it prints one summary line and exits 0.
 
-Usage: fabric.py --key KEY [--protocol query|notify] [--latency PS]
+Usage: fabric.py --key KEY [--protocol query|notify|query-v1|notify-v1] (all version 1) [--latency PS]
                  [--gap PS_PER_BYTE] [--quantum PS] [--estimate F]
                  [--endpoints N] [--log-arrivals FILE]
 """

@@ -29,7 +29,11 @@ SEGMENT_MAGIC = 0x4C5443534F434249  # b"IBCOSCTL" little-endian
 U64_MAX = 0xFFFFFFFFFFFFFFFF
 QUERY, NOTIFY = 0, 1
 SCHEDULER, FABRIC = 0, 1
-PROTOCOLS = {"query": QUERY, "notify": NOTIFY}
+# These peers speak protocol version 1 only (docs/protocol.md: the thesis's
+# run-ahead notify and polling without a Config record). The Rust tools name
+# version-1 sessions notify-v1 / query-v1 (their plain query / notify are
+# version 2); both spellings select version 1 here.
+PROTOCOLS = {"query": QUERY, "notify": NOTIFY, "query-v1": QUERY, "notify-v1": NOTIFY}
 LIVENESS_INTERVAL = 0.1  # seconds between checks of the peer's pid
 
 # Error codes (section 7).

@@ -21,7 +21,7 @@ Prints one line per message, `handle src dst size t_send t_arrival`, and
 (order, handle, times); a violation is reported to the fabric with
 Error{code=1} and exits 1; a dead fabric exits 3.
 
-Usage: scheduler.py --key KEY [--protocol query|notify] [--size BYTES]
+Usage: scheduler.py --key KEY [--protocol query|notify|query-v1|notify-v1] (all version 1) [--size BYTES]
                     [--rounds N] [--start PS] [--quantum PS] [--estimate]
 """
 

@@ -146,8 +146,10 @@ struct Slot {
     /// Query protocol: a time promised by the estimate (no arrival before it).
     promised: Option<Time>,
     queried: bool,
-    /// Lower bound of the travel time (the thesis's per-hop base).
+    /// The thesis's per-hop base (a lower bound of the travel time).
     base: Time,
+    /// The stronger lower bound with the serialisation (zero-load bound).
+    lb: Time,
 }
 
 /// The server state machine. Feed it records with [`FabricServer::handle`].
@@ -165,6 +167,9 @@ pub struct FabricServer {
     configured: bool,
     /// The fixed latency of one switch on the route: ISW + VSW delay.
     switch_fixed: u64,
+    tm: crate::params::Timing,
+    /// zeroload::lower_bound per (switches, bytes)
+    lb_cache: HashMap<(usize, u64), Time>,
     /// Cached minimum of the base over the mapped rank pairs.
     min_latency: Option<Time>,
     stats: ServerStats,
@@ -206,6 +211,8 @@ impl FabricServer {
         let switch_fixed = tm.isw + tm.vsw;
         Ok(FabricServer {
             switch_fixed,
+            tm,
+            lb_cache: HashMap::new(),
             min_latency: None,
             fabric,
             cfg,
@@ -238,6 +245,14 @@ impl FabricServer {
 
     pub fn fabric(&self) -> &Fabric {
         &self.fabric
+    }
+    /// Version 1 (and pinned version 2): the base of the arrival estimate.
+    pub fn set_estimate_base(&mut self, base: EstimateBase) {
+        self.cfg.estimate_base = base;
+    }
+    /// Version 2: refuse a Config that differs from this configuration.
+    pub fn pin_config(&mut self) {
+        self.cfg.pinned = true;
     }
     pub fn config(&self) -> &ServerConfig {
         &self.cfg
@@ -378,9 +393,10 @@ impl FabricServer {
             "fabric message ids are dense"
         );
         let base = self.hops_base(src_hca, dst_hca);
+        let lb = self.lower_bound(src_hca, dst_hca, bytes);
         if self.cfg.version >= 2 && self.cfg.protocol == Protocol::Notify {
             self.earliest
-                .push(Reverse((time.0.saturating_add(base.0), id)));
+                .push(Reverse((time.0.saturating_add(lb.0), id)));
         }
         self.slots.push(Slot {
             handle,
@@ -389,6 +405,7 @@ impl FabricServer {
             promised: None,
             queried: false,
             base,
+            lb,
         });
         self.by_handle.insert(handle, id);
         self.stats.inserts += 1;
@@ -460,11 +477,16 @@ impl FabricServer {
         let mut next = Time(t.0.saturating_add(q.0));
         if !slot.queried {
             if let Some(f) = estimate {
-                // Section 2.5: F x the per-hop fixed latencies of the route.
+                // Section 2.5: F x the per-hop fixed latencies of the route
+                // (or the zero-load lower bound, when chosen).
+                let base = match self.cfg.estimate_base {
+                    EstimateBase::Hops => slot.base,
+                    EstimateBase::ZeroLoad => slot.lb,
+                };
                 let est = Time(
                     slot.insert_time
                         .0
-                        .saturating_add((f * slot.base.0 as f64).round() as u64),
+                        .saturating_add((f * base.0 as f64).round() as u64),
                 );
                 if est > next {
                     next = est;
@@ -502,9 +524,31 @@ impl FabricServer {
         Time(self.hops(src_hca, dst_hca) as u64 * self.switch_fixed)
     }
 
+    /// A lower bound of the travel time of any message of `bytes` on this
+    /// route, also under load: the per-hop base plus the serialisation
+    /// (`zeroload::lower_bound`, >= the per-hop base).
+    pub fn lower_bound(&mut self, src_hca: usize, dst_hca: usize, bytes: u64) -> Time {
+        let sw = self.hops(src_hca, dst_hca);
+        if let Some(&t) = self.lb_cache.get(&(sw, bytes)) {
+            return t;
+        }
+        let t = Time(crate::zeroload::lower_bound(
+            self.fabric.params(),
+            &self.tm,
+            sw,
+            bytes,
+        ));
+        if self.lb_cache.len() < 1 << 16 {
+            self.lb_cache.insert((sw, bytes), t);
+        }
+        t
+    }
+
     /// The smallest travel time any message between two mapped ranks can
-    /// have (>= 1 ps): the minimum base over the mapped HCA pairs. It is
-    /// the scheduler's lookahead after an insert (ConfigAck).
+    /// have (>= 1 ps): the minimum over the mapped HCA pairs of the lower
+    /// bound of a 1-byte message (every message has at least one byte on
+    /// the wire). It is the scheduler's lookahead after an insert
+    /// (ConfigAck).
     pub fn min_latency(&mut self) -> Time {
         if let Some(t) = self.min_latency {
             return t;
@@ -521,7 +565,7 @@ impl FabricServer {
         'outer: for &a in &hcas {
             for &b in &hcas {
                 if a != b {
-                    m = m.min(self.hops_base(a, b).0);
+                    m = m.min(self.lower_bound(a, b, 1).0);
                     if m == 0 {
                         break 'outer;
                     }

@@ -40,6 +40,11 @@ pub struct ServeArgs {
     /// Version 2: set by the scheduler's Config (see --quantum).
     #[arg(long, value_name = "F")]
     pub estimate: Option<f64>,
+    /// Query protocol: what F multiplies: hops (per-hop fixed latencies,
+    /// the thesis's) or zero-load (a lower bound of the zero-load travel
+    /// time, serialisation included). Version 2: set by the Config.
+    #[arg(long, value_name = "BASE")]
+    pub estimate_base: Option<ipc_proto::EstimateBase>,
     #[command(flatten)]
     pub setup: SetupArgs,
     /// Write every insert (handle time_ps src_rank dst_rank bytes) to FILE.
@@ -209,6 +214,10 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
             return 2;
         }
     };
+    if let Some(b) = a.estimate_base {
+        server.set_estimate_base(b);
+        server.pin_config();
+    }
     let endpoints = server.config().rank_hcas.len() as u32;
     let opts = ipc_proto::FabricOptions {
         transport: a.transport,

@@ -44,7 +44,109 @@ pub fn scenarios() -> Vec<Scenario> {
         s("finish", None, "Finish (with a message in flight): exit 0, nothing sent after, objects removed", finish),
         s("past-insert", None, "an Insert before the fabric's clock is reported (Error code 1)", past_insert),
         s("peer-death", None, "the scheduler's death is noticed within about a second; the checker does not hang either", peer_death),
+        Scenario {
+            name: "grant",
+            role: Role::Fabric,
+            protocol: Some(Protocol::Notify),
+            min_version: 2,
+            about: "version 2: a horizon before any arrival gets a Grant beyond it, honoured by the later batch; a horizon in the fabric's past is refused (Error code 1)",
+            run: grant,
+        },
     ]
+}
+
+/// Version 2 exact notify: Grants (cosim-protocol.md 3a).
+fn grant(ctx: &mut Ctx) -> Result<(), String> {
+    let (mut ch, pid, _) = attach_connect(ctx)?;
+    let wait = |ch: &mut Channel, time: u64, horizon: u64| -> Result<Record, String> {
+        ch.send(Record::NoMoreInserts {
+            time: Time(time),
+            horizon: Time(horizon),
+        })
+        .map_err(err)?;
+        ch.recv().map_err(err)
+    };
+    let mut d = Driver::new(ctx, &mut ch);
+    d.insert(Time(0), 0, 1, 128)?;
+    drop(d);
+    // Nothing can arrive at 0: the answer must be a Grant beyond 0.
+    let g1 = match wait(&mut ch, 0, 0)? {
+        Record::Grant { time } if time.0 > 0 => {
+            ctx.pass(
+                "grant-beyond-horizon",
+                format!("horizon 0 ps: Grant {time}"),
+            );
+            time
+        }
+        other => {
+            ctx.fail(
+                "grant-beyond-horizon",
+                format!("horizon 0 ps with one message inserted at 0 ps answered {other:?}; expected Grant{{time > 0}}"),
+            );
+            return Ok(());
+        }
+    };
+    // Just before the grant: again a Grant, not earlier than the first.
+    let g2 = match wait(&mut ch, 0, g1.0 - 1)? {
+        Record::Grant { time } if time >= g1 => {
+            ctx.pass(
+                "grant-monotone",
+                format!("horizon {} ps: Grant {time}", g1.0 - 1),
+            );
+            time
+        }
+        other => {
+            ctx.fail(
+                "grant-monotone",
+                format!("horizon {} ps (before the Grant {g1}) answered {other:?}; expected Grant{{time >= {g1}}}", g1.0 - 1),
+            );
+            return Ok(());
+        }
+    };
+    // No horizon: the batch, not before the grants.
+    let ta = match wait(&mut ch, 0, u64::MAX)? {
+        Record::Arrival { handle: 0, time } => time,
+        other => {
+            ctx.fail(
+                "grant-honoured",
+                format!("horizon u64::MAX answered {other:?}; expected Arrival 0"),
+            );
+            return Ok(());
+        }
+    };
+    match ch.recv().map_err(err)? {
+        Record::ArrivalBatchEnd {
+            time, count: 1, grant, ..
+        } if time == ta && grant > ta => {}
+        other => ctx.fail(
+            "grant-honoured",
+            format!("Arrival 0 at {ta} followed by {other:?}; expected ArrivalBatchEnd{{{ta}, 1, grant > {ta}}}"),
+        ),
+    }
+    ctx.rule(
+        "grant-honoured",
+        ta >= g2,
+        format!("the message arrives at {ta}, the fabric had granted no arrival before {g2}"),
+    );
+    // A horizon in the fabric's past (it has simulated to the arrival).
+    let mut d = Driver::new(ctx, &mut ch);
+    d.insert(ta, 1, 0, 64)?;
+    drop(d);
+    ch.send(Record::NoMoreInserts {
+        time: Time(0),
+        horizon: Time(ta.0 - 1),
+    })
+    .map_err(err)?;
+    ch.flush().map_err(err)?;
+    expect_refusal(
+        ctx,
+        &mut ch,
+        "past-horizon",
+        ErrorCode::Violation,
+        pid,
+        true,
+    );
+    Ok(())
 }
 
 /// Attach as the scheduler (claiming `as_pid`, default our own pid).
@@ -196,6 +298,11 @@ impl<'c> Driver<'c> {
             .map_err(err)?;
         self.msgs.insert(handle, Msg { time });
         self.pending.push(handle);
+        // A grant covers the messages inserted before it; this one can
+        // arrive as early as right after its insert.
+        if let Some(g) = &mut self.prev_grant {
+            *g = (*g).min(Time(time.0.saturating_add(1)));
+        }
         self.latest_insert = self.latest_insert.max(time);
         Ok(handle)
     }
@@ -297,7 +404,7 @@ impl<'c> Driver<'c> {
                 format!("a batch at {t} ps, but the fabric had granted no arrival before {g} ps")
             });
         }
-        self.prev_grant = self.grant;
+        self.prev_grant = self.grant.take();
         for &(h, ta) in &batch {
             self.check("batch-times", ta == t, || {
                 format!("Arrival {h} at {ta} ps inside a batch ending at {t} ps")
@@ -540,19 +647,28 @@ fn expect_refusal(
 fn handshake(ctx: &mut Ctx) -> Result<(), String> {
     let s = attach(ctx, None)?;
     let seg = s.segment();
+    // Message queues: mq_msgsize <= 8192, mq_maxmsg <= 10; shared-memory
+    // rings (H2): slots of up to 1 MiB, up to 1024 per ring.
+    let (max_size, max_depth) = match s.transport() {
+        crate::session::TransportKind::Mq => (8192, 10),
+        crate::session::TransportKind::Shm => (1 << 20, 1024),
+    };
     let geometry_ok = seg.message_size() % RECORD_SIZE as u32 == 0
-        && (RECORD_SIZE as u32..=8192).contains(&seg.message_size())
-        && (1..=10).contains(&seg.queue_depth());
+        && (RECORD_SIZE as u32..=max_size).contains(&seg.message_size())
+        && (1..=max_depth).contains(&seg.queue_depth());
     let fabric_pid = s.fabric_pid();
     ctx.rule(
         "segment",
-        seg.version() == PROTOCOL_VERSION && seg.record_size() == RECORD_SIZE as u32 && geometry_ok,
+        seg.version() == ctx.opts.protocol.version
+            && seg.record_size() == RECORD_SIZE as u32
+            && geometry_ok,
         format!(
-            "magic IBCOSCTL, version {}, protocol {}, {} endpoints, record size {}, queues {} x {} bytes, fabric pid {fabric_pid}",
+            "magic IBCOSCTL, version {}, protocol {}, {} endpoints, record size {}, {} {} x {} bytes, fabric pid {fabric_pid}",
             seg.version(),
             s.protocol(),
             s.endpoints(),
             seg.record_size(),
+            if s.transport() == crate::session::TransportKind::Shm { "rings" } else { "queues" },
             seg.queue_depth(),
             seg.message_size()
         ),

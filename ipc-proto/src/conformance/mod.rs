@@ -413,11 +413,13 @@ mod tests {
     #[test]
     fn scenario_table_is_stable_and_unambiguous() {
         let all = scenarios();
-        assert_eq!(all.len(), 18);
+        assert_eq!(all.len(), 19);
         // KEY-n numbering: scenario 1 is the fabric handshake, 13 the
-        // scheduler run (documented in --list and docs/protocol.md).
+        // (version-2) grant, 14 the scheduler run (documented in --list
+        // and docs/protocol.md).
         assert_eq!((all[0].name, all[0].role), ("handshake", Role::Fabric));
-        assert_eq!((all[12].name, all[12].role), ("run", Role::Scheduler));
+        assert_eq!((all[12].name, all[12].role), ("grant", Role::Fabric));
+        assert_eq!((all[13].name, all[13].role), ("run", Role::Scheduler));
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {
                 assert!(
@@ -428,10 +430,12 @@ mod tests {
             }
         }
         let count = |r, p| all.iter().filter(|s| s.applies(r, p)).count();
-        assert_eq!(count(Role::Fabric, Protocol::Notify), 10);
-        assert_eq!(count(Role::Fabric, Protocol::Query), 11);
-        assert_eq!(count(Role::Scheduler, Protocol::Notify), 6);
-        assert_eq!(count(Role::Scheduler, Protocol::Query), 6);
+        assert_eq!(count(Role::Fabric, ProtocolSpec::NOTIFY), 11);
+        assert_eq!(count(Role::Fabric, ProtocolSpec::NOTIFY_V1), 10);
+        assert_eq!(count(Role::Fabric, ProtocolSpec::QUERY), 11);
+        assert_eq!(count(Role::Fabric, ProtocolSpec::QUERY_V1), 11);
+        assert_eq!(count(Role::Scheduler, ProtocolSpec::NOTIFY), 6);
+        assert_eq!(count(Role::Scheduler, ProtocolSpec::QUERY_V1), 6);
     }
 
     #[test]
@@ -440,9 +444,13 @@ mod tests {
             peer::expand(
                 "ibnet serve --key {key} --protocol {protocol} # {key}",
                 "k-3",
-                Protocol::Query
+                ProtocolSpec::QUERY
             ),
             "ibnet serve --key k-3 --protocol query # k-3"
+        );
+        assert_eq!(
+            peer::expand("x --protocol {protocol}", "k", ProtocolSpec::NOTIFY_V1),
+            "x --protocol notify-v1"
         );
     }
 

@@ -295,7 +295,11 @@ impl<'c> Fabric<'c> {
                     let v2 = self.ch.version() >= 2;
                     // v2: the scheduler's clock may lag the fabric's (an
                     // arrival runs at t + o + L); its horizon may not.
-                    let (what, at) = if v2 { ("horizon", horizon) } else { ("time", time) };
+                    let (what, at) = if v2 {
+                        ("horizon", horizon)
+                    } else {
+                        ("time", time)
+                    };
                     self.check("wait-times", at >= clock, || {
                         format!("NoMoreInserts with {what} {at} ps, before the fabric's clock {clock} ps")
                     });

@@ -114,6 +114,17 @@ pub struct CosimArgs {
         help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
     )]
     pub estimate: Option<f64>,
+    /// Query protocol: what F multiplies: hops (the thesis's per-hop fixed
+    /// latencies, the default) or zero-load (a lower bound of the zero-load
+    /// travel time that includes the message's serialisation: still never
+    /// late, and far fewer 1 ps polls for large messages).
+    #[arg(
+        long,
+        value_name = "BASE",
+        default_value = "hops",
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+    )]
+    pub estimate_base: EstimateBase,
     /// ipc: session key of the fabric (`ibnet serve --key KEY`).
     #[arg(
         long,
@@ -213,6 +224,18 @@ impl CosimNetwork {
         name: String,
         on_finish: Option<FinishHook>,
     ) -> Result<CosimNetwork, NetError> {
+        CosimNetwork::new_with_base(ch, quantum, estimate, EstimateBase::Hops, name, on_finish)
+    }
+
+    /// [`CosimNetwork::new`] with the estimate's base.
+    pub fn new_with_base(
+        ch: Box<dyn Link>,
+        quantum: Time,
+        estimate: Option<f64>,
+        estimate_base: EstimateBase,
+        name: String,
+        on_finish: Option<FinishHook>,
+    ) -> Result<CosimNetwork, NetError> {
         let spec = ProtocolSpec::new(ch.protocol(), ch.version());
         let mut net = CosimNetwork {
             spec,
@@ -236,7 +259,7 @@ impl CosimNetwork {
             net.send(Record::Config {
                 quantum,
                 estimate_milli,
-                estimate_base: EstimateBase::Hops,
+                estimate_base,
             })?;
             match net.recv()? {
                 Record::ConfigAck { min_latency } if min_latency.0 >= 1 => {
@@ -286,10 +309,11 @@ impl CosimNetwork {
         let ch = session
             .connect()
             .map_err(|e| format!("cannot connect to the fabric: {e}"))?;
-        CosimNetwork::new(
+        CosimNetwork::new_with_base(
             Box::new(ch),
             args.quantum,
             args.estimate,
+            args.estimate_base,
             format!("ibnet/{} over {transport}", args.protocol),
             None,
         )
@@ -817,6 +841,7 @@ mod tests {
             protocol: ProtocolSpec::NOTIFY,
             quantum: Time(1),
             estimate: None,
+            estimate_base: EstimateBase::Hops,
             key: None,
             connect_timeout: 0.05,
             fabric: SetupArgs::default(),

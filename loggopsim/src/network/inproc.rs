@@ -21,7 +21,7 @@ pub fn spawn(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
 /// Config record sets them.
 pub fn build_fabric(args: &CosimArgs, num_ranks: u32) -> Result<FabricServer, String> {
     let v1 = args.protocol.version < 2;
-    let server = build_server(
+    let mut server = build_server(
         &args.fabric,
         args.protocol,
         v1.then_some(args.quantum),
@@ -30,6 +30,9 @@ pub fn build_fabric(args: &CosimArgs, num_ranks: u32) -> Result<FabricServer, St
         args.log_arrivals.as_ref(),
     )
     .map_err(|e| format!("{e:#}"))?;
+    if v1 {
+        server.set_estimate_base(args.estimate_base);
+    }
     let mapped = server.config().rank_hcas.len();
     if (num_ranks as usize) > mapped {
         return Err(format!(
@@ -99,10 +102,11 @@ fn spawn_with(args: &CosimArgs, mut server: FabricServer) -> Result<CosimNetwork
         r.map_err(|e| NetError::Transport(format!("fabric: {e}")))?;
         report_fabric(&server, report.as_ref(), json)
     });
-    CosimNetwork::new(
+    CosimNetwork::new_with_base(
         Box::new(sched_end),
         args.quantum,
         args.estimate,
+        args.estimate_base,
         format!("ibnet/{} inproc", args.protocol),
         Some(hook),
     )
@@ -120,6 +124,7 @@ mod tests {
             protocol: ipc_proto::ProtocolSpec::NOTIFY_V1,
             quantum: Time(1),
             estimate: None,
+            estimate_base: ipc_proto::EstimateBase::Hops,
             key: None,
             connect_timeout: 1.0,
             fabric: SetupArgs {

@@ -137,10 +137,11 @@ impl Link for Direct {
 pub fn build(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
     let server = build_fabric(args, num_ranks)?;
     let link = Direct::new(server, args.fabric_report.clone(), args.fabric_json);
-    CosimNetwork::new(
+    CosimNetwork::new_with_base(
         Box::new(link),
         args.quantum,
         args.estimate,
+        args.estimate_base,
         format!("ibnet/{} onepiece", args.protocol),
         None,
     )
@@ -159,6 +160,7 @@ mod tests {
             protocol: spec,
             quantum: Time(1),
             estimate: None,
+            estimate_base: ipc_proto::EstimateBase::Hops,
             key: None,
             connect_timeout: 1.0,
             fabric: SetupArgs {
@@ -193,10 +195,11 @@ mod tests {
         a.fabric_report = Some(dir.path().join("f2.txt"));
         let mut net = build(&a, 2).unwrap();
         assert_eq!(net.mode(), SyncMode::Exact);
+        // 100 ns (ISW + VSW): a 1-flit message has no serialisation term
         assert_eq!(net.min_latency(), Time(100_000));
         let h = net.insert(Time(0), 0, 1, 44, 0).unwrap();
         // horizon 50 ns: nothing arrives by then; the grant is the
-        // message's insert time + base (100 ns)
+        // message's insert time + its lower bound (100 ns)
         let ans = net.wait_exact(Time(0), Time(50_000)).unwrap();
         assert!(ans.arrivals.is_empty());
         assert_eq!(ans.grant, Time(100_000));

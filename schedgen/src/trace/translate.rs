@@ -682,6 +682,15 @@ fn translate_all(
             if let Some(s) = translate_rank(&mut w, &mut ctx, tr, h, e, hn, delays, start)? {
                 stops[h] = Some(s);
             }
+            if w.is_full() {
+                return Err(TraceError::File {
+                    file: tr.file.clone(),
+                    msg: format!(
+                        "the schedule exceeds the {} bytes trace2goal builds in memory",
+                        crate::goal::MAX_GOAL_BYTES
+                    ),
+                });
+            }
         }
     }
     if let (Some(path), Some(old)) = (&o.start_file, &start_file) {
