@@ -232,7 +232,7 @@ mod bound_tests {
                     for dst in [1usize, 7] {
                         let mut fab = Fabric::new(&t, &p).unwrap();
                         let sw = fab.switches_between(0, dst).unwrap();
-                        fab.inject(ipc_proto::Time(0), 0, dst, bytes).unwrap();
+                        fab.inject(crate::Time(0), 0, dst, bytes).unwrap();
                         let (ta, _) = fab.run_until_completion().unwrap();
                         let lb = lower_bound(&p, &tm, sw, bytes);
                         assert!(
