@@ -28,7 +28,10 @@ Examples:\n  loggopsim -f app.goal\n  loggopsim -f app.goal -L 2500 -o 1.5ns --j
 loggopsim -f app.goal --report run.txt --progress\n  \
 loggopsim convert app.goal app.bin\n  loggopsim gen dissemination -s 8\n\n\
 Exit codes: 0 ok, 1 simulation failure (unmatched queues, operations never completed, \
-network error), 2 usage/input error (including a time overflow).",
+network error; with --network ipc also: the fabric died, stopped or failed), 2 usage/input \
+error (including a time overflow). 3 (a system resource such as the message-queue budget \
+RLIMIT_MSGQUEUE or /dev/shm is exhausted) comes from the fabric side (ibnet serve), which \
+creates the IPC objects; scripts/cosim passes it on.",
     disable_version_flag = true,
     args_conflicts_with_subcommands = true
 )]
