@@ -75,7 +75,10 @@ fn check(name: &str, cwd: &Path, args: &[&str]) {
         );
     }
     // a golden that is empty or holds no messages would not test anything
-    assert!(want.contains("\"messages\"") && want.len() > 1000, "{name}: golden too small");
+    assert!(
+        want.contains("\"messages\"") && want.len() > 1000,
+        "{name}: golden too small"
+    );
 }
 
 fn data32() -> &'static Path {

@@ -1,4 +1,4 @@
-//! The reference's 32-node network (/work/shared/data/ibmodel-32n), OneHot
+//! The reference's 32-node network (../shared/data/ibmodel-32n), OneHot
 //! and TwoHot for 2 ms with the reference defaults (sec. 11 cases 5 and 6).
 //! Needs the IBDM importer of the topology module.
 

@@ -1,5 +1,5 @@
 //! Integration tests of `ibnet::topology`: thesis networks, the reference's
-//! 32-node IBDM network (read from /work/shared at test time, GPL data, not
+//! 32-node IBDM network (read from ../shared at test time, GPL data, not
 //! copied), generators, routing, file formats and their error messages.
 
 use std::path::{Path, PathBuf};
@@ -10,11 +10,9 @@ use ibnet::topology::{
 };
 
 fn data_dir() -> PathBuf {
-    let d = PathBuf::from(
-        std::env::var("IBMODEL_32N_DIR").unwrap_or_else(|_| {
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/ibmodel-32n").into()
-        }),
-    );
+    let d = PathBuf::from(std::env::var("IBMODEL_32N_DIR").unwrap_or_else(|_| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/ibmodel-32n").into()
+    }));
     assert!(
         d.join("is1_3l_32n.topo").is_file(),
         "32-node reference data not found in {} (set IBMODEL_32N_DIR)",

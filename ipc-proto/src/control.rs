@@ -26,7 +26,7 @@ pub mod offset {
     pub const RECORD_SIZE: usize = 32; // u32
     pub const MESSAGE_SIZE: usize = 36; // u32: mq_msgsize of every queue
     pub const QUEUE_DEPTH: usize = 40; // u32: mq_maxmsg of every queue
-    // 64..=319: the transport (H2; see crate::shm).
+                                       // 64..=319: the transport (H2; see crate::shm).
     pub const TRANSPORT: usize = 64; // u32: 0 message queues, 1 shared-memory rings
     pub const RING_SLOTS: usize = 68; // u32: slots per ring (shm)
     pub const RING_SLOT_SIZE: usize = 72; // u32: payload bytes per slot (shm)

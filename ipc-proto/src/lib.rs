@@ -78,16 +78,16 @@ pub mod transport;
 pub use channel::{Channel, ChannelStats, FabricEnd, PeerHello, SchedulerEnd};
 pub use error::{ProtoError, EXIT_RESOURCE};
 pub use names::{Lane, SessionKey};
-pub use shm::RingGeometry;
 pub use record::{
     decode_message, estimate_to_milli, version_supported, ErrorCode, EstimateBase, Protocol,
     ProtocolSpec, Record, Role, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, RECORD_SIZE,
 };
 pub use session::{
-    cleanup, create_fabric, create_fabric_opts, create_fabric_versioned, create_fabric_with, object_exists, open_scheduler,
-    open_scheduler_as, FabricOptions, FabricSession, QueueGeometry, SchedulerSession,
-    TransportKind,
+    cleanup, create_fabric, create_fabric_opts, create_fabric_versioned, create_fabric_with,
+    object_exists, open_scheduler, open_scheduler_as, FabricOptions, FabricSession, QueueGeometry,
+    SchedulerSession, TransportKind,
 };
+pub use shm::RingGeometry;
 pub use time::Time;
 pub use transport::Transport;
 #[doc(hidden)]

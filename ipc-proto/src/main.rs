@@ -12,8 +12,8 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use ipc_proto::{
-    cleanup, inproc, open_scheduler, selftest, Channel,
-    ProtoError, Protocol, QueueGeometry, Record, Role, Time,
+    cleanup, inproc, open_scheduler, selftest, Channel, ProtoError, Protocol, QueueGeometry,
+    Record, Role, Time,
 };
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -242,7 +242,13 @@ fn main() {
         // binary of the project; everything else (a dead peer too) is 1.
         let code = e
             .downcast_ref::<ProtoError>()
-            .map(|p| if p.is_resource_exhausted() { p.exit_code() } else { 1 })
+            .map(|p| {
+                if p.is_resource_exhausted() {
+                    p.exit_code()
+                } else {
+                    1
+                }
+            })
             .unwrap_or(1);
         std::process::exit(code);
     }
@@ -496,7 +502,9 @@ fn bench_roundtrip(kind: &str, n: u64) -> Result<(f64, f64, f64)> {
         lat.push(t.elapsed().as_secs_f64() * 1e6);
     }
     let secs = start.elapsed().as_secs_f64();
-    s.send(Record::Finish { time: Time(n + 100) })?;
+    s.send(Record::Finish {
+        time: Time(n + 100),
+    })?;
     s.flush()?;
     let q = rx.join().expect("fabric thread panicked")?;
     if q != n {
@@ -509,13 +517,17 @@ fn bench_roundtrip(kind: &str, n: u64) -> Result<(f64, f64, f64)> {
 
 fn run_bench(records: u64, roundtrips: u64, which: Which, json: bool) -> Result<()> {
     let mut rows = Vec::new();
-    for (name, w) in [("shm", Which::Shm), ("mq", Which::Mq), ("inproc", Which::Inproc)] {
+    for (name, w) in [
+        ("shm", Which::Shm),
+        ("mq", Which::Mq),
+        ("inproc", Which::Inproc),
+    ] {
         if which != Which::All && which != w {
             continue;
         }
         let ow = bench_oneway(name, records).with_context(|| format!("one-way over {name}"))?;
-        let (rt, p50, p99) =
-            bench_roundtrip(name, roundtrips.max(1)).with_context(|| format!("round trips over {name}"))?;
+        let (rt, p50, p99) = bench_roundtrip(name, roundtrips.max(1))
+            .with_context(|| format!("round trips over {name}"))?;
         rows.push((name, ow, rt, p50, p99));
     }
     if json {

@@ -259,7 +259,10 @@ fn polling_query_count_grows_as_the_quantum_shrinks() {
     // The estimate skips the first F x base of each message's polling.
     let f1 = c.num("query q=100 ps F=1", "queries");
     let f2 = c.num("query q=100 ps F=2", "queries");
-    assert!(f2 < f1 && f1 < c.num("query q=100 ps", "queries"), "{f2} {f1}");
+    assert!(
+        f2 < f1 && f1 < c.num("query q=100 ps", "queries"),
+        "{f2} {f1}"
+    );
     // Notify: one NoMoreInserts/arrival exchange for the one round.
     assert_eq!(c.num("notify (ipc)", "round_trips"), 1);
 }

@@ -30,8 +30,7 @@ pub fn parse_host_times(output: &str) -> Result<Vec<u64>, String> {
         // `T ps` (native output) or a bare `T` (LogGOPSim's format).
         let time = time.trim();
         let time = time.strip_suffix(" ps").unwrap_or(time);
-        let (Ok(host), Ok(time)) = (host.trim().parse::<usize>(), time.parse::<u64>())
-        else {
+        let (Ok(host), Ok(time)) = (host.trim().parse::<usize>(), time.parse::<u64>()) else {
             return Err(format!(
                 "line {}: cannot read `{}` as `Host N: TIME`",
                 i + 1,
