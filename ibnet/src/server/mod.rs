@@ -45,7 +45,8 @@ pub use stats::ServerStats;
 use crate::engine::{Fabric, FabricError, MsgId, RunOutcome};
 use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BinaryHeap;
 use std::io::Write;
 
 /// Settings of one served session.
@@ -212,13 +213,13 @@ impl FabricServer {
         Ok(FabricServer {
             switch_fixed,
             tm,
-            lb_cache: HashMap::new(),
+            lb_cache: HashMap::default(),
             min_latency: None,
             fabric,
             cfg,
             slots: Vec::new(),
-            by_handle: HashMap::new(),
-            hops_cache: HashMap::new(),
+            by_handle: HashMap::default(),
+            hops_cache: HashMap::default(),
             earliest: BinaryHeap::new(),
             configured: false,
             stats: ServerStats::default(),
