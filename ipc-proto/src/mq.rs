@@ -22,11 +22,6 @@ use std::collections::VecDeque;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-/// How long a waiting side polls its queues with non-blocking receives
-/// before it blocks in poll(2) (a wake-up across CPUs costs tens of µs; a
-/// peer that answers within this time is caught without one).
-pub const SPIN: Duration = Duration::from_micros(30);
-
 pub(crate) struct Queue {
     pub lane: Lane,
     pub name: String,
@@ -107,10 +102,11 @@ impl MqTransport {
     }
 
     /// Poll the incoming queues with non-blocking receives for up to
-    /// [`SPIN`] (bounded by `max`); between attempts yield the CPU when
-    /// pinned to a single CPU (the peer must be able to run).
+    /// [`crate::transport::spin_budget`] (bounded by `max`); between attempts
+    /// yield the CPU after the first 30 us, or always when pinned to a single
+    /// CPU (the peer must be able to run).
     fn spin_receive(&mut self, max: Duration) -> Result<Option<(Lane, Vec<u8>)>> {
-        let spin = SPIN.min(max);
+        let spin = crate::transport::spin_budget().min(max);
         let start = Instant::now();
         let mut n = 0u32;
         while start.elapsed() < spin {
@@ -119,7 +115,9 @@ impl MqTransport {
             }
             n += 1;
             if n > 2 {
-                crate::transport::spin_pause(self.yield_cpu);
+                let yield_cpu =
+                    self.yield_cpu || start.elapsed() >= crate::transport::PURE_SPIN;
+                crate::transport::spin_pause(yield_cpu);
             }
         }
         Ok(None)

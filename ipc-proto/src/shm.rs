@@ -16,10 +16,11 @@
 //! the reader sees the message after loading `tail` (acquire), copies it out
 //! and stores `head + 1`. Counters wrap at 2^32.
 //!
-//! Waiting: a side first spins for [`SPIN`] (checking its incoming rings,
-//! and room in the outgoing ring it wants to write; when the process is
-//! pinned to a single CPU it yields the CPU instead, so that the peer can
-//! run), then
+//! Waiting: a side first polls for [`crate::transport::spin_budget`]
+//! (checking its incoming rings, and room in the outgoing ring it wants to
+//! write; a busy loop for the first 30 us, then yielding the CPU between
+//! polls; when the process is pinned to a single CPU it always yields, so
+//! that the peer can run), then
 //! sleeps on its *doorbell* (a futex word in the control page): it sets its
 //! `waiting` word, re-checks, and calls FUTEX_WAIT for at most 100 ms (to
 //! check the peer's liveness). The peer, after publishing a message or
@@ -45,8 +46,6 @@ use std::time::{Duration, Instant};
 pub const DEFAULT_SLOTS: u32 = 32;
 /// Default payload bytes per slot (the same 128 records as a queue message).
 pub const DEFAULT_SLOT_SIZE: u32 = 8192;
-/// How long a waiting side polls before it sleeps on its futex.
-pub const SPIN: Duration = Duration::from_micros(30);
 
 const RING_HEADER: usize = 128;
 
@@ -284,16 +283,21 @@ impl ShmTransport {
     fn wait(&self, room_for: Option<usize>, max: Duration) {
         let ready = |t: &Self| t.has_incoming() || room_for.is_some_and(|i| t.has_room(i));
         let start = Instant::now();
-        let spin = SPIN.min(max);
+        let spin = crate::transport::spin_budget().min(max);
         let mut n = 0u32;
+        let mut yield_cpu = self.yield_cpu;
         loop {
             if ready(self) {
                 return;
             }
             n += 1;
-            crate::transport::spin_pause(self.yield_cpu);
-            if n.is_multiple_of(16) && start.elapsed() >= spin {
-                break;
+            crate::transport::spin_pause(yield_cpu);
+            if n.is_multiple_of(16) {
+                let e = start.elapsed();
+                if e >= spin {
+                    break;
+                }
+                yield_cpu |= e >= crate::transport::PURE_SPIN;
             }
         }
         let left = max.saturating_sub(start.elapsed());

@@ -32,6 +32,35 @@ pub trait Transport: Send {
     fn on_fatal(&mut self) {}
 }
 
+/// How long a waiting side polls its incoming queue or ring before it
+/// blocks in the kernel (both transports). Blocking puts a wake-up of
+/// 5-50 us (more when it crosses CPUs) on the critical path of every round
+/// trip; polling costs CPU time that the peer, on its own CPU, does not
+/// need. The default (1 ms) covers the usual time the fabric simulates
+/// between two answers (the 128-rank chain benchmark: ~0.4 ms), so a side
+/// usually sees the answer without sleeping. Only the first
+/// [`PURE_SPIN`] is a busy loop; after it every poll yields the CPU
+/// (sched_yield), so that on a busy machine (a parameter sweep with more
+/// processes than CPUs) a waiting side gives its CPU to runnable work.
+/// `IBCOSIM_SPIN_US` (microseconds, 0-100000) changes the budget. On a
+/// single CPU every poll yields.
+pub fn spin_budget() -> std::time::Duration {
+    static SPIN: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+    *SPIN.get_or_init(|| {
+        std::env::var("IBCOSIM_SPIN_US")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&us| us <= 100_000)
+            .map(std::time::Duration::from_micros)
+            .unwrap_or(DEFAULT_SPIN)
+    })
+}
+
+/// The default of [`spin_budget`].
+pub const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(1000);
+/// The busy-loop part of the spin (see [`spin_budget`]).
+pub const PURE_SPIN: std::time::Duration = std::time::Duration::from_micros(30);
+
 /// How a waiting side polls before it blocks: with more than one CPU
 /// available it spins (`spin_loop`, holding its CPU: yielding on a loaded
 /// machine can hand the CPU away for milliseconds); pinned to a single CPU
