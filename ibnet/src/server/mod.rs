@@ -393,8 +393,10 @@ impl FabricServer {
             self.slots.len(),
             "fabric message ids are dense"
         );
-        let base = self.hops_base(src_hca, dst_hca);
-        let lb = self.lower_bound(src_hca, dst_hca, bytes);
+        // (one route lookup per insert: it is on the per-message path)
+        let sw = self.hops(src_hca, dst_hca);
+        let base = Time(sw as u64 * self.switch_fixed);
+        let lb = self.lower_bound_sw(sw, bytes);
         if self.cfg.version >= 2 && self.cfg.protocol == Protocol::Notify {
             self.earliest
                 .push(Reverse((time.0.saturating_add(lb.0), id)));
@@ -530,6 +532,11 @@ impl FabricServer {
     /// (`zeroload::lower_bound`, >= the per-hop base).
     pub fn lower_bound(&mut self, src_hca: usize, dst_hca: usize, bytes: u64) -> Time {
         let sw = self.hops(src_hca, dst_hca);
+        self.lower_bound_sw(sw, bytes)
+    }
+
+    /// [`Self::lower_bound`] of a route through `sw` switches.
+    fn lower_bound_sw(&mut self, sw: usize, bytes: u64) -> Time {
         if let Some(&t) = self.lb_cache.get(&(sw, bytes)) {
             return t;
         }
