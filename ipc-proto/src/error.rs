@@ -13,7 +13,7 @@ pub enum ProtoError {
     /// The peer's heartbeat (control segment) lags ours by more than the
     /// stall timeout: it is stopped (SIGSTOP) or frozen (see
     /// [`crate::liveness`]).
-    #[error("peer {peer} (pid {pid}) stopped responding: its heartbeat is {lag:.1?} behind ours (stopped with SIGSTOP/Ctrl-Z, or frozen; limit IBCOSIM_STALL_TIMEOUT)")]
+    #[error("peer {peer} (pid {pid}) stopped responding: its heartbeat is {lag:.1?} behind ours (stopped with SIGSTOP/Ctrl-Z, frozen, or hung: no progress; limit IBCOSIM_STALL_TIMEOUT)")]
     PeerStalled { peer: Role, pid: u32, lag: Duration },
     /// A bounded wait ran out.
     #[error("timed out after {waited:?} waiting for {what}")]

@@ -16,15 +16,21 @@
 //!   (Ctrl-Z, `fg`) is not mistaken for a stall. A peer that writes no
 //!   heartbeat (0, e.g. the Python reference peers) is never called stalled.
 //!
-//! A process that is alive and scheduled but loops forever in its own code
-//! keeps its heartbeat going and is not detected here.
+//! - **hang**: the heartbeat thread writes only while its process makes
+//!   progress: its main thread calls [`beat`] (the transports do at every
+//!   send and every poll of a wait; the fabric engine and the LogGOPS
+//!   engine every 65536 events, through [`pulse`]). A side whose main
+//!   thread neither waits for its peer nor simulates (an endless loop, a
+//!   deadlock on a lock) stops its heartbeat and is reported as stalled
+//!   after the same timeout. Until the first beat (start-up) the thread
+//!   writes unconditionally.
 
 use crate::control::ControlSegment;
 use crate::error::{ProtoError, Result};
 use crate::mq::pid_alive;
 use crate::record::Role;
 use crate::transport::LIVENESS_INTERVAL;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -58,6 +64,23 @@ pub fn monotonic_ms() -> u64 {
         .max(1)
 }
 
+/// The progress counter of this process (see the module docs): any
+/// change between two heartbeat periods counts as progress.
+static PULSE: AtomicU64 = AtomicU64::new(0);
+
+/// Record progress of this process's main thread (a relaxed increment).
+#[inline]
+pub fn beat() {
+    PULSE.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The progress counter itself, for engines that take a plain
+/// `&'static AtomicU64` (they increment it every so many events and do not
+/// depend on this crate).
+pub fn pulse() -> &'static AtomicU64 {
+    &PULSE
+}
+
 /// The heartbeat thread of one side of one session; stops when dropped.
 pub struct Heartbeat {
     stop: Arc<AtomicBool>,
@@ -71,8 +94,14 @@ impl Heartbeat {
         let spawned = std::thread::Builder::new()
             .name(format!("ipc-heartbeat-{role}"))
             .spawn(move || {
+                let mut last = 0u64;
                 while !s.load(Ordering::Acquire) {
-                    seg.heartbeat(role).store(monotonic_ms(), Ordering::Release);
+                    let p = PULSE.load(Ordering::Relaxed);
+                    // 0: no beat yet (start-up), write anyway
+                    if p == 0 || p != last {
+                        seg.heartbeat(role).store(monotonic_ms(), Ordering::Release);
+                    }
+                    last = p;
                     std::thread::sleep(HEARTBEAT_PERIOD);
                 }
             });

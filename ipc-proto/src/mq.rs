@@ -110,6 +110,7 @@ impl MqTransport {
         let start = Instant::now();
         let mut n = 0u32;
         while start.elapsed() < spin {
+            crate::liveness::beat();
             if let Some(m) = self.try_receive()? {
                 return Ok(Some(m));
             }
@@ -140,6 +141,7 @@ impl MqTransport {
     }
 
     fn poll(&self, out_lane: Option<usize>, wait: Duration) -> Result<()> {
+        crate::liveness::beat();
         let mut fds: Vec<libc::pollfd> = self
             .inc
             .iter()
@@ -176,6 +178,7 @@ impl Transport for MqTransport {
     }
 
     fn send_message(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
+        crate::liveness::beat();
         let i = self
             .out
             .iter()

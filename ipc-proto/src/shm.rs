@@ -287,6 +287,7 @@ impl ShmTransport {
         let mut n = 0u32;
         let mut yield_cpu = self.yield_cpu;
         loop {
+            crate::liveness::beat();
             if ready(self) {
                 return;
             }
@@ -320,6 +321,7 @@ impl Transport for ShmTransport {
     }
 
     fn send_message(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
+        crate::liveness::beat();
         let i = self
             .out
             .iter()

@@ -477,6 +477,8 @@ fn run<T: Tracer>(
         match sim.step() {
             Ok(Some(t)) => {
                 if sim.processed().is_multiple_of(1 << 16) {
+                    // progress for the IPC heartbeat (a hung scheduler stops it)
+                    ipc_proto::liveness::beat();
                     if let Some(b) = &bar {
                         b.set_message(format!(
                             "{} events, simulated time {}",

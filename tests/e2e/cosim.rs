@@ -703,6 +703,49 @@ fn sigstop_of_either_side_is_detected_within_the_stall_limit() {
     stopped_side_is_detected("loggopsim", "mq");
 }
 
+/// A side that is alive and scheduled but makes no progress (here the
+/// fabric loops forever after its first record, by fault injection) stops
+/// its heartbeat (it beats only while it waits for its peer or simulates):
+/// its peer reports it after the stall limit, the supervisor kills it and
+/// names it, and nothing is left behind.
+#[test]
+fn a_hung_side_is_detected_within_the_stall_limit() {
+    let _ipc = ipc_budget();
+    for transport in ["shm", "mq"] {
+        let t = Instant::now();
+        let (child, f, _s, key) = start_long_run(
+            transport,
+            &[
+                ("IBCOSIM_STALL_TIMEOUT", "1"),
+                ("IBCOSIM_TEST_FAULT", "hang-fabric"),
+            ],
+        );
+        let out = run_wait(child, Duration::from_secs(20));
+        let took = t.elapsed();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{transport}: {err}");
+        assert!(
+            err.contains("peer fabric") && err.contains("stopped responding"),
+            "{transport}: {err}"
+        );
+        assert!(
+            err.contains("the fabric (ibnet) failed first: it stopped responding"),
+            "{transport}: {err}"
+        );
+        // 1 s stall limit + heartbeat and liveness periods + the
+        // supervisor's 2 s grace before it kills the hung side.
+        assert!(took < Duration::from_secs(12), "{transport}: took {took:?}: {err}");
+        assert!(
+            !Path::new(&format!("/proc/{f}")).exists()
+                || std::fs::read_to_string(format!("/proc/{f}/stat"))
+                    .map(|s| s.contains(") Z"))
+                    .unwrap_or(true),
+            "{transport}: the hung fabric is still running"
+        );
+        assert_eq!(session_objects_left(&key), Vec::<String>::new());
+    }
+}
+
 #[test]
 fn invalid_key_fails_with_2_before_starting_anything() {
     for key in ["a/b", "", "a.b", &"k".repeat(65)] {

@@ -211,6 +211,7 @@ impl Fabric {
             in_flight: 0,
             heap: super::wheel::Wheel::new(),
             dbg_last_key: 0,
+            pulse: None,
             nowq: super::wheel::Fifo::with_capacity(256),
             counter: 0,
             cur_seq: 0,

@@ -138,6 +138,9 @@ pub struct Fabric {
     /// delayed events (timing wheel)
     pub(super) heap: super::wheel::Wheel<Ev>,
     pub(super) dbg_last_key: u128,
+    /// Progress counter for a liveness heartbeat (the co-simulation server
+    /// passes ipc-proto's): incremented every [`PULSE_EVENTS`] events.
+    pub(super) pulse: Option<&'static std::sync::atomic::AtomicU64>,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
     /// virtual-sequence ones, so `step` takes whichever key is smaller.

@@ -25,6 +25,9 @@ pub enum RunOutcome {
     Fatal,
 }
 
+/// How often (in events) the engine reports progress to its pulse.
+pub const PULSE_EVENTS: u64 = 1 << 16;
+
 impl Fabric {
     /// Process every event with time <= t; afterwards now() == max(now, t).
     pub fn run_until(&mut self, t: Time) {
@@ -202,5 +205,16 @@ impl Fabric {
         if let Some((_, from_now)) = self.peek_source() {
             self.step_from(from_now);
         }
+        if self.events.is_multiple_of(PULSE_EVENTS) {
+            if let Some(p) = self.pulse {
+                p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Count progress in `p` (every [`PULSE_EVENTS`] events), so that a
+    /// watchdog in another thread can tell a busy engine from a hung one.
+    pub fn set_pulse(&mut self, p: &'static std::sync::atomic::AtomicU64) {
+        self.pulse = Some(p);
     }
 }

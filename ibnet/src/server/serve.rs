@@ -95,8 +95,16 @@ pub fn serve_channel(
 ) -> Result<(), ServeError> {
     let mut out = Vec::with_capacity(64);
     let mut n: u64 = 0;
+    // Fault injection for the supervision tests: IBCOSIM_TEST_FAULT=hang-fabric
+    // makes this side loop forever (busy, no progress) after its first record.
+    let hang = std::env::var("IBCOSIM_TEST_FAULT").is_ok_and(|v| v == "hang-fabric");
     loop {
         let rec = ch.recv()?;
+        if hang && n > 0 {
+            loop {
+                std::hint::spin_loop();
+            }
+        }
         match server.handle(rec, &mut out) {
             Ok(step) => {
                 for r in out.drain(..) {
@@ -188,7 +196,10 @@ pub fn build_server(
     cfg.pinned = quantum.is_some() || estimate.is_some();
     cfg.quantum = quantum.unwrap_or(ipc_proto::Time(1));
     cfg.estimate = estimate;
-    let mut server = FabricServer::new(s.fabric, cfg)?;
+    let mut fabric = s.fabric;
+    // a busy engine keeps our heartbeat going; a hung one stops it
+    fabric.set_pulse(ipc_proto::liveness::pulse());
+    let mut server = FabricServer::new(fabric, cfg)?;
     if let Some(p) = log_inserts {
         server.set_insert_log(open_log(p)?)?;
     }
