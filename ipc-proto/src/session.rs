@@ -516,7 +516,7 @@ impl FabricSession {
                     what: format!("a scheduler to attach to session {}", self.key),
                 });
             }
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
     /// The fabric's channel (sends its Hello). The channel now owns the
@@ -601,7 +601,7 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
                 what: format!("the fabric to make session {key} ready (segment {ctl} {state}; is the fabric running with this key?)"),
             });
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(1));
     };
     let protocol = u8::try_from(seg.protocol_raw())
         .ok()
