@@ -236,25 +236,72 @@ struct Parser {
     state: State,
     num_ranks: Option<u32>,
     b: Option<ScheduleBuilder>,
-    labels: FastMap<Vec<u8>, u32>,
+    labels: Labels,
     in_comment: bool,
 }
 
-const KEYWORDS: &[&str] = &[
-    "num_ranks",
-    "rank",
-    "send",
-    "recv",
-    "calc",
-    "requires",
-    "irequires",
-    "to",
-    "from",
-    "tag",
-    "cpu",
-    "nic",
-    "b",
-];
+/// The GOAL keywords (never labels).
+fn is_keyword(w: &[u8]) -> bool {
+    matches!(
+        w,
+        b"num_ranks"
+            | b"rank"
+            | b"send"
+            | b"recv"
+            | b"calc"
+            | b"requires"
+            | b"irequires"
+            | b"to"
+            | b"from"
+            | b"tag"
+            | b"cpu"
+            | b"nic"
+            | b"b"
+    )
+}
+
+/// The current rank's labels. Labels of up to 15 bytes (nearly all: schedgen
+/// writes `l123`) are packed with their length into a u128 key, so defining
+/// one allocates nothing; longer ones go to a map of byte strings. The first
+/// definition of a label wins (as the reference).
+#[derive(Default)]
+struct Labels {
+    short: FastMap<u128, u32>,
+    long: FastMap<Vec<u8>, u32>,
+}
+
+impl Labels {
+    #[inline]
+    fn pack(w: &[u8]) -> Option<u128> {
+        if w.len() > 15 {
+            return None;
+        }
+        let mut b = [0u8; 16];
+        b[..w.len()].copy_from_slice(w);
+        b[15] = w.len() as u8;
+        Some(u128::from_le_bytes(b))
+    }
+    fn define(&mut self, w: &[u8], off: u32) {
+        match Self::pack(w) {
+            Some(k) => {
+                self.short.entry(k).or_insert(off);
+            }
+            None => {
+                self.long.entry(w.to_vec()).or_insert(off);
+            }
+        }
+    }
+    fn get(&self, w: &[u8]) -> Option<&u32> {
+        match Self::pack(w) {
+            Some(k) => self.short.get(&k),
+            None => self.long.get(w),
+        }
+    }
+    fn clear(&mut self) {
+        self.short.clear();
+        self.long.clear();
+    }
+}
 
 impl Parser {
     fn new() -> Self {
@@ -262,7 +309,7 @@ impl Parser {
             state: State::Header,
             num_ranks: None,
             b: None,
-            labels: FastMap::default(),
+            labels: Labels::default(),
             in_comment: false,
         }
     }
@@ -381,14 +428,14 @@ impl Parser {
     fn statement<'a>(&mut self, lx: &mut Lex<'a>, _rank: u32) -> PResult<()> {
         let (col, t) = lx.next()?;
         match t {
-            Some(Tok::Word(w)) if !KEYWORDS.iter().any(|k| k.as_bytes() == w) => {
+            Some(Tok::Word(w)) if !is_keyword(w) => {
                 // label definition or dependency
                 let (c2, t2) = lx.next()?;
                 match t2 {
                     Some(Tok::Colon) => {
                         let (oc, ot) = lx.next()?;
                         let off = self.operation(lx, oc, ot)?;
-                        self.labels.entry(w.to_vec()).or_insert(off);
+                        self.labels.define(w, off);
                         Ok(())
                     }
                     Some(Tok::Word(k)) if k == b"requires" || k == b"irequires" => {
