@@ -93,10 +93,13 @@ impl<'a> Lex<'a> {
         }
         Ok(self.peeked.unwrap())
     }
+    #[inline]
     fn next(&mut self) -> PResult<(usize, Option<Tok<'a>>)> {
-        let t = self.peek()?;
-        self.peeked = None;
-        Ok(t)
+        // (not through peek: no round trip of the token through `peeked`)
+        match self.peeked.take() {
+            Some(t) => Ok(t),
+            None => self.lex(),
+        }
     }
     fn lex(&mut self) -> PResult<(usize, Option<Tok<'a>>)> {
         let s = self.s;
