@@ -13,6 +13,7 @@ pub use simtime::Time;
 
 pub mod engine;
 pub mod input;
+pub mod observe;
 pub mod params;
 #[cfg(feature = "server")]
 pub mod server;

@@ -10,9 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use ibnet::traffic::{
-    apply_app_traffic, rank_hcas, run_closed_loop_with, ClosedLoopSummary, TrafficSpec,
-};
+use ibnet::traffic::{apply_app_traffic, rank_hcas, ClosedLoopSummary, TrafficSpec};
 use ibnet::units::parse_time;
 use ibnet::{topology, Fabric, Params, Report, Time};
 use serde::Serialize;
@@ -102,6 +100,58 @@ struct RunArgs {
     /// Wall-clock seconds between two plain progress lines.
     #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
     progress_interval: f64,
+    /// Link statistics over time: one CSV row per link direction per
+    /// window (flits, bytes, busy time, utilisation, mean queue depth; see
+    /// docs/observe.md).
+    #[arg(long, value_name = "FILE", help_heading = "Observation")]
+    link_stats: Option<PathBuf>,
+    /// Heat map of link utilisation (SVG): links by windows.
+    #[arg(long, value_name = "FILE", help_heading = "Observation")]
+    heatmap: Option<PathBuf>,
+    /// Window of --link-stats, --heatmap and --trace, with a unit.
+    #[arg(long, value_name = "TIME", value_parser = parse_time, default_value = "1us", help_heading = "Observation")]
+    window: Time,
+    /// One CSV row per message: inject, first flit, completion, latency
+    /// (ps) and switch hops.
+    #[arg(long, value_name = "FILE", help_heading = "Observation")]
+    messages_csv: Option<PathBuf>,
+    /// Per-flit trace as CSV (inject, send, recv, consume checkpoints).
+    #[arg(long, value_name = "FILE", help_heading = "Observation")]
+    trace: Option<PathBuf>,
+    /// Trace only these nodes (comma-separated names, e.g. H_1,SW_0).
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        help_heading = "Observation"
+    )]
+    trace_nodes: Vec<String>,
+    /// Trace from this simulated time on (with a unit).
+    #[arg(long, value_name = "TIME", value_parser = parse_time, help_heading = "Observation")]
+    trace_from: Option<Time>,
+    /// Trace up to this simulated time (with a unit).
+    #[arg(long, value_name = "TIME", value_parser = parse_time, help_heading = "Observation")]
+    trace_until: Option<Time>,
+}
+
+/// Observers of a closed-loop run, as the traffic driver's window hook.
+struct ObsHook<'a> {
+    obs: &'a mut ibnet::observe::Observers,
+    err: Option<anyhow::Error>,
+}
+
+impl ibnet::traffic::WindowHook for ObsHook<'_> {
+    fn next(&self) -> Option<Time> {
+        if self.err.is_some() {
+            return None;
+        }
+        self.obs.next_boundary()
+    }
+    fn at(&mut self, f: &mut Fabric) {
+        if let Err(e) = self.obs.window_end(f) {
+            self.err = Some(e);
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -214,6 +264,21 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     for s in specs.iter().filter(|s| !s.is_closed_loop()) {
         apply_app_traffic(&mut fabric, &topo, s).map_err(|e| UserError(anyhow::anyhow!(e)))?;
     }
+    let obs_cfg = ibnet::observe::ObserveConfig {
+        window: a.window,
+        link_stats: a.link_stats.clone(),
+        heatmap: a.heatmap.clone(),
+        messages: a.messages_csv.clone(),
+        trace: a.trace.clone(),
+        trace_nodes: a.trace_nodes.clone(),
+        trace_from: a.trace_from.unwrap_or(Time(0)),
+        trace_until: a.trace_until,
+    };
+    let mut observers = if obs_cfg.any() {
+        Some(ibnet::observe::Observers::new(obs_cfg, &topo, &mut fabric).map_err(u)?)
+    } else {
+        None
+    };
     let until = a.until.or(if closed.is_empty() {
         Some(Time(2_000_000_000))
     } else {
@@ -226,9 +291,19 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let mut run_error: Option<String> = None;
     if let Some(spec) = closed.first() {
         let mut lines = PlainProgress::new(show_progress, until, a.progress_interval);
-        let r = run_closed_loop_with(&mut fabric, spec, &rank_hcas(&topo), until, &mut |f, m| {
-            lines.tick(f, Some(m))
-        });
+        let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
+        let r = ibnet::traffic::run_closed_loop_observed(
+            &mut fabric,
+            spec,
+            &rank_hcas(&topo),
+            until,
+            &mut |f, m| lines.tick(f, Some(m)),
+            hook.as_mut()
+                .map(|h| h as &mut dyn ibnet::traffic::WindowHook),
+        );
+        if let Some(e) = hook.and_then(|h| h.err) {
+            return Err(u(e));
+        }
         match r {
             Ok(s) => closed_summary = Some(s),
             Err(e) => run_error = Some(e.to_string()),
@@ -247,9 +322,21 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         });
         let steps = if show_progress { 1000 } else { 1 };
         for i in 1..=steps {
-            fabric.run_until(Time(
-                limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 },
-            ));
+            let step_end = Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
+            // observers: stop at every window end inside this step
+            while let Some(obs) = observers.as_mut() {
+                match obs.next_boundary() {
+                    Some(b) if b < step_end => {
+                        fabric.run_until(b);
+                        if fabric.error().is_some() {
+                            break;
+                        }
+                        obs.window_end(&mut fabric).map_err(u)?;
+                    }
+                    _ => break,
+                }
+            }
+            fabric.run_until(step_end);
             if let Some(pb) = &pb {
                 pb.set_position(i / 10);
                 pb.set_message(format!("{} events", fabric.events_processed()));
@@ -268,6 +355,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         if let Some(e) = fabric.error() {
             run_error = Some(e.to_string());
         }
+    }
+    if let Some(obs) = observers {
+        obs.finish(&mut fabric, &topo).map_err(u)?;
     }
     let report = fabric.report_with(a.latencies);
     let mut warnings = Vec::new();

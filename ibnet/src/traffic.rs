@@ -209,6 +209,30 @@ pub fn run_closed_loop_with(
     until: Option<Time>,
     progress: &mut dyn FnMut(&Fabric, u64),
 ) -> Result<ClosedLoopSummary, FabricError> {
+    run_closed_loop_observed(f, spec, ranks, until, progress, None)
+}
+
+/// Window boundaries for observers of a closed-loop run: the run stops at
+/// every `next()` instant (with no completion left at or before it) and
+/// calls `at()`; the events processed and their order are the same as
+/// without windows.
+pub trait WindowHook {
+    /// The next instant at which to stop (None: no more windows).
+    fn next(&self) -> Option<Time>;
+    /// The fabric's clock is at `next()`.
+    fn at(&mut self, f: &mut Fabric);
+}
+
+/// As [`run_closed_loop_with`], stopping at the window boundaries of
+/// `window` (see [`crate::observe`]).
+pub fn run_closed_loop_observed(
+    f: &mut Fabric,
+    spec: &TrafficSpec,
+    ranks: &[usize],
+    until: Option<Time>,
+    progress: &mut dyn FnMut(&Fabric, u64),
+    mut window: Option<&mut dyn WindowHook>,
+) -> Result<ClosedLoopSummary, FabricError> {
     let n = ranks.len();
     let mut tags: HashMap<MsgId, (usize, u64, u32)> = HashMap::new(); // id -> (dst rank, iter, round)
     let mut messages = 0u64;
@@ -258,7 +282,7 @@ pub fn run_closed_loop_with(
             for r in 0..n {
                 send_ready(f, r, &mut next, &got, &mut tags, &mut messages)?;
             }
-            while let Some((t, ids)) = next_completion(f, until, &mut stopped) {
+            while let Some((t, ids)) = next_completion(f, until, &mut stopped, &mut window) {
                 end = t.0;
                 for id in ids {
                     if let Some((dst, i, k)) = tags.remove(&id) {
@@ -279,7 +303,7 @@ pub fn run_closed_loop_with(
                     messages += 1;
                 }
             }
-            while let Some((t, ids)) = next_completion(f, until, &mut stopped) {
+            while let Some((t, ids)) = next_completion(f, until, &mut stopped, &mut window) {
                 end = t.0;
                 for id in ids {
                     if let Some((dst, _, _)) = tags.remove(&id) {
@@ -331,14 +355,28 @@ fn next_completion(
     f: &mut Fabric,
     until: Option<Time>,
     stopped: &mut bool,
+    window: &mut Option<&mut dyn WindowHook>,
 ) -> Option<(Time, Vec<MsgId>)> {
-    match f.run_until_completion_or(until.unwrap_or(Time(u64::MAX))) {
-        RunOutcome::Completed(t, ids) => Some((t, ids)),
-        RunOutcome::Limit => {
-            *stopped = true;
-            None
+    let until = until.unwrap_or(Time(u64::MAX));
+    loop {
+        let boundary = window
+            .as_ref()
+            .and_then(|w| w.next())
+            .filter(|&b| b < until);
+        match f.run_until_completion_or(boundary.unwrap_or(until)) {
+            RunOutcome::Completed(t, ids) => return Some((t, ids)),
+            RunOutcome::Limit => {
+                if boundary.is_some() {
+                    if let Some(w) = window.as_mut() {
+                        w.at(f);
+                    }
+                    continue;
+                }
+                *stopped = true;
+                return None;
+            }
+            RunOutcome::Idle | RunOutcome::Deadlock | RunOutcome::Fatal => return None,
         }
-        RunOutcome::Idle | RunOutcome::Deadlock | RunOutcome::Fatal => None,
     }
 }
 

@@ -1,0 +1,400 @@
+//! Observations of a run over time, written as CSV for pandas and as an SVG
+//! heat map: windowed link statistics, per-message records and a filtered
+//! flit trace.
+//!
+//! They sit outside the engine, which stays sans-I/O: the runner advances
+//! the fabric window by window (`ibnet run` with open-loop traffic through
+//! `Fabric::run_until`, closed-loop traffic through
+//! [`crate::traffic::run_closed_loop_observed`]) and at every window end
+//! these observers read the engine's cumulative counters (its report) and
+//! drain its flit trace. Advancing in windows does not change the run: the
+//! engine processes the same events in the same order (tested).
+//!
+//! Link rows (`--link-stats`), one per link direction per window:
+//! `window_start_ps, window_end_ps, link, node, port, peer, data_flits,
+//! fc_packets, bytes, busy_ps, utilisation, queue_depth_mean,
+//! queue_samples`. A transmission counts in the window in which it
+//! *starts* (the engine adds a flit's whole wire time when it goes on the
+//! wire), so `utilisation = busy_ps / window length` can exceed 1 by at most
+//! one flit time over the window length. The queue depth is the mean of the
+//! obuf's periodic samples (one per credit period, ibfabric.md section 8)
+//! taken in the window; empty when none was taken.
+//!
+//! Message rows (`--messages-csv`), one per message at the end: `id, src,
+//! dst, src_lid, dst_lid, bytes, injected_ps, first_flit_ps, completed_ps,
+//! latency_ps` (completed - injected), `network_latency_ps` (the
+//! reference's Msg-Network-Latency, from the first flit's stamp) and
+//! `switch_hops` (switches on the route).
+//!
+//! Trace rows (`--trace`): `t_ps, kind, node, port, msg, pkt, sn` for every
+//! flit checkpoint (inject, send, recv, consume) of the chosen hosts' and
+//! switches' ports in the chosen time range. Memory stays bounded by one
+//! window of trace records.
+
+use crate::stats::Report;
+use crate::topology::Topology;
+use crate::{Fabric, Time};
+use std::collections::HashSet;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// What to observe and where to write it.
+#[derive(Clone, Debug, Default)]
+pub struct ObserveConfig {
+    /// Window length (ps).
+    pub window: Time,
+    pub link_stats: Option<PathBuf>,
+    pub heatmap: Option<PathBuf>,
+    pub messages: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
+    /// Trace only these nodes (names); empty: every node.
+    pub trace_nodes: Vec<String>,
+    pub trace_from: Time,
+    pub trace_until: Option<Time>,
+}
+
+impl ObserveConfig {
+    /// Does the run have to advance in windows?
+    pub fn windowed(&self) -> bool {
+        self.link_stats.is_some() || self.heatmap.is_some() || self.trace.is_some()
+    }
+    pub fn any(&self) -> bool {
+        self.windowed() || self.messages.is_some()
+    }
+}
+
+/// Cumulative counters of one obuf, as the report gives them.
+#[derive(Clone, Copy, Default)]
+struct LinkCounters {
+    data_flits: u64,
+    fc_packets: u64,
+    bytes: u64,
+    busy_ps: u64,
+    q_sum: u128,
+    q_count: u64,
+}
+
+fn counters(r: &Report) -> Vec<LinkCounters> {
+    r.obufs
+        .iter()
+        .map(|o| LinkCounters {
+            data_flits: o.data_flits_sent,
+            fc_packets: o.fc_packets_sent,
+            bytes: o.bytes_sent,
+            busy_ps: o.busy_ps,
+            q_sum: o.queue_depth.sum,
+            q_count: o.queue_depth.count,
+        })
+        .collect()
+}
+
+fn create(path: &Path, what: &str) -> anyhow::Result<BufWriter<std::fs::File>> {
+    let f = std::fs::File::create(path)
+        .map_err(|e| anyhow::anyhow!("cannot create the {what} file {}: {e}", path.display()))?;
+    Ok(BufWriter::new(f))
+}
+
+/// The observers of one run.
+pub struct Observers {
+    cfg: ObserveConfig,
+    /// Start of the current window.
+    start: Time,
+    prev: Vec<LinkCounters>,
+    links: Option<BufWriter<std::fs::File>>,
+    /// Utilisation per window (rows) and link (columns), for the heat map.
+    heat: Vec<Vec<f32>>,
+    link_names: Vec<String>,
+    trace: Option<BufWriter<std::fs::File>>,
+    trace_nodes: Option<HashSet<u32>>,
+    node_names: Vec<String>,
+    windows: u64,
+}
+
+impl Observers {
+    /// Opens the output files and switches the engine's trace on when
+    /// needed. Unknown trace node names are an error naming them.
+    pub fn new(cfg: ObserveConfig, topo: &Topology, f: &mut Fabric) -> anyhow::Result<Self> {
+        if cfg.windowed() && cfg.window.0 == 0 {
+            anyhow::bail!("--window must be longer than 0 ps");
+        }
+        let node_names: Vec<String> = topo.nodes.iter().map(|n| n.name.clone()).collect();
+        let trace_nodes = if cfg.trace_nodes.is_empty() {
+            None
+        } else {
+            let mut set = HashSet::new();
+            for n in &cfg.trace_nodes {
+                match topo.node_by_name(n) {
+                    Some(i) => {
+                        set.insert(i as u32);
+                    }
+                    None => anyhow::bail!("--trace-nodes: no node named '{n}' in the topology"),
+                }
+            }
+            Some(set)
+        };
+        let mut links = None;
+        if let Some(p) = &cfg.link_stats {
+            let mut w = create(p, "link statistics")?;
+            writeln!(
+                w,
+                "window_start_ps,window_end_ps,link,node,port,peer,data_flits,fc_packets,bytes,busy_ps,utilisation,queue_depth_mean,queue_samples"
+            )?;
+            links = Some(w);
+        }
+        let mut trace = None;
+        if let Some(p) = &cfg.trace {
+            let mut w = create(p, "trace")?;
+            writeln!(w, "t_ps,kind,node,port,msg,pkt,sn")?;
+            trace = Some(w);
+            f.enable_trace();
+        }
+        let r = f.report();
+        let link_names = r
+            .obufs
+            .iter()
+            .map(|o| format!("{}[{}]", o.node, o.port))
+            .collect();
+        Ok(Observers {
+            start: f.now(),
+            prev: counters(&r),
+            links,
+            heat: Vec::new(),
+            link_names,
+            trace,
+            trace_nodes,
+            node_names,
+            windows: 0,
+            cfg,
+        })
+    }
+
+    /// The next window end, when the run must stop there.
+    pub fn next_boundary(&self) -> Option<Time> {
+        self.cfg
+            .windowed()
+            .then(|| Time(self.start.0.saturating_add(self.cfg.window.0)))
+    }
+
+    /// The fabric has reached the end of the current window (or the end of
+    /// the run, for the last, possibly shorter window).
+    pub fn window_end(&mut self, f: &mut Fabric) -> anyhow::Result<()> {
+        let end = f.now();
+        if self.trace.is_some() {
+            self.flush_trace(f)?;
+        }
+        if self.links.is_none() && self.cfg.heatmap.is_none() {
+            self.start = end;
+            return Ok(());
+        }
+        if end <= self.start {
+            return Ok(());
+        }
+        let r = f.report();
+        let now = counters(&r);
+        let len = (end.0 - self.start.0) as f64;
+        let mut heat_row = Vec::with_capacity(now.len());
+        for (i, (c, p)) in now.iter().zip(&self.prev).enumerate() {
+            let busy = c.busy_ps - p.busy_ps;
+            let util = busy as f64 / len;
+            heat_row.push(util as f32);
+            if let Some(w) = &mut self.links {
+                let o = &r.obufs[i];
+                let qn = c.q_count - p.q_count;
+                let qmean = if qn > 0 {
+                    format!("{}", (c.q_sum - p.q_sum) as f64 / qn as f64)
+                } else {
+                    String::new()
+                };
+                writeln!(
+                    w,
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    self.start.0,
+                    end.0,
+                    csv_field(&self.link_names[i]),
+                    csv_field(&o.node),
+                    o.port,
+                    csv_field(o.peer.as_deref().unwrap_or("")),
+                    c.data_flits - p.data_flits,
+                    c.fc_packets - p.fc_packets,
+                    c.bytes - p.bytes,
+                    busy,
+                    util,
+                    qmean,
+                    qn
+                )?;
+            }
+        }
+        if self.cfg.heatmap.is_some() {
+            self.heat.push(heat_row);
+        }
+        self.prev = now;
+        self.start = end;
+        self.windows += 1;
+        Ok(())
+    }
+
+    fn flush_trace(&mut self, f: &mut Fabric) -> anyhow::Result<()> {
+        let recs = f.take_trace();
+        let Some(w) = &mut self.trace else {
+            return Ok(());
+        };
+        for t in recs {
+            if t.t < self.cfg.trace_from.0 || self.cfg.trace_until.is_some_and(|u| t.t > u.0) {
+                continue;
+            }
+            if let Some(set) = &self.trace_nodes {
+                if !set.contains(&t.node) {
+                    continue;
+                }
+            }
+            writeln!(
+                w,
+                "{},{:?},{},{},{},{},{}",
+                t.t,
+                t.kind,
+                csv_field(&self.node_names[t.node as usize]),
+                t.port,
+                t.msg,
+                t.pkt,
+                t.sn
+            )?;
+        }
+        Ok(())
+    }
+
+    /// After the run: the last window, the message records and the heat
+    /// map; flushes every file.
+    pub fn finish(mut self, f: &mut Fabric, topo: &Topology) -> anyhow::Result<()> {
+        if self.cfg.windowed() {
+            self.window_end(f)?;
+        }
+        if let Some(w) = &mut self.links {
+            w.flush()?;
+        }
+        if let Some(w) = &mut self.trace {
+            w.flush()?;
+        }
+        if let Some(p) = &self.cfg.messages {
+            write_messages(p, f, topo)?;
+        }
+        if let Some(p) = &self.cfg.heatmap {
+            write_heatmap(p, &self.link_names, &self.heat, self.cfg.window)?;
+        }
+        Ok(())
+    }
+}
+
+/// Quote a CSV field when it needs it.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn write_messages(p: &Path, f: &Fabric, topo: &Topology) -> anyhow::Result<()> {
+    let mut w = create(p, "message records")?;
+    writeln!(
+        w,
+        "id,src,dst,src_lid,dst_lid,bytes,injected_ps,first_flit_ps,completed_ps,latency_ps,network_latency_ps,switch_hops"
+    )?;
+    let r = f.report_with(true);
+    let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let mut hops_cache = std::collections::HashMap::new();
+    for m in r.messages.unwrap_or_default() {
+        let src = topo.hca_by_lid(m.src_lid);
+        let dst = topo.hca_by_lid(m.dst_lid);
+        let name = |n: Option<usize>| n.map(|i| topo.nodes[i].name.clone()).unwrap_or_default();
+        let hops = match (src, dst) {
+            (Some(a), Some(b)) => *hops_cache
+                .entry((a, b))
+                // topology hops count links; a route of k links crosses
+                // k - 1 switches
+                .or_insert_with(|| topo.hops(a, b).ok().map(|l| l.saturating_sub(1))),
+            _ => None,
+        };
+        writeln!(
+            w,
+            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            m.id,
+            csv_field(&name(src)),
+            csv_field(&name(dst)),
+            m.src_lid,
+            m.dst_lid,
+            m.bytes,
+            m.injected_ps,
+            opt(m.first_flit_stamp_ps),
+            opt(m.completed_ps),
+            opt(m.completed_ps.map(|c| c.saturating_sub(m.injected_ps))),
+            opt(m.network_latency_ps),
+            hops.map(|h| h.to_string()).unwrap_or_default()
+        )?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// Links (rows) by windows (columns), white = idle, dark blue = busy.
+fn write_heatmap(
+    p: &Path,
+    links: &[String],
+    heat: &[Vec<f32>],
+    window: Time,
+) -> anyhow::Result<()> {
+    let mut w = create(p, "heat map")?;
+    let cols = heat.len().max(1);
+    let rows = links.len().max(1);
+    // cells at least 1 px, the image at most ~1600 x 1200 px plus margins
+    let cw = (1600.0 / cols as f64).clamp(1.0, 24.0);
+    let ch = (1200.0 / rows as f64).clamp(1.0, 14.0);
+    let left = 150.0;
+    let top = 40.0;
+    let width = left + cw * cols as f64 + 20.0;
+    let height = top + ch * rows as f64 + 50.0;
+    writeln!(
+        w,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
+    )?;
+    writeln!(
+        w,
+        r#"<text x="{left}" y="20">link utilisation per window of {} (white 0, dark 1)</text>"#,
+        simtime::format_ps_human(window.0)
+    )?;
+    for (c, row) in heat.iter().enumerate() {
+        for (r, &u) in row.iter().enumerate() {
+            let u = u.clamp(0.0, 1.0);
+            if u <= 0.0 {
+                continue;
+            }
+            let shade = (255.0 * (1.0 - u)) as u8;
+            writeln!(
+                w,
+                r#"<rect x="{:.2}" y="{:.2}" width="{cw:.2}" height="{ch:.2}" fill="rgb({shade},{shade},255)"/>"#,
+                left + cw * c as f64,
+                top + ch * r as f64
+            )?;
+        }
+    }
+    if ch >= 8.0 {
+        for (r, name) in links.iter().enumerate() {
+            writeln!(
+                w,
+                r#"<text x="{:.0}" y="{:.1}" text-anchor="end">{}</text>"#,
+                left - 4.0,
+                top + ch * (r as f64 + 0.8),
+                name.replace('&', "&amp;").replace('<', "&lt;")
+            )?;
+        }
+    }
+    writeln!(
+        w,
+        r#"<text x="{left}" y="{:.0}">simulated time: {} windows, 0 to {} (columns); links (rows)</text>"#,
+        top + ch * rows as f64 + 25.0,
+        heat.len(),
+        simtime::format_ps_human(window.0.saturating_mul(heat.len() as u64))
+    )?;
+    writeln!(w, "</svg>")?;
+    w.flush()?;
+    Ok(())
+}
