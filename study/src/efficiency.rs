@@ -44,12 +44,18 @@ impl EffConfig {
                 });
             }
         }
-        v.push(Setup::Notify {
-            transport: Transport::Ipc,
-        });
-        v.push(Setup::Notify {
-            transport: Transport::Inproc,
-        });
+        // notify: exact (v2) and the thesis's run-ahead (v1), over every
+        // transport
+        for version in [2, 1] {
+            for transport in [
+                Transport::Ipc,
+                Transport::Shm,
+                Transport::Inproc,
+                Transport::OnePiece,
+            ] {
+                v.push(Setup::Notify { transport, version });
+            }
+        }
         v
     }
 }
@@ -242,11 +248,12 @@ impl Runner<'_> {
                 }
             }
             let ipc = setup.transport() == Some(Transport::Ipc);
-            if ipc {
+            let two = setup.transport().is_some_and(|t| t.two_processes());
+            if two {
                 self.cleanup(&key);
             }
             let r = proc::run(&specs, budget, &dir);
-            if ipc {
+            if two {
                 self.cleanup(&key);
             }
             let r = r?;
@@ -460,6 +467,7 @@ mod tests {
             workload: Workload {
                 ranks: 2,
                 bytes: 180,
+                count: 1,
                 topology: "H8_S1".into(),
                 preset: "thesis-ddr".into(),
                 sets: vec![],
@@ -482,8 +490,14 @@ mod tests {
                 "query q=100 ps",
                 "query q=1 ns F=1",
                 "query q=1 ns F=2",
-                "notify (ipc)",
-                "notify (inproc)"
+                "notify v2 (mq)",
+                "notify v2 (shm)",
+                "notify v2 (inproc)",
+                "notify v2 (onepiece)",
+                "notify v1 (mq)",
+                "notify v1 (shm)",
+                "notify v1 (inproc)",
+                "notify v1 (onepiece)"
             ]
         );
     }

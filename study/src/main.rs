@@ -7,13 +7,19 @@ use std::path::PathBuf;
 use std::time::Duration;
 use study::efficiency::{EffConfig, Runner};
 use study::scaling::{self, ScalingConfig};
-use study::setups::{self, Bins, Transport, Workload};
+use study::setups::{self, Bins, Setup, Transport, Workload};
 use study::{plot, report};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum TransportArg {
+    /// POSIX message queues (two processes; the thesis's transport).
     Ipc,
+    /// Shared-memory rings (two processes).
+    Shm,
+    /// The fabric on a thread of the scheduler.
     Inproc,
+    /// The fabric engine called by the scheduler's thread.
+    Onepiece,
 }
 
 #[derive(Parser, Debug)]
@@ -69,6 +75,11 @@ struct Cli {
     /// Message size of the dissemination in bytes (the thesis: 180).
     #[arg(long)]
     bytes: Option<u64>,
+    /// Repetitions of the dissemination [default: 100, so that process
+    /// start-up is a small part of every run (the study prints its share);
+    /// --full and --tiny: 1, the thesis's single dissemination].
+    #[arg(long)]
+    count: Option<u64>,
     /// Fabric parameter preset.
     #[arg(long, default_value = "thesis-ddr")]
     preset: String,
@@ -229,12 +240,19 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         if ranks < 2 {
             bail!("--ranks must be at least 2");
         }
+        let count = cli
+            .count
+            .unwrap_or(if cli.tiny || cli.full { 1 } else { 100 });
+        if count == 0 {
+            bail!("--count must be at least 1");
+        }
         let goal = work.path().join(format!("dissemination-{ranks}.goal"));
-        setups::make_goal(&bins, ranks, bytes, &goal)?;
+        setups::make_goal_repeated(&bins, ranks, bytes, count, &goal)?;
         let cfg = EffConfig {
             workload: Workload {
                 ranks,
                 bytes,
+                count,
                 topology: cli.topology.clone().unwrap_or_else(|| topo.to_string()),
                 preset: cli.preset.clone(),
                 sets: cli.set.clone(),
@@ -245,7 +263,9 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             estimate_quanta: cli.estimate_quanta.clone(),
             query_transport: match cli.query_transport {
                 TransportArg::Ipc => Transport::Ipc,
+                TransportArg::Shm => Transport::Shm,
                 TransportArg::Inproc => Transport::Inproc,
+                TransportArg::Onepiece => Transport::OnePiece,
             },
             runs,
             budget,
@@ -260,6 +280,42 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             pin_cpu: cli.pin_cpu,
         };
         let res = runner.run_study(&cfg)?;
+        // Process start-up and session set-up: the same notify setup on a
+        // schedule of one message (2 ranks), against the notify run.
+        let startup_line = {
+            let tiny_goal = work.path().join("startup.goal");
+            std::fs::write(
+                &tiny_goal,
+                "num_ranks 2\n\nrank 0 {\ns: send 1b to 1 tag 0\n}\n\nrank 1 {\nr: recv 1b from 0 tag 0\n}\n",
+            )?;
+            let tiny = Workload {
+                ranks: 2,
+                bytes: 1,
+                count: 1,
+                goal: tiny_goal,
+                ..cfg.workload.clone()
+            };
+            let setup = Setup::Notify {
+                transport: Transport::Ipc,
+                version: 2,
+            };
+            let startup = runner
+                .run_once(&setup, &tiny, Some(cfg.budget))
+                .ok()
+                .map(|(r, _)| r.wall_s);
+            let notify = res
+                .rows
+                .iter()
+                .find(|r| r.setup == setup)
+                .and_then(|r| r.wall_for_plot());
+            match (startup, notify) {
+                (Some(s), Some(n)) if n > 0.0 => format!(
+                    "Process start-up and session set-up (the same notify setup on a one-message schedule): {s:.3} s, {:.1}% of the notify (message queues) run of {n:.3} s.\n\n",
+                    100.0 * s / n
+                ),
+                _ => "Process start-up share: not measured (a run failed).\n\n".into(),
+            }
+        };
         failed.extend(
             res.rows
                 .iter()
@@ -274,6 +330,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
             res.reference_ps.map(|t| t.to_string()).unwrap_or_else(|| "n/a".into()),
             res.reference_from
         ));
+        md.push_str(&startup_line);
         md.push_str(&report::eff_markdown(&res));
         md.push_str(&format!(
             "\n\"-\": does not apply to the setup; \"n/a\": not reported by the simulators (a stopped run reports nothing but its progress and peak memory). \

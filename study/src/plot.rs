@@ -3,7 +3,7 @@
 
 use crate::efficiency::{EffResult, Status};
 use crate::scaling::ScalingRow;
-use crate::setups::{Setup, Transport};
+use crate::setups::Setup;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -108,13 +108,9 @@ where
                     None => series.push((name, vec![pt])),
                 }
             }
-            Setup::Notify { transport } => hlines.push((
-                match transport {
-                    Transport::Ipc => "notify (message queues)".into(),
-                    Transport::Inproc => "notify (in-process)".into(),
-                },
-                w,
-            )),
+            Setup::Notify { transport, version } => {
+                hlines.push((format!("notify v{version} ({})", transport.describe()), w))
+            }
             Setup::FabricAlone => hlines.push(("fabric alone".into(), w)),
             Setup::LogGops => hlines.push(("LogGOPS alone".into(), w)),
         }

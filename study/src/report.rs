@@ -6,7 +6,7 @@
 
 use crate::efficiency::{EffResult, Row, Status};
 use crate::scaling::{Fit, ScalingRow};
-use crate::setups::{Setup, Transport};
+use crate::setups::Setup;
 
 /// The CSV columns of the efficiency study, in order.
 pub const EFF_COLUMNS: &[&str] = &[
@@ -69,6 +69,7 @@ fn kind(s: &Setup) -> &'static str {
         Setup::LogGops => "loggops-alone",
         Setup::Query { estimate: None, .. } => "query",
         Setup::Query { .. } => "query-estimate",
+        Setup::Notify { version: 1, .. } => "notify-v1",
         Setup::Notify { .. } => "notify",
     }
 }
@@ -130,14 +131,14 @@ fn applies(s: &Setup) -> Applies {
             fabric: true,
             ipc: true,
             query: true,
-            fabric_proc: *transport == Transport::Ipc,
+            fabric_proc: transport.two_processes(),
         },
-        Setup::Notify { transport } => Applies {
+        Setup::Notify { transport, .. } => Applies {
             sched: true,
             fabric: true,
             ipc: true,
             query: false,
-            fabric_proc: *transport == Transport::Ipc,
+            fabric_proc: transport.two_processes(),
         },
     }
 }

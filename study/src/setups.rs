@@ -41,6 +41,10 @@ impl Bins {
 pub struct Workload {
     pub ranks: u32,
     pub bytes: u64,
+    /// Repetitions of the dissemination (each rank starts repetition i+1
+    /// after its last round of repetition i), so that a run is long enough
+    /// for process start-up not to dominate.
+    pub count: u64,
     pub topology: String,
     pub preset: String,
     /// Fabric parameter overrides (`--set KEY=VALUE`), for every fabric run.
@@ -51,8 +55,8 @@ pub struct Workload {
 impl Workload {
     pub fn describe(&self) -> String {
         let mut s = format!(
-            "dissemination among {} ranks, {} B messages, topology {}, fabric preset {}",
-            self.ranks, self.bytes, self.topology, self.preset
+            "dissemination among {} ranks, {} B messages, {} time(s), topology {}, fabric preset {}",
+            self.ranks, self.bytes, self.count, self.topology, self.preset
         );
         for kv in &self.sets {
             s.push_str(&format!(" --set {kv}"));
@@ -64,17 +68,36 @@ impl Workload {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
-    /// Two processes over POSIX message queues.
+    /// Two processes over POSIX message queues (the thesis's transport).
     Ipc,
+    /// Two processes over shared-memory rings (scripts/cosim's default).
+    Shm,
     /// One process, the fabric on a thread (in-process channels).
     Inproc,
+    /// One process, the fabric engine called by the scheduler's thread.
+    OnePiece,
 }
 
 impl Transport {
     pub fn name(self) -> &'static str {
         match self {
-            Transport::Ipc => "ipc",
+            Transport::Ipc => "mq",
+            Transport::Shm => "shm",
             Transport::Inproc => "inproc",
+            Transport::OnePiece => "onepiece",
+        }
+    }
+    /// Two processes (a fabric process of its own).
+    pub fn two_processes(self) -> bool {
+        matches!(self, Transport::Ipc | Transport::Shm)
+    }
+    /// Words for tables and figures.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Transport::Ipc => "message queues",
+            Transport::Shm => "shared memory",
+            Transport::Inproc => "in-process thread",
+            Transport::OnePiece => "one-piece",
         }
     }
 }
@@ -92,9 +115,9 @@ pub enum Setup {
         estimate: Option<f64>,
         transport: Transport,
     },
-    Notify {
-        transport: Transport,
-    },
+    /// Notification; `version` 2 is exact notify (cosim-protocol.md 3a),
+    /// 1 the thesis's run-ahead notify (`notify-v1`).
+    Notify { transport: Transport, version: u8 },
 }
 
 /// "1 ns", "100 ps".
@@ -121,12 +144,15 @@ impl Setup {
                 } else {
                     format!(", {}", transport.name())
                 };
+                // (polling is exact under both protocol versions)
                 match estimate {
                     None => format!("query q={}{t}", fmt_quantum(*quantum_ps)),
                     Some(f) => format!("query q={} F={f}{t}", fmt_quantum(*quantum_ps)),
                 }
             }
-            Setup::Notify { transport } => format!("notify ({})", transport.name()),
+            Setup::Notify { transport, version } => {
+                format!("notify v{version} ({})", transport.name())
+            }
         }
     }
 
@@ -134,13 +160,14 @@ impl Setup {
         match self {
             Setup::FabricAlone | Setup::LogGops => "",
             Setup::Query { .. } => "query",
+            Setup::Notify { version: 1, .. } => "notify-v1",
             Setup::Notify { .. } => "notify",
         }
     }
 
     pub fn transport(&self) -> Option<Transport> {
         match self {
-            Setup::Query { transport, .. } | Setup::Notify { transport } => Some(*transport),
+            Setup::Query { transport, .. } | Setup::Notify { transport, .. } => Some(*transport),
             _ => None,
         }
     }
@@ -191,8 +218,12 @@ impl Setup {
             |protocol: &str, q: Option<u64>, f: Option<f64>, t: Transport| -> Vec<ProcSpec> {
                 let poll = protocol == "query";
                 match t {
-                    Transport::Ipc => {
+                    Transport::Ipc | Transport::Shm => {
                         let mut fa: Vec<String> = vec!["serve".into(), "--key".into(), key.into()];
+                        fa.extend([
+                            "--transport".into(),
+                            if t == Transport::Shm { "shm" } else { "mq" }.into(),
+                        ]);
                         fa.extend(proto_opts(protocol, q, f));
                         fa.extend(fabric_opts());
                         fa.extend(["--json".into(), "--report".into(), fabric_report.clone()]);
@@ -209,8 +240,12 @@ impl Setup {
                             ProcSpec::new("scheduler", bins.loggopsim.clone(), sa),
                         ]
                     }
-                    Transport::Inproc => {
-                        let mut sa = sched_base("inproc");
+                    Transport::Inproc | Transport::OnePiece => {
+                        let mut sa = sched_base(if t == Transport::Inproc {
+                            "inproc"
+                        } else {
+                            "onepiece"
+                        });
                         sa.extend(proto_opts(protocol, q, f));
                         sa.extend(fabric_opts());
                         sa.extend([
@@ -233,7 +268,7 @@ impl Setup {
                 a.extend(fabric_opts());
                 a.extend([
                     "--traffic".into(),
-                    format!("dissemination:{}:1", w.bytes),
+                    format!("dissemination:{}:{}", w.bytes, w.count),
                     "--json".into(),
                 ]);
                 vec![ProcSpec::new("fabric", bins.ibnet.clone(), a)]
@@ -248,7 +283,12 @@ impl Setup {
                 estimate,
                 transport,
             } => cosim("query", Some(*quantum_ps), *estimate, *transport),
-            Setup::Notify { transport } => cosim("notify", None, None, *transport),
+            Setup::Notify { transport, version } => cosim(
+                if *version == 1 { "notify-v1" } else { "notify" },
+                None,
+                None,
+                *transport,
+            ),
         }
     }
 }
@@ -436,6 +476,51 @@ impl Setup {
     }
 }
 
+/// Write the dissemination schedule: once, with `loggopsim gen` (the
+/// thesis's schedule); repeated `count` times, the GOAL form of ibnet's
+/// closed-loop `dissemination:BYTES:COUNT` (round k of repetition i after
+/// the receive of the round before and after the rank's previous send), so
+/// that the fabric alone runs the same traffic.
+pub fn make_goal_repeated(
+    bins: &Bins,
+    ranks: u32,
+    bytes: u64,
+    count: u64,
+    out: &Path,
+) -> anyhow::Result<()> {
+    if count <= 1 {
+        return make_goal(bins, ranks, bytes, out);
+    }
+    use std::io::Write;
+    let f = std::fs::File::create(out).with_context(|| format!("{}", out.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    let n = ranks as u64;
+    let rounds = 64 - (n - 1).leading_zeros() as u64;
+    writeln!(w, "num_ranks {n}")?;
+    for r in 0..n {
+        writeln!(w, "\nrank {r} {{")?;
+        let mut prev: Option<u64> = None;
+        for i in 0..count {
+            for k in 0..rounds {
+                let t = i * rounds + k;
+                writeln!(w, "s{t}: send {bytes}b to {} tag {t}", (r + (1 << k)) % n)?;
+                writeln!(
+                    w,
+                    "r{t}: recv {bytes}b from {} tag {t}",
+                    (r + n - (1 << k) % n) % n
+                )?;
+                if let Some(p) = prev {
+                    writeln!(w, "s{t} requires r{p}\ns{t} requires s{p}")?;
+                }
+                prev = Some(t);
+            }
+        }
+        writeln!(w, "}}")?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
 /// Write the dissemination schedule with `loggopsim gen`.
 pub fn make_goal(bins: &Bins, ranks: u32, bytes: u64, out: &Path) -> anyhow::Result<()> {
     let o = std::process::Command::new(&bins.loggopsim)
@@ -468,6 +553,7 @@ mod tests {
         Workload {
             ranks: 8,
             bytes: 180,
+            count: 1,
             topology: "H8_S6".into(),
             preset: "thesis-ddr".into(),
             sets: vec![],
@@ -496,10 +582,11 @@ mod tests {
         );
         assert_eq!(
             Setup::Notify {
-                transport: Transport::Inproc
+                transport: Transport::Inproc,
+                version: 2
             }
             .label(),
-            "notify (inproc)"
+            "notify v2 (inproc)"
         );
         assert_eq!(fmt_quantum(100), "100 ps");
     }
@@ -516,7 +603,7 @@ mod tests {
         assert_eq!(p[0].role, "fabric");
         assert!(p[0].pty);
         let f = p[0].display();
-        assert!(f.starts_with("/b/ibnet serve --key k1 --protocol query --quantum 100ps --estimate 3 --topology H8_S6 --preset thesis-ddr"), "{f}");
+        assert!(f.starts_with("/b/ibnet serve --key k1 --transport mq --protocol query --quantum 100ps --estimate 3 --topology H8_S6 --preset thesis-ddr"), "{f}");
         let sc = p[1].display();
         assert!(sc.contains("-L 0 -o 0 -g 0 -G 0 -O 0"), "{sc}");
         assert!(
