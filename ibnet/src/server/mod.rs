@@ -570,11 +570,15 @@ impl FabricServer {
         } else {
             u64::MAX
         };
+        // No route crosses fewer than one switch: once a pair reaches that
+        // floor the minimum is known (on a fat tree the first two HCAs of
+        // a leaf), which spares the n^2 route walks of a large network.
+        let floor = self.lower_bound_sw(1, 1).0;
         'outer: for &a in &hcas {
             for &b in &hcas {
                 if a != b {
                     m = m.min(self.lower_bound(a, b, 1).0);
-                    if m == 0 {
+                    if m <= floor {
                         break 'outer;
                     }
                 }
