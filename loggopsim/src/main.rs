@@ -84,6 +84,13 @@ enum NetworkKind {
     Inproc,
     /// Flit-level IB fabric called directly from the scheduler's thread (no second thread, no channel).
     Onepiece,
+    /// Flow-level max-min model (SimGrid CM02-like) on the fabric's topology, routes and rank map
+    /// (--topology/--preset/--set/--map): link rate after 8b/10b, ISW+VSW per switch (docs/backends.md).
+    Flow,
+    /// Martinasso-Mehaut penalty contention model on the hosts' NICs, max-min on inter-switch links.
+    Penalty,
+    /// LoP: per-peer L(p) and o(p) for small messages (--lop-set/--lop-L/--lop-o/--lop-G).
+    Lop,
 }
 
 #[derive(Args, Debug)]
@@ -157,6 +164,9 @@ struct SimArgs {
     /// Options of the co-simulation backends (ipc, inproc).
     #[command(flatten)]
     cosim: loggopsim::network::fabric::CosimArgs,
+    /// Options of the fast backends (flow, penalty, lop).
+    #[command(flatten)]
+    fast: loggopsim::network::flow::FastArgs,
 }
 
 /// An error that exits with a specific code.
@@ -258,6 +268,15 @@ fn make_network(a: &SimArgs, num_ranks: u32) -> anyhow::Result<Box<dyn Network>>
         NetworkKind::Onepiece => Box::new(
             loggopsim::network::onepiece::build(&a.cosim, num_ranks).map_err(|e| Exit(2, e))?,
         ),
+        NetworkKind::Flow | NetworkKind::Penalty | NetworkKind::Lop => {
+            let kind = match a.network {
+                NetworkKind::Flow => "flow",
+                NetworkKind::Penalty => "penalty",
+                _ => "lop",
+            };
+            loggopsim::network::fast::build(kind, &a.cosim.fabric, &a.fast, a.cosim.protocol, num_ranks)
+                .map_err(|e| Exit(2, e))?
+        }
     })
 }
 

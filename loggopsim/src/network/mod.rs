@@ -22,9 +22,13 @@
 use crate::Time;
 
 pub mod fabric;
+pub mod fast;
+pub mod flow;
 pub mod inproc;
 pub mod loggp;
+pub mod lop;
 pub mod onepiece;
+pub mod penalty;
 pub use loggp::LogGp;
 
 pub type Handle = u64;

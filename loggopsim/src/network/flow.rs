@@ -1,0 +1,980 @@
+//! `--network flow`: a flow-level network (SimGrid's CM02-style max-min
+//! model, portals4-simgrid-bxi.txt) on the same topology, routing and rank
+//! map as the flit-level fabric.
+//!
+//! Model. Every message is a flow along its route (ibnet's forwarding
+//! tables; a self-send loops back at the first switch, as in the fabric).
+//! Each direction of every full-duplex cable is a resource (the HCA's
+//! cable is the host's injection and ejection link). A flow inserted at
+//! `t` first waits its route latency, then joins the bandwidth sharing at
+//! `t + latency` and completes when its bytes are served; the rates are
+//! max-min fair over the resources of the flows in their bandwidth phase
+//! (progressive filling). This is exactly SimGrid's CM02 behaviour with
+//! latency and bandwidth factors 1 and no TCP-window bound.
+//!
+//! Numbers from the fabric preset (`--preset`, `--set`):
+//! - link capacity C = `wire_rate_bps() / 8` bytes/s = link_width x
+//!   link_speed x 0.8 (8b/10b) / 8, the same on every link direction
+//!   (thesis-ddr: 4 x 5 Gb/s x 0.8 = 16 Gb/s = 2 GB/s = 500 ps per byte;
+//!   qdr: 4 GB/s). Packet headers, credits and the sink's drain rate are
+//!   not modelled (the bandwidth factor can absorb them);
+//! - route latency = switches on the route x (ISW + VSW), each delay
+//!   rounded to ps as the fabric does (`isw_delay_ns`, `vsw_delay_ns`;
+//!   thesis-ddr: 100 ns per switch). As per-link latencies (the SimGrid
+//!   export): a link direction leaving a switch has ISW + VSW, a link
+//!   direction leaving an HCA has 0.
+//! - correction factors (SimGrid's `network/latency-factor` and
+//!   `network/bandwidth-factor`): latency x `latency_factor`, rounded to
+//!   the nearest ps; every capacity x `bandwidth_factor`.
+//!
+//! Incremental solving: the rates change only when a flow enters the
+//! bandwidth phase or completes. All such events of one instant are
+//! applied together, then max-min is re-solved only on the connected
+//! component (flows linked through shared resources) of the changed
+//! flows; other flows keep their rates and their completion events. A
+//! heap holds entry and completion times (completion events are
+//! invalidated by a per-flow generation number).
+//!
+//! Rounding (determinism): rates are f64 bytes/ps and remaining bytes f64;
+//! both are updated only at events, in a fixed order. A completion time is
+//! `T + ceil(remaining / rate)` ps, except that a quotient within 1e-12
+//! (relative; at least 1e-9 ps) of an integer is taken as that integer (so 65536 B at
+//! 500 ps/B is exactly 32 768 000 ps, not one more). A flow whose rate is
+//! unchanged (bit-identical) by a re-solve keeps its completion event, so
+//! re-solving does not move it by re-rounding. Every message takes at
+//! least 1 ps. Runs are bit-reproducible.
+//!
+//! Synchronisation with the scheduler: a flow inserted at `t` changes no
+//! rate before `t + latency`, and a new flow can make others faster or
+//! slower (max-min is not monotone), so an arrival is final only once no
+//! later insert can reach it. Exact mode (`--protocol notify`, the
+//! default): `wait_exact(now, horizon)` advances the model through the
+//! instants up to `horizon`, stops at the first instant with completions
+//! and reports them; the grant is the next event instant; the engine lowers
+//! it to `t + min_latency()` after each insert. Poll mode
+//! (`--protocol query`): `query` advances to `now` and answers the
+//! arrival, or a lower bound `now + remaining / (fastest possible rate)`.
+//! Both give the same results. Notify-v1 is refused (it inserts into the
+//! model's past).
+//!
+//! [`penalty`](super::penalty) is a thin layer over this machinery: it sets
+//! per-flow rate bounds from the Martinasso-Mehaut penalties.
+
+use super::{Answer, Handle, NetError, Network, SyncMode};
+use crate::hash::FastMap;
+use crate::Time;
+use ibnet::params::{Params as FabParams, Timing};
+use ibnet::server::SetupArgs;
+use ibnet::topology::{self, NodeKind, PortRef, Topology, NO_ROUTE};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Command-line options of the fast backends (flow, penalty, lop).
+#[derive(clap::Args, Clone, Debug)]
+pub struct FastArgs {
+    /// flow, penalty: latency correction factor (SimGrid's
+    /// network/latency-factor): every route latency is multiplied by it.
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 1.0,
+        help_heading = "Fast backends (--network flow|penalty|lop)"
+    )]
+    pub latency_factor: f64,
+    /// flow, penalty: bandwidth correction factor (SimGrid's
+    /// network/bandwidth-factor): every link capacity is multiplied by it.
+    #[arg(
+        long,
+        value_name = "F",
+        default_value_t = 1.0,
+        help_heading = "Fast backends (--network flow|penalty|lop)"
+    )]
+    pub bandwidth_factor: f64,
+    /// lop: built-in parameter set of L(p) and o(p) (infinihost-send: the
+    /// LoP paper's fitted Send/Receive functions for MTPB 23108 HCAs).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "infinihost-send",
+        help_heading = "Fast backends (--network flow|penalty|lop)"
+    )]
+    pub lop_set: String,
+    /// lop: L(p) = l1 + l2/(l3 + p) + l4 (1 - exp(l5 (p - l6))), six
+    /// numbers in microseconds (comma-separated), replacing the set's.
+    #[arg(
+        long = "lop-L",
+        value_name = "L1,..,L6",
+        help_heading = "Fast backends (--network flow|penalty|lop)"
+    )]
+    pub lop_l: Option<String>,
+    /// lop: o(p) = o1 + o2/(o3 + p), three numbers in microseconds,
+    /// replacing the set's.
+    #[arg(
+        long = "lop-o",
+        value_name = "O1,O2,O3",
+        help_heading = "Fast backends (--network flow|penalty|lop)"
+    )]
+    pub lop_o: Option<String>,
+    /// lop: time per byte added to large messages beyond the first byte
+    /// (LoP models 1-byte messages; ps per byte or with a unit, e.g. 0.5ns).
+    #[arg(
+        long = "lop-G",
+        value_name = "TIME",
+        default_value = "0",
+        help_heading = "Fast backends (--network flow|penalty|lop)"
+    )]
+    pub lop_g: String,
+}
+
+impl Default for FastArgs {
+    fn default() -> Self {
+        FastArgs {
+            latency_factor: 1.0,
+            bandwidth_factor: 1.0,
+            lop_set: "infinihost-send".into(),
+            lop_l: None,
+            lop_o: None,
+            lop_g: "0".into(),
+        }
+    }
+}
+
+/// The resources and routes of a topology for the flow models.
+#[derive(Clone, Debug)]
+pub struct FlowTopology {
+    /// Capacity in bytes per ps of every resource (link direction).
+    pub cap: Vec<f64>,
+    /// Resource id of the output port (node, port): `out_id[node][port]`.
+    out_id: Vec<Vec<u32>>,
+    /// Peer of (node, port).
+    peer: Vec<Vec<Option<PortRef>>>,
+    /// rank -> HCA node index.
+    pub rank_node: Vec<usize>,
+    /// LID of each node (HCAs).
+    lid: Vec<u16>,
+    nodes: Vec<(bool, Vec<u16>, u16)>,
+    names: Vec<String>,
+    /// Per-switch latency in ps (ISW + VSW, times the latency factor, rounded).
+    pub hop_latency: u64,
+    /// Whether a route can avoid switches (an HCA cabled to an HCA).
+    hca_to_hca: bool,
+    /// Link capacity in bytes/s before the bandwidth factor.
+    pub link_bytes_per_s: f64,
+    /// ISW + VSW in ps before the latency factor.
+    pub switch_latency_ps: u64,
+    /// Link capacity in bytes per ps after the bandwidth factor.
+    pub link_cap: f64,
+}
+
+/// A route: its resources (link directions in order) and latency.
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub links: Vec<u32>,
+    pub latency: u64,
+    /// Fastest rate the flow could ever get (min capacity on the route).
+    pub max_rate: f64,
+}
+
+fn check_factor(name: &str, v: f64) -> Result<(), String> {
+    if !(v.is_finite() && v > 0.0) {
+        return Err(format!(
+            "--{name} {v}: must be a finite number > 0 (1 = no correction)"
+        ));
+    }
+    Ok(())
+}
+
+impl FlowTopology {
+    /// Load the topology, preset, overrides and rank map exactly as the
+    /// fabric backends do (`SetupArgs`), for a schedule of `num_ranks`.
+    pub fn build(a: &SetupArgs, fast: &FastArgs, num_ranks: u32) -> Result<FlowTopology, String> {
+        check_factor("latency-factor", fast.latency_factor)?;
+        check_factor("bandwidth-factor", fast.bandwidth_factor)?;
+        let topo =
+            topology::open(&a.topology).map_err(|e| format!("topology {}: {e}", a.topology))?;
+        let mut params =
+            FabParams::preset(&a.preset).map_err(|e| format!("--preset {}: {e}", a.preset))?;
+        for kv in &a.set {
+            params = params
+                .apply_override(kv)
+                .map_err(|e| format!("--set {kv}: {e}"))?;
+        }
+        let tm = Timing::new(&params).map_err(|e| format!("fabric parameters: {e}"))?;
+        let rate = params
+            .wire_rate_bps()
+            .map_err(|e| format!("fabric parameters: {e}"))?;
+        let rank_node: Vec<usize> = match &a.map {
+            Some(path) => topology::load_rank_file(path, &topo).map_err(|e| e.to_string())?,
+            None => (0..topo.num_ranks())
+                .filter_map(|r| topo.hca_of_rank(r))
+                .collect(),
+        };
+        if (num_ranks as usize) > rank_node.len() {
+            return Err(format!(
+                "the schedule has {num_ranks} ranks but the fabric ({}) maps only {} ranks to HCAs (use a larger topology or a --map file)",
+                a.topology,
+                rank_node.len()
+            ));
+        }
+        Ok(Self::from_topology(
+            &topo,
+            rank_node,
+            rate / 8.0,
+            tm.isw + tm.vsw,
+            fast,
+        ))
+    }
+
+    /// From a loaded topology: `bytes_per_s` per link direction,
+    /// `switch_latency_ps` per switch traversed.
+    pub fn from_topology(
+        topo: &Topology,
+        rank_node: Vec<usize>,
+        bytes_per_s: f64,
+        switch_latency_ps: u64,
+        fast: &FastArgs,
+    ) -> FlowTopology {
+        let mut out_id: Vec<Vec<u32>> = topo
+            .nodes
+            .iter()
+            .map(|n| vec![u32::MAX; n.num_ports() as usize])
+            .collect();
+        let mut peer: Vec<Vec<Option<PortRef>>> = topo
+            .nodes
+            .iter()
+            .map(|n| vec![None; n.num_ports() as usize])
+            .collect();
+        let mut cap = Vec::new();
+        let c = bytes_per_s * fast.bandwidth_factor / 1e12;
+        let mut hca_to_hca = false;
+        for l in &topo.links {
+            for (x, y) in [(l.a, l.b), (l.b, l.a)] {
+                out_id[x.node][x.port as usize] = cap.len() as u32;
+                peer[x.node][x.port as usize] = Some(y);
+                cap.push(c);
+            }
+            if topo.nodes[l.a.node].is_hca() && topo.nodes[l.b.node].is_hca() {
+                hca_to_hca = true;
+            }
+        }
+        let nodes = topo
+            .nodes
+            .iter()
+            .map(|n| match &n.kind {
+                NodeKind::Hca { lid } => (true, Vec::new(), *lid),
+                NodeKind::Switch { ports, fdb } => (false, fdb.clone(), *ports),
+            })
+            .collect();
+        let lid = topo.nodes.iter().map(|n| n.lid().unwrap_or(0)).collect();
+        FlowTopology {
+            cap,
+            out_id,
+            peer,
+            rank_node,
+            lid,
+            nodes,
+            names: topo.nodes.iter().map(|n| n.name.clone()).collect(),
+            hop_latency: (switch_latency_ps as f64 * fast.latency_factor).round() as u64,
+            hca_to_hca,
+            link_bytes_per_s: bytes_per_s,
+            switch_latency_ps,
+            link_cap: c,
+        }
+    }
+
+    /// The lower bound of every route latency (>= 1 ps).
+    pub fn min_latency(&self) -> u64 {
+        if self.hca_to_hca {
+            1
+        } else {
+            self.hop_latency.max(1)
+        }
+    }
+
+    /// Route from rank `src` to rank `dst` by the forwarding tables.
+    pub fn route(&self, src: u32, dst: u32) -> Result<Route, String> {
+        let (Some(&s), Some(&d)) = (
+            self.rank_node.get(src as usize),
+            self.rank_node.get(dst as usize),
+        ) else {
+            return Err(format!("rank {src} or {dst} is not mapped to an HCA"));
+        };
+        let lid = self.lid[d];
+        let mut cur = PortRef { node: s, port: 0 };
+        let mut links = vec![self.out_id[s][0]];
+        let mut switches = 0u64;
+        let limit = self.nodes.len() + 1;
+        loop {
+            let Some(next) = self.peer[cur.node][cur.port as usize] else {
+                return Err(format!(
+                    "no route from {} to {}: port {} of {} is not connected",
+                    self.names[s], self.names[d], cur.port, self.names[cur.node]
+                ));
+            };
+            if next.node == d {
+                break;
+            }
+            let (is_hca, fdb, ports) = &self.nodes[next.node];
+            if *is_hca || links.len() > limit {
+                return Err(format!(
+                    "no route from {} to {} (the route ends at {} or loops)",
+                    self.names[s], self.names[d], self.names[next.node]
+                ));
+            }
+            let port = fdb.get(lid as usize).copied().unwrap_or(NO_ROUTE);
+            if port >= *ports {
+                return Err(format!(
+                    "no route from {} to {}: switch {} has no entry for LID {lid}",
+                    self.names[s], self.names[d], self.names[next.node]
+                ));
+            }
+            switches += 1;
+            cur = PortRef {
+                node: next.node,
+                port,
+            };
+            links.push(self.out_id[cur.node][port as usize]);
+        }
+        let max_rate = links
+            .iter()
+            .map(|&l| self.cap[l as usize])
+            .fold(f64::INFINITY, f64::min);
+        Ok(Route {
+            links,
+            latency: (switches * self.hop_latency).max(1),
+            max_rate,
+        })
+    }
+}
+
+/// Completion after `x` ps (see the module docs: ceil, snapping quotients
+/// within 1e-12 relative of an integer).
+pub fn ceil_ps(x: f64) -> u64 {
+    if x <= 0.0 {
+        return 0;
+    }
+    let r = x.round();
+    if (x - r).abs() <= 1e-12 * x.max(1e3) {
+        r as u64
+    } else {
+        x.ceil() as u64
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    /// In its latency phase (not sharing bandwidth yet).
+    Latency,
+    Active,
+    Done,
+}
+
+#[derive(Clone, Debug)]
+struct Flow {
+    route: u32,
+    src: u32,
+    dst: u32,
+    remaining: f64,
+    rate: f64,
+    /// Time `remaining` refers to.
+    last: u64,
+    gen: u32,
+    st: St,
+    entry: u64,
+    arrival: u64,
+}
+
+/// Per-flow rate bounds from the active flows (the penalty layer).
+pub trait Bounds {
+    /// Recompute `bound` for the flows of `comp` (indices into `flows`);
+    /// the engine calls it before each max-min solve of a component.
+    fn bounds(&mut self, view: &FlowView<'_>, comp: &[u32], out: &mut Vec<f64>);
+    /// Whether host links take part in max-min (the penalty model
+    /// replaces them by its NIC model).
+    fn host_links_shared(&self) -> bool {
+        true
+    }
+    fn name(&self) -> &str;
+}
+
+/// What a [`Bounds`] layer sees: the active flows by source and
+/// destination host.
+pub struct FlowView<'a> {
+    pub src: &'a dyn Fn(u32) -> u32,
+    pub dst: &'a dyn Fn(u32) -> u32,
+    /// Active flows from host h.
+    pub out: &'a dyn Fn(u32) -> &'a [u32],
+    /// Active flows into host h.
+    pub inn: &'a dyn Fn(u32) -> &'a [u32],
+    /// Capacity of a host link in bytes per ps.
+    pub host_cap: f64,
+}
+
+/// The flow backend (and, with a [`Bounds`] layer, the penalty backend).
+pub struct FlowNet {
+    topo: FlowTopology,
+    name: String,
+    mode: SyncMode,
+    routes: Vec<Route>,
+    route_of: FastMap<(u32, u32), u32>,
+    flows: Vec<Flow>,
+    /// Active flows per resource; resources >= topo.cap.len() are the
+    /// per-host pseudo resources of the penalty layer (out then in).
+    res_flows: Vec<Vec<u32>>,
+    /// Events: (time, kind 0 = entry / 1 = completion, flow, gen).
+    heap: BinaryHeap<Reverse<(u64, u8, u32, u32)>>,
+    now: u64,
+    layer: Option<Box<dyn Bounds>>,
+    nres: usize,
+    nhosts: u32,
+    // counters
+    solves: u64,
+    solved_flows: u64,
+    max_active: u64,
+    active: u64,
+    // scratch
+    mark_res: Vec<u32>,
+    mark_flow: Vec<u32>,
+    epoch: u32,
+}
+
+impl FlowNet {
+    /// A flow backend on `topo`; `exact` selects the Exact sync mode
+    /// (else Poll).
+    pub fn new(topo: FlowTopology, exact: bool, layer: Option<Box<dyn Bounds>>) -> FlowNet {
+        let nres = topo.cap.len();
+        let nhosts = topo.rank_node.len() as u32;
+        let extra = if layer.is_some() {
+            2 * nhosts as usize
+        } else {
+            0
+        };
+        let name = match &layer {
+            Some(l) => l.name().to_string(),
+            None => "flow (max-min)".to_string(),
+        };
+        FlowNet {
+            topo,
+            name,
+            mode: if exact {
+                SyncMode::Exact
+            } else {
+                SyncMode::Poll
+            },
+            routes: Vec::new(),
+            route_of: FastMap::default(),
+            flows: Vec::new(),
+            res_flows: vec![Vec::new(); nres + extra],
+            heap: BinaryHeap::new(),
+            now: 0,
+            layer,
+            nres,
+            nhosts,
+            solves: 0,
+            solved_flows: 0,
+            max_active: 0,
+            active: 0,
+            mark_res: vec![0; nres + extra],
+            mark_flow: Vec::new(),
+            epoch: 0,
+        }
+    }
+
+    pub fn topology(&self) -> &FlowTopology {
+        &self.topo
+    }
+
+    fn route_id(&mut self, src: u32, dst: u32) -> Result<u32, NetError> {
+        if let Some(&r) = self.route_of.get(&(src, dst)) {
+            return Ok(r);
+        }
+        let r = self.topo.route(src, dst).map_err(NetError::Protocol)?;
+        self.routes.push(r);
+        let id = self.routes.len() as u32 - 1;
+        self.route_of.insert((src, dst), id);
+        Ok(id)
+    }
+
+    /// The resources a flow occupies in the bandwidth phase.
+    fn flow_res(&self, f: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let fl = &self.flows[f as usize];
+        let links = &self.routes[fl.route as usize].links;
+        if self.layer.as_ref().is_some_and(|l| !l.host_links_shared()) {
+            // penalty: the NICs are modelled by the penalties; only the
+            // switch-to-switch links are shared max-min
+            if links.len() > 2 {
+                out.extend_from_slice(&links[1..links.len() - 1]);
+            }
+        } else {
+            out.extend_from_slice(links);
+        }
+        if self.layer.is_some() {
+            out.push(self.nres as u32 + fl.src);
+            out.push(self.nres as u32 + self.nhosts + fl.dst);
+        }
+    }
+
+    fn cap_of(&self, r: u32) -> f64 {
+        self.topo
+            .cap
+            .get(r as usize)
+            .copied()
+            .unwrap_or(f64::INFINITY)
+    }
+
+    /// Apply every event at the earliest instant `<= limit`; returns the
+    /// instant and the completions (flow ids) or None.
+    fn step_instant(&mut self, limit: u64) -> Option<(u64, Vec<u32>)> {
+        let t = loop {
+            let &Reverse((t, kind, f, gen)) = self.heap.peek()?;
+            if kind == 1 {
+                let fl = &self.flows[f as usize];
+                if fl.gen != gen || fl.st != St::Active {
+                    self.heap.pop();
+                    continue;
+                }
+            }
+            break t;
+        };
+        if t > limit {
+            return None;
+        }
+        let mut changed: Vec<u32> = Vec::new();
+        let mut done: Vec<u32> = Vec::new();
+        let mut res = Vec::new();
+        while let Some(&Reverse((t2, kind, f, gen))) = self.heap.peek() {
+            if t2 != t {
+                break;
+            }
+            self.heap.pop();
+            let fl = &self.flows[f as usize];
+            if kind == 1 {
+                if fl.gen != gen || fl.st != St::Active {
+                    continue;
+                }
+                // completes: leaves its resources
+                self.flow_res(f, &mut res);
+                for &r in &res {
+                    let v = &mut self.res_flows[r as usize];
+                    if let Some(p) = v.iter().position(|&x| x == f) {
+                        v.swap_remove(p);
+                    }
+                }
+                let fl = &mut self.flows[f as usize];
+                fl.st = St::Done;
+                fl.arrival = t;
+                fl.remaining = 0.0;
+                self.active -= 1;
+                done.push(f);
+                changed.push(f);
+            } else {
+                // enters the bandwidth phase
+                self.flow_res(f, &mut res);
+                for &r in &res {
+                    self.res_flows[r as usize].push(f);
+                }
+                let fl = &mut self.flows[f as usize];
+                fl.st = St::Active;
+                fl.last = t;
+                self.active += 1;
+                self.max_active = self.max_active.max(self.active);
+                changed.push(f);
+            }
+        }
+        self.now = t;
+        self.resolve(t, &changed);
+        done.sort_unstable();
+        Some((t, done))
+    }
+
+    /// Re-solve max-min on the component of the changed flows at time `t`.
+    fn resolve(&mut self, t: u64, changed: &[u32]) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark_res.iter_mut().for_each(|m| *m = 0);
+            self.mark_flow.iter_mut().for_each(|m| *m = 0);
+            self.epoch = 1;
+        }
+        let ep = self.epoch;
+        if self.mark_flow.len() < self.flows.len() {
+            self.mark_flow.resize(self.flows.len(), 0);
+        }
+        // BFS over resources from the changed flows' resources
+        let mut res_stack: Vec<u32> = Vec::new();
+        let mut comp_res: Vec<u32> = Vec::new();
+        let mut comp: Vec<u32> = Vec::new();
+        let mut tmp = Vec::new();
+        for &f in changed {
+            self.flow_res(f, &mut tmp);
+            for &r in &tmp {
+                if self.mark_res[r as usize] != ep {
+                    self.mark_res[r as usize] = ep;
+                    res_stack.push(r);
+                }
+            }
+            if self.flows[f as usize].st == St::Active && self.mark_flow[f as usize] != ep {
+                self.mark_flow[f as usize] = ep;
+                comp.push(f);
+            }
+        }
+        while let Some(r) = res_stack.pop() {
+            comp_res.push(r);
+            for i in 0..self.res_flows[r as usize].len() {
+                let f = self.res_flows[r as usize][i];
+                if self.mark_flow[f as usize] == ep {
+                    continue;
+                }
+                self.mark_flow[f as usize] = ep;
+                comp.push(f);
+                self.flow_res(f, &mut tmp);
+                for &r2 in &tmp {
+                    if self.mark_res[r2 as usize] != ep {
+                        self.mark_res[r2 as usize] = ep;
+                        res_stack.push(r2);
+                    }
+                }
+            }
+        }
+        if comp.is_empty() {
+            return;
+        }
+        comp.sort_unstable();
+        comp_res.sort_unstable();
+        self.solves += 1;
+        self.solved_flows += comp.len() as u64;
+        // bring remaining bytes to t
+        for &f in &comp {
+            let fl = &mut self.flows[f as usize];
+            if fl.last < t {
+                fl.remaining -= fl.rate * (t - fl.last) as f64;
+                if fl.remaining < 0.0 {
+                    fl.remaining = 0.0;
+                }
+                fl.last = t;
+            }
+        }
+        // bounds from the layer
+        let mut bounds = Vec::new();
+        if let Some(mut layer) = self.layer.take() {
+            {
+                let flows = &self.flows;
+                let rf = &self.res_flows;
+                let nres = self.nres;
+                let nh = self.nhosts as usize;
+                let src = |f: u32| flows[f as usize].src;
+                let dst = |f: u32| flows[f as usize].dst;
+                let out = |h: u32| rf[nres + h as usize].as_slice();
+                let inn = |h: u32| rf[nres + nh + h as usize].as_slice();
+                let view = FlowView {
+                    src: &src,
+                    dst: &dst,
+                    out: &out,
+                    inn: &inn,
+                    host_cap: self.topo.link_cap,
+                };
+                layer.bounds(&view, &comp, &mut bounds);
+            }
+            self.layer = Some(layer);
+        }
+        // progressive filling
+        let n = comp.len();
+        let mut rate = vec![0.0f64; n];
+        let mut frozen = vec![false; n];
+        let mut pos: FastMap<u32, usize> = FastMap::default();
+        for (i, &f) in comp.iter().enumerate() {
+            pos.insert(f, i);
+        }
+        let mut rem: FastMap<u32, (f64, u32)> = FastMap::default();
+        for &r in &comp_res {
+            let cnt = self.res_flows[r as usize].len() as u32;
+            rem.insert(r, (self.cap_of(r), cnt));
+        }
+        // bound order: flows sorted by bound
+        let mut by_bound: Vec<usize> = (0..n)
+            .filter(|&i| bounds.get(i).is_some_and(|b| b.is_finite()))
+            .collect();
+        by_bound.sort_by(|&a, &b| bounds[a].total_cmp(&bounds[b]).then(a.cmp(&b)));
+        let mut bi = 0;
+        let mut left = n;
+        // heap of (share, resource) with lazy invalidation by count
+        struct Key(f64, u32, u32);
+        impl PartialEq for Key {
+            fn eq(&self, o: &Self) -> bool {
+                self.cmp(o) == std::cmp::Ordering::Equal
+            }
+        }
+        impl Eq for Key {}
+        impl PartialOrd for Key {
+            fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        impl Ord for Key {
+            fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+                self.0
+                    .total_cmp(&o.0)
+                    .then(self.1.cmp(&o.1))
+                    .then(self.2.cmp(&o.2))
+            }
+        }
+        let mut h: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
+        for &r in &comp_res {
+            let (c, k) = rem[&r];
+            if k > 0 && c.is_finite() {
+                h.push(Reverse(Key(c / k as f64, r, k)));
+            }
+        }
+        while left > 0 {
+            // smallest valid link share
+            let mut share = f64::INFINITY;
+            let mut link = None;
+            while let Some(Reverse(Key(s, r, k))) = h.peek() {
+                let (_, kk) = rem[r];
+                if *k != kk || kk == 0 {
+                    h.pop();
+                    continue;
+                }
+                share = *s;
+                link = Some(*r);
+                break;
+            }
+            while bi < by_bound.len() && frozen[by_bound[bi]] {
+                bi += 1;
+            }
+            let to_freeze: Vec<usize> = if bi < by_bound.len() && bounds[by_bound[bi]] <= share {
+                let b = bounds[by_bound[bi]];
+                let mut v = Vec::new();
+                while bi < by_bound.len() && (frozen[by_bound[bi]] || bounds[by_bound[bi]] == b) {
+                    if !frozen[by_bound[bi]] {
+                        v.push(by_bound[bi]);
+                    }
+                    bi += 1;
+                }
+                for &i in &v {
+                    rate[i] = b;
+                }
+                v
+            } else if let Some(r) = link {
+                h.pop();
+                let v: Vec<usize> = self.res_flows[r as usize]
+                    .iter()
+                    .map(|f| pos[f])
+                    .filter(|&i| !frozen[i])
+                    .collect();
+                for &i in &v {
+                    rate[i] = share;
+                }
+                v
+            } else {
+                // unconstrained (only infinite resources and no bound):
+                // cannot happen with real links; give the host rate
+                let v: Vec<usize> = (0..n).filter(|&i| !frozen[i]).collect();
+                for &i in &v {
+                    rate[i] = self.topo.link_cap;
+                }
+                v
+            };
+            for &i in &to_freeze {
+                frozen[i] = true;
+                left -= 1;
+                self.flow_res(comp[i], &mut tmp);
+                for &r in &tmp {
+                    let e = rem.get_mut(&r).expect("resource of the component");
+                    e.0 = (e.0 - rate[i]).max(0.0);
+                    e.1 -= 1;
+                    if e.1 > 0 && e.0.is_finite() {
+                        h.push(Reverse(Key(e.0 / e.1 as f64, r, e.1)));
+                    }
+                }
+            }
+        }
+        // new completion events
+        for (i, &f) in comp.iter().enumerate() {
+            let fl = &mut self.flows[f as usize];
+            if fl.rate == rate[i] && fl.gen > 0 && fl.remaining > 0.0 {
+                continue; // unchanged: keep its completion event
+            }
+            fl.rate = rate[i];
+            fl.gen = fl.gen.wrapping_add(1).max(1);
+            let dt = if fl.remaining <= 0.0 {
+                0
+            } else {
+                ceil_ps(fl.remaining / fl.rate)
+            };
+            self.heap
+                .push(Reverse((t.saturating_add(dt), 1, f, fl.gen)));
+        }
+    }
+
+    /// Process instants `<= limit` until one has completions.
+    fn advance_to_completion(&mut self, limit: u64) -> Option<(u64, Vec<u32>)> {
+        loop {
+            let (t, done) = self.step_instant(limit)?;
+            if !done.is_empty() {
+                return Some((t, done));
+            }
+        }
+    }
+
+    fn next_event(&mut self) -> u64 {
+        while let Some(&Reverse((t, kind, f, gen))) = self.heap.peek() {
+            if kind == 1 {
+                let fl = &self.flows[f as usize];
+                if fl.gen != gen || fl.st != St::Active {
+                    self.heap.pop();
+                    continue;
+                }
+            }
+            return t;
+        }
+        u64::MAX
+    }
+
+    /// Arrival time of a finished flow (for tests and tools).
+    pub fn arrival(&self, h: Handle) -> Option<Time> {
+        self.flows
+            .get(h as usize)
+            .filter(|f| f.st == St::Done)
+            .map(|f| Time(f.arrival))
+    }
+
+    /// Run the model to the end with no further inserts; returns every
+    /// flow's arrival time by handle (for tests and the backend study).
+    pub fn drain(&mut self) -> Vec<Time> {
+        while self.advance_to_completion(u64::MAX).is_some() {}
+        self.flows.iter().map(|f| Time(f.arrival)).collect()
+    }
+
+    /// The current rate of flow `h` in bytes per ps (0 when not active).
+    pub fn rate(&self, h: Handle) -> f64 {
+        self.flows
+            .get(h as usize)
+            .filter(|f| f.st == St::Active)
+            .map_or(0.0, |f| f.rate)
+    }
+}
+
+impl Network for FlowNet {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn mode(&self) -> SyncMode {
+        self.mode
+    }
+    fn insert(
+        &mut self,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        _tag: u32,
+    ) -> Result<Handle, NetError> {
+        if now.0 < self.now {
+            return Err(NetError::Protocol(format!(
+                "insert at {} ps is in the flow model's past ({} ps)",
+                now.0, self.now
+            )));
+        }
+        let route = self.route_id(src, dst)?;
+        let lat = self.routes[route as usize].latency;
+        let entry = now.0.checked_add(lat).ok_or_else(|| {
+            NetError::Protocol(format!("time overflow: {} ps + latency {lat} ps", now.0))
+        })?;
+        let f = self.flows.len() as u32;
+        self.flows.push(Flow {
+            route,
+            src,
+            dst,
+            remaining: size as f64,
+            rate: 0.0,
+            last: entry,
+            gen: 0,
+            st: St::Latency,
+            entry,
+            arrival: 0,
+        });
+        self.heap.push(Reverse((entry, 0, f, 0)));
+        Ok(f as Handle)
+    }
+
+    fn query(
+        &mut self,
+        _start: Time,
+        now: Time,
+        _src: u32,
+        _dst: u32,
+        _size: u64,
+        handle: Handle,
+    ) -> Result<Time, NetError> {
+        // no later insert changes anything at or before `now`
+        while self.step_instant(now.0).is_some() {}
+        let fl = self
+            .flows
+            .get(handle as usize)
+            .ok_or_else(|| NetError::Protocol(format!("query of unknown handle {handle}")))?;
+        let max_rate = self.routes[fl.route as usize].max_rate;
+        Ok(match fl.st {
+            St::Done => Time(fl.arrival),
+            St::Latency => Time(
+                fl.entry
+                    .saturating_add(ceil_ps(fl.remaining / max_rate))
+                    .max(now.0 + 1),
+            ),
+            St::Active => {
+                let left = fl.remaining - fl.rate * (now.0 - fl.last) as f64;
+                let lb = if left > 0.0 {
+                    ceil_ps(left / max_rate)
+                } else {
+                    1
+                };
+                Time(now.0 + lb.max(1))
+            }
+        })
+    }
+
+    fn wait_exact(&mut self, now: Time, horizon: Time) -> Result<Answer, NetError> {
+        let _ = now;
+        match self.advance_to_completion(horizon.0) {
+            Some((t, done)) => {
+                let arrivals = done.into_iter().map(|f| (f as Handle, Time(t))).collect();
+                Ok(Answer {
+                    arrivals,
+                    grant: Time(self.next_event()),
+                })
+            }
+            None => {
+                let g = self.next_event();
+                // nothing up to the horizon: the next event is beyond it
+                Ok(Answer {
+                    arrivals: Vec::new(),
+                    grant: Time(g),
+                })
+            }
+        }
+    }
+
+    fn min_latency(&self) -> Time {
+        Time(self.topo.min_latency())
+    }
+
+    fn stats(&self) -> Vec<(String, u64)> {
+        vec![
+            ("messages".into(), self.flows.len() as u64),
+            ("solves".into(), self.solves),
+            ("solved_flows".into(), self.solved_flows),
+            ("max_active_flows".into(), self.max_active),
+        ]
+    }
+}
+
+/// Build `--network flow` for `num_ranks` ranks: Exact mode when `exact`.
+pub fn build(
+    fabric: &SetupArgs,
+    fast: &FastArgs,
+    exact: bool,
+    num_ranks: u32,
+) -> Result<FlowNet, String> {
+    let topo = FlowTopology::build(fabric, fast, num_ranks)?;
+    Ok(FlowNet::new(topo, exact, None))
+}
