@@ -236,6 +236,9 @@ enum State {
 }
 
 struct Parser {
+    /// Use the fast path for common statements (goal_fast.rs); off only
+    /// in the test that compares both paths.
+    fast: bool,
     state: State,
     num_ranks: Option<u32>,
     b: Option<ScheduleBuilder>,
@@ -244,7 +247,7 @@ struct Parser {
 }
 
 /// The GOAL keywords (never labels).
-fn is_keyword(w: &[u8]) -> bool {
+pub(crate) fn is_keyword(w: &[u8]) -> bool {
     matches!(
         w,
         b"num_ranks"
@@ -309,6 +312,7 @@ impl Labels {
 impl Parser {
     fn new() -> Self {
         Parser {
+            fast: true,
             state: State::Header,
             num_ranks: None,
             b: None,
@@ -318,6 +322,15 @@ impl Parser {
     }
 
     fn line(&mut self, s: &[u8]) -> PResult<()> {
+        if self.fast && !self.in_comment {
+            if let State::InBlock(_) = self.state {
+                if let Some(p) = crate::goal_fast::plan(s, self.num_ranks.unwrap_or(0)) {
+                    if self.apply(p) {
+                        return Ok(());
+                    }
+                }
+            }
+        }
         let mut lx = Lex::new(s, self.in_comment);
         let r = self.line_inner(&mut lx);
         // keep comment state even on success paths that stop early
@@ -411,6 +424,52 @@ impl Parser {
                     self.in_comment = lx.in_comment;
                     return Ok(());
                 }
+            }
+        }
+    }
+
+    /// Carry out a fast-path plan; false (and nothing changed) when the
+    /// general reader must handle the line (an undefined label, a builder
+    /// limit), so that it reports the problem in its words.
+    fn apply(&mut self, p: crate::goal_fast::Plan<'_>) -> bool {
+        use crate::goal_fast::Plan;
+        let b = self.b.as_mut().unwrap();
+        match p {
+            Plan::Op {
+                label,
+                kind,
+                size,
+                peer,
+                tag,
+            } => {
+                let op = Op {
+                    kind,
+                    size,
+                    peer: peer as u32,
+                    tag,
+                    cpu: 0,
+                    nic: 0,
+                };
+                match b.add_op(op) {
+                    Ok(off) => {
+                        if let Some(l) = label {
+                            self.labels.define(l, off);
+                        }
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
+            Plan::Dep {
+                dependent,
+                pred,
+                immediate,
+            } => {
+                let (Some(&a), Some(&p)) = (self.labels.get(dependent), self.labels.get(pred))
+                else {
+                    return false;
+                };
+                b.add_dep(a, p, immediate).is_ok()
             }
         }
     }
@@ -641,8 +700,13 @@ fn tag_value(col: usize, v: u64) -> PResult<u32> {
 pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Parses GOAL text from any reader. `name` is used in error messages.
-pub fn parse_reader<R: BufRead>(name: &str, mut r: R) -> Result<Schedule, LoadError> {
+pub fn parse_reader<R: BufRead>(name: &str, r: R) -> Result<Schedule, LoadError> {
+    parse_reader_with(name, r, true)
+}
+
+fn parse_reader_with<R: BufRead>(name: &str, mut r: R, fast: bool) -> Result<Schedule, LoadError> {
     let mut p = Parser::new();
+    p.fast = fast;
     let mut buf = Vec::with_capacity(256);
     let mut line_no: u64 = 0;
     let mut last_len = 0usize;
@@ -761,4 +825,142 @@ pub fn write_goal<W: Write>(s: &Schedule, w: &mut W) -> std::io::Result<()> {
         writeln!(w, "}}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    //! The fast path (goal_fast.rs) and the general reader build the same
+    //! schedule, or report the same error, on every line shape.
+    use super::*;
+    use proptest::prelude::*;
+
+    fn both(text: &str) -> (String, String) {
+        let show = |r: Result<Schedule, LoadError>| match r {
+            Ok(s) => {
+                let mut v = Vec::new();
+                write_goal(&s, &mut v).unwrap();
+                String::from_utf8(v).unwrap()
+            }
+            Err(e) => format!("error: {e}"),
+        };
+        (
+            show(parse_reader_with("t.goal", text.as_bytes(), true)),
+            show(parse_reader_with("t.goal", text.as_bytes(), false)),
+        )
+    }
+
+    /// One statement line from a menu of common and unusual shapes.
+    fn line() -> impl Strategy<Value = String> {
+        let label = prop_oneof![
+            Just("l1".to_string()),
+            Just("l2".to_string()),
+            Just("x_9".to_string()),
+            Just("send".to_string()),
+            Just("a_label_longer_than_fifteen".to_string()),
+            "[a-z][a-z0-9_]{0,5}",
+        ];
+        let num = prop_oneof![
+            Just("0".to_string()),
+            Just("3".to_string()),
+            Just("180".to_string()),
+            Just("4294967295".to_string()),
+            Just("18446744073709551616".to_string()),
+            Just("-1".to_string()),
+            (0u64..10).prop_map(|v| v.to_string()),
+        ];
+        let sp = prop_oneof![Just(" "), Just("  "), Just("\t"), Just("")];
+        let op = (
+            prop_oneof![Just("send"), Just("recv"), Just("calc"), Just("snd")],
+            num.clone(),
+            prop_oneof![Just("b"), Just("bytes"), Just("")],
+            prop_oneof![Just("to"), Just("from")],
+            num.clone(),
+            prop_oneof![
+                Just("".to_string()),
+                num.clone().prop_map(|t| format!(" tag {t}")),
+                Just(" cpu 1".to_string()),
+                Just(" tag 2 nic 1".to_string()),
+                Just(" // c".to_string()),
+                Just(" /* c */".to_string()),
+            ],
+            sp.clone(),
+        )
+            .prop_map(|(k, n, b, dir, p, tail, s)| {
+                if k == "calc" {
+                    format!("calc{s} {n}{tail}")
+                } else {
+                    format!("{k} {n}{s}{b} {dir}{s} {p}{tail}")
+                }
+            });
+        prop_oneof![
+            (label.clone(), sp.clone(), op.clone()).prop_map(|(l, s, o)| format!("{l}{s}:{s}{o}")),
+            op,
+            (
+                label.clone(),
+                prop_oneof![Just("requires"), Just("irequires"), Just("needs")],
+                label
+            )
+                .prop_map(|(a, k, b)| format!("{a} {k} {b}")),
+            Just("".to_string()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+        #[test]
+        fn fast_and_general_paths_agree(lines in proptest::collection::vec(line(), 0..12)) {
+            let mut text = String::from("num_ranks 4\nrank 0 {\nl1: calc 1\nl2: calc 2\n");
+            for l in &lines {
+                text.push_str(l);
+                text.push('\n');
+            }
+            text.push_str("}\nrank 1 {\n}\nrank 2 {\n}\nrank 3 {\n}\n");
+            let (fast, general) = both(&text);
+            prop_assert_eq!(fast, general, "{}", text);
+        }
+    }
+
+    #[test]
+    fn common_lines_take_the_fast_path() {
+        use crate::goal_fast::{plan, Plan};
+        use crate::schedule::Kind;
+        assert_eq!(
+            plan(b"s12: send 180b to 5 tag 12", 8),
+            Some(Plan::Op {
+                label: Some(b"s12"),
+                kind: Kind::Send,
+                size: 180,
+                peer: 5,
+                tag: 12
+            })
+        );
+        assert_eq!(
+            plan(b"recv 7 b from 0", 8),
+            Some(Plan::Op {
+                label: None,
+                kind: Kind::Recv,
+                size: 7,
+                peer: 0,
+                tag: 0
+            })
+        );
+        assert_eq!(
+            plan(b"s1 irequires r0", 8),
+            Some(Plan::Dep {
+                dependent: b"s1",
+                pred: b"r0",
+                immediate: true
+            })
+        );
+        // left to the general reader
+        for l in [
+            "send 1b to 8",
+            "recv 1b from -1",
+            "send 1b to 1 cpu 1",
+            "calc 5 // x",
+            "send 1b to 1 tag 4294967295",
+        ] {
+            assert_eq!(plan(l.as_bytes(), 8), None, "{l}");
+        }
+    }
 }

@@ -34,6 +34,7 @@ pub use ipc_proto::Time;
 pub mod binfmt;
 pub mod engine;
 pub mod goal;
+mod goal_fast;
 pub mod hash;
 pub mod matching;
 pub mod network;
