@@ -66,8 +66,6 @@ use crate::Time;
 use ibnet::params::{Params as FabParams, Timing};
 use ibnet::server::SetupArgs;
 use ibnet::topology::{self, NodeKind, PortRef, Topology, NO_ROUTE};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Command-line options of the fast backends (flow, penalty, lop).
 #[derive(clap::Args, Clone, Debug)]
@@ -422,7 +420,9 @@ pub struct FlowNet {
     /// per-host pseudo resources of the penalty layer (out then in).
     res_flows: Vec<Vec<u32>>,
     /// Events: (time, kind 0 = entry / 1 = completion, flow, gen).
-    heap: BinaryHeap<Reverse<(u64, u8, u32, u32)>>,
+    /// One pending event per flow: its entry (latency phase) or its
+    /// completion (active), ordered by (time, flow).
+    heap: IdxHeap,
     now: u64,
     layer: Option<Box<dyn Bounds>>,
     nres: usize,
@@ -436,6 +436,9 @@ pub struct FlowNet {
     mark_res: Vec<u32>,
     mark_flow: Vec<u32>,
     epoch: u32,
+    flow_pos: Vec<u32>,
+    res_rem: Vec<f64>,
+    res_cnt: Vec<u32>,
 }
 
 impl FlowNet {
@@ -465,7 +468,7 @@ impl FlowNet {
             route_of: FastMap::default(),
             flows: Vec::new(),
             res_flows: vec![Vec::new(); nres + extra],
-            heap: BinaryHeap::new(),
+            heap: IdxHeap::default(),
             now: 0,
             layer,
             nres,
@@ -477,6 +480,9 @@ impl FlowNet {
             mark_res: vec![0; nres + extra],
             mark_flow: Vec::new(),
             epoch: 0,
+            flow_pos: Vec::new(),
+            res_rem: Vec::new(),
+            res_cnt: Vec::new(),
         }
     }
 
@@ -526,33 +532,19 @@ impl FlowNet {
     /// Apply every event at the earliest instant `<= limit`; returns the
     /// instant and the completions (flow ids) or None.
     fn step_instant(&mut self, limit: u64) -> Option<(u64, Vec<u32>)> {
-        let t = loop {
-            let &Reverse((t, kind, f, gen)) = self.heap.peek()?;
-            if kind == 1 {
-                let fl = &self.flows[f as usize];
-                if fl.gen != gen || fl.st != St::Active {
-                    self.heap.pop();
-                    continue;
-                }
-            }
-            break t;
-        };
+        let (t, _) = self.heap.peek()?;
         if t > limit {
             return None;
         }
         let mut changed: Vec<u32> = Vec::new();
         let mut done: Vec<u32> = Vec::new();
         let mut res = Vec::new();
-        while let Some(&Reverse((t2, kind, f, gen))) = self.heap.peek() {
+        while let Some((t2, f)) = self.heap.peek() {
             if t2 != t {
                 break;
             }
             self.heap.pop();
-            let fl = &self.flows[f as usize];
-            if kind == 1 {
-                if fl.gen != gen || fl.st != St::Active {
-                    continue;
-                }
+            if self.flows[f as usize].st == St::Active {
                 // completes: leaves its resources
                 self.flow_res(f, &mut res);
                 for &r in &res {
@@ -677,115 +669,95 @@ impl FlowNet {
             }
             self.layer = Some(layer);
         }
-        // progressive filling
+        // progressive filling: per resource its remaining capacity and
+        // unfrozen flows (scratch arrays indexed by resource); each round
+        // freezes the flows of the tightest resource (lowest id on ties)
+        // or the flows whose bound is lower, scanning the component's
+        // resources (few distinct levels in practice; no heap churn)
         let n = comp.len();
         let mut rate = vec![0.0f64; n];
         let mut frozen = vec![false; n];
-        let mut pos: FastMap<u32, usize> = FastMap::default();
-        for (i, &f) in comp.iter().enumerate() {
-            pos.insert(f, i);
+        if self.flow_pos.len() < self.flows.len() {
+            self.flow_pos.resize(self.flows.len(), 0);
         }
-        let mut rem: FastMap<u32, (f64, u32)> = FastMap::default();
+        for (i, &f) in comp.iter().enumerate() {
+            self.flow_pos[f as usize] = i as u32;
+        }
+        let nr = self.res_flows.len();
+        if self.res_rem.len() < nr {
+            self.res_rem.resize(nr, 0.0);
+            self.res_cnt.resize(nr, 0);
+        }
+        let mut live: Vec<u32> = Vec::with_capacity(comp_res.len());
         for &r in &comp_res {
             let cnt = self.res_flows[r as usize].len() as u32;
-            rem.insert(r, (self.cap_of(r), cnt));
+            let c = self.cap_of(r);
+            self.res_rem[r as usize] = c;
+            self.res_cnt[r as usize] = cnt;
+            if cnt > 0 && c.is_finite() {
+                live.push(r);
+            }
         }
-        // bound order: flows sorted by bound
         let mut by_bound: Vec<usize> = (0..n)
             .filter(|&i| bounds.get(i).is_some_and(|b| b.is_finite()))
             .collect();
         by_bound.sort_by(|&a, &b| bounds[a].total_cmp(&bounds[b]).then(a.cmp(&b)));
         let mut bi = 0;
         let mut left = n;
-        // heap of (share, resource) with lazy invalidation by count
-        struct Key(f64, u32, u32);
-        impl PartialEq for Key {
-            fn eq(&self, o: &Self) -> bool {
-                self.cmp(o) == std::cmp::Ordering::Equal
-            }
-        }
-        impl Eq for Key {}
-        impl PartialOrd for Key {
-            fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-                Some(self.cmp(o))
-            }
-        }
-        impl Ord for Key {
-            fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-                self.0
-                    .total_cmp(&o.0)
-                    .then(self.1.cmp(&o.1))
-                    .then(self.2.cmp(&o.2))
-            }
-        }
-        let mut h: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
-        for &r in &comp_res {
-            let (c, k) = rem[&r];
-            if k > 0 && c.is_finite() {
-                h.push(Reverse(Key(c / k as f64, r, k)));
-            }
-        }
+        let mut to_freeze: Vec<usize> = Vec::new();
         while left > 0 {
-            // smallest valid link share
+            // tightest live resource
             let mut share = f64::INFINITY;
             let mut link = None;
-            while let Some(Reverse(Key(s, r, k))) = h.peek() {
-                let (_, kk) = rem[r];
-                if *k != kk || kk == 0 {
-                    h.pop();
-                    continue;
+            live.retain(|&r| self.res_cnt[r as usize] > 0);
+            for &r in &live {
+                let s = self.res_rem[r as usize] / self.res_cnt[r as usize] as f64;
+                if s < share {
+                    share = s;
+                    link = Some(r);
                 }
-                share = *s;
-                link = Some(*r);
-                break;
             }
             while bi < by_bound.len() && frozen[by_bound[bi]] {
                 bi += 1;
             }
-            let to_freeze: Vec<usize> = if bi < by_bound.len() && bounds[by_bound[bi]] <= share {
+            to_freeze.clear();
+            if bi < by_bound.len() && bounds[by_bound[bi]] <= share {
                 let b = bounds[by_bound[bi]];
-                let mut v = Vec::new();
                 while bi < by_bound.len() && (frozen[by_bound[bi]] || bounds[by_bound[bi]] == b) {
                     if !frozen[by_bound[bi]] {
-                        v.push(by_bound[bi]);
+                        to_freeze.push(by_bound[bi]);
                     }
                     bi += 1;
                 }
-                for &i in &v {
+                for &i in &to_freeze {
                     rate[i] = b;
                 }
-                v
             } else if let Some(r) = link {
-                h.pop();
-                let v: Vec<usize> = self.res_flows[r as usize]
-                    .iter()
-                    .map(|f| pos[f])
-                    .filter(|&i| !frozen[i])
-                    .collect();
-                for &i in &v {
-                    rate[i] = share;
+                for &f in &self.res_flows[r as usize] {
+                    let i = self.flow_pos[f as usize] as usize;
+                    if !frozen[i] {
+                        to_freeze.push(i);
+                        rate[i] = share;
+                    }
                 }
-                v
             } else {
                 // unconstrained (only infinite resources and no bound):
-                // cannot happen with real links; give the host rate
-                let v: Vec<usize> = (0..n).filter(|&i| !frozen[i]).collect();
-                for &i in &v {
-                    rate[i] = self.topo.link_cap;
+                // cannot happen with real links; give the link rate
+                for i in 0..n {
+                    if !frozen[i] {
+                        to_freeze.push(i);
+                        rate[i] = self.topo.link_cap;
+                    }
                 }
-                v
-            };
+            }
             for &i in &to_freeze {
                 frozen[i] = true;
                 left -= 1;
                 self.flow_res(comp[i], &mut tmp);
                 for &r in &tmp {
-                    let e = rem.get_mut(&r).expect("resource of the component");
-                    e.0 = (e.0 - rate[i]).max(0.0);
-                    e.1 -= 1;
-                    if e.1 > 0 && e.0.is_finite() {
-                        h.push(Reverse(Key(e.0 / e.1 as f64, r, e.1)));
-                    }
+                    let r = r as usize;
+                    self.res_rem[r] = (self.res_rem[r] - rate[i]).max(0.0);
+                    self.res_cnt[r] -= 1;
                 }
             }
         }
@@ -802,8 +774,7 @@ impl FlowNet {
             } else {
                 ceil_ps(fl.remaining / fl.rate)
             };
-            self.heap
-                .push(Reverse((t.saturating_add(dt), 1, f, fl.gen)));
+            self.heap.set(f, t.saturating_add(dt));
         }
     }
 
@@ -818,17 +789,7 @@ impl FlowNet {
     }
 
     fn next_event(&mut self) -> u64 {
-        while let Some(&Reverse((t, kind, f, gen))) = self.heap.peek() {
-            if kind == 1 {
-                let fl = &self.flows[f as usize];
-                if fl.gen != gen || fl.st != St::Active {
-                    self.heap.pop();
-                    continue;
-                }
-            }
-            return t;
-        }
-        u64::MAX
+        self.heap.peek().map_or(u64::MAX, |(t, _)| t)
     }
 
     /// Arrival time of a finished flow (for tests and tools).
@@ -894,7 +855,7 @@ impl Network for FlowNet {
             entry,
             arrival: 0,
         });
-        self.heap.push(Reverse((entry, 0, f, 0)));
+        self.heap.set(f, entry);
         Ok(f as Handle)
     }
 
@@ -977,4 +938,88 @@ pub fn build(
 ) -> Result<FlowNet, String> {
     let topo = FlowTopology::build(fabric, fast, num_ranks)?;
     Ok(FlowNet::new(topo, exact, None))
+}
+
+/// A binary min-heap of flows keyed by (time, flow id), with one entry per
+/// flow that can be moved in place (no stale entries).
+#[derive(Clone, Debug, Default)]
+struct IdxHeap {
+    heap: Vec<u32>,
+    /// Position of each flow in `heap` (u32::MAX: absent).
+    pos: Vec<u32>,
+    key: Vec<u64>,
+}
+
+impl IdxHeap {
+    #[inline]
+    fn k(&self, f: u32) -> (u64, u32) {
+        (self.key[f as usize], f)
+    }
+    fn peek(&self) -> Option<(u64, u32)> {
+        self.heap.first().map(|&f| self.k(f))
+    }
+    fn set(&mut self, f: u32, t: u64) {
+        let i = f as usize;
+        if self.pos.len() <= i {
+            self.pos.resize(i + 1, u32::MAX);
+            self.key.resize(i + 1, 0);
+        }
+        self.key[i] = t;
+        if self.pos[i] == u32::MAX {
+            self.heap.push(f);
+            self.pos[i] = self.heap.len() as u32 - 1;
+        }
+        let p = self.pos[i] as usize;
+        self.up(p);
+        let p = self.pos[i] as usize;
+        self.down(p);
+    }
+    fn pop(&mut self) -> Option<u32> {
+        let top = *self.heap.first()?;
+        let last = self.heap.pop().expect("non-empty");
+        self.pos[top as usize] = u32::MAX;
+        if last != top {
+            self.heap[0] = last;
+            self.pos[last as usize] = 0;
+            self.down(0);
+        }
+        Some(top)
+    }
+    fn up(&mut self, mut p: usize) {
+        while p > 0 {
+            let q = (p - 1) / 2;
+            if self.k(self.heap[p]) < self.k(self.heap[q]) {
+                self.swap(p, q);
+                p = q;
+            } else {
+                break;
+            }
+        }
+    }
+    fn down(&mut self, mut p: usize) {
+        let n = self.heap.len();
+        loop {
+            let l = 2 * p + 1;
+            if l >= n {
+                break;
+            }
+            let r = l + 1;
+            let c = if r < n && self.k(self.heap[r]) < self.k(self.heap[l]) {
+                r
+            } else {
+                l
+            };
+            if self.k(self.heap[c]) < self.k(self.heap[p]) {
+                self.swap(p, c);
+                p = c;
+            } else {
+                break;
+            }
+        }
+    }
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.pos[self.heap[a] as usize] = a as u32;
+        self.pos[self.heap[b] as usize] = b as u32;
+    }
 }
