@@ -362,7 +362,7 @@ fn bad_parameters_are_clear_errors() {
         ),
         (
             vec!["--network", "flow", "--set", "link_speed=abc"],
-            "--set link_speed=abc",
+            "parameter `link_speed`: `abc`",
         ),
         (
             vec!["--network", "lop", "--lop-L", "1,2"],
