@@ -419,6 +419,12 @@ pub struct FlowNet {
     /// Active flows per resource; resources >= topo.cap.len() are the
     /// per-host pseudo resources of the penalty layer (out then in).
     res_flows: Vec<Vec<u32>>,
+    /// Parallel to `res_flows`: which of the flow's resources (its index
+    /// in `flow_res`) the entry is, to fix `fpos` after a swap_remove.
+    res_k: Vec<Vec<u8>>,
+    /// Per flow, from `foff[f]`: its position in each of its resources' lists.
+    fpos: Vec<u32>,
+    foff: Vec<u32>,
     /// Events: (time, kind 0 = entry / 1 = completion, flow, gen).
     /// One pending event per flow: its entry (latency phase) or its
     /// completion (active), ordered by (time, flow).
@@ -468,6 +474,9 @@ impl FlowNet {
             route_of: FastMap::default(),
             flows: Vec::new(),
             res_flows: vec![Vec::new(); nres + extra],
+            res_k: vec![Vec::new(); nres + extra],
+            fpos: Vec::new(),
+            foff: Vec::new(),
             heap: IdxHeap::default(),
             now: 0,
             layer,
@@ -547,10 +556,17 @@ impl FlowNet {
             if self.flows[f as usize].st == St::Active {
                 // completes: leaves its resources
                 self.flow_res(f, &mut res);
-                for &r in &res {
+                let off = self.foff[f as usize] as usize;
+                for (k, &r) in res.iter().enumerate() {
+                    let p = self.fpos[off + k] as usize;
                     let v = &mut self.res_flows[r as usize];
-                    if let Some(p) = v.iter().position(|&x| x == f) {
-                        v.swap_remove(p);
+                    let vk = &mut self.res_k[r as usize];
+                    debug_assert_eq!(v[p], f);
+                    v.swap_remove(p);
+                    vk.swap_remove(p);
+                    if p < v.len() {
+                        let (g, kg) = (v[p], vk[p]);
+                        self.fpos[self.foff[g as usize] as usize + kg as usize] = p as u32;
                     }
                 }
                 let fl = &mut self.flows[f as usize];
@@ -563,8 +579,13 @@ impl FlowNet {
             } else {
                 // enters the bandwidth phase
                 self.flow_res(f, &mut res);
-                for &r in &res {
-                    self.res_flows[r as usize].push(f);
+                let off = self.fpos.len() as u32;
+                self.foff[f as usize] = off;
+                for (k, &r) in res.iter().enumerate() {
+                    let v = &mut self.res_flows[r as usize];
+                    self.fpos.push(v.len() as u32);
+                    v.push(f);
+                    self.res_k[r as usize].push(k as u8);
                 }
                 let fl = &mut self.flows[f as usize];
                 fl.st = St::Active;
@@ -631,8 +652,7 @@ impl FlowNet {
         if comp.is_empty() {
             return;
         }
-        comp.sort_unstable();
-        comp_res.sort_unstable();
+        // (the BFS order is deterministic: no sort needed)
         self.solves += 1;
         self.solved_flows += comp.len() as u64;
         // bring remaining bytes to t
@@ -855,6 +875,7 @@ impl Network for FlowNet {
             entry,
             arrival: 0,
         });
+        self.foff.push(0);
         self.heap.set(f, entry);
         Ok(f as Handle)
     }
