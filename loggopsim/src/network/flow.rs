@@ -425,6 +425,10 @@ pub struct FlowNet {
     /// Per flow, from `foff[f]`: its position in each of its resources' lists.
     fpos: Vec<u32>,
     foff: Vec<u32>,
+    /// Per flow, from `foff[f]`, `flen[f]` entries: its resources
+    /// (`flow_res`, recorded when it enters the bandwidth phase).
+    fres: Vec<u32>,
+    flen: Vec<u8>,
     /// Events: (time, kind 0 = entry / 1 = completion, flow, gen).
     /// One pending event per flow: its entry (latency phase) or its
     /// completion (active), ordered by (time, flow).
@@ -477,6 +481,8 @@ impl FlowNet {
             res_k: vec![Vec::new(); nres + extra],
             fpos: Vec::new(),
             foff: Vec::new(),
+            fres: Vec::new(),
+            flen: Vec::new(),
             heap: IdxHeap::default(),
             now: 0,
             layer,
@@ -581,6 +587,8 @@ impl FlowNet {
                 self.flow_res(f, &mut res);
                 let off = self.fpos.len() as u32;
                 self.foff[f as usize] = off;
+                self.flen[f as usize] = res.len() as u8;
+                self.fres.extend_from_slice(&res);
                 for (k, &r) in res.iter().enumerate() {
                     let v = &mut self.res_flows[r as usize];
                     self.fpos.push(v.len() as u32);
@@ -640,8 +648,8 @@ impl FlowNet {
                 }
                 self.mark_flow[f as usize] = ep;
                 comp.push(f);
-                self.flow_res(f, &mut tmp);
-                for &r2 in &tmp {
+                let off = self.foff[f as usize] as usize;
+                for &r2 in &self.fres[off..off + self.flen[f as usize] as usize] {
                     if self.mark_res[r2 as usize] != ep {
                         self.mark_res[r2 as usize] = ep;
                         res_stack.push(r2);
@@ -773,8 +781,9 @@ impl FlowNet {
             for &i in &to_freeze {
                 frozen[i] = true;
                 left -= 1;
-                self.flow_res(comp[i], &mut tmp);
-                for &r in &tmp {
+                let f = comp[i] as usize;
+                let off = self.foff[f] as usize;
+                for &r in &self.fres[off..off + self.flen[f] as usize] {
                     let r = r as usize;
                     self.res_rem[r] = (self.res_rem[r] - rate[i]).max(0.0);
                     self.res_cnt[r] -= 1;
@@ -876,6 +885,7 @@ impl Network for FlowNet {
             arrival: 0,
         });
         self.foff.push(0);
+        self.flen.push(0);
         self.heap.set(f, entry);
         Ok(f as Handle)
     }
