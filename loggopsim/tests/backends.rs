@@ -403,3 +403,55 @@ fn min_latency_is_a_lower_bound() {
     assert_eq!(n.min_latency(), Time(100_000));
     let _ = parse_str; // (schedules are read from files here)
 }
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// Random flows on H8_S2 (thesis-ddr): every arrival lies between
+        /// its uncontended time (latency + size x 500 ps/B) and the time
+        /// at 1/N of the link rate (N flows); exact notification and the
+        /// poll answers agree.
+        #[test]
+        fn arrivals_within_bounds(
+            flows in proptest::collection::vec((0u64..2_000_000, 0u32..8, 0u32..8, 0u64..20_000), 1..24)
+        ) {
+            let mut fl = flows.clone();
+            fl.sort_by_key(|f| f.0);
+            let topo = FlowTopology::build(&setup("H8_S2"), &FastArgs::default(), 8).unwrap();
+            let mut a = FlowNet::new(topo.clone(), true, None);
+            for &(t, s, d, b) in &fl {
+                a.insert(Time(t), s, d, b, 0).unwrap();
+            }
+            let arr = a.drain();
+            let n = fl.len() as u64;
+            for (i, &(t, s, d, b)) in fl.iter().enumerate() {
+                let lat = topo.route(s, d).unwrap().latency;
+                prop_assert!(arr[i].0 >= t + lat + b * 500, "{i}: {:?}", arr[i]);
+                prop_assert!(arr[i].0 <= t + lat + b * 500 * n + 1, "{i}: {:?}", arr[i]);
+            }
+            // poll: query each message at its arrival (in time order)
+            let mut p = FlowNet::new(topo, false, None);
+            for &(t, s, d, b) in &fl {
+                p.insert(Time(t), s, d, b, 0).unwrap();
+            }
+            let mut order: Vec<usize> = (0..fl.len()).collect();
+            order.sort_by_key(|&i| (arr[i], i));
+            let last_insert = fl.last().unwrap().0;
+            for i in order {
+                let now = arr[i].max(Time(last_insert));
+                let q = p.query(Time(fl[i].0), now, 0, 0, 0, i as u64).unwrap();
+                prop_assert_eq!(q, arr[i]);
+            }
+        }
+
+        /// The LoP parameter lists never panic on arbitrary text.
+        #[test]
+        fn lop_lists_never_panic(s in ".{0,40}") {
+            let a = FastArgs { lop_l: Some(s.clone()), lop_o: Some(s), ..FastArgs::default() };
+            let _ = loggopsim::network::lop::build(&a, 4);
+        }
+    }
+}
