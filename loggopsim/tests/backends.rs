@@ -232,9 +232,15 @@ const ALL: [&str; 5] = ["loggp", "lop", "penalty", "flow", "onepiece"];
 fn every_backend_on_the_thesis_schedules() {
     let dir = tempfile::tempdir().unwrap();
     let ltest = data("thesis/ltest/ltest.goal");
+    let ring = data("thesis/ringtest/ringtest_durations.goal");
     let diss = gen("dissemination", 16, 8, dir.path());
     let a2a = gen("linear_alltoall", 8, 4096, dir.path());
-    for (path, topo) in [(&ltest, "H8_S1"), (&diss, "fattree:16"), (&a2a, "H8_S2")] {
+    for (path, topo) in [
+        (&ltest, "H8_S1"),
+        (&ring, "H8_S1"),
+        (&diss, "fattree:16"),
+        (&a2a, "H8_S2"),
+    ] {
         let mut ranks = 0;
         let base = run(path, "loggp", topo);
         for kind in ALL {

@@ -24,8 +24,9 @@
 //!   export): a link direction leaving a switch has ISW + VSW, a link
 //!   direction leaving an HCA has 0.
 //! - correction factors (SimGrid's `network/latency-factor` and
-//!   `network/bandwidth-factor`): latency x `latency_factor`, rounded to
-//!   the nearest ps; every capacity x `bandwidth_factor`.
+//!   `network/bandwidth-factor`): each switch hop's latency x
+//!   `latency_factor`, rounded to the nearest ps; every capacity x
+//!   `bandwidth_factor`.
 //!
 //! Incremental solving: the rates change only when a flow enters the
 //! bandwidth phase or completes. All such events of one instant are
