@@ -440,6 +440,7 @@ pub struct FlowNet {
     nhosts: u32,
     // counters
     solves: u64,
+    fill_rounds: u64,
     solved_flows: u64,
     max_active: u64,
     active: u64,
@@ -490,6 +491,7 @@ impl FlowNet {
             nres,
             nhosts,
             solves: 0,
+            fill_rounds: 0,
             solved_flows: 0,
             max_active: 0,
             active: 0,
@@ -735,6 +737,7 @@ impl FlowNet {
         let mut left = n;
         let mut to_freeze: Vec<usize> = Vec::new();
         while left > 0 {
+            self.fill_rounds += 1;
             // tightest live resource
             let mut share = f64::INFINITY;
             let mut link = None;
@@ -955,6 +958,7 @@ impl Network for FlowNet {
         vec![
             ("messages".into(), self.flows.len() as u64),
             ("solves".into(), self.solves),
+            ("fill_rounds".into(), self.fill_rounds),
             ("solved_flows".into(), self.solved_flows),
             ("max_active_flows".into(), self.max_active),
         ]
