@@ -67,7 +67,7 @@ impl Fun {
     /// In ps, rounded to nearest; negative values are an error.
     pub fn eval_ps(&self, p: u32) -> Result<u64, String> {
         let v = self.eval_us(p) * 1e6;
-        if !(v.is_finite() && v >= 0.0 && v < 1e18) {
+        if !(v.is_finite() && (0.0..1e18).contains(&v)) {
             return Err(format!(
                 "{self:?} at p = {p} is {} us, not a time >= 0",
                 v / 1e6
@@ -260,19 +260,25 @@ mod tests {
 
     #[test]
     fn bad_parameters_are_clear() {
-        let mut a = super::super::flow::FastArgs::default();
-        a.lop_set = "nope".into();
+        let a = super::super::flow::FastArgs {
+            lop_set: "nope".into(),
+            ..Default::default()
+        };
         assert!(build(&a, 2)
             .err()
             .unwrap()
             .contains("--lop-set nope: unknown"));
-        let mut a = super::super::flow::FastArgs::default();
-        a.lop_l = Some("1,2".into());
+        let mut a = super::super::flow::FastArgs {
+            lop_l: Some("1,2".into()),
+            ..Default::default()
+        };
         assert!(build(&a, 2).err().unwrap().contains("expected 6"));
         a.lop_l = Some("-5,0,1,0,0,0".into());
         assert!(build(&a, 2).err().unwrap().contains("not a time >= 0"));
-        let mut a = super::super::flow::FastArgs::default();
-        a.lop_g = "xyz".into();
+        let a = super::super::flow::FastArgs {
+            lop_g: "xyz".into(),
+            ..Default::default()
+        };
         assert!(build(&a, 2).err().unwrap().contains("--lop-G xyz"));
     }
 }

@@ -288,7 +288,8 @@ mod tests {
     /// Fig. 2's four graphs (penalties printed in the paper's text).
     #[test]
     fn fig2_penalties() {
-        let cases: [(&[(u32, u32)], &[f64]); 3] = [
+        type Case<'a> = (&'a [(u32, u32)], &'a [f64]);
+        let cases: [Case; 3] = [
             (&[(0, 1), (0, 2), (0, 3)], &[3.0, 3.0, 3.0]),
             (
                 &[(0, 1), (0, 2), (0, 3), (3, 1), (3, 2)],
@@ -348,8 +349,8 @@ mod tests {
         // a after step 2: m - t1/(3.5 alpha) - (t2 - t1)/(3.5 alpha)
         let left = M as f64 - t2 as f64 / (3.5 * 510.5);
         let t3 = t2 + (left * 3.0 * 510.5).ceil() as u64;
-        for h in 0..3 {
-            assert!(t[h].abs_diff(1 + t3) <= 1, "{} vs {}", t[h], 1 + t3);
+        for &th in &t[..3] {
+            assert!(th.abs_diff(1 + t3) <= 1, "{th} vs {}", 1 + t3);
         }
         for (got, paper) in [(t[5], 0.016059), (t[3], 0.0297984), (t[0], 0.0363749)] {
             let s = got as f64 * 1e-12;
