@@ -736,17 +736,25 @@ impl FlowNet {
         let mut bi = 0;
         let mut left = n;
         let mut to_freeze: Vec<usize> = Vec::new();
+        let mut tight: Vec<u32> = Vec::new();
         while left > 0 {
             self.fill_rounds += 1;
             // tightest live resource
+            // (all resources at the minimal share saturate together: one
+            // round freezes the flows of every one of them)
             let mut share = f64::INFINITY;
             let mut link = None;
+            tight.clear();
             live.retain(|&r| self.res_cnt[r as usize] > 0);
             for &r in &live {
                 let s = self.res_rem[r as usize] / self.res_cnt[r as usize] as f64;
                 if s < share {
                     share = s;
                     link = Some(r);
+                    tight.clear();
+                    tight.push(r);
+                } else if s == share {
+                    tight.push(r);
                 }
             }
             while bi < by_bound.len() && frozen[by_bound[bi]] {
@@ -764,13 +772,19 @@ impl FlowNet {
                 for &i in &to_freeze {
                     rate[i] = b;
                 }
-            } else if let Some(r) = link {
-                for &f in &self.res_flows[r as usize] {
-                    let i = self.flow_pos[f as usize] as usize;
-                    if !frozen[i] {
-                        to_freeze.push(i);
-                        rate[i] = share;
+            } else if link.is_some() {
+                for &r in &tight {
+                    for &f in &self.res_flows[r as usize] {
+                        let i = self.flow_pos[f as usize] as usize;
+                        if !frozen[i] {
+                            frozen[i] = true;
+                            to_freeze.push(i);
+                            rate[i] = share;
+                        }
                     }
+                }
+                for &i in &to_freeze {
+                    frozen[i] = false;
                 }
             } else {
                 // unconstrained (only infinite resources and no bound):
