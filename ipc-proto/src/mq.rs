@@ -116,8 +116,7 @@ impl MqTransport {
             }
             n += 1;
             if n > 2 {
-                let yield_cpu =
-                    self.yield_cpu || start.elapsed() >= crate::transport::PURE_SPIN;
+                let yield_cpu = self.yield_cpu || start.elapsed() >= crate::transport::PURE_SPIN;
                 crate::transport::spin_pause(yield_cpu);
             }
         }

@@ -274,8 +274,14 @@ fn make_network(a: &SimArgs, num_ranks: u32) -> anyhow::Result<Box<dyn Network>>
                 NetworkKind::Penalty => "penalty",
                 _ => "lop",
             };
-            loggopsim::network::fast::build(kind, &a.cosim.fabric, &a.fast, a.cosim.protocol, num_ranks)
-                .map_err(|e| Exit(2, e))?
+            loggopsim::network::fast::build(
+                kind,
+                &a.cosim.fabric,
+                &a.fast,
+                a.cosim.protocol,
+                num_ranks,
+            )
+            .map_err(|e| Exit(2, e))?
         }
     })
 }

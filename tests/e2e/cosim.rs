@@ -734,7 +734,10 @@ fn a_hung_side_is_detected_within_the_stall_limit() {
         );
         // 1 s stall limit + heartbeat and liveness periods + the
         // supervisor's 2 s grace before it kills the hung side.
-        assert!(took < Duration::from_secs(12), "{transport}: took {took:?}: {err}");
+        assert!(
+            took < Duration::from_secs(12),
+            "{transport}: took {took:?}: {err}"
+        );
         assert!(
             !Path::new(&format!("/proc/{f}")).exists()
                 || std::fs::read_to_string(format!("/proc/{f}/stat"))

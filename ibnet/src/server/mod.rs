@@ -44,8 +44,8 @@ pub use stats::ServerStats;
 
 use crate::engine::{Fabric, FabricError, MsgId, RunOutcome};
 use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
-use std::cmp::Reverse;
 use rustc_hash::FxHashMap as HashMap;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Write;
 
