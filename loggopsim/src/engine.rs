@@ -444,6 +444,10 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     /// grant, lowered by each insert to t + `min_lat`)
     granted: u64,
     min_lat: u64,
+    /// Hand a message to the network after the sender's overhead o
+    /// (t + o, the thesis's chapter-4 integration) instead of at the start
+    /// of the send (t, chapter 5 and the default).
+    insert_after_o: bool,
     /// exact mode: waits that returned a grant only / arrivals
     exact_grants: u64,
     max_arrival_lag: u64,
@@ -546,6 +550,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             late_arrivals: 0,
             granted: u64::MAX,
             min_lat,
+            insert_after_o: false,
             exact_grants: 0,
             max_arrival_lag: 0,
             seq,
@@ -572,6 +577,12 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     /// Adds CPU noise (only used when set).
     pub fn set_noise(&mut self, noise: Noise) {
         self.noise = Some(noise);
+    }
+    /// `--insert-at after-o`: insert each message into the network at
+    /// t + o instead of t (see the field's docs). Every backend accepts
+    /// future insert times; the exact protocol's grant uses the insert time.
+    pub fn set_insert_after_o(&mut self, on: bool) {
+        self.insert_after_o = on;
     }
     pub fn params(&self) -> &Params {
         &self.params
@@ -1153,9 +1164,16 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let msg_time = add(add(v(t), v(o)), v(p.l)).ok_or_else(ovf)?;
         self.nexto[ci] = end;
         self.nextgs[ni] = gs;
+        // when the network gets the message: the start of the send, or
+        // after the sender's overhead o (--insert-at after-o)
+        let t_ins = if self.insert_after_o {
+            add(v(t), v(o)).ok_or_else(ovf)?
+        } else {
+            t
+        };
         let handle = self
             .net
-            .insert(Time(t), ev.host, op.peer, op.size, op.tag)?;
+            .insert(Time(t_ins), ev.host, op.peer, op.size, op.tag)?;
         if T::ACTIVE {
             self.tracer.event(&TraceEvent::Send {
                 host: ev.host,
@@ -1215,8 +1233,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
             SyncMode::Exact => {
                 self.waiting.insert(handle, (slot, seq));
-                // the new message arrives no earlier than t + min latency
-                self.granted = self.granted.min(t.saturating_add(self.min_lat));
+                // the new message arrives no earlier than its insert time
+                // plus the network's minimum latency
+                self.granted = self.granted.min(t_ins.saturating_add(self.min_lat));
             }
         }
         if eager {

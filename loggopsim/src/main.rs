@@ -143,6 +143,17 @@ struct SimArgs {
     /// seconds computed as if times were ns) instead of the native one with units.
     #[arg(long = "loggopsim-output")]
     loggopsim_output: bool,
+    /// When a send hands its message to the network: at the start of the
+    /// send (`start`, the default, the thesis's chapter 5) or after the
+    /// sender's overhead o (`after-o`, the thesis's chapter-4 integration).
+    /// The LogGP backend computes arrivals from t + o + L either way.
+    #[arg(
+        long = "insert-at",
+        value_enum,
+        default_value = "start",
+        value_name = "WHEN"
+    )]
+    insert_at: InsertAt,
     /// CPU noise trace (lines `start<TAB>duration`).
     #[arg(long = "noise-trace", value_name = "FILE")]
     noise_trace: Option<PathBuf>,
@@ -469,6 +480,16 @@ fn check_fabric_sizes(
     Ok(())
 }
 
+/// `--insert-at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum InsertAt {
+    /// at the start of the send (t)
+    Start,
+    /// after the sender's overhead (t + o)
+    #[value(name = "after-o")]
+    AfterO,
+}
+
 fn run<T: Tracer>(
     mut sim: Sim<Box<dyn Network>, T>,
     a: &SimArgs,
@@ -478,6 +499,7 @@ fn run<T: Tracer>(
     if let Some(n) = noise {
         sim.set_noise(n);
     }
+    sim.set_insert_after_o(a.insert_at == InsertAt::AfterO);
     use std::io::IsTerminal;
     let tty = std::io::stderr().is_terminal();
     let bar = (a.progress && tty).then(|| {
