@@ -747,3 +747,39 @@ fn sync_p2p_leaves_wildcard_receivers_alone() {
     assert!(rank0.contains(": calc 40000000\n"), "{rank0}");
     assert!(!rank0.contains(": calc 20000000\n"), "{rank0}");
 }
+
+/// Issue 18: a work directory whose path contains `-0` (e.g. `run-0/`) must
+/// not confuse the trace naming: only the file name's `-0` is replaced.
+#[test]
+fn trace_names_replace_the_file_names_rank_only() {
+    use schedgen::trace::trace_file_names;
+    let p = std::path::Path::new("/tmp/run-0/job-00/pmpi-trace-rank-0.txt");
+    assert_eq!(
+        trace_file_names(p, 3).unwrap(),
+        PathBuf::from("/tmp/run-0/job-00/pmpi-trace-rank-3.txt")
+    );
+    assert_eq!(
+        trace_file_names(std::path::Path::new("t-0.txt"), 12).unwrap(),
+        PathBuf::from("t-12.txt")
+    );
+    let err = trace_file_names(std::path::Path::new("/x-0/trace.txt"), 1)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("exactly once (found 0)"), "{err}");
+    // and a whole translation from such a directory works
+    let ex = example_dir();
+    let sub = ex.path().join("work-0");
+    std::fs::create_dir(&sub).unwrap();
+    for r in 0..2 {
+        let n = format!("pmpi-trace-rank-{r}.txt");
+        std::fs::copy(ex.path().join(&n), sub.join(&n)).unwrap();
+    }
+    let direct = translate(
+        &ex.path().join("pmpi-trace-rank-0.txt"),
+        &TraceOptions::default(),
+    )
+    .unwrap();
+    let r = translate(&sub.join("pmpi-trace-rank-0.txt"), &TraceOptions::default());
+    assert!(r.is_ok(), "{:?}", r.err());
+    assert_eq!(r.unwrap().files.len(), direct.files.len());
+}

@@ -90,10 +90,18 @@ pub struct Translation {
 }
 
 /// File name of rank `h` given rank 0's name (4.1): the `-0...` run is
-/// replaced by `-h`. Errors if `-0` does not occur exactly once or the name
-/// is a `.bz2` file.
+/// replaced by `-h`. Errors if `-0` does not occur exactly once in the file
+/// name (the directory may contain any, e.g. `/tmp/run-0/`) or the name is a
+/// `.bz2` file.
 pub fn trace_file_names(first: &Path, h: usize) -> Result<PathBuf, TraceError> {
-    let s = first.to_string_lossy();
+    let Some(name) = first.file_name() else {
+        return Err(TraceError::File {
+            file: first.to_path_buf(),
+            msg: "not a file name".into(),
+        });
+    };
+    let dir = first.parent().unwrap_or(Path::new(""));
+    let s = name.to_string_lossy();
     if s.contains(".bz2") {
         return Err(TraceError::File {
             file: first.to_path_buf(),
@@ -105,7 +113,7 @@ pub fn trace_file_names(first: &Path, h: usize) -> Result<PathBuf, TraceError> {
         return Err(TraceError::File {
             file: first.to_path_buf(),
             msg: format!(
-                "the name of rank 0's trace must contain `-0` exactly once (found {}), \
+                "the file name of rank 0's trace must contain `-0` exactly once (found {}), \
                  e.g. pmpi-trace-rank-0.txt",
                 hits.len()
             ),
@@ -114,12 +122,7 @@ pub fn trace_file_names(first: &Path, h: usize) -> Result<PathBuf, TraceError> {
     let i = hits[0];
     let rest = &s[i + 1..];
     let zeros = rest.bytes().take_while(|&b| b == b'0').count();
-    Ok(PathBuf::from(format!(
-        "{}-{}{}",
-        &s[..i],
-        h,
-        &rest[zeros..]
-    )))
+    Ok(dir.join(format!("{}-{}{}", &s[..i], h, &rest[zeros..])))
 }
 
 /// One rank's trace, kept in memory.
