@@ -55,6 +55,147 @@ Exit codes: 0 success; 1 fatal model condition or deadlock; 2 bad options, files
     Run(RunArgs),
     /// Co-simulation server (see `ibnet serve --help`).
     Serve,
+    /// Print the route between two hosts: every switch and port on the way.
+    #[command(
+        after_help = "SRC and DST are host names (H_1) or rank numbers (0, 1, ...).\n\
+Example: ibnet routes --topology fattree:16 H_1 H_100"
+    )]
+    Routes(RoutesArgs),
+    /// Describe a topology: hosts, switches, links, diameter, and whether
+    /// the routing is complete and deadlock-free.
+    #[command(
+        after_help = "Deadlock freedom: the channel dependency graph of all routes (each output port a route uses is a channel; consecutive channels of a route depend on each other) has no cycle.\n\
+Example: ibnet topology --summary --topology M9"
+    )]
+    Topology(TopologyArgs),
+}
+
+#[derive(clap::Args)]
+struct RoutesArgs {
+    /// Topology (as for `ibnet run`).
+    #[arg(long, value_name = "FILE|NAME")]
+    topology: String,
+    /// Source host (name or rank).
+    src: String,
+    /// Destination host (name or rank).
+    dst: String,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
+struct TopologyArgs {
+    /// Topology (as for `ibnet run`).
+    #[arg(long, value_name = "FILE|NAME")]
+    topology: String,
+    /// Print the summary (the only mode so far).
+    #[arg(long)]
+    summary: bool,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A host given by name or rank.
+fn host_of(t: &topology::Topology, s: &str) -> Result<usize> {
+    if let Some(i) = t.node_by_name(s) {
+        if t.lid_of_hca(i).is_some() {
+            return Ok(i);
+        }
+        anyhow::bail!("'{s}' is a switch, not a host");
+    }
+    if let Ok(r) = s.parse::<usize>() {
+        return t.hca_of_rank(r).ok_or_else(|| {
+            anyhow::anyhow!(
+                "rank {r} is not mapped (the topology has {} ranks)",
+                t.num_ranks()
+            )
+        });
+    }
+    anyhow::bail!(
+        "no host named '{s}' in the topology (give a host name such as H_1, or a rank number)"
+    )
+}
+
+fn routes(a: &RoutesArgs) -> Result<i32> {
+    let t =
+        topology::open(&a.topology).map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+    let src = host_of(&t, &a.src)?;
+    let dst = host_of(&t, &a.dst)?;
+    if src == dst {
+        anyhow::bail!("source and destination are the same host");
+    }
+    let hops = match topology::summary::route_hops(&t, src, dst) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("ibnet: no route from {} to {}: {e}", a.src, a.dst);
+            return Ok(1);
+        }
+    };
+    if a.json {
+        let v = serde_json::json!({
+            "src": t.nodes[src].name, "dst": t.nodes[dst].name,
+            "links": hops.len(), "switches": hops.len() - 1, "hops": hops,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "route {} -> {}: {} links, {} switches",
+            t.nodes[src].name,
+            t.nodes[dst].name,
+            hops.len(),
+            hops.len() - 1
+        );
+        for h in &hops {
+            println!("  {}[{}] -> {}[{}]", h.node, h.port, h.peer, h.peer_port);
+        }
+    }
+    Ok(0)
+}
+
+fn topology_summary(a: &TopologyArgs) -> Result<i32> {
+    if !a.summary {
+        anyhow::bail!("nothing to do: give --summary");
+    }
+    let t =
+        topology::open(&a.topology).map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+    let s = topology::summary::summarize(&t);
+    if a.json {
+        println!("{}", serde_json::to_string(&s)?);
+    } else {
+        println!("topology {}", a.topology);
+        println!(
+            "hosts {}, switches {}, links {}",
+            s.hosts, s.switches, s.links
+        );
+        println!(
+            "diameter {} links ({} switches); mean route {:.3} links",
+            s.diameter_links,
+            s.diameter_links.saturating_sub(1),
+            s.mean_links
+        );
+        if s.routing_complete {
+            println!("routing: complete (every host reaches every other)");
+        } else {
+            println!(
+                "routing: INCOMPLETE, {} pairs without a route, e.g.",
+                s.unroutable_pairs
+            );
+            for u in &s.unroutable {
+                println!("  {u}");
+            }
+        }
+        if s.deadlock_free {
+            println!("deadlock-free: yes (the channel dependency graph has no cycle)");
+        } else {
+            println!(
+                "deadlock-free: NO, channel dependency cycle: {}",
+                s.cycle.join(" -> ")
+            );
+        }
+    }
+    Ok(0)
 }
 
 #[derive(clap::Args)]
@@ -202,6 +343,14 @@ fn main() {
                 2
             }
         },
+        Cmd::Routes(a) => routes(&a).unwrap_or_else(|e| {
+            eprintln!("ibnet: error: {e:#}");
+            2
+        }),
+        Cmd::Topology(a) => topology_summary(&a).unwrap_or_else(|e| {
+            eprintln!("ibnet: error: {e:#}");
+            2
+        }),
         // with the "server" feature `serve` is handled above
         Cmd::Serve => {
             eprintln!("ibnet: error: this ibnet was built without the co-simulation server (cargo feature \"server\")");

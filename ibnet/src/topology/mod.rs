@@ -64,6 +64,7 @@ mod error;
 mod ibdm;
 mod ranks;
 mod routing;
+pub mod summary;
 mod toml_format;
 mod validate;
 pub mod vecfile;
