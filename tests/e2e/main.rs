@@ -6,6 +6,7 @@ mod conformance;
 mod cosim;
 mod efficiency;
 mod peers;
+mod prediction;
 mod quickstart;
 mod schedgen;
 mod tracer;

@@ -67,7 +67,7 @@ const MAX_ERROR: f64 = 0.05;
 
 /// MPI runs share 2 cores; running them one at a time keeps the timings
 /// (and the oversubscribed 4-rank run) sane.
-static MPI_RUNS: Mutex<()> = Mutex::new(());
+pub(crate) static MPI_RUNS: Mutex<()> = Mutex::new(());
 
 fn on_path(name: &str, path: Option<&std::ffi::OsStr>) -> bool {
     path.map(|p| std::env::split_paths(p).any(|d| d.join(name).is_file()))
@@ -75,7 +75,7 @@ fn on_path(name: &str, path: Option<&std::ffi::OsStr>) -> bool {
 }
 
 /// The tracer library, or why the MPI tests cannot run here.
-fn tracer_library() -> Result<PathBuf, String> {
+pub(crate) fn tracer_library() -> Result<PathBuf, String> {
     tracer_library_with_path(std::env::var_os("PATH").as_deref())
 }
 
@@ -97,7 +97,7 @@ fn tracer_library_with_path(path: Option<&std::ffi::OsStr>) -> Result<PathBuf, S
 
 /// The tracer library; without Open MPI the test fails with the reason
 /// (it must not pass without having run).
-fn require_mpi_lib(lib: Result<PathBuf, String>) -> PathBuf {
+pub(crate) fn require_mpi_lib(lib: Result<PathBuf, String>) -> PathBuf {
     match lib {
         Ok(lib) => lib,
         Err(why) => panic!(
@@ -136,7 +136,7 @@ fn without_open_mpi_the_mpi_tests_fail_and_say_why() {
     );
 }
 
-fn thesis_program(rel: &str) -> PathBuf {
+pub(crate) fn thesis_program(rel: &str) -> PathBuf {
     shared_dir().join("data/thesis").join(rel)
 }
 
@@ -737,7 +737,7 @@ fn trace_and_simulate_script_runs_on_the_fabric() {
         .arg("--work")
         .arg(work.path())
         .arg("--json")
-        .args(["--fabric", "H8_S1"])
+        .args(["--method", "durations", "--fabric", "H8_S1"])
         .arg(thesis_program("ringtest/ringtest.c"))
         .arg("2")
         .env("LOGGOPSIM", bin("loggopsim"))
@@ -799,8 +799,12 @@ fn trace_and_simulate_script_rejects_bad_input_clearly() {
     // The durations methods need an analytic link model of the simulated
     // network; trace2goal has none for the qdr preset: say so (exit 2).
     // MPICC is bogus so that nothing would run if the check were missing.
+    // (Without --method the default on a fabric is gaps, which needs none:
+    // tests/e2e/prediction.rs.)
     let out = run(Command::new(&script)
         .args([
+            "--method",
+            "durations",
             "--fabric",
             "H8_S1",
             "--sim-arg",
