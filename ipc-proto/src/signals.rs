@@ -16,6 +16,7 @@ use crate::session::unlink_name;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
@@ -95,7 +96,11 @@ pub(crate) fn install() {
                 if let Some(sig) = signals.forever().next() {
                     let _c = CREATING.lock().unwrap_or_else(|e| e.into_inner());
                     let removed = unlink_registered();
-                    eprintln!(
+                    // Not eprintln!: when the supervisor was killed, stderr
+                    // may be a pipe nobody reads any more, and a panic here
+                    // would leave this side running.
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "ipc-proto: caught signal {sig}; removed {removed} IPC object(s); exiting"
                     );
                     std::process::exit(128 + sig);
