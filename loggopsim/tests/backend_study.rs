@@ -184,7 +184,7 @@ fn goal_from_dstseq_bad_input() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 16, ..Default::default() })]
     /// Arbitrary text: the generator writes a schedule or exits 2 with a
     /// message; it never crashes with a traceback.
     #[test]
@@ -203,4 +203,63 @@ proptest::proptest! {
             proptest::prop_assert!(r.status.success(), "{:?} -> {}: {}", text, g, String::from_utf8_lossy(&r.stderr));
         }
     }
+}
+
+/// `--penalty-rule-b` on the command line, on examples/fig3-six-flows.goal
+/// (H8_S1, thesis-ddr: 500 ps/B, 100 ns through the switch; L = o = g = G
+/// = O = 0, eager). Rank 7's finish is f's end plus the 1-byte forward:
+/// f enters its bandwidth phase at 100 000 ps and moves 20 971 520 B at
+/// rho x 500 ps/B; the forward takes 100 000 + 500 ps.
+/// table: rho = 1.5: 100 000 + 15 728 640 000 + 100 500 = 15 728 840 500;
+/// printed: rho = 10/7: 100 000 + ceil(14 979 657 142.86) + 100 500 =
+/// 14 979 857 643 ps.
+#[test]
+fn fig3_example_penalty_rule_b_cli() {
+    let goal = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/fig3-six-flows.goal");
+    let run = |rule: &str| {
+        let o = Command::new(BIN)
+            .arg("-f")
+            .arg(&goal)
+            .args([
+                "--network",
+                "penalty",
+                "--topology",
+                "H8_S1",
+                "--penalty-rule-b",
+                rule,
+            ])
+            .args([
+                "-L",
+                "0",
+                "-o",
+                "0",
+                "-g",
+                "0",
+                "-G",
+                "0",
+                "-O",
+                "0",
+                "-S",
+                "100000000",
+            ])
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
+    };
+    let (c, out, err) = run("table");
+    assert_eq!(c, Some(0), "{err}");
+    assert!(out.contains("Host 7: 15728840500 ps"), "{out}");
+    let (c, out, err) = run("printed");
+    assert_eq!(c, Some(0), "{err}");
+    assert!(out.contains("Host 7: 14979857643 ps"), "{out}");
+    let (c, _, err) = run("tabel");
+    assert_eq!(c, Some(2));
+    assert!(
+        err.contains("tabel") && err.contains("printed") && err.contains("table"),
+        "{err}"
+    );
 }
