@@ -10,7 +10,11 @@
 //! `t + latency` and completes when its bytes are served; the rates are
 //! max-min fair over the resources of the flows in their bandwidth phase
 //! (progressive filling). This is exactly SimGrid's CM02 behaviour with
-//! latency and bandwidth factors 1 and no TCP-window bound.
+//! latency and bandwidth factors 1, no TCP-window bound, no cross traffic
+//! and equal shares (its fair-bottleneck solver; CM02's default solver
+//! weights each share by 1 / route latency). `ibnet export --simgrid`
+//! writes the same network as a SimGrid platform (docs/backends.md,
+//! "SimGrid bridge"; tests/e2e/simgrid.rs).
 //!
 //! Numbers from the fabric preset (`--preset`, `--set`), derived by
 //! [`ibnet::flowlevel::FlowLevel`] (shared with `ibnet export --simgrid`):
