@@ -271,6 +271,22 @@ mod tests {
         assert!(export("H8_S2", 8).is_ok());
     }
 
+    /// A switch without an entry for a destination: the export names the
+    /// pair and the switch (H8_S2 with SW_1's entry for H_5's LID 5 gone).
+    #[test]
+    fn incomplete_routing_is_an_error() {
+        let mut t = builtin("H8_S2").unwrap();
+        let sw1 = t.node_by_name("SW_1").unwrap();
+        if let crate::topology::NodeKind::Switch { fdb, .. } = &mut t.nodes[sw1].kind {
+            fdb[5] = crate::topology::NO_ROUTE;
+        }
+        let fl = FlowLevel::from_preset("thesis-ddr", &[]).unwrap();
+        let e = write_platform(&mut Vec::new(), &t, &fl, &[], "thesis-ddr", 8).unwrap_err();
+        let m = e.to_string();
+        assert!(m.starts_with("no route from H_1 to H_5:"), "{m}");
+        assert!(m.contains("SW_1"), "{m}");
+    }
+
     #[test]
     fn escaping() {
         assert_eq!(attr("a<b>&\"'"), "a&lt;b>&amp;&quot;&apos;");

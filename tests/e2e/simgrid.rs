@@ -406,6 +406,38 @@ fn exported_routes_are_ibnets() {
     ));
 }
 
+/// `--preset` and `--set` reach the numbers through the derivation the
+/// flow backend uses (ibnet::flowlevel): qdr with ISW 40 ns.
+#[test]
+fn export_numbers_follow_preset_and_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let xml = dir.path().join("qdr.xml");
+    let set = "isw_delay_ns=40";
+    let o = run(Command::new(bin("ibnet"))
+        .args([
+            "export",
+            "--simgrid",
+            "--topology",
+            "H8_S2",
+            "--preset",
+            "qdr",
+        ])
+        .args(["--set", set, "-o"])
+        .arg(&xml));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fl = ibnet::flowlevel::FlowLevel::from_preset("qdr", &[set.to_string()]).unwrap();
+    // qdr: 4 x 10 Gb/s x 0.8 / 8 = 4 GB/s
+    assert_eq!(fl.link_bytes_per_s, 4e9);
+    let text = std::fs::read_to_string(&xml).unwrap();
+    assert!(text.contains(&format!(
+        "<link id=\"SW_1[4]->SW_2[4]\" bandwidth=\"4000000000Bps\" latency=\"{}ps\"/>",
+        fl.switch_latency_ps
+    )));
+    let default = ibnet::flowlevel::FlowLevel::from_preset("qdr", &[]).unwrap();
+    // qdr's ISW is 50 ns: 10 ns less per switch
+    assert_eq!(default.switch_latency_ps - fl.switch_latency_ps, 10_000);
+}
+
 /// Bad arguments: exit 2 and a message naming the problem.
 #[test]
 fn export_errors() {
