@@ -12,11 +12,13 @@
 pub use simtime::Time;
 
 pub mod engine;
+pub mod flowlevel;
 pub mod input;
 pub mod observe;
 pub mod params;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod simgrid;
 pub mod stats;
 pub mod topology;
 pub mod traffic;

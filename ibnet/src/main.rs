@@ -68,6 +68,55 @@ Example: ibnet routes --topology fattree:16 H_1 H_100"
 Example: ibnet topology --summary --topology M9"
     )]
     Topology(TopologyArgs),
+    /// Export a topology and its routes for another simulator (--simgrid:
+    /// a SimGrid platform file).
+    #[command(after_help = "\
+--simgrid writes a SimGrid 3.32 platform (DTD 4.1, one Full-routing zone): a host per HCA \
+(named as in ibnet, property ibnet_rank), two links per cable (one per direction, each its own \
+resource), named NODE[PORT]->PEER[PORT] as `ibnet routes` prints the hop, and one route per ordered \
+host pair (symmetrical=\"NO\") along ibnet's forwarding tables. The numbers are those of \
+`loggopsim --network flow` for the same --preset/--set: bandwidth = link rate after 8b/10b in \
+bytes/s (thesis-ddr 2 GB/s), latency = ISW + VSW on a direction leaving a switch (thesis-ddr \
+100 ns), 0 on one leaving a host.
+
+To reproduce --network flow in SimGrid run with --cfg=network/model:CM02 \
+--cfg=network/TCP-gamma:0 --cfg=network/crosstraffic:0 --cfg=network/solver:fairbottleneck \
+(docs/backends.md, \"SimGrid bridge\", says why each).
+
+The file has N^2 routes for N hosts (M9, 648 hosts: 419 904 routes); topologies above \
+--max-hosts (default 1024) are refused.
+
+Example: ibnet export --simgrid --topology fattree:4 --preset thesis-ddr -o fattree4.xml
+
+Exit codes: 0 written; 2 bad options, topology, parameters, routing or output file.")]
+    Export(ExportArgs),
+}
+
+#[derive(clap::Args)]
+struct ExportArgs {
+    /// Write a SimGrid platform file (the only format so far).
+    #[arg(long)]
+    simgrid: bool,
+    /// Topology (as for `ibnet run`).
+    #[arg(long, value_name = "FILE|NAME")]
+    topology: String,
+    /// Fabric parameter preset the link rate and switch latency come from.
+    #[arg(long, value_name = "NAME", default_value = "thesis-ddr")]
+    preset: String,
+    /// Override one fabric parameter, e.g. --set link_speed=QDR (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Rank -> HCA mapping file (`rank hca_name` per line) for the
+    /// ibnet_rank host properties. Default: the topology's own mapping.
+    #[arg(long, value_name = "FILE")]
+    map: Option<PathBuf>,
+    /// Output file (default: standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Refuse topologies with more hosts than this (the file has one
+    /// route per ordered host pair).
+    #[arg(long, value_name = "N", default_value_t = ibnet::simgrid::DEFAULT_MAX_HOSTS)]
+    max_hosts: usize,
 }
 
 #[derive(clap::Args)]
@@ -327,6 +376,51 @@ struct JsonOut<'a> {
 }
 
 /// Exit code 2 for user input errors.
+fn export(a: &ExportArgs) -> Result<i32> {
+    if !a.simgrid {
+        anyhow::bail!("nothing to do: give the format, --simgrid (the only one so far)");
+    }
+    let t =
+        topology::open(&a.topology).map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+    let fl = ibnet::flowlevel::FlowLevel::from_preset(&a.preset, &a.set)
+        .map_err(|e| anyhow::anyhow!(e))?;
+    let ranks: Vec<usize> = match &a.map {
+        Some(path) => topology::load_rank_file(path, &t)?,
+        None => (0..t.num_ranks())
+            .filter_map(|r| t.hca_of_rank(r))
+            .collect(),
+    };
+    let write = |w: &mut dyn Write| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, w);
+        ibnet::simgrid::write_platform(&mut w, &t, &fl, &ranks, &a.preset, a.max_hosts)
+    };
+    let start = Instant::now();
+    let stats = match &a.output {
+        Some(path) => {
+            let mut f =
+                std::fs::File::create(path).with_context(|| format!("-o {}", path.display()))?;
+            match write(&mut f) {
+                Ok(s) => s,
+                Err(e) => {
+                    drop(f);
+                    let _ = std::fs::remove_file(path);
+                    return Err(anyhow::anyhow!(e))
+                        .with_context(|| format!("-o {}", path.display()));
+                }
+            }
+        }
+        None => write(&mut std::io::stdout().lock())?,
+    };
+    eprintln!(
+        "ibnet: SimGrid platform: {} hosts, {} links, {} routes ({:.3} s)",
+        stats.hosts,
+        stats.links,
+        stats.routes,
+        start.elapsed().as_secs_f64()
+    );
+    Ok(0)
+}
+
 struct UserError(anyhow::Error);
 
 fn main() {
@@ -348,6 +442,10 @@ fn main() {
             2
         }),
         Cmd::Topology(a) => topology_summary(&a).unwrap_or_else(|e| {
+            eprintln!("ibnet: error: {e:#}");
+            2
+        }),
+        Cmd::Export(a) => export(&a).unwrap_or_else(|e| {
             eprintln!("ibnet: error: {e:#}");
             2
         }),

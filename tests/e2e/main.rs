@@ -9,5 +9,6 @@ mod peers;
 mod prediction;
 mod quickstart;
 mod schedgen;
+mod simgrid;
 mod tracer;
 mod util;

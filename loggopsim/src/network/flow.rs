@@ -10,9 +10,14 @@
 //! `t + latency` and completes when its bytes are served; the rates are
 //! max-min fair over the resources of the flows in their bandwidth phase
 //! (progressive filling). This is exactly SimGrid's CM02 behaviour with
-//! latency and bandwidth factors 1 and no TCP-window bound.
+//! latency and bandwidth factors 1, no TCP-window bound, no cross traffic
+//! and equal shares (its fair-bottleneck solver; CM02's default solver
+//! weights each share by 1 / route latency). `ibnet export --simgrid`
+//! writes the same network as a SimGrid platform (docs/backends.md,
+//! "SimGrid bridge"; tests/e2e/simgrid.rs).
 //!
-//! Numbers from the fabric preset (`--preset`, `--set`):
+//! Numbers from the fabric preset (`--preset`, `--set`), derived by
+//! [`ibnet::flowlevel::FlowLevel`] (shared with `ibnet export --simgrid`):
 //! - link capacity C = `wire_rate_bps() / 8` bytes/s = link_width x
 //!   link_speed x 0.8 (8b/10b) / 8, the same on every link direction
 //!   (thesis-ddr: 4 x 5 Gb/s x 0.8 = 16 Gb/s = 2 GB/s = 500 ps per byte;
@@ -64,7 +69,7 @@
 use super::{Answer, Handle, NetError, Network, SyncMode};
 use crate::hash::FastMap;
 use crate::Time;
-use ibnet::params::{Params as FabParams, Timing};
+use ibnet::flowlevel::FlowLevel;
 use ibnet::server::SetupArgs;
 use ibnet::topology::{self, NodeKind, PortRef, Topology, NO_ROUTE};
 
@@ -216,17 +221,9 @@ impl FlowTopology {
         check_factor("bandwidth-factor", fast.bandwidth_factor)?;
         let topo =
             topology::open(&a.topology).map_err(|e| format!("topology {}: {e}", a.topology))?;
-        let mut params =
-            FabParams::preset(&a.preset).map_err(|e| format!("--preset {}: {e}", a.preset))?;
-        for kv in &a.set {
-            params = params
-                .apply_override(kv)
-                .map_err(|e| format!("--set {kv}: {e}"))?;
-        }
-        let tm = Timing::new(&params).map_err(|e| format!("fabric parameters: {e}"))?;
-        let rate = params
-            .wire_rate_bps()
-            .map_err(|e| format!("fabric parameters: {e}"))?;
+        // link rate and per-switch latency: ibnet's derivation, shared
+        // with `ibnet export --simgrid`
+        let fl = FlowLevel::from_preset(&a.preset, &a.set)?;
         let rank_node: Vec<usize> = match &a.map {
             Some(path) => topology::load_rank_file(path, &topo).map_err(|e| e.to_string())?,
             None => (0..topo.num_ranks())
@@ -243,8 +240,8 @@ impl FlowTopology {
         Ok(Self::from_topology(
             &topo,
             rank_node,
-            rate / 8.0,
-            tm.isw + tm.vsw,
+            fl.link_bytes_per_s,
+            fl.switch_latency_ps,
             fast,
         ))
     }
