@@ -26,7 +26,8 @@ Times on the command line take a unit suffix (ps, ns, us, ms, s: `-L 2.5ns`, `-o
 a bare number is in picoseconds (-L -o -g -G -O, as in LogGOPSim; -G and -O per byte).\n\n\
 Examples:\n  loggopsim -f app.goal\n  loggopsim -f app.goal -L 2500 -o 1.5ns --json\n  \
 loggopsim -f app.goal --report run.txt --progress\n  \
-loggopsim convert app.goal app.bin\n  loggopsim gen dissemination -s 8\n\n\
+loggopsim convert app.goal app.bin\n  loggopsim gen dissemination -s 8\n  \
+loggopsim --network flow --topology H8_S2 --job pp.goal:round-robin --job a2a.goal --slowdown\n\n\
 Exit codes: 0 ok, 1 simulation failure (unmatched queues, operations never completed, \
 network error; with --network ipc also: the fabric died, stopped or failed), 2 usage/input \
 error (including a time overflow). 3 (a system resource such as the message-queue budget \
@@ -116,8 +117,10 @@ struct SimArgs {
         help_heading = "Several jobs (--job)"
     )]
     jobs: Vec<String>,
-    /// With --job: also run each job alone on the same HCAs (same backend)
-    /// and print its slowdown (finish time together / alone).
+    /// With --job: also run each job alone on the same HCAs (same backend
+    /// and options; not --network ipc) and print its slowdown (finish time
+    /// together / alone). -v, --timeline, --qstat and the fabric logs cover
+    /// the merged run only; --fabric-report FILE gets FILE.alone-jobJ.
     #[arg(long, requires = "jobs", help_heading = "Several jobs (--job)")]
     slowdown: bool,
     /// With --job: print the merged rank map (`rank hca_name` lines, the
@@ -694,6 +697,16 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
     if a.slowdown {
         for (j, sc) in scheds.into_iter().enumerate() {
             let mut cosim_j = a.cosim.clone();
+            // The merged run's fabric report and logs stay as they are:
+            // an alone run writes its report next to it (FILE.alone-jobJ)
+            // and no logs.
+            cosim_j.fabric_report = a.cosim.fabric_report.as_ref().map(|f| {
+                let mut s = f.clone().into_os_string();
+                s.push(format!(".alone-job{j}"));
+                PathBuf::from(s)
+            });
+            cosim_j.log_inserts = None;
+            cosim_j.log_arrivals = None;
             let _mj = match &placed {
                 Some((topo, p)) if in_process_fabric => {
                     let m = TempMap::write(topo, &p[j], &format!("job{j}"))?;
