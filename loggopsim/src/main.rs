@@ -629,13 +629,16 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
                     .map(|l| l.map_or("(none)".to_string(), |n| topo.nodes[n].name.clone()))
                     .collect();
                 if ls.len() == 1 {
+                    let who = if hcas.len() == 1 {
+                        "its only rank is".to_string()
+                    } else {
+                        format!("all {} ranks are", hcas.len())
+                    };
                     eprintln!(
-                        "loggopsim: warning: {}: all {} ranks are on leaf switch {}: its traffic \
-                         never leaves that switch, so it cannot contend with other jobs for \
+                        "loggopsim: warning: {}: {who} on leaf switch {}: its traffic never \
+                         leaves that switch, so it cannot contend with other jobs for \
                          inter-switch links (place it with round-robin, random:SEED or map:FILE)",
-                        labels[j],
-                        hcas.len(),
-                        leaves[j][0]
+                        labels[j], leaves[j][0]
                     );
                 }
             }
@@ -645,6 +648,8 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
              ranks follow jobs 0..j-1) and jobs cannot slow each other down"
         ),
     }
+    // (merge checks that the ranks fit u32 before the offsets are summed)
+    let merged = jobs::merge(&scheds.iter().collect::<Vec<_>>()).map_err(input_err)?;
     let firsts: Vec<u32> = scheds
         .iter()
         .scan(0u32, |acc, s| {
@@ -653,7 +658,6 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
             Some(f)
         })
         .collect();
-    let merged = jobs::merge(&scheds.iter().collect::<Vec<_>>()).map_err(input_err)?;
     let noise = load_noise(a, merged.num_ranks())?;
     // The fabric backends in this process read the placement from a map file.
     let in_process_fabric = !matches!(a.network, NetworkKind::Loggp | NetworkKind::Ipc);

@@ -408,6 +408,41 @@ fn one_leaf_gives_slowdown_one_and_a_warning() {
     );
 }
 
+/// A one-rank job cannot send anything off its leaf either.
+#[test]
+fn one_rank_job_is_warned_about() {
+    let d = tempfile::tempdir().unwrap();
+    let c = write(d.path(), "c.goal", "num_ranks 1\nrank 0 {\nc: calc 7\n}\n");
+    let x = write(d.path(), "x.goal", EXCHANGE);
+    let jc = c.display().to_string();
+    let jx = format!("{}:round-robin", x.display());
+    let o = run(&[
+        "--network",
+        "flow",
+        "--topology",
+        "H8_S2",
+        "--job",
+        &jc,
+        "--job",
+        &jx,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        format!(
+            "loggopsim: warning: job 0 ({jc}): its only rank is on leaf switch SW_1: its traffic \
+             never leaves that switch, so it cannot contend with other jobs for inter-switch \
+             links (place it with round-robin, random:SEED or map:FILE)\n"
+        )
+    );
+    // round-robin after H_1: SW_1's next free host H_2, then SW_2's H_5.
+    assert!(
+        out(&o).contains("on H_2 H_5 (leaves SW_1 SW_2)"),
+        "{}",
+        out(&o)
+    );
+}
+
 /// The flit-level fabric (onepiece) on H8_S2, 16000 B messages (several
 /// packets): sharing SW_1 -> SW_2 slows the ping-pong down; on one leaf it
 /// is not slowed at all.
