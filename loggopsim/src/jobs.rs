@@ -196,7 +196,12 @@ pub fn parse_map_text(
     ranks: u32,
 ) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
-    let mut line_of: Vec<usize> = Vec::new();
+    // position in `hosts.order` of each HCA node; the rank holding each position
+    let mut pos_of = vec![usize::MAX; topo.nodes.len()];
+    for (k, &h) in hosts.order.iter().enumerate() {
+        pos_of[h] = k;
+    }
+    let mut rank_at: Vec<Option<usize>> = vec![None; hosts.order.len()];
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -209,9 +214,7 @@ pub fn parse_map_text(
             ));
         }
         let pos = match topo.node_by_name(line) {
-            Some(n) if topo.nodes[n].is_hca() => {
-                hosts.order.iter().position(|&h| h == n).expect("an HCA")
-            }
+            Some(n) if topo.nodes[n].is_hca() => pos_of[n],
             Some(_) => return Err(format!("{at}: {line} is a switch, not an HCA")),
             None => match line.parse::<usize>() {
                 Ok(k) if k < hosts.order.len() => k,
@@ -231,15 +234,15 @@ pub fn parse_map_text(
                 }
             },
         };
-        if let Some(k) = out.iter().position(|&p| p == pos) {
+        if let Some(k) = rank_at[pos] {
             return Err(format!(
                 "{at}: HCA {} is given twice (ranks {k} and {})",
                 topo.nodes[hosts.order[pos]].name,
                 out.len()
             ));
         }
+        rank_at[pos] = Some(out.len());
         out.push(pos);
-        line_of.push(i + 1);
         if out.len() as u64 > ranks as u64 {
             return Err(format!(
                 "{at}: more lines than the job's {ranks} ranks (one HCA per rank)"
@@ -464,7 +467,14 @@ pub fn text(jobs: &[JobResult], batch: bool) -> String {
             j.first_global_rank as u64 + j.num_ranks as u64,
             j.placement
         ));
-        if !j.hcas.is_empty() {
+        if j.hcas.len() > 16 || j.leaf_switches.len() > 16 {
+            // Long lists only per rank (below) and in --json.
+            out.push_str(&format!(
+                " on {} HCAs under {} leaf switches",
+                j.hcas.len(),
+                j.leaf_switches.len()
+            ));
+        } else if !j.hcas.is_empty() {
             out.push_str(&format!(
                 " on {} (leaves {})",
                 j.hcas.join(" "),

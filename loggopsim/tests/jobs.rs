@@ -443,6 +443,36 @@ fn one_rank_job_is_warned_about() {
     );
 }
 
+/// More than 16 HCAs: the job line counts them (the per-rank lines and
+/// --json name them).
+#[test]
+fn long_jobs_count_their_hosts() {
+    let d = tempfile::tempdir().unwrap();
+    let mut g = String::from("num_ranks 17\n");
+    for r in 0..17 {
+        g.push_str(&format!("rank {r} {{\nc: calc 9\n}}\n"));
+    }
+    let c = write(d.path(), "c.goal", &g);
+    let jc = format!("{}:round-robin", c.display());
+    // fattree:8: leaves of 4 hosts, leaf l holds H_{4l+1}..H_{4l+4};
+    // round-robin over 8 leaves: 8 + 8 + 1 hosts.
+    let o = run(&["--network", "flow", "--topology", "fattree:8", "--job", &jc]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let text = out(&o);
+    assert!(
+        text.contains(&format!(
+            "Job 0: {} (17 ranks, global 0..17, placement round-robin) on 17 HCAs under 8 leaf switches\n  finish: 9 ps (9 ps)\n",
+            c.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("  rank 8 (global 8, H_2): 9 ps\n"), "{text}");
+    assert!(
+        text.contains("  rank 16 (global 16, H_3): 9 ps\n"),
+        "{text}"
+    );
+}
+
 /// The flit-level fabric (onepiece) on H8_S2, 16000 B messages (several
 /// packets): sharing SW_1 -> SW_2 slows the ping-pong down; on one leaf it
 /// is not slowed at all.
