@@ -125,6 +125,7 @@ fn run() -> i32 {
         fabric: None,
         ended: Vec::new(),
         _report_dir: None,
+        _jobs_map: None,
     };
     if sup.s.transport.in_process() {
         sup.run_in_process(tx)
@@ -142,6 +143,8 @@ struct Supervisor {
     ended: Vec<(u32, i32)>,
     /// In-process mode: the fabric's report is written to a file here.
     _report_dir: Option<tempfile::TempDir>,
+    /// Several jobs: their rank map for the fabric (removed at the end).
+    _jobs_map: Option<tempfile::NamedTempFile>,
 }
 
 impl Supervisor {
@@ -281,8 +284,9 @@ impl Supervisor {
         }
         let _ = so.flush();
         drop(so);
-        // the temporary directory is removed by its destructor
+        // the temporary files are removed by their destructors
         self._report_dir = None;
+        self._jobs_map = None;
         std::process::exit(code)
     }
 
@@ -346,6 +350,44 @@ impl Supervisor {
         // as an orphan.
         let env = [("IBCOSIM_SUPERVISOR_PID", std::process::id().to_string())];
         let mut sa = s.sched_args.clone();
+        let mut fabric_args = s.fabric_args.clone();
+        // Several jobs: the fabric reads their placement as a rank map (the
+        // scheduler's own, printed by --print-map), and the scheduler places
+        // them on the same topology for its per-job report.
+        let map_file;
+        if !s.jobs.is_empty() {
+            let mut c = std::process::Command::new(&s.loggopsim);
+            for j in &s.jobs {
+                c.args(["--job", j]);
+            }
+            c.args(["--topology", &s.topology, "--print-map"]);
+            let out = match c.stderr(std::process::Stdio::inherit()).output() {
+                Ok(o) if o.status.success() => o.stdout,
+                Ok(_) => return 2,
+                Err(e) => {
+                    say(&format!("cannot start {}: {e}", s.loggopsim.display()));
+                    return 2;
+                }
+            };
+            map_file = match tempfile::Builder::new().prefix("cosim-jobs.").tempfile() {
+                Ok(mut f) => {
+                    if f.write_all(&out).is_err() {
+                        say("cannot write the jobs' rank map");
+                        return 3;
+                    }
+                    f
+                }
+                Err(e) => {
+                    say(&format!("cannot create a temporary file: {e}"));
+                    return 3;
+                }
+            };
+            fabric_args.push("--map".into());
+            fabric_args.push(map_file.path().to_string_lossy().into_owned());
+            sa.push("--topology".into());
+            sa.push(s.topology.clone());
+            self._jobs_map = Some(map_file);
+        }
         sa.extend(s.proto_args.iter().cloned());
         sa.extend([
             "--network".into(),
@@ -375,7 +417,7 @@ impl Supervisor {
             sched.pid.to_string(),
         ];
         fa.extend(s.proto_args.iter().cloned());
-        fa.extend(s.fabric_args.iter().cloned());
+        fa.extend(fabric_args);
         if s.json {
             fa.push("--json".into());
         }

@@ -64,6 +64,10 @@ pub struct Args {
     /// Rank -> HCA mapping file [default: rank r on the r-th HCA]
     #[arg(long, value_name = "FILE")]
     pub map: Option<String>,
+    /// One of several jobs on the fabric instead of -f (repeatable; PL = linear | round-robin
+    /// | random:SEED | map:FILE; per-job finish times after the report; docs/jobs.md)
+    #[arg(long = "job", value_name = "FILE[:PL]")]
+    pub jobs: Vec<String>,
     /// notify | query (protocol version 2, exact) | notify-v1 | query-v1 (version 1: the
     /// thesis's run-ahead notify)
     #[arg(short = 'p', long, value_name = "P", default_value = "notify")]
@@ -145,6 +149,10 @@ pub struct Settings {
     pub extra: Vec<String>,
     /// Seconds between plain progress lines when stderr is not a terminal (0: none).
     pub progress_secs: u64,
+    /// `--job` specifications (several jobs on one fabric), and the
+    /// topology they are placed on.
+    pub jobs: Vec<String>,
+    pub topology: String,
 }
 
 /// A refusal before anything starts (exit 2).
@@ -193,15 +201,26 @@ impl Settings {
                 "invalid session key '{key}': use 1-64 characters from A-Z a-z 0-9 _ -"
             )));
         }
+        if !a.jobs.is_empty() && a.map.is_some() {
+            return Err(Refusal(
+                "--map and --job exclude each other: give a job's hosts with FILE:map:HOSTS".into(),
+            ));
+        }
+        if !a.jobs.is_empty() && a.schedule.is_some() {
+            return Err(Refusal(
+                "-f and --job exclude each other: give every job with --job".into(),
+            ));
+        }
         let schedule = a
             .schedule
             .unwrap_or_else(|| root.join("examples").join("pingpong.goal"));
-        if std::fs::File::open(&schedule).is_err() {
+        if a.jobs.is_empty() && std::fs::File::open(&schedule).is_err() {
             return Err(Refusal(format!(
                 "cannot read schedule '{}'",
                 schedule.display()
             )));
         }
+        let topology = a.topology.clone();
         let mut fabric_args = vec![
             "--topology".to_string(),
             a.topology,
@@ -216,12 +235,17 @@ impl Settings {
             fabric_args.push("--map".into());
             fabric_args.push(m);
         }
-        let mut sched_args = vec![
-            "-f".to_string(),
-            schedule.to_string_lossy().into_owned(),
-            "--protocol".into(),
-            protocol.clone(),
-        ];
+        let mut sched_args = Vec::new();
+        if a.jobs.is_empty() {
+            sched_args.push("-f".to_string());
+            sched_args.push(schedule.to_string_lossy().into_owned());
+        }
+        for j in &a.jobs {
+            sched_args.push("--job".into());
+            sched_args.push(j.clone());
+        }
+        sched_args.push("--protocol".into());
+        sched_args.push(protocol.clone());
         if a.json {
             sched_args.push("--json".into());
         }
@@ -289,6 +313,8 @@ impl Settings {
             log_args,
             extra: a.extra,
             progress_secs,
+            jobs: a.jobs,
+            topology,
         })
     }
 }
@@ -330,5 +356,11 @@ mod tests {
         assert!(e(&["--transport", "tcp"]).contains("--transport must be"));
         assert!(e(&["-f", "/nonexistent.goal"]).contains("cannot read schedule"));
         assert!(settings(&["--transport", "ipc"]).unwrap().transport == Transport::Shm);
+        assert!(e(&["--job", "a.goal", "--map", "m.txt"]).contains("exclude each other"));
+        let s = settings(&["--job", "a.goal:linear", "--job", "b.goal"]).unwrap();
+        assert!(s
+            .sched_args
+            .join(" ")
+            .starts_with("--job a.goal:linear --job b.goal --protocol"));
     }
 }

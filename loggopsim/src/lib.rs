@@ -9,6 +9,7 @@
 //! - [`network`]: the `Network` trait and the built-in LogGP backend;
 //! - [`engine`]: the simulator itself (state, ordering rules, handlers);
 //! - [`noise`]: optional CPU noise from a trace;
+//! - [`jobs`]: several jobs on one fabric (placement, merged rank space, per-job results);
 //! - [`report`]: the reference's text output and the JSON report.
 //!
 //! The command line (`src/main.rs`) exits with 0 on success, 1 on a failed
@@ -36,6 +37,7 @@ pub mod engine;
 pub mod goal;
 mod goal_fast;
 pub mod hash;
+pub mod jobs;
 pub mod matching;
 pub mod network;
 pub mod noise;

@@ -26,7 +26,8 @@ Times on the command line take a unit suffix (ps, ns, us, ms, s: `-L 2.5ns`, `-o
 a bare number is in picoseconds (-L -o -g -G -O, as in LogGOPSim; -G and -O per byte).\n\n\
 Examples:\n  loggopsim -f app.goal\n  loggopsim -f app.goal -L 2500 -o 1.5ns --json\n  \
 loggopsim -f app.goal --report run.txt --progress\n  \
-loggopsim convert app.goal app.bin\n  loggopsim gen dissemination -s 8\n\n\
+loggopsim convert app.goal app.bin\n  loggopsim gen dissemination -s 8\n  \
+loggopsim --network flow --topology H8_S2 --job pp.goal:round-robin --job a2a.goal --slowdown\n\n\
 Exit codes: 0 ok, 1 simulation failure (unmatched queues, operations never completed, \
 network error; with --network ipc also: the fabric died, stopped or failed), 2 usage/input \
 error (including a time overflow). 3 (a system resource such as the message-queue budget \
@@ -96,8 +97,41 @@ enum NetworkKind {
 #[derive(Args, Debug)]
 struct SimArgs {
     /// Schedule to simulate (GOAL text or binary layout).
-    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE",
+        conflicts_with = "jobs"
+    )]
     file: Option<PathBuf>,
+    /// Several jobs on one fabric (repeatable; docs/jobs.md): a schedule and
+    /// where its ranks go, FILE[:PLACEMENT] with PLACEMENT linear (the next
+    /// free HCAs in rank order; the default), round-robin (one host per leaf
+    /// switch in turn), random:SEED (seeded, reproducible) or map:FILE (one
+    /// HCA name or index per rank and line). Job j's ranks follow those of
+    /// jobs 0..j-1 in the merged rank space; per-job finish times are printed
+    /// after the report.
+    #[arg(
+        long = "job",
+        value_name = "FILE[:PLACEMENT]",
+        help_heading = "Several jobs (--job)"
+    )]
+    jobs: Vec<String>,
+    /// With --job: also run each job alone on the same HCAs (same backend
+    /// and options; not --network ipc) and print its slowdown (finish time
+    /// together / alone). -v, --timeline, --qstat and the fabric logs cover
+    /// the merged run only; --fabric-report FILE gets FILE.alone-jobJ.
+    #[arg(long, requires = "jobs", help_heading = "Several jobs (--job)")]
+    slowdown: bool,
+    /// With --job: print the merged rank map (`rank hca_name` lines, the
+    /// format of --map and `ibnet serve --map`) and exit; scripts/cosim uses
+    /// it to give the fabric process the jobs' placement.
+    #[arg(
+        long = "print-map",
+        requires = "jobs",
+        help_heading = "Several jobs (--job)"
+    )]
+    print_map: bool,
     /// Latency L (ps, or with a unit: 2.5ns).
     #[arg(short = 'L', default_value = "2500", value_parser = time_ps, value_name = "TIME")]
     l: u64,
@@ -266,33 +300,31 @@ fn params(a: &SimArgs) -> Params {
     }
 }
 
-fn make_network(a: &SimArgs, num_ranks: u32) -> anyhow::Result<Box<dyn Network>> {
+fn make_network(
+    a: &SimArgs,
+    cosim: &loggopsim::network::fabric::CosimArgs,
+    num_ranks: u32,
+) -> anyhow::Result<Box<dyn Network>> {
     Ok(match a.network {
         NetworkKind::Loggp => Box::new(LogGp::new()),
         NetworkKind::Ipc => Box::new(
-            loggopsim::network::fabric::CosimNetwork::connect_ipc(&a.cosim, num_ranks)
+            loggopsim::network::fabric::CosimNetwork::connect_ipc(cosim, num_ranks)
                 .map_err(|e| Exit(1, e))?,
         ),
-        NetworkKind::Inproc => Box::new(
-            loggopsim::network::inproc::spawn(&a.cosim, num_ranks).map_err(|e| Exit(2, e))?,
-        ),
-        NetworkKind::Onepiece => Box::new(
-            loggopsim::network::onepiece::build(&a.cosim, num_ranks).map_err(|e| Exit(2, e))?,
-        ),
+        NetworkKind::Inproc => {
+            Box::new(loggopsim::network::inproc::spawn(cosim, num_ranks).map_err(|e| Exit(2, e))?)
+        }
+        NetworkKind::Onepiece => {
+            Box::new(loggopsim::network::onepiece::build(cosim, num_ranks).map_err(|e| Exit(2, e))?)
+        }
         NetworkKind::Flow | NetworkKind::Penalty | NetworkKind::Lop => {
             let kind = match a.network {
                 NetworkKind::Flow => "flow",
                 NetworkKind::Penalty => "penalty",
                 _ => "lop",
             };
-            loggopsim::network::fast::build(
-                kind,
-                &a.cosim.fabric,
-                &a.fast,
-                a.cosim.protocol,
-                num_ranks,
-            )
-            .map_err(|e| Exit(2, e))?
+            loggopsim::network::fast::build(kind, &cosim.fabric, &a.fast, cosim.protocol, num_ranks)
+                .map_err(|e| Exit(2, e))?
         }
     })
 }
@@ -390,12 +422,27 @@ impl Tracer for CliTracer {
 }
 
 fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
+    if !a.jobs.is_empty() {
+        return simulate_jobs(a);
+    }
     let Some(file) = &a.file else {
-        return Err(Exit(2, "no schedule given: use -f FILE (see --help)".into()).into());
+        return Err(Exit(
+            2,
+            "no schedule given: use -f FILE or --job FILE[:PLACEMENT] (see --help)".into(),
+        )
+        .into());
     };
-    let p = params(a);
     let sched = loggopsim::load_schedule(file).map_err(input_err)?;
-    let noise = match &a.noise_trace {
+    let noise = load_noise(a, sched.num_ranks())?;
+    if a.network != NetworkKind::Loggp {
+        check_fabric_sizes(file, &sched)?;
+    }
+    let o = execute(a, &a.cosim, sched, noise, true)?;
+    emit(a, &o, None)
+}
+
+fn load_noise(a: &SimArgs, ranks: u32) -> anyhow::Result<Option<loggopsim::noise::Noise>> {
+    Ok(match &a.noise_trace {
         Some(nf) => {
             let text =
                 schedgen::input::read_text_limited(nf, schedgen::input::MAX_SMALL_TEXT_BYTES)
@@ -404,19 +451,37 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
                 loggopsim::noise::Noise::parse(
                     &nf.display().to_string(),
                     &text,
-                    sched.num_ranks(),
+                    ranks,
                     a.noise_seed,
                 )
                 .map_err(input_err)?,
             )
         }
         None => None,
-    };
-    if a.network != NetworkKind::Loggp {
-        check_fabric_sizes(file, &sched)?;
-    }
-    let net = make_network(a, sched.num_ranks() as u32)?;
-    if a.verbose || a.timeline.is_some() {
+    })
+}
+
+/// What one simulation run produced.
+struct Outcome {
+    rep: loggopsim::engine::Report,
+    name: String,
+    params: Params,
+    wall: f64,
+    cpu: f64,
+}
+
+/// Runs `sched` on the backend of `a` with the fabric options `cosim`
+/// (`trace`: honour -v and --timeline).
+fn execute(
+    a: &SimArgs,
+    cosim: &loggopsim::network::fabric::CosimArgs,
+    sched: loggopsim::schedule::Schedule,
+    noise: Option<loggopsim::noise::Noise>,
+    trace: bool,
+) -> anyhow::Result<Outcome> {
+    let p = params(a);
+    let net = make_network(a, cosim, sched.num_ranks())?;
+    if trace && (a.verbose || a.timeline.is_some()) {
         let tl = match &a.timeline {
             Some(f) => Some(std::io::BufWriter::new(
                 std::fs::File::create(f).map_err(|e| input_err(format!("{}: {e}", f.display())))?,
@@ -448,6 +513,233 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
         let sim = Sim::with_tracer(sched, p, net, NoTrace)?;
         run(sim, a, noise, |_| Ok(()))
     }
+}
+
+/// A rank map written for the fabric backends (`--map` format), removed
+/// when dropped.
+struct TempMap(PathBuf);
+impl TempMap {
+    fn write(
+        topo: &ibnet::topology::Topology,
+        hcas: &[usize],
+        tag: &str,
+    ) -> anyhow::Result<TempMap> {
+        let mut text = String::from("# rank -> HCA map of loggopsim --job (temporary)\n");
+        for (r, &h) in hcas.iter().enumerate() {
+            text.push_str(&format!("{r} {}\n", topo.nodes[h].name));
+        }
+        let path =
+            std::env::temp_dir().join(format!("loggopsim-jobs-{}-{tag}.map", std::process::id()));
+        std::fs::write(&path, text)
+            .with_context(|| format!("cannot write the rank map {}", path.display()))?;
+        Ok(TempMap(path))
+    }
+}
+impl Drop for TempMap {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `--job`: place the jobs, merge them into one schedule, run it, and
+/// (with --slowdown) each job alone on the same HCAs; per-job report.
+fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
+    use loggopsim::jobs;
+    let specs: Vec<jobs::JobSpec> = a
+        .jobs
+        .iter()
+        .map(|s| jobs::parse_job_spec(s).map_err(|e| input_err(format!("--job {s:?}: {e}"))))
+        .collect::<anyhow::Result<_>>()?;
+    if a.cosim.fabric.map.is_some() {
+        return Err(input_err(
+            "--map cannot be combined with --job: give a job's hosts with its placement \
+             (FILE:map:HOSTS)",
+        ));
+    }
+    if a.slowdown && a.network == NetworkKind::Ipc {
+        return Err(input_err(
+            "--slowdown needs a fabric per alone run; with --network ipc there is one fabric \
+             process: use --network onepiece or inproc (the same fabric on this process)",
+        ));
+    }
+    let labels: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(j, s)| format!("job {j} ({})", s.file.display()))
+        .collect();
+    let mut scheds = Vec::with_capacity(specs.len());
+    for (j, s) in specs.iter().enumerate() {
+        let sc = loggopsim::load_schedule(&s.file)
+            .map_err(|e| input_err(format!("{}: {e}", labels[j])))?;
+        if a.network != NetworkKind::Loggp {
+            check_fabric_sizes(&s.file, &sc)?;
+        }
+        scheds.push(sc);
+    }
+    let uses_topology = a.network != NetworkKind::Loggp || a.print_map;
+    let mut placed: Option<(ibnet::topology::Topology, Vec<Vec<usize>>)> = None;
+    if uses_topology {
+        let t = &a.cosim.fabric.topology;
+        let topo = ibnet::topology::open(t).map_err(|e| input_err(format!("topology {t}: {e}")))?;
+        let mut texts: Vec<Option<String>> = Vec::new();
+        for (j, s) in specs.iter().enumerate() {
+            texts.push(match &s.placement {
+                jobs::Placement::Map(f) => Some(
+                    schedgen::input::read_text_limited(f, schedgen::input::MAX_SMALL_TEXT_BYTES)
+                        .map_err(|e| {
+                            input_err(format!("{}: map {}: {e}", labels[j], f.display()))
+                        })?,
+                ),
+                _ => None,
+            });
+        }
+        let needs: Vec<jobs::JobNeed> = specs
+            .iter()
+            .enumerate()
+            .map(|(j, s)| jobs::JobNeed {
+                label: labels[j].clone(),
+                ranks: scheds[j].num_ranks(),
+                placement: &s.placement,
+                map_text: texts[j].as_deref(),
+            })
+            .collect();
+        let p = jobs::place(&topo, &needs).map_err(input_err)?;
+        placed = Some((topo, p));
+    }
+    let global: Vec<usize> = placed
+        .as_ref()
+        .map(|(_, p)| p.iter().flatten().copied().collect())
+        .unwrap_or_default();
+    if a.print_map {
+        let (topo, _) = placed.as_ref().expect("placed");
+        let mut so = std::io::stdout().lock();
+        for (r, &h) in global.iter().enumerate() {
+            writeln!(so, "{r} {}", topo.nodes[h].name)?;
+        }
+        so.flush()?;
+        return Ok(0);
+    }
+    let mut leaves: Vec<Vec<String>> = vec![Vec::new(); specs.len()];
+    match &placed {
+        Some((topo, p)) => {
+            for (j, hcas) in p.iter().enumerate() {
+                let ls = jobs::leaves_of(topo, hcas);
+                leaves[j] = ls
+                    .iter()
+                    .map(|l| l.map_or("(none)".to_string(), |n| topo.nodes[n].name.clone()))
+                    .collect();
+                if ls.len() == 1 {
+                    let who = if hcas.len() == 1 {
+                        "its only rank is".to_string()
+                    } else {
+                        format!("all {} ranks are", hcas.len())
+                    };
+                    eprintln!(
+                        "loggopsim: warning: {}: {who} on leaf switch {}: its traffic never \
+                         leaves that switch, so it cannot contend with other jobs for \
+                         inter-switch links (place it with round-robin, random:SEED or map:FILE)",
+                        labels[j], leaves[j][0]
+                    );
+                }
+            }
+        }
+        None => eprintln!(
+            "loggopsim: note: --network loggp has no topology: placements are not used (job j's \
+             ranks follow jobs 0..j-1) and jobs cannot slow each other down"
+        ),
+    }
+    // (merge checks that the ranks fit u32 before the offsets are summed)
+    let merged = jobs::merge(&scheds.iter().collect::<Vec<_>>()).map_err(input_err)?;
+    let firsts: Vec<u32> = scheds
+        .iter()
+        .scan(0u32, |acc, s| {
+            let f = *acc;
+            *acc += s.num_ranks();
+            Some(f)
+        })
+        .collect();
+    let noise = load_noise(a, merged.num_ranks())?;
+    // The fabric backends in this process read the placement from a map file.
+    let in_process_fabric = !matches!(a.network, NetworkKind::Loggp | NetworkKind::Ipc);
+    let mut cosim = a.cosim.clone();
+    let _map = match &placed {
+        Some((topo, _)) if in_process_fabric => {
+            let m = TempMap::write(topo, &global, "all")?;
+            cosim.fabric.map = Some(m.0.clone());
+            Some(m)
+        }
+        _ => None,
+    };
+    let o = execute(a, &cosim, merged, noise, true)?;
+    if !o.rep.ok() {
+        return emit(a, &o, None);
+    }
+    let mut results = Vec::with_capacity(specs.len());
+    for (j, s) in specs.iter().enumerate() {
+        let n = scheds[j].num_ranks();
+        let f0 = firsts[j] as usize;
+        let times = o.rep.finish_times[f0..f0 + n as usize].to_vec();
+        results.push(jobs::JobResult {
+            job: j,
+            schedule: s.file.display().to_string(),
+            placement: s.placement.to_string(),
+            num_ranks: n,
+            first_global_rank: firsts[j],
+            hcas: placed
+                .as_ref()
+                .map(|(t, p)| p[j].iter().map(|&h| t.nodes[h].name.clone()).collect())
+                .unwrap_or_default(),
+            single_switch: leaves[j].len() == 1,
+            leaf_switches: std::mem::take(&mut leaves[j]),
+            finish_time_ps: times.iter().copied().max().unwrap_or(0),
+            finish_times_ps: times,
+            alone_finish_time_ps: None,
+            alone_finish_times_ps: None,
+            slowdown: None,
+        });
+    }
+    if a.slowdown {
+        for (j, sc) in scheds.into_iter().enumerate() {
+            let mut cosim_j = a.cosim.clone();
+            // The merged run's fabric report and logs stay as they are:
+            // an alone run writes its report next to it (FILE.alone-jobJ)
+            // and no logs.
+            cosim_j.fabric_report = a.cosim.fabric_report.as_ref().map(|f| {
+                let mut s = f.clone().into_os_string();
+                s.push(format!(".alone-job{j}"));
+                PathBuf::from(s)
+            });
+            cosim_j.log_inserts = None;
+            cosim_j.log_arrivals = None;
+            let _mj = match &placed {
+                Some((topo, p)) if in_process_fabric => {
+                    let m = TempMap::write(topo, &p[j], &format!("job{j}"))?;
+                    cosim_j.fabric.map = Some(m.0.clone());
+                    Some(m)
+                }
+                _ => None,
+            };
+            let noise_j = load_noise(a, sc.num_ranks())?;
+            let oj = execute(a, &cosim_j, sc, noise_j, false)?;
+            if !oj.rep.ok() {
+                return Err(Exit(
+                    1,
+                    format!(
+                        "{} alone: the run left unmatched or incomplete operations",
+                        labels[j]
+                    ),
+                )
+                .into());
+            }
+            let alone = oj.rep.finish_times.clone();
+            let amax = alone.iter().copied().max().unwrap_or(0);
+            let r = &mut results[j];
+            r.slowdown = (amax > 0).then(|| r.finish_time_ps as f64 / amax as f64);
+            r.alone_finish_time_ps = Some(amax);
+            r.alone_finish_times_ps = Some(alone);
+        }
+    }
+    emit(a, &o, Some(&results))
 }
 
 /// Largest message the flit-level fabric simulates (the same limit as
@@ -495,7 +787,7 @@ fn run<T: Tracer>(
     a: &SimArgs,
     noise: Option<loggopsim::noise::Noise>,
     flush: impl FnOnce(&mut T) -> std::io::Result<()>,
-) -> anyhow::Result<i32> {
+) -> anyhow::Result<Outcome> {
     if let Some(n) = noise {
         sim.set_noise(n);
     }
@@ -578,9 +870,22 @@ fn run<T: Tracer>(
         };
         Exit(code, format!("simulation failed: {e}"))
     })?;
-    let rep = sim.report();
-    let name = sim.network().name().to_string();
-    let params = *sim.params();
+    Ok(Outcome {
+        rep: sim.report(),
+        name: sim.network().name().to_string(),
+        params: *sim.params(),
+        wall,
+        cpu,
+    })
+}
+
+/// Prints the report of a run (and the jobs' section) and returns the exit code.
+fn emit(
+    a: &SimArgs,
+    o: &Outcome,
+    jobs: Option<&[loggopsim::jobs::JobResult]>,
+) -> anyhow::Result<i32> {
+    let (rep, name, params, wall, cpu) = (&o.rep, &o.name, &o.params, o.wall, o.cpu);
     if let Some(prefix) = &a.qstat {
         let path = format!("{prefix}.qstat");
         let mut f = std::io::BufWriter::new(
@@ -592,16 +897,23 @@ fn run<T: Tracer>(
         }
         f.flush()?;
     }
-    let out = if a.json {
-        loggopsim::report::json(&name, &rep, &params, wall, cpu)
+    let mut out = if a.json {
+        loggopsim::report::json(name, rep, params, wall, cpu)
     } else {
         let f = if a.loggopsim_output {
             loggopsim::report::TextFormat::LogGopSim
         } else {
             loggopsim::report::TextFormat::Native
         };
-        loggopsim::report::text_as(&name, &rep, &params, wall, a.batchmode, f)
+        loggopsim::report::text_as(name, rep, params, wall, a.batchmode, f)
     };
+    if let Some(j) = jobs {
+        if a.json {
+            out = loggopsim::jobs::add_to_json_report(&out, j);
+        } else {
+            out.push_str(&loggopsim::jobs::text(j, a.batchmode));
+        }
+    }
     if let Some(path) = &a.report {
         std::fs::write(path, out.as_bytes())
             .map_err(|e| Exit(2, format!("--report {}: {e}", path.display())))?;

@@ -5,6 +5,7 @@
 mod conformance;
 mod cosim;
 mod efficiency;
+mod jobs;
 mod peers;
 mod prediction;
 mod quickstart;

@@ -128,16 +128,16 @@ pub struct FastArgs {
         help_heading = "Fast backends (--network flow|penalty|lop)"
     )]
     pub lop_g: String,
-    /// penalty: reading of the paper's rule (b). printed: the rules as
-    /// printed (Fig. 2 exact; Fig. 3's f gets 10/7 instead of the table's
-    /// 1.5). table: rule (b) only when every competing sender is
-    /// back-pressured by full-bandwidth senders alone, otherwise rule (c);
-    /// reproduces every printed penalty of Fig. 2 and Fig. 3 (docs/backends.md).
+    /// penalty: reading of the paper's rule (b). table (default): rule (b)
+    /// only when every competing sender is back-pressured by full-bandwidth
+    /// senders alone, otherwise rule (c); reproduces every printed penalty
+    /// of Fig. 2 and Fig. 3. printed: the rules as printed (Fig. 2 exact;
+    /// Fig. 3's f gets 10/7 instead of the table's 1.5) (docs/backends.md).
     #[arg(
         long = "penalty-rule-b",
         value_name = "READING",
         value_enum,
-        default_value_t = PenaltyRuleB::Printed,
+        default_value_t = PenaltyRuleB::Table,
         help_heading = "Fast backends (--network flow|penalty|lop)"
     )]
     pub penalty_rule_b: PenaltyRuleB,
@@ -147,10 +147,12 @@ pub struct FastArgs {
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PenaltyRuleB {
     /// The rules as printed: (b) whenever outdeg(s) = 1.
-    #[default]
     Printed,
     /// (b) only when every competing sender's destinations are contended
     /// by out-degree-1 senders alone ("pure back pressure"); else (c).
+    /// The default: the one reading that gives every number the paper
+    /// prints (Fig. 2 and all steps of Fig. 3).
+    #[default]
     Table,
 }
 
@@ -163,7 +165,7 @@ impl Default for FastArgs {
             lop_l: None,
             lop_o: None,
             lop_g: "0".into(),
-            penalty_rule_b: PenaltyRuleB::Printed,
+            penalty_rule_b: PenaltyRuleB::Table,
         }
     }
 }

@@ -31,10 +31,10 @@
 //! (also in the table) gives 1 + 1/(10/3 - 1) = 10/7. No graph with the
 //! table's other penalties gives f 1.5 under rule (b) (an exhaustive search
 //! over all graphs of six edges on eight nodes: every match gives 10/7);
-//! 1.5 is rule (c)'s 1 + 1/outdeg(D). We keep the rules as printed by
-//! default, so f ends at 0.015294 s instead of 0.016059 s.
+//! 1.5 is rule (c)'s 1 + 1/outdeg(D). Under the rules as printed
+//! (`--penalty-rule-b printed`) f ends at 0.015294 s instead of 0.016059 s.
 //!
-//! `--penalty-rule-b table` ([`PenaltyRuleB::Table`]) is the one reading
+//! The default, `--penalty-rule-b table` ([`PenaltyRuleB::Table`]), is the one reading
 //! we found that gives every printed penalty of Fig. 2 and of all three
 //! steps of Fig. 3: rule (b) ("a communication with a full bandwidth
 //! allocation gets the maximum bandwidth available at the receiver")
