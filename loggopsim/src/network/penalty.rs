@@ -288,7 +288,10 @@ mod tests {
         let mut net = FlowNet::new(
             one_switch(1.0 / ALPHA),
             true,
-            Some(Box::new(Penalty::default())),
+            Some(Box::new(Penalty {
+                rule_b: PenaltyRuleB::Printed,
+                ..Penalty::default()
+            })),
         );
         for (s, d) in FIG3 {
             net.insert(Time(0), s, d, M, 0).unwrap();
@@ -403,7 +406,10 @@ mod tests {
         let mut net = FlowNet::new(
             one_switch(1.0 / ALPHA),
             true,
-            Some(Box::new(Penalty::default())),
+            Some(Box::new(Penalty {
+                rule_b: PenaltyRuleB::Printed,
+                ..Penalty::default()
+            })),
         );
         let t = run(&mut net);
         assert_eq!(t[5], 1 + 15_294_229_943);
