@@ -320,6 +320,8 @@ fn saturated_torus_completes_with_dateline_and_deadlocks_without() {
         "torus:4x4x4",
         "--set",
         "max_vl=7",
+        "--set",
+        "total_buffer_size=4000",
         "--traffic",
         "shift:1",
     ]);
