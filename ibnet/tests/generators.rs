@@ -437,3 +437,104 @@ proptest! {
         prop_assert!(s.vls <= 8);
     }
 }
+
+/// Flits consumed by a streaming run of uniform random traffic (every host
+/// draws each message's destination uniformly among the others; seq_rand
+/// over a generated destination file) up to `until`.
+fn uniform_consumed(topo_args: &[&str], hosts: usize, until: &str) -> u64 {
+    let dir = std::env::temp_dir().join(format!("gen-uniform-{}-{hosts}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let seq = dir.join("u.dstSeq");
+    let mut v = String::new();
+    let mut ini = String::new();
+    for i in 0..hosts {
+        let others: Vec<String> = (1..=hosts)
+            .filter(|&j| j != i + 1)
+            .map(|j| j.to_string())
+            .collect();
+        v += &format!("{i}: {}\n", others.join(" "));
+        ini += &format!("**H_{}.gen.dstSeqIndex = {i}\n", i + 1);
+    }
+    std::fs::write(&seq, v).unwrap();
+    std::fs::write(dir.join("u.dstSeq.ini"), ini).unwrap();
+    let traffic = format!("seq_rand:{}", seq.display());
+    let mut args = vec!["run"];
+    args.extend_from_slice(topo_args);
+    args.extend_from_slice(&[
+        "--set",
+        "msg_length=4096",
+        "--traffic",
+        &traffic,
+        "--until",
+        until,
+    ]);
+    let (code, out) = run(&args);
+    assert_eq!(code, 0, "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("flits generated"))
+        .unwrap_or_else(|| panic!("{out}"));
+    line.split_whitespace().nth(4).unwrap().parse().unwrap()
+}
+
+#[test]
+fn uniform_random_at_full_load_keeps_flowing() {
+    // Saturated uniform random traffic on a dateline torus and a
+    // dragonfly: the second 40 us deliver about as much as the first (a
+    // deadlock would stop delivery; the streaming run has no end to wait
+    // for).
+    for (args, hosts) in [
+        (&["--topology", "torus:4x4", "--set", "max_vl=3"][..], 16),
+        (
+            &["--topology", "dragonfly:2:2:1", "--set", "max_vl=1"][..],
+            12,
+        ),
+    ] {
+        let a = uniform_consumed(args, hosts, "40us");
+        let b = uniform_consumed(args, hosts, "80us");
+        assert!(a > 1000, "{args:?}: {a}");
+        assert!(b - a > a / 2, "{args:?}: {a} then {b}");
+    }
+}
+
+#[test]
+fn ftree_from_a_toml_file() {
+    use ibnet::topology::{load_toml_str, to_toml_routed, Routing};
+    // the cabling of fattree:8 written with routing = "ftree" loads to the
+    // same tables as the generator option
+    let t = topo("fattree:8");
+    let text = to_toml_routed(&t, Routing::Ftree);
+    assert!(text.contains("routing = \"ftree\""));
+    let u = load_toml_str(&text, std::path::Path::new("f8.toml")).unwrap();
+    let v = topo("fattree:8,routing=ftree");
+    assert_eq!(u.nodes, v.nodes);
+    assert_ne!(u.nodes, t.nodes); // ftree differs from up/down (LID vs index)
+                                  // a ring is not a fat tree
+    let ring = "nodes = [{ hca = \"H_1\", lid = 1 }, { hca = \"H_2\", lid = 2 }, \
+        { hca = \"H_3\", lid = 3 }, { switch = \"A\", ports = 3 }, { switch = \"B\", ports = 3 }, \
+        { switch = \"C\", ports = 3 }]\n\
+        links = [\"H_1:0 <-> A:0\", \"H_2:0 <-> B:0\", \"H_3:0 <-> C:0\", \"A:1 <-> B:2\", \
+        \"B:1 <-> C:2\", \"C:1 <-> A:2\"]\nrouting = \"ftree\"\n";
+    let e = load_toml_str(ring, std::path::Path::new("ring.toml")).unwrap_err();
+    assert!(e.to_string().contains("ring.toml"), "{e}");
+    assert!(e.to_string().contains("not a fat tree"), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+    /// Generator names from small random pieces: an answer (topology or
+    /// error), never a panic; every error names the input.
+    #[test]
+    fn generator_names_never_panic(
+        kind in prop::sample::select(vec![
+            "kary", "fattree2", "fattree3", "fattree", "torus", "mesh", "dragonfly", "H8_S6",
+        ]),
+        body in "[0-5x:=a-z,]{0,9}",
+    ) {
+        let name = format!("{kind}:{body}");
+        if let Err(e) = builtin(&name) {
+            let msg = e.to_string();
+            prop_assert!(msg.contains(kind), "{}: {}", name, msg);
+        }
+    }
+}

@@ -254,9 +254,21 @@ pub(crate) fn explain_by_hosts(name: &str) -> Result<String, TopoError> {
     let rest = base.strip_prefix("fattree:").unwrap_or(base);
     let (radix, leaves) = by_hosts_size(name, rest, &mut o)?;
     let half = radix / 2;
+    let n: usize = rest
+        .strip_prefix("hosts=")
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    let one_leaf = if n <= half {
+        format!(
+            "; {n} ranks in order all sit on leaf_0 (give a smaller radix=, e.g. radix={}, to spread them)",
+            (2 * n.div_ceil(2)).max(2)
+        )
+    } else {
+        String::new()
+    };
     Ok(format!(
         "{name} is fattree:{radix}:{leaves}: {leaves} leaves x {half} hosts = {} hosts, {half} spines \
-         ({radix}-port switches, updown routing); ranks fill the leaves in order",
+         ({radix}-port switches, updown routing); ranks fill the leaves in order{one_leaf}",
         leaves * half
     ))
 }
