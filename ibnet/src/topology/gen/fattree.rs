@@ -214,7 +214,7 @@ fn by_hosts_size(name: &str, rest: &str, o: &mut Opts) -> Result<(usize, usize),
     )?;
     let radix = o.num("radix", 2, MAX_PORTS as u64)?.unwrap_or(36) as usize;
     o.finish("radix")?;
-    if radix % 2 != 0 {
+    if !radix.is_multiple_of(2) {
         return Err(bad(name, format!("radix={radix}: must be even")));
     }
     let half = radix / 2;

@@ -167,7 +167,7 @@ pub(crate) fn torus(
     }
     // DOR tables
     let max_lid = nh;
-    for s in 0..nsw {
+    for (s, &node) in sw.iter().enumerate() {
         let c = coords(s, &dims);
         let mut fdb = vec![NO_ROUTE; max_lid + 1];
         for (dst, e) in fdb.iter_mut().enumerate().skip(1) {
@@ -181,7 +181,7 @@ pub(crate) fn torus(
                 }
             };
         }
-        if let NodeKind::Switch { fdb: f, .. } = &mut b.t.nodes[sw[s]].kind {
+        if let NodeKind::Switch { fdb: f, .. } = &mut b.t.nodes[node].kind {
             *f = fdb;
         }
     }
