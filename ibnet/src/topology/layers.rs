@@ -21,6 +21,10 @@ pub(crate) fn assign_layers(t: &Topology, max_layers: usize) -> Result<Vec<u8>, 
     let mut id_of = rustc_hash::FxHashMap::<PortRef, u32>::default();
     // adjacency per layer, grown as channels appear
     let mut adj: Vec<Vec<Vec<u32>>> = vec![Vec::new(); max_layers];
+    // edges known to close a cycle in a layer's committed graph: graphs
+    // only grow, so they stay forbidden there (saves most searches)
+    let mut forbidden: Vec<rustc_hash::FxHashSet<(u32, u32)>> =
+        vec![Default::default(); max_layers];
     let mut mark: Vec<u32> = Vec::new();
     let mut stamp = 0u32;
     let mut stack = Vec::new();
@@ -47,6 +51,12 @@ pub(crate) fn assign_layers(t: &Topology, max_layers: usize) -> Result<Vec<u8>, 
                     if g[u as usize].contains(&v) {
                         continue;
                     }
+                    if forbidden[l].contains(&(u, v)) {
+                        for (a, _) in added {
+                            g[a as usize].pop();
+                        }
+                        continue 'layer;
+                    }
                     // adding u -> v closes a cycle iff v reaches u
                     stamp += 1;
                     stack.clear();
@@ -66,6 +76,10 @@ pub(crate) fn assign_layers(t: &Topology, max_layers: usize) -> Result<Vec<u8>, 
                         }
                     }
                     if cyc {
+                        if added.is_empty() {
+                            // the cycle lies in the committed graph alone
+                            forbidden[l].insert((u, v));
+                        }
                         for (a, _) in added {
                             g[a as usize].pop();
                         }
