@@ -170,8 +170,15 @@ fn host_of(t: &topology::Topology, s: &str) -> Result<usize> {
 fn routes(a: &RoutesArgs) -> Result<i32> {
     let t =
         topology::open(&a.topology).map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+    if let Some(note) = topology::explain(&a.topology) {
+        eprintln!("ibnet: {note}");
+    }
     let src = host_of(&t, &a.src)?;
     let dst = host_of(&t, &a.dst)?;
+    let sl = t.route_sl(
+        t.lid_of_hca(src).unwrap_or(0),
+        t.lid_of_hca(dst).unwrap_or(0),
+    );
     if src == dst {
         anyhow::bail!("source and destination are the same host");
     }
@@ -185,16 +192,21 @@ fn routes(a: &RoutesArgs) -> Result<i32> {
     if a.json {
         let v = serde_json::json!({
             "src": t.nodes[src].name, "dst": t.nodes[dst].name,
-            "links": hops.len(), "switches": hops.len() - 1, "hops": hops,
+            "links": hops.len(), "switches": hops.len() - 1, "sl": sl, "hops": hops,
         });
         println!("{v}");
     } else {
         println!(
-            "route {} -> {}: {} links, {} switches",
+            "route {} -> {}: {} links, {} switches{}",
             t.nodes[src].name,
             t.nodes[dst].name,
             hops.len(),
-            hops.len() - 1
+            hops.len() - 1,
+            if t.sl.is_empty() {
+                String::new()
+            } else {
+                format!(", SL {sl} (= VL on every hop)")
+            }
         );
         for h in &hops {
             println!("  {}[{}] -> {}[{}]", h.node, h.port, h.peer, h.peer_port);
@@ -209,6 +221,9 @@ fn topology_summary(a: &TopologyArgs) -> Result<i32> {
     }
     let t =
         topology::open(&a.topology).map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+    if let Some(note) = topology::explain(&a.topology) {
+        eprintln!("ibnet: {note}");
+    }
     let s = topology::summary::summarize(&t);
     if a.json {
         println!("{}", serde_json::to_string(&s)?);
@@ -235,6 +250,13 @@ fn topology_summary(a: &TopologyArgs) -> Result<i32> {
                 println!("  {u}");
             }
         }
+        if s.vls > 1 {
+            println!(
+                "VLs: {} (an SL per route; the engine needs max_vl >= {})",
+                s.vls,
+                s.vls - 1
+            );
+        }
         if s.deadlock_free {
             println!("deadlock-free: yes (the channel dependency graph has no cycle)");
         } else {
@@ -250,7 +272,10 @@ fn topology_summary(a: &TopologyArgs) -> Result<i32> {
 #[derive(clap::Args)]
 struct RunArgs {
     /// Topology: a file (TOML, IBDM .topo with .fdbs) or a built-in name
-    /// (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, chain:N).
+    /// (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, chain:N) or generator
+    /// (kary:K:N, fattree2:HPL:LEAVES:SPINES, fattree3:HPL:LPP:APP:PODS,
+    /// fattree:hosts=N, torus:4x4x4, mesh:8x8, dragonfly:A:P:H:G; options
+    /// after commas, e.g. torus:4x4,vls=one; see docs/topology.md).
     #[arg(long, value_name = "FILE|NAME")]
     topology: String,
     /// Parameter preset: thesis-ddr (sec. 13, the default, as for `ibnet
@@ -487,6 +512,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let params = params_from(a).map_err(u)?;
     let topo = topology::open(&a.topology)
         .map_err(|e| UserError(anyhow::anyhow!("topology {}: {e}", a.topology)))?;
+    if let Some(note) = topology::explain(&a.topology) {
+        eprintln!("ibnet: {note}");
+    }
     let mut fabric = Fabric::new(&topo, &params).map_err(|e| {
         // name where the parameters came from
         let mut from = format!("--preset {}", a.preset);

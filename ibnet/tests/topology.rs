@@ -490,7 +490,7 @@ fn error_bad_toml() {
     let e = toml_err("routing = \"fast\"\n");
     assert_eq!(
         e,
-        "net.toml:1:11: routing must be \"minhop\", \"updown\" or \"tables\", found \"fast\""
+        "net.toml:1:11: routing must be \"minhop\", \"updown\", \"ftree\" or \"tables\", found \"fast\""
     );
     let e = toml_err("nodes = [{ hca = \"a\", switch = \"b\" }]\n");
     assert!(

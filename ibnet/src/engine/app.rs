@@ -75,6 +75,12 @@ impl Fabric {
         if h >= self.hcas.len() {
             return Err(FabricError::NoSuchHca(h, self.hcas.len()));
         }
+        if !self.route_sl.is_empty() {
+            return Err(FabricError::BadMessage(format!(
+                "send queue {vl}: the topology assigns an SL per route (deadlock freedom), \
+                 so send queues cannot be chosen"
+            )));
+        }
         if vl as usize >= self.nvl {
             return Err(FabricError::BadMessage(format!(
                 "send queue {vl} above max_vl {}",
@@ -181,7 +187,13 @@ impl Fabric {
             src,
             dst_hca: self.lid_to_hca[dst_lid as usize],
             dst_lid,
-            vl: self.hcas[src as usize].app.sq.unwrap_or(self.p.msg_sq),
+            vl: if self.route_sl.is_empty() {
+                self.hcas[src as usize].app.sq.unwrap_or(self.p.msg_sq)
+            } else {
+                // the route's SL (check_route_sls keeps it within max_vl)
+                let stride = self.lid_to_hca.len();
+                self.route_sl[self.hcas[src as usize].lid as usize * stride + dst_lid as usize]
+            },
             bytes,
             npkts: pk.count,
             full_pkt: pk.full,

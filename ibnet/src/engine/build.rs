@@ -70,6 +70,62 @@ pub(super) fn check_topology(t: &Topology) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// A topology with an SL per route (torus dateline, dragonfly) needs those
+/// VLs configured and served: at most `max_vl`, each with a weight in a VL
+/// arbitration table (a VL without one is never sent), and `msg_sq` left
+/// at 0 (the route's SL replaces the send queue).
+fn check_route_sls(
+    t: &Topology,
+    p: &Params,
+    high: &[crate::params::ArbEntry; 8],
+    low: &[crate::params::ArbEntry; 8],
+) -> Result<(), ConfigError> {
+    if t.sl.is_empty() {
+        return Ok(());
+    }
+    let stride = t.max_lid() as usize + 1;
+    if t.sl.len() != stride * stride {
+        return Err(ConfigError::Topology(format!(
+            "{}: the per-route SL table has {} entries, expected (max LID + 1)^2 = {}",
+            t.name,
+            t.sl.len(),
+            stride * stride
+        )));
+    }
+    let need = t.vls_needed();
+    if need > p.max_vl as usize + 1 {
+        return Err(ConfigError::Topology(format!(
+            "{}: its routing needs {need} VLs for deadlock freedom (an SL per route), but the \
+             preset has max_vl = {} ({} VL); give --set max_vl={} (and weights for those VLs \
+             in low_vl_arb_entries), or a routing that needs fewer VLs",
+            t.name,
+            p.max_vl,
+            p.max_vl as usize + 1,
+            need - 1
+        )));
+    }
+    for v in 0..need as u8 {
+        let served = high
+            .iter()
+            .chain(low.iter())
+            .any(|e| e.vl == v && e.weight > 0);
+        if !served {
+            return Err(ConfigError::Topology(format!(
+                "{}: its routing sends on VL {v}, but no VL arbitration entry gives VL {v} a \
+                 weight, so it would never be sent; add `{v}:W` to low_vl_arb_entries",
+                t.name
+            )));
+        }
+    }
+    if p.msg_sq != 0 {
+        return Err(ConfigError::Topology(format!(
+            "{}: the topology assigns an SL per route (it needs {need} VLs); msg_sq must stay 0",
+            t.name
+        )));
+    }
+    Ok(())
+}
+
 impl Fabric {
     /// Build the fabric and schedule the initialisation events (sec. 1.4).
     /// Every configuration error is reported here.
@@ -126,6 +182,7 @@ impl Fabric {
             && tm.wire.iter().all(|&w| w < tm.cred)
             && tm.wire_fc < tm.cred;
 
+        check_route_sls(topo, &p, &high, &low)?;
         let max_lid = topo.max_lid() as usize;
         let mut lid_to_hca = vec![NONE; max_lid + 1];
         let mut ports: Vec<Port> = Vec::new();
@@ -206,6 +263,7 @@ impl Fabric {
             fl_free: Vec::new(),
             lfts,
             lid_to_hca,
+            route_sl: topo.sl.clone(),
             msgs: Vec::new(),
             completions: Vec::new(),
             in_flight: 0,

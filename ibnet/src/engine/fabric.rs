@@ -130,6 +130,9 @@ pub struct Fabric {
     /// forwarding table per switch (LID -> output port)
     pub(super) lfts: Vec<Vec<u16>>,
     pub(super) lid_to_hca: Vec<u32>,
+    /// SL (= VL) per route, `src_lid * (max_lid + 1) + dst_lid`
+    /// (`Topology::sl`); empty: messages use their sender's send queue.
+    pub(super) route_sl: Vec<u8>,
     // messages (app.rs)
     pub(super) msgs: Vec<Msg>,
     pub(super) completions: Vec<(MsgId, Time)>,

@@ -25,6 +25,7 @@ impl Builder {
                 nodes: Vec::new(),
                 links: Vec::new(),
                 ranks: Vec::new(),
+                sl: Vec::new(),
             },
         }
     }
@@ -63,7 +64,18 @@ impl Builder {
 /// `fattree:P` (P even, 2..=254), `fattree:P:L` (the same with only L
 /// leaves, 1 <= L <= P; spines keep P ports, P-L of them unused),
 /// `chain:N` (N >= 1 switches).
+///
+/// Generator names (`kary:K:N`, `torus:4x4`, `dragonfly:A:P:H:G`, ...) and
+/// options after commas are handled by [`super::gen`].
 pub fn builtin(name: &str) -> Result<Topology, TopoError> {
+    if let Some(r) = super::gen::generate(name) {
+        return r;
+    }
+    fixed(name)
+}
+
+/// The fixed built-ins and `fattree:P[:L]`, `chain:N`.
+pub(crate) fn fixed(name: &str) -> Result<Topology, TopoError> {
     let num = |s: &str| -> Result<usize, TopoError> {
         s.parse::<usize>()
             .map_err(|_| TopoError::UnknownBuiltin(name.to_string()))

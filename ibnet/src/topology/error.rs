@@ -86,7 +86,7 @@ pub enum TopoError {
     /// Routing algorithm not applicable to this network.
     #[error("routing: {0}")]
     Routing(String),
-    #[error("unknown built-in topology {0:?} (known: H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, fattree:P:L, chain:N)")]
+    #[error("unknown built-in topology {0:?} (known: H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, fattree:P:L, chain:N, kary:K:N, fattree2:HPL:LEAVES:SPINES, fattree3:HPL:LPP:APP:PODS, fattree:hosts=N, torus:AxB.., mesh:AxB.., dragonfly:A:P:H:G)")]
     UnknownBuiltin(String),
     /// An error about the network loaded from `file` (validation and routing
     /// errors are wrapped in this so the message names the input file).

@@ -481,6 +481,7 @@ pub(crate) fn load_files(
         nodes,
         links,
         ranks: Vec::new(),
+        sl: Vec::new(),
     };
     let have_tables = files.fdbs.is_some();
     let routing = routing.unwrap_or(if have_tables {

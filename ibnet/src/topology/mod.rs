@@ -56,12 +56,21 @@ pub struct Topology {
     /// rank -> node index of an HCA. Empty means the default mapping
     /// (rank r is the r-th HCA in node order).
     pub ranks: Vec<usize>,
+    /// Service level (= VL: the engine does not remap VLs) of every route,
+    /// indexed `src_lid * (max_lid + 1) + dst_lid`. Empty (the default):
+    /// no per-route SL, a message travels on its sender's send queue.
+    /// Generators that need virtual lanes for deadlock freedom (torus
+    /// dateline, dragonfly) fill it, as a subnet manager hands out an SL per
+    /// path record; the engine then sends every message on its route's SL.
+    pub sl: Vec<u8>,
 }
 
 mod builtin;
 mod dstseq;
 mod error;
+pub mod gen;
 mod ibdm;
+mod layers;
 mod ranks;
 mod routing;
 pub mod summary;
@@ -72,6 +81,7 @@ pub mod vecfile;
 pub use builtin::builtin;
 pub use dstseq::{load_dst_seq, DstSeqs};
 pub use error::{Loc, TopoError};
+pub use gen::explain;
 pub use ibdm::{load_ibdm, IbdmFiles};
 pub use ranks::{load_rank_file, parse_rank_file};
 pub use routing::{route, Routing};
@@ -179,6 +189,22 @@ impl Topology {
                 None
             }
         })
+    }
+    /// SL (= VL) of the route from LID `src` to LID `dst`; 0 when the
+    /// topology assigns no per-route SLs.
+    pub fn route_sl(&self, src: u16, dst: u16) -> u8 {
+        if self.sl.is_empty() {
+            return 0;
+        }
+        let stride = self.max_lid() as usize + 1;
+        self.sl
+            .get(src as usize * stride + dst as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+    /// Number of VLs the per-route SLs need (1 without per-route SLs).
+    pub fn vls_needed(&self) -> usize {
+        self.sl.iter().copied().max().unwrap_or(0) as usize + 1
     }
     /// Indexed lookups for repeated path queries.
     pub fn router(&self) -> Router<'_> {

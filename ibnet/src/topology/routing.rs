@@ -13,6 +13,10 @@
 //!   counted in node order, S spines) and down to the destination's leaf;
 //!   traffic within a leaf stays on the leaf. Where two cables join the same
 //!   pair of switches, the lowest-numbered port is used.
+//! - [`Routing::Ftree`]: fat trees of any number of levels, destinations
+//!   spread over the up ports (d-mod-k; see `routing/ftree.rs`).
+
+mod ftree;
 
 use std::collections::VecDeque;
 
@@ -23,6 +27,8 @@ use super::{NodeKind, PortRef, Router, TopoError, Topology, NO_ROUTE};
 pub enum Routing {
     MinHop,
     UpDown,
+    /// OpenSM-style fat-tree routing (d-mod-k), any number of levels.
+    Ftree,
     /// Tables are given explicitly; nothing is computed.
     Tables,
 }
@@ -32,6 +38,7 @@ impl Routing {
         match s {
             "minhop" => Some(Routing::MinHop),
             "updown" => Some(Routing::UpDown),
+            "ftree" => Some(Routing::Ftree),
             "tables" => Some(Routing::Tables),
             _ => None,
         }
@@ -40,6 +47,7 @@ impl Routing {
         match self {
             Routing::MinHop => "minhop",
             Routing::UpDown => "updown",
+            Routing::Ftree => "ftree",
             Routing::Tables => "tables",
         }
     }
@@ -56,6 +64,7 @@ pub fn route(t: &mut Topology, routing: Routing) -> Result<(), TopoError> {
             Ok(())
         }
         Routing::UpDown => updown(t),
+        Routing::Ftree => ftree::ftree(t),
     }
 }
 

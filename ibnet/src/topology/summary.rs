@@ -6,9 +6,11 @@
 //! Deadlock freedom is the classic channel-dependency test (Dally and
 //! Seitz): every output port a route uses is a channel, consecutive
 //! channels of a route are a dependency, and the routing cannot deadlock on
-//! credits if and only if that graph has no cycle. The engine has a single
-//! data VL per route (SL to VL is the identity), so the channels are the
-//! output ports themselves.
+//! credits if and only if that graph has no cycle. The engine keeps one VL
+//! per route (SL to VL is the identity; the SL is the sender's send queue,
+//! or the route's SL when the topology assigns one, `Topology::sl`), so a
+//! channel is an (output port, VL) pair: routes on different VLs use
+//! separate buffers and never depend on each other.
 
 use super::{NodeKind, PortRef, Topology};
 use serde::Serialize;
@@ -29,14 +31,21 @@ pub struct Summary {
     /// Pairs without a route (at most 10 listed), as "SRC -> DST: why".
     pub unroutable: Vec<String>,
     pub unroutable_pairs: usize,
-    /// The channel dependency graph of all routes has no cycle.
+    /// VLs the routes use (1 without per-route SLs).
+    pub vls: usize,
+    /// The channel dependency graph of all routes (per VL) has no cycle.
     pub deadlock_free: bool,
-    /// A dependency cycle, as "node[port]" channels, when there is one.
+    /// A dependency cycle, as "node[port]" channels (with "/VLv" when the
+    /// topology has per-route SLs), when there is one.
     pub cycle: Vec<String>,
 }
 
-fn chan(t: &Topology, p: PortRef) -> String {
-    format!("{}[{}]", t.nodes[p.node].name, p.port)
+fn chan(t: &Topology, (p, vl): (PortRef, u8)) -> String {
+    if t.sl.is_empty() {
+        format!("{}[{}]", t.nodes[p.node].name, p.port)
+    } else {
+        format!("{}[{}]/VL{vl}", t.nodes[p.node].name, p.port)
+    }
 }
 
 /// Summarise `t`: every ordered pair of HCAs is routed once.
@@ -60,8 +69,8 @@ pub fn summarize(t: &Topology) -> Summary {
         }
     }
     // channels are numbered densely as they are first used
-    let mut id_of = rustc_hash::FxHashMap::<PortRef, u32>::default();
-    let mut names: Vec<PortRef> = Vec::new();
+    let mut id_of = rustc_hash::FxHashMap::<(PortRef, u8), u32>::default();
+    let mut names: Vec<(PortRef, u8)> = Vec::new();
     let mut edges = rustc_hash::FxHashSet::<(u32, u32)>::default();
     let mut diameter = 0usize;
     let mut total = 0u64;
@@ -79,9 +88,13 @@ pub fn summarize(t: &Topology) -> Summary {
                     total += path.len() as u64;
                     routed += 1;
                     let mut prev: Option<u32> = None;
+                    let vl = match (t.lid_of_hca(a), t.lid_of_hca(b)) {
+                        (Some(x), Some(y)) => t.route_sl(x, y),
+                        _ => 0,
+                    };
                     for p in path {
-                        let id = *id_of.entry(p).or_insert_with(|| {
-                            names.push(p);
+                        let id = *id_of.entry((p, vl)).or_insert_with(|| {
+                            names.push((p, vl));
                             names.len() as u32 - 1
                         });
                         if let Some(q) = prev {
@@ -116,6 +129,7 @@ pub fn summarize(t: &Topology) -> Summary {
         routing_complete: unroutable_pairs == 0,
         unroutable,
         unroutable_pairs,
+        vls: t.vls_needed(),
         deadlock_free,
         cycle,
     }

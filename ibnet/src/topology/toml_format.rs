@@ -68,7 +68,9 @@ pub fn open(spec: &str) -> Result<Topology, TopoError> {
     match super::builtin(spec) {
         Err(TopoError::UnknownBuiltin(_)) => Err(TopoError::Invalid(format!(
             "{spec:?} is neither an existing file nor a built-in topology \
-             (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, fattree:P:L, chain:N)"
+             (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, fattree:P:L, chain:N, kary:K:N, \
+             fattree2:HPL:LEAVES:SPINES, fattree3:HPL:LPP:APP:PODS, fattree:hosts=N, torus:4x4, \
+             mesh:8x8, dragonfly:A:P:H:G; see docs/topology.md)"
         ))),
         r => r,
     }
@@ -96,7 +98,7 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
             TopoError::parse(
                 at(r.span()),
                 format!(
-                    "routing must be \"minhop\", \"updown\" or \"tables\", found {:?}",
+                    "routing must be \"minhop\", \"updown\", \"ftree\" or \"tables\", found {:?}",
                     r.get_ref()
                 ),
             )
@@ -452,6 +454,7 @@ fn build_native(
         nodes,
         links,
         ranks: Vec::new(),
+        sl: Vec::new(),
     };
     route(&mut t, routing).map_err(|e| e.in_file(path))?;
     Ok(t)

@@ -37,6 +37,7 @@ pub fn two_hosts_one_switch() -> Topology {
             },
         ],
         ranks: vec![],
+        sl: vec![],
     }
 }
 
@@ -76,6 +77,7 @@ pub fn incast(n: usize) -> Topology {
         nodes,
         links,
         ranks: vec![],
+        sl: vec![],
     }
 }
 
