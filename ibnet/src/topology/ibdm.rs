@@ -578,56 +578,10 @@ pub(crate) fn load_files(
     let max_lid = hca_lids.iter().map(|h| h.1).max().unwrap_or(0) as usize;
     match (&files.fdbs, &files.fdbs_ini) {
         (Some(fdbs), Some(ini)) => {
-            let vectors = parse_vectors(&read_text(fdbs)?, fdbs)?;
-            let entries = parse_index_file(&read_text(ini)?, ini, &["fdbIndex"])?;
-            let by_ned: HashMap<&str, usize> = ned
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.as_str(), i))
-                .collect();
-            for e in &entries {
-                let Some(&s) = by_ned.get(e.name.as_str()) else {
-                    return Err(TopoError::parse(
-                        Loc::line(ini, e.line),
-                        format!("{} is not a switch of {}", e.name, topo_path.display()),
-                    ));
-                };
-                let Some(v) = vectors.get(&e.index) else {
-                    return Err(TopoError::parse(
-                        Loc::line(ini, e.line),
-                        format!(
-                            "{} uses table {}, which {} does not have",
-                            e.name,
-                            e.index,
-                            fdbs.display()
-                        ),
-                    ));
-                };
-                if v.values.len() <= max_lid {
-                    return Err(TopoError::parse(
-                        Loc::line(fdbs, v.line),
-                        format!(
-                            "table {} (switch {}) has {} entries, but LIDs go up to {max_lid}",
-                            e.index,
-                            e.name,
-                            v.values.len()
-                        ),
-                    ));
-                }
-                // A value >= the port count means "no route" (ibfabric.md 9).
-                let table = v
-                    .values
-                    .iter()
-                    .map(|&p| if p >= ports[s] { NO_ROUTE } else { p })
-                    .collect();
+            let t = read_tables(fdbs, ini, &ned, &ports, max_lid, topo_path, false)?;
+            for (s, (index, table)) in t.into_iter().enumerate() {
                 fdb_of[s] = Some(table);
-                order_key[s].0 = e.index;
-            }
-            if let Some(s) = fdb_of.iter().position(Option::is_none) {
-                return Err(TopoError::parse(
-                    Loc::file(ini),
-                    format!("switch {} has no fdbIndex", ned[s]),
-                ));
+                order_key[s].0 = index;
             }
         }
         (None, None) => {}
@@ -692,4 +646,82 @@ pub(crate) fn load_files(
     route(&mut t, routing).map_err(|e| e.in_file(topo_path))?;
     t.validate_with(opts).map_err(|e| e.in_file(topo_path))?;
     Ok(t)
+}
+
+/// Read the forwarding tables of the switches named `names` (network
+/// description names, with `ports[i]` ports each) from a `.fdbs` vector
+/// file and its `.fdbs.ini` index file. Returns, per switch, its
+/// `fdbIndex` and its table (values >= the port count become `NO_ROUTE`).
+/// `net` names the network file in messages. `ignore_unknown`: an index
+/// line naming no switch of the network is skipped, as the reference's
+/// configuration reader does (the 8-node examples' `.fdbs.ini` lists eight
+/// switches for a one-switch network); else it is an error.
+pub(crate) fn read_tables(
+    fdbs: &Path,
+    ini: &Path,
+    names: &[String],
+    ports: &[u16],
+    max_lid: usize,
+    net: &Path,
+    ignore_unknown: bool,
+) -> Result<Vec<(usize, Vec<u16>)>, TopoError> {
+    let vectors = parse_vectors(&read_text(fdbs)?, fdbs)?;
+    let entries = parse_index_file(&read_text(ini)?, ini, &["fdbIndex"])?;
+    let by_name: HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut out: Vec<Option<(usize, Vec<u16>)>> = vec![None; names.len()];
+    for e in &entries {
+        let Some(&s) = by_name.get(e.name.as_str()) else {
+            if ignore_unknown {
+                continue;
+            }
+            return Err(TopoError::parse(
+                Loc::line(ini, e.line),
+                format!("{} is not a switch of {}", e.name, net.display()),
+            ));
+        };
+        let Some(v) = vectors.get(&e.index) else {
+            return Err(TopoError::parse(
+                Loc::line(ini, e.line),
+                format!(
+                    "{} uses table {}, which {} does not have",
+                    e.name,
+                    e.index,
+                    fdbs.display()
+                ),
+            ));
+        };
+        if v.values.len() <= max_lid {
+            return Err(TopoError::parse(
+                Loc::line(fdbs, v.line),
+                format!(
+                    "table {} (switch {}) has {} entries, but LIDs go up to {max_lid}",
+                    e.index,
+                    e.name,
+                    v.values.len()
+                ),
+            ));
+        }
+        // A value >= the port count means "no route" (ibfabric.md 9).
+        let table = v
+            .values
+            .iter()
+            .map(|&p| if p >= ports[s] { NO_ROUTE } else { p })
+            .collect();
+        out[s] = Some((e.index, table));
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(s, t)| {
+            t.ok_or_else(|| {
+                TopoError::parse(
+                    Loc::file(ini),
+                    format!("switch {} has no fdbIndex", names[s]),
+                )
+            })
+        })
+        .collect()
 }

@@ -62,6 +62,8 @@ mod builtin;
 mod dstseq;
 mod error;
 mod ibdm;
+mod ibnetdiscover;
+mod ned;
 mod ranks;
 mod routing;
 pub mod summary;
@@ -72,10 +74,12 @@ pub mod vecfile;
 pub use builtin::builtin;
 pub use dstseq::{load_dst_seq, DstSeqs};
 pub use error::{Loc, TopoError};
-pub use ibdm::{load_ibdm, IbdmFiles};
+pub use ibdm::{chassis_of, load_ibdm, ChassisDef, IbdmFiles};
+pub use ibnetdiscover::{load_ibnetdiscover, looks_like_ibnetdiscover};
+pub use ned::{load_ned, NedFiles};
 pub use ranks::{load_rank_file, parse_rank_file};
 pub use routing::{route, Routing};
-pub use toml_format::{load, load_toml_str, open, to_toml, to_toml_routed};
+pub use toml_format::{load, load_toml_str, open, open_with, to_toml, to_toml_routed};
 pub use validate::ValidateOptions;
 
 impl Node {

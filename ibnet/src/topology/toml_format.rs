@@ -46,7 +46,10 @@ struct RawIbdm {
 }
 
 /// Load a topology file: `*.topo` is imported as IBDM (sibling files by
-/// naming convention, see [`IbdmFiles::by_convention`]); anything else is
+/// naming convention, see [`IbdmFiles::by_convention`]); `*.ned` as the
+/// reference's network description (see [`super::NedFiles`]); a file
+/// whose text looks like `ibnetdiscover` output (and is not `*.toml`) as
+/// such, with min-hop routes (tables: [`open_with`]); anything else is
 /// read as ibnet TOML (which may itself point at IBDM files with an
 /// `[ibdm]` table). The result is routed and validated.
 pub fn load(path: &Path) -> Result<Topology, TopoError> {
@@ -54,7 +57,38 @@ pub fn load(path: &Path) -> Result<Topology, TopoError> {
         let files = IbdmFiles::by_convention(path)?;
         return ibdm::load_files(&files, None, &ValidateOptions::default());
     }
-    load_toml_str(&read_text(path)?, path)
+    if path.extension().is_some_and(|e| e == "ned") {
+        return super::load_ned(path);
+    }
+    let text = read_text(path)?;
+    if !path.extension().is_some_and(|e| e == "toml")
+        && super::ibnetdiscover::looks_like_ibnetdiscover(&text)
+    {
+        return super::ibnetdiscover::load_files(path, None, None, &ValidateOptions::default());
+    }
+    load_toml_str(&text, path)
+}
+
+/// [`open`] with the forwarding tables of an `ibnetdiscover` topology
+/// from `lfts` (`dump_lfts.sh` / `ibroute` output). `lfts` with any other
+/// kind of topology is an error.
+pub fn open_with(spec: &str, lfts: Option<&Path>) -> Result<Topology, TopoError> {
+    let Some(lfts) = lfts else {
+        return open(spec);
+    };
+    let path = Path::new(spec);
+    let is_ibnd = path.is_file()
+        && !path
+            .extension()
+            .is_some_and(|e| e == "toml" || e == "topo" || e == "ned")
+        && super::ibnetdiscover::looks_like_ibnetdiscover(&read_text(path)?);
+    if !is_ibnd {
+        return Err(TopoError::Invalid(format!(
+            "--lfts {}: forwarding tables from dump_lfts go with an ibnetdiscover topology file, and {spec} is not one",
+            lfts.display()
+        )));
+    }
+    super::ibnetdiscover::load_files(path, Some(lfts), None, &ValidateOptions::default())
 }
 
 /// Command-line convenience: `spec` is a path to a topology file (see

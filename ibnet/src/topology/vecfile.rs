@@ -130,13 +130,18 @@ pub fn parse_index_file(
         if !params.contains(&param) {
             continue;
         }
-        if comps.len() < 3 {
+        // `**.SW_1**.fdbIndex` (the 3h_2s example): the instance followed by
+        // `**`, any submodule path
+        let short = (comps.len() == 2)
+            .then(|| comps[0].strip_suffix("**"))
+            .flatten();
+        if comps.len() < 3 && short.is_none() {
             return Err(TopoError::parse(
                 Loc::line(file, lineno),
                 format!("key {key:?}: expected `**.<instance>.<submodule>.{param}`"),
             ));
         }
-        let name = comps[comps.len() - 3];
+        let name = short.unwrap_or_else(|| comps[comps.len() - 3]);
         if name.is_empty() || name.contains('*') || name.contains('[') {
             return Err(TopoError::parse(
                 Loc::line(file, lineno),
