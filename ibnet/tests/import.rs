@@ -306,3 +306,150 @@ fn ned_host_order_does_not_matter_for_onehot_32() {
     assert!(a.contains("\"flits_consumed\":"));
     assert_eq!(a, b);
 }
+
+fn cluster8(lfts: bool) -> Topology {
+    let t = Path::new(DATA).join("cluster8.ibnetdiscover");
+    let l = Path::new(DATA).join("cluster8.lfts");
+    topology::open_with(t.to_str().unwrap(), lfts.then_some(l.as_path())).expect("import")
+}
+
+/// Our own ibnetdiscover example: two 36-port switches (LIDs 1, 2) joined
+/// by two cables on IB ports 35 and 36, four dual-port HCAs on each (one
+/// port cabled), LIDs 3..10.
+#[test]
+fn ibnetdiscover_cluster_with_dump_lfts_tables() {
+    let t = cluster8(true);
+    assert_eq!(
+        (t.hcas().len(), t.switches().len(), t.links.len()),
+        (8, 2, 10)
+    );
+    // hosts by LID, named by their NodeDescription; then the switches
+    let names: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names[0], "node01_mlx4_0");
+    assert_eq!(names[7], "node08_mlx4_0");
+    assert_eq!(names[8], "MF0;leaf1:SX6036/U1");
+    let lids: Vec<u16> = t.hcas().iter().map(|&h| t.lid_of_hca(h).unwrap()).collect();
+    assert_eq!(lids, [3, 4, 5, 6, 7, 8, 9, 10]);
+    // IB port p is ibnet port p - 1: node05 is on leaf2 IB port 1
+    assert_eq!(
+        peer(&t, "node05_mlx4_0", 0),
+        ("MF0;leaf2:SX6036/U1".into(), 0)
+    );
+    assert_eq!(
+        peer(&t, "MF0;leaf1:SX6036/U1", 35),
+        ("MF0;leaf2:SX6036/U1".into(), 35)
+    );
+    // the tables of dump_lfts: leaf1 sends odd remote LIDs to IB port 35,
+    // even ones to 36; switch LIDs (1, 2) are not host routes
+    let leaf1 = t.node_by_name("MF0;leaf1:SX6036/U1").unwrap();
+    let fdb = t.nodes[leaf1].fdb().unwrap();
+    assert_eq!(&fdb[..], &[255, 255, 255, 0, 1, 2, 3, 34, 35, 34, 35]);
+    // node01 -> node08 (LID 10): leaf1 IB port 36, leaf2 IB port 4
+    let path = t
+        .path(
+            t.node_by_name("node01_mlx4_0").unwrap(),
+            t.node_by_name("node08_mlx4_0").unwrap(),
+        )
+        .unwrap();
+    let ports: Vec<u16> = path.iter().map(|p| p.port).collect();
+    assert_eq!(ports, [0, 35, 3]);
+    // One message stream node01 -> node08 at the reference defaults: the
+    // first 131072-byte message (2048 flits) takes 20N + 80 ns over one
+    // switch plus 100 ns for the second (ibfabric.md 11 cases 1, 2):
+    // 20 x 2048 + 80 + 100 = 41140 ns.
+    let mut f = Fabric::new(&t, &Params::qdr()).unwrap();
+    apply_app_traffic(&mut f, &t, &TrafficSpec::parse("param:3=10").unwrap()).unwrap();
+    f.run_until(Time(50_000_000));
+    let r = f.report_with(true);
+    let m = &r.messages.unwrap()[0];
+    assert_eq!((m.src_lid, m.dst_lid), (3, 10));
+    assert_eq!(m.network_latency_ps, Some(41_140_000));
+}
+
+#[test]
+fn ibnetdiscover_cluster_without_tables_gets_min_hop_routes() {
+    let t = cluster8(false);
+    let h = |n: &str| t.node_by_name(n).unwrap();
+    assert_eq!(t.hops(h("node01_mlx4_0"), h("node04_mlx4_0")).unwrap(), 2);
+    assert_eq!(t.hops(h("node01_mlx4_0"), h("node08_mlx4_0")).unwrap(), 3);
+    // the same network as with the tables, only the routes differ
+    let u = cluster8(true);
+    assert_eq!((t.nodes.len(), &t.links), (u.nodes.len(), &u.links));
+}
+
+/// Errors name the file and line.
+#[test]
+fn import_errors_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let case = |name: &str, text: &str| -> String {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        topology::load(&p).unwrap_err().to_string()
+    };
+    let ibnd = std::fs::read_to_string(Path::new(DATA).join("cluster8.ibnetdiscover")).unwrap();
+    let e = case("a.ibnd", &ibnd.replace("[3]\t\"H-", "[37]\t\"H-"));
+    assert!(e.contains("a.ibnd:13:") && e.contains("port 37"), "{e}");
+    let e = case("b.ibnd", &ibnd.replace("# lid 9 lmc", "# lid 4 lmc"));
+    assert!(e.contains("b.ibnd:") && e.contains("LID"), "{e}");
+    let e = case("c.ned", "network x\n{\n submodules:\n  H_1: HCA { parameters: srcLid = 1; }\n  S: Switch { parameters: numSwitchPorts = 2; }\n connections:\n  H_1.port <--> S.port[2];\n}\n");
+    assert!(e.contains("c.ned:7:") && e.contains("S.port[2]"), "{e}");
+    let e = case("d.ned", "network x\n{\n submodules:\n  H_1: Router;\n}\n");
+    assert!(e.contains("d.ned:4:") && e.contains("Router"), "{e}");
+    std::fs::write(dir.path().join("e.hcas"), "H-1/U1/1 1\nH-2/U1/1 2\n").unwrap();
+    let e = case(
+        "e.topo",
+        "MTS3600 L\n   P1 -> Cougar H-1 P1\n   P2 -> Cougar H-2 P1\n   P3 -> MIS5600 C L37/P1\n",
+    );
+    assert!(e.contains("e.topo:4") && e.contains("L37/P1"), "{e}");
+    let e = case(
+        "e.topo",
+        "MTS3600 L\n   P1 -> Cougar H-1 P1\n   P2 -> Cougar H-2 P1\n   P3 -> MIS5600 C P1\n",
+    );
+    assert!(
+        e.contains("e.topo:4") && e.contains("director chassis"),
+        "{e}"
+    );
+    let e = case(
+        "e.topo",
+        "MTS3600 L\n   P1 -> Cougar H-1 P1\n   P3 -> MIS9999 C L1/P1\n",
+    );
+    assert!(e.contains("e.topo:3") && e.contains("MIS5600"), "{e}");
+}
+
+/// A small network with a director chassis: leaf switches A (H-1, H-2)
+/// and B (H-3, H-4), each with two cables into the chassis (A on line
+/// cards 1 and 2, B on 3 and 4). Min-hop routes (no tables): a host on A reaches a host on
+/// B over A, a line ASIC, a spine ASIC, a line ASIC, B: 6 links.
+#[test]
+fn small_chassis_network_routes_through_line_and_spine_asics() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("c.hcas"),
+        "H-1/U1/1 1\nH-2/U1/1 2\nH-3/U1/1 3\nH-4/U1/1 4\n",
+    )
+    .unwrap();
+    let topo = dir.path().join("c.topo");
+    std::fs::write(&topo, CHASSIS_TOPO).unwrap();
+    let t = topology::load(&topo).expect("import");
+    assert_eq!((t.hcas().len(), t.switches().len()), (4, 2 + 54));
+    assert_eq!(t.links.len(), 4 + 4 + 36 * 18);
+    assert_eq!(peer(&t, "SW_A_U1", 2), ("CH_leaf1_U1".into(), 0));
+    assert_eq!(peer(&t, "SW_B_U1", 3), ("CH_leaf4_U1".into(), 17));
+    let h = |n: &str| t.node_by_name(n).unwrap();
+    assert_eq!(t.hops(h("H_1_U1"), h("H_2_U1")).unwrap(), 2);
+    assert_eq!(t.hops(h("H_1_U1"), h("H_4_U1")).unwrap(), 6);
+}
+
+pub const CHASSIS_TOPO: &str = "\
+MTS3600 SW-A
+   P1 -> Cougar H-1 P1
+   P2 -> Cougar H-2 P1
+   P3 -> MIS5600 CH L1/P1
+   P4 -> MIS5600 CH L2/P1
+
+MTS3600 SW-B
+   P1 -> Cougar H-3 P1
+   P2 -> Cougar H-4 P1
+   P3 -> MIS5600 CH L3/P18
+   P4 -> MIS5600 CH L4/P18
+";
