@@ -453,3 +453,37 @@ MTS3600 SW-B
    P3 -> MIS5600 CH L3/P18
    P4 -> MIS5600 CH L4/P18
 ";
+
+/// The command line: `--lfts` goes with an ibnetdiscover file only, and
+/// `ibnet routes` shows the tables' choice.
+#[test]
+fn command_line_lfts() {
+    let bin = env!("CARGO_BIN_EXE_ibnet");
+    let d = Path::new(DATA);
+    let out = std::process::Command::new(bin)
+        .args(["routes", "--topology"])
+        .arg(d.join("cluster8.ibnetdiscover"))
+        .arg("--lfts")
+        .arg(d.join("cluster8.lfts"))
+        .args(["node01_mlx4_0", "node07_mlx4_0"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let s = String::from_utf8_lossy(&out.stdout);
+    // LID 9 is odd: IB port 35 = ibnet port 34
+    assert!(
+        s.contains("MF0;leaf1:SX6036/U1[34] -> MF0;leaf2:SX6036/U1[34]"),
+        "{s}"
+    );
+    let out = std::process::Command::new(bin)
+        .args(["topology", "--summary", "--topology", "H8_S2", "--lfts"])
+        .arg(d.join("cluster8.lfts"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        e.contains("cluster8.lfts") && e.contains("ibnetdiscover"),
+        "{e}"
+    );
+}
