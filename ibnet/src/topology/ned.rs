@@ -390,11 +390,10 @@ pub(crate) fn load_files(
                 ))
             }
         };
-        let (mut lid, mut nsp, mut gates): (
-            Option<(u64, Loc)>,
-            Option<(u64, Loc)>,
-            Option<(u64, Loc)>,
-        ) = (None, None, None);
+        // value and where it was written
+        let mut lid: Option<(u64, Loc)> = None;
+        let mut nsp: Option<(u64, Loc)> = None;
+        let mut gates: Option<(u64, Loc)> = None;
         if p.is_punct(";") {
             p.pos += 1;
         } else {

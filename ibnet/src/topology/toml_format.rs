@@ -61,7 +61,7 @@ pub fn load(path: &Path) -> Result<Topology, TopoError> {
         return super::load_ned(path);
     }
     let text = read_text(path)?;
-    if !path.extension().is_some_and(|e| e == "toml")
+    if path.extension().is_none_or(|e| e != "toml")
         && super::ibnetdiscover::looks_like_ibnetdiscover(&text)
     {
         return super::ibnetdiscover::load_files(path, None, None, &ValidateOptions::default());
