@@ -487,3 +487,66 @@ fn command_line_lfts() {
         "{e}"
     );
 }
+
+/// TOML tables `[ibnetdiscover]` and `[ned]`: the computed routing named by
+/// `routing` and ranks placed by host name on an imported network.
+#[test]
+fn toml_import_tables_with_routing_and_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Path::new(DATA);
+    let toml = dir.path().join("c.toml");
+    std::fs::write(
+        &toml,
+        format!(
+            "name = \"my cluster\"\nrouting = \"minhop\"\nranks = [\"node08_mlx4_0\", \"node01_mlx4_0\"]\n\n[ibnetdiscover]\nfile = {:?}\n",
+            d.join("cluster8.ibnetdiscover")
+        ),
+    )
+    .unwrap();
+    let t = topology::load(&toml).expect("toml");
+    assert_eq!(t.name, "my cluster");
+    assert_eq!(t.num_ranks(), 2);
+    assert_eq!(t.nodes[t.hca_of_rank(0).unwrap()].name, "node08_mlx4_0");
+    assert_eq!(
+        t.hops(t.hca_of_rank(1).unwrap(), t.hca_of_rank(0).unwrap())
+            .unwrap(),
+        3
+    );
+    // with the tables named in the table
+    std::fs::write(
+        &toml,
+        format!(
+            "[ibnetdiscover]\nfile = {:?}\nlfts = {:?}\n",
+            d.join("cluster8.ibnetdiscover"),
+            d.join("cluster8.lfts")
+        ),
+    )
+    .unwrap();
+    assert_eq!(topology::load(&toml).unwrap(), cluster8(true));
+    // [ned] with its tables by convention
+    std::fs::write(
+        &toml,
+        format!("[ned]\nfile = {:?}\n", shared("ibmodel-3h2s/p2p_3h_2s.ned")),
+    )
+    .unwrap();
+    let t = topology::load(&toml).unwrap();
+    assert_eq!(t.name, "p2p_3h_2s");
+    // 3h_2s.fdbs: SW_2 (table 1) sends LID 3 to port 2, towards SW_1
+    let sw2 = t.node_by_name("SW_2").unwrap();
+    assert_eq!(t.nodes[sw2].fdb().unwrap()[3], 2);
+    // two import tables
+    std::fs::write(
+        &toml,
+        "[ned]\nfile = \"a.ned\"\n[ibnetdiscover]\nfile = \"b\"\n",
+    )
+    .unwrap();
+    let e = topology::load(&toml).unwrap_err().to_string();
+    assert!(e.contains("c.toml") && e.contains("at most one"), "{e}");
+    // a missing file names the table
+    std::fs::write(&toml, "[ibnetdiscover]\nfile = \"nope.txt\"\n").unwrap();
+    let e = topology::load(&toml).unwrap_err().to_string();
+    assert!(
+        e.contains("c.toml") && e.contains("[ibnetdiscover]") && e.contains("nope.txt"),
+        "{e}"
+    );
+}
