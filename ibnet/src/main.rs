@@ -124,6 +124,10 @@ struct RoutesArgs {
     /// Topology (as for `ibnet run`).
     #[arg(long, value_name = "FILE|NAME")]
     topology: String,
+    /// Forwarding tables of an ibnetdiscover topology: dump_lfts.sh /
+    /// ibroute output (without it, min-hop routes are computed).
+    #[arg(long, value_name = "FILE")]
+    lfts: Option<PathBuf>,
     /// Source host (name or rank).
     src: String,
     /// Destination host (name or rank).
@@ -138,6 +142,10 @@ struct TopologyArgs {
     /// Topology (as for `ibnet run`).
     #[arg(long, value_name = "FILE|NAME")]
     topology: String,
+    /// Forwarding tables of an ibnetdiscover topology: dump_lfts.sh /
+    /// ibroute output (without it, min-hop routes are computed).
+    #[arg(long, value_name = "FILE")]
+    lfts: Option<PathBuf>,
     /// Print the summary (the only mode so far).
     #[arg(long)]
     summary: bool,
@@ -168,8 +176,8 @@ fn host_of(t: &topology::Topology, s: &str) -> Result<usize> {
 }
 
 fn routes(a: &RoutesArgs) -> Result<i32> {
-    let t =
-        topology::open(&a.topology).map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+    let t = topology::open_with(&a.topology, a.lfts.as_deref())
+        .map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
     if let Some(note) = topology::explain(&a.topology) {
         eprintln!("ibnet: {note}");
     }
@@ -219,8 +227,8 @@ fn topology_summary(a: &TopologyArgs) -> Result<i32> {
     if !a.summary {
         anyhow::bail!("nothing to do: give --summary");
     }
-    let t =
-        topology::open(&a.topology).map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+    let t = topology::open_with(&a.topology, a.lfts.as_deref())
+        .map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
     if let Some(note) = topology::explain(&a.topology) {
         eprintln!("ibnet: {note}");
     }
@@ -271,13 +279,18 @@ fn topology_summary(a: &TopologyArgs) -> Result<i32> {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Topology: a file (TOML, IBDM .topo with .fdbs) or a built-in name
-    /// (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, chain:N) or generator
-    /// (kary:K:N, fattree2:HPL:LEAVES:SPINES, fattree3:HPL:LPP:APP:PODS,
+    /// Topology: a file (TOML, IBDM .topo with .fdbs, the reference's .ned,
+    /// ibnetdiscover output) or a built-in name (H8_S1, H8_S2, H8_S4,
+    /// H8_S6, M9, fattree:P, chain:N) or generator (kary:K:N,
+    /// fattree2:HPL:LEAVES:SPINES, fattree3:HPL:LPP:APP:PODS,
     /// fattree:hosts=N, torus:4x4x4, mesh:8x8, dragonfly:A:P:H:G; options
     /// after commas, e.g. torus:4x4,vls=one; see docs/topology.md).
     #[arg(long, value_name = "FILE|NAME")]
     topology: String,
+    /// Forwarding tables of an ibnetdiscover topology: dump_lfts.sh /
+    /// ibroute output (without it, min-hop routes are computed).
+    #[arg(long, value_name = "FILE")]
+    lfts: Option<PathBuf>,
     /// Parameter preset: thesis-ddr (sec. 13, the default, as for `ibnet
     /// serve` and scripts/cosim), qdr (the reference's defaults), hcyang99 (CC).
     #[arg(long, default_value = "thesis-ddr", value_name = "NAME")]
@@ -510,7 +523,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         )));
     }
     let params = params_from(a).map_err(u)?;
-    let topo = topology::open(&a.topology)
+    let topo = topology::open_with(&a.topology, a.lfts.as_deref())
         .map_err(|e| UserError(anyhow::anyhow!("topology {}: {e}", a.topology)))?;
     if let Some(note) = topology::explain(&a.topology) {
         eprintln!("ibnet: {note}");

@@ -561,3 +561,166 @@ proptest! {
         check_exit(&args, code, &err, &["q.dstSeq"]);
     }
 }
+
+// ------------------------------------- imports of real networks (issue 15)
+
+const SHARED_ALL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data");
+const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+
+/// A small NED network in the reference's style (min-hop routes: no tables).
+const NED_SEED: &str = "package x;\n\nimport ib_model.*;\n\nnetwork n3\n{\n\tsubmodules:\n\
+\t\tH_1_U1: HCA { parameters: srcLid = 1; @display(\"p=1,2\"); }\n\
+\t\tH_2_U1: HCA { parameters: srcLid = 2; }\n\
+\t\tH_3_U1: HCA { parameters: srcLid = 3; }\n\
+\t\tSW_1: Switch {\n\t\tparameters: numSwitchPorts = 3;\n\t\t\tgates: port[3];\n\t\t}\n\
+\t\tSW_2: Switch { parameters: numSwitchPorts = 2; gates: port[2]; }\n\
+\tconnections:\n\
+\t\tH_1_U1.port <--> IB4XQDRWire <--> SW_1.port[0];\n\
+\t\tH_2_U1.port <--> IB4XQDRWire <--> SW_1.port[1];\n\
+\t\tSW_1.port[2] <--> IB4XQDRWire <--> SW_2.port[0];\n\
+\t\tSW_2.port[1] <--> IB4XQDRWire <--> H_3_U1.port;\n}\n";
+
+/// A leaf switch pair around a director chassis (L<line>/P<port> ports).
+const CHASSIS_SEED: &str = "MTS3600 SW-A\n   P1 -> Cougar H-1 P1\n   P2 -> Cougar H-2 P1\n   P3 -> MIS5600 CH L1/P1\n   P4 -> MIS5600 CH L2/P1\n\nMTS3600 SW-B\n   P1 -> Cougar H-3 P1\n   P2 -> Cougar H-4 P1\n   P3 -> MIS5600 CH L3/P18\n   P4 -> MIS5600 CH L4/P18\n";
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: scaled(300), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// NED files: the reference's 3h_2s example (with its tables beside it)
+    /// and a small NED without tables.
+    #[test]
+    fn ned_files_never_panic(seed in 0usize..2, tables in any::<bool>(), muts in mutations()) {
+        let dir = tempfile::tempdir().unwrap();
+        let d3 = Path::new(SHARED_ALL).join("ibmodel-3h2s");
+        assert!(d3.exists(), "{} is missing: the fuzz seeds need ../shared", d3.display());
+        let (name, seed_text) = match seed {
+            0 => ("p2p_3h_2s.ned", read(&d3.join("p2p_3h_2s.ned"))),
+            _ => ("n3.ned", NED_SEED.as_bytes().to_vec()),
+        };
+        let mut files = vec![dir.path().join(name)];
+        if seed == 0 {
+            for f in ["3h_2s.fdbs", "3h_2s.fdbs.ini"] {
+                let mut t = read(&d3.join(f));
+                // mutate a table file instead of the NED
+                if tables && f.ends_with(".fdbs") {
+                    t = apply(&t, &muts);
+                }
+                std::fs::write(dir.path().join(f), &t).unwrap();
+                files.push(dir.path().join(f));
+            }
+        }
+        let text = if seed == 0 && tables { seed_text } else { apply(&seed_text, &muts) };
+        std::fs::write(&files[0], &text).unwrap();
+        let f = files[0].clone();
+        let r = bounded(LIMIT, format!("{name} {muts:?}"), move || {
+            let r = topology::load(&f);
+            if let Ok(t) = &r { build_fabric(t) }
+            r.map(|_| ()).map_err(|e| e.to_string())
+        });
+        if let Err(e) = r {
+            let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+            assert_names(&e, &refs);
+        }
+    }
+
+    /// ibnetdiscover output and dump_lfts tables (our cluster8 example).
+    #[test]
+    fn ibnetdiscover_files_never_panic(which in 0usize..2, muts in mutations()) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut paths = Vec::new();
+        for (i, n) in ["cluster8.ibnetdiscover", "cluster8.lfts"].iter().enumerate() {
+            let mut t = read(&Path::new(TESTDATA).join(n));
+            if i == which {
+                t = apply(&t, &muts);
+            }
+            let p = dir.path().join(n);
+            std::fs::write(&p, &t).unwrap();
+            paths.push(p);
+        }
+        let ps = paths.clone();
+        let r = bounded(LIMIT, format!("{which} {muts:?}"), move || {
+            let r = topology::open_with(ps[0].to_str().unwrap(), Some(&ps[1]));
+            if let Ok(t) = &r { build_fabric(t) }
+            r.map(|_| ()).map_err(|e| e.to_string())
+        });
+        if let Err(e) = r {
+            let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
+            assert_names(&e, &refs);
+        }
+    }
+
+    /// IBDM .topo with director-chassis ports.
+    #[test]
+    fn chassis_topo_never_panics(muts in mutations()) {
+        let dir = tempfile::tempdir().unwrap();
+        let topo = dir.path().join("c.topo");
+        let hcas = dir.path().join("c.hcas");
+        std::fs::write(&topo, apply(CHASSIS_SEED.as_bytes(), &muts)).unwrap();
+        std::fs::write(&hcas, "H-1/U1/1 1\nH-2/U1/1 2\nH-3/U1/1 3\nH-4/U1/1 4\n").unwrap();
+        let (t2, h2) = (topo.clone(), hcas.clone());
+        let r = bounded(LIMIT, format!("{muts:?}"), move || {
+            let r = topology::load_ibdm(&t2, &h2, None, None);
+            if let Ok(t) = &r { build_fabric(t) }
+            r.map(|_| ()).map_err(|e| e.to_string())
+        });
+        if let Err(e) = r {
+            assert_names(&e, &[&topo, &hcas]);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: scaled(30), failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Through the binary: `--topology X.ibnetdiscover --lfts X.lfts` and
+    /// `--topology X.ned` exit 0 or 2 (naming the file), never panic.
+    #[test]
+    fn binary_import_files(which in 0usize..3, muts in mutations()) {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, n) in ["cluster8.ibnetdiscover", "cluster8.lfts"].iter().enumerate() {
+            let mut t = read(&Path::new(TESTDATA).join(n));
+            if i == which {
+                t = apply(&t, &muts);
+            }
+            std::fs::write(dir.path().join(n), &t).unwrap();
+        }
+        let ned = dir.path().join("n3.ned");
+        std::fs::write(&ned, apply(NED_SEED.as_bytes(), &muts)).unwrap();
+        let args: Vec<&str> = if which < 2 {
+            vec!["run", "--topology", "cluster8.ibnetdiscover", "--lfts", "cluster8.lfts", "--until", "2ns"]
+        } else {
+            vec!["run", "--topology", "n3.ned", "--until", "2ns"]
+        };
+        let (code, err) = run_bounded(&args, Some(dir.path()));
+        check_exit(&args, code, &err, &["cluster8", "n3.ned"]);
+    }
+}
+
+/// The seeds of the import fuzz tests are valid networks (else the fuzzing
+/// would only ever exercise error paths).
+#[test]
+fn import_seeds_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let ned = dir.path().join("n3.ned");
+    std::fs::write(&ned, NED_SEED).unwrap();
+    let t = topology::load(&ned).unwrap();
+    assert_eq!(
+        (t.hcas().len(), t.switches().len(), t.links.len()),
+        (3, 2, 4)
+    );
+    let t = topology::load(&Path::new(SHARED_ALL).join("ibmodel-3h2s/p2p_3h_2s.ned")).unwrap();
+    assert_eq!((t.hcas().len(), t.switches().len()), (3, 2));
+    let topo = dir.path().join("c.topo");
+    let hcas = dir.path().join("c.hcas");
+    std::fs::write(&topo, CHASSIS_SEED).unwrap();
+    std::fs::write(&hcas, "H-1/U1/1 1\nH-2/U1/1 2\nH-3/U1/1 3\nH-4/U1/1 4\n").unwrap();
+    let t = topology::load_ibdm(&topo, &hcas, None, None).unwrap();
+    assert_eq!(t.switches().len(), 2 + 54);
+    let d = Path::new(TESTDATA);
+    let t = topology::open_with(
+        d.join("cluster8.ibnetdiscover").to_str().unwrap(),
+        Some(&d.join("cluster8.lfts")),
+    )
+    .unwrap();
+    assert_eq!(t.hcas().len(), 8);
+}

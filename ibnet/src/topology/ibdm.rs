@@ -117,6 +117,48 @@ fn radix_of(device: &str) -> Option<u16> {
     }
 }
 
+/// A director chassis: several switch ASICs in one box. Its cabled ports
+/// are written `L<line>/P<port>` (line card `line`, front port `port`).
+///
+/// Layout (the reference's own expansion of the 1944-node network,
+/// ../shared/data/ibmodel-1944n/is4_3l_1944n.ned, which is IBDM's system
+/// definition of the chassis): line card `l` (1-based) is the ASIC
+/// `<chassis>_leaf<l>_U1`, its front port `P<m>` is ASIC port `m - 1`;
+/// the fabric boards are `<chassis>_spine<k>_U1`; ASIC port
+/// `front_ports + k - 1` of every line ASIC `l` is cabled to port `l - 1`
+/// of spine `k` (one cable between every line and every spine).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChassisDef {
+    /// Number of line cards (leaf ASICs).
+    pub lines: u16,
+    /// Front (external) ports per line card: `P1..=P<front_ports>`.
+    pub front_ports: u16,
+    /// Number of fabric boards (spine ASICs).
+    pub spines: u16,
+    /// Ports of every ASIC.
+    pub asic_ports: u16,
+}
+
+/// Known director chassis by IBDM device type. Only the layouts we can
+/// check against the reference are listed; others are refused by name.
+pub fn chassis_of(device: &str) -> Option<ChassisDef> {
+    match device {
+        // Mellanox IS5600: 648 ports = 36 line cards x 18, 18 spines,
+        // 36-port InfiniScale IV ASICs.
+        "MIS5600" => Some(ChassisDef {
+            lines: 36,
+            front_ports: 18,
+            spines: 18,
+            asic_ports: 36,
+        }),
+        _ => None,
+    }
+}
+
+/// Upper bound on switches (ASICs) in one imported network: keeps a
+/// malformed file from allocating without limit.
+const MAX_SWITCHES: usize = 65_535;
+
 /// A cable end while parsing: (is HCA, HCA or switch index, 0-based port).
 type End = (bool, usize, u16);
 
@@ -127,6 +169,34 @@ struct RawNode {
     /// line where `max_port` is first used
     max_port_line: usize,
     first_line: usize,
+    /// Fixed radix (ASICs of a chassis); else by `radix_of(device)`.
+    radix: Option<u16>,
+}
+
+/// A port as written in a `.topo` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PortTok {
+    /// `P<n>` (n >= 1)
+    Plain(u16),
+    /// `L<line>/P<port>` (both >= 1)
+    Chassis(u16, u16),
+}
+
+fn parse_port_tok(s: &str) -> Option<PortTok> {
+    let num = |t: &str| -> Option<u16> {
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        t.parse::<u16>().ok().filter(|&n| (1..=255).contains(&n))
+    };
+    if let Some((l, p)) = s.split_once('/') {
+        Some(PortTok::Chassis(
+            num(l.strip_prefix('L')?)?,
+            num(p.strip_prefix('P')?)?,
+        ))
+    } else {
+        Some(PortTok::Plain(num(s.strip_prefix('P')?)?))
+    }
 }
 
 /// `routing`: None = tables from files if given, else min-hop.
@@ -193,10 +263,13 @@ pub(crate) fn load_files(
     let topo_text = read_text(&files.topo)?;
     let mut switches: Vec<RawNode> = Vec::new();
     let mut sw_index: HashMap<String, usize> = HashMap::new();
+    // chassis name -> (index of its first ASIC in `switches`, layout, device)
+    let mut chassis: HashMap<String, (usize, ChassisDef, String)> = HashMap::new();
     // endpoint: (is_hca, index)
     let mut ends: HashMap<End, (End, usize)> = HashMap::new();
     let mut raw_links: Vec<(End, End)> = Vec::new();
-    let mut current: Option<(bool, usize)> = None;
+    // the device block we are in: (device type, name)
+    let mut current: Option<(String, String)> = None;
     let topo_path = &files.topo;
     for (i, raw) in topo_text.lines().enumerate() {
         let lineno = i + 1;
@@ -209,38 +282,163 @@ pub(crate) fn load_files(
         if line.trim_start().starts_with('#') {
             continue;
         }
-        let mut endpoint =
-            |device: &str, name: &str, lineno: usize| -> Result<(bool, usize), TopoError> {
-                if let Some(&h) = hca_index.get(name) {
-                    return Ok((true, h));
-                }
-                if device == "Cougar" {
+        // One end of a cable: device type, name and port as written.
+        // `tok` None: a block header (registers the device only).
+        let mut endpoint = |device: &str,
+                            name: &str,
+                            tok: Option<PortTok>|
+         -> Result<Option<End>, TopoError> {
+            let loc = || Loc::line(topo_path, lineno);
+            if let Some(&h) = hca_index.get(name) {
+                return match tok {
+                    None => Ok(None),
+                    Some(PortTok::Plain(1)) => Ok(Some((true, h, 0))),
+                    _ => Err(TopoError::parse(
+                        loc(),
+                        format!("HCA {name} has only port P1"),
+                    )),
+                };
+            }
+            if device == "Cougar" {
+                return Err(TopoError::parse(
+                    loc(),
+                    format!("HCA {name} has no LID in {}", files.hcas.display()),
+                ));
+            }
+            if let Some(def) = chassis_of(device) {
+                let first = match chassis.get(name) {
+                    Some((first, _, dev)) if dev == device => *first,
+                    Some((_, _, dev)) => {
+                        return Err(TopoError::parse(
+                            loc(),
+                            format!("{name} appears as device {device} but was {dev} before"),
+                        ))
+                    }
+                    None => {
+                        if let Some(&s) = sw_index.get(name) {
+                            return Err(TopoError::parse(
+                                loc(),
+                                format!(
+                                    "{name} appears as director chassis {device} but was a {} on line {}",
+                                    switches[s].device, switches[s].first_line
+                                ),
+                            ));
+                        }
+                        let n = (def.lines + def.spines) as usize;
+                        if switches.len() + n > MAX_SWITCHES {
+                            return Err(TopoError::parse(
+                                loc(),
+                                format!("more than {MAX_SWITCHES} switches"),
+                            ));
+                        }
+                        let first = switches.len();
+                        let asic = |label: String| RawNode {
+                            name: format!("{name}_{label}"),
+                            device: device.to_string(),
+                            max_port: def.asic_ports,
+                            max_port_line: lineno,
+                            first_line: lineno,
+                            radix: Some(def.asic_ports),
+                        };
+                        for l in 1..=def.lines {
+                            switches.push(asic(format!("leaf{l}")));
+                        }
+                        for k in 1..=def.spines {
+                            switches.push(asic(format!("spine{k}")));
+                        }
+                        // internal cables: line l port front+k-1 <-> spine k port l-1,
+                        // in the reference's order (by line, then by spine)
+                        for l in 0..def.lines {
+                            for k in 0..def.spines {
+                                let a = (false, first + l as usize, def.front_ports + k);
+                                let b = (false, first + (def.lines + k) as usize, l);
+                                ends.insert(a, (b, lineno));
+                                ends.insert(b, (a, lineno));
+                                raw_links.push((a, b));
+                            }
+                        }
+                        chassis.insert(name.to_string(), (first, def, device.to_string()));
+                        first
+                    }
+                };
+                return match tok {
+                    None => Ok(None),
+                    Some(PortTok::Chassis(l, p)) if l <= def.lines && p <= def.front_ports => {
+                        Ok(Some((false, first + (l - 1) as usize, p - 1)))
+                    }
+                    Some(PortTok::Chassis(l, p)) => Err(TopoError::parse(
+                        loc(),
+                        format!(
+                            "{name}: port L{l}/P{p} does not exist: a {device} has lines L1..L{} with ports P1..P{}",
+                            def.lines, def.front_ports
+                        ),
+                    )),
+                    Some(PortTok::Plain(p)) => Err(TopoError::parse(
+                        loc(),
+                        format!(
+                            "{name} is a director chassis ({device}): its ports are written L<line>/P<port>, found P{p}"
+                        ),
+                    )),
+                };
+            }
+            if chassis.contains_key(name) {
+                return Err(TopoError::parse(
+                    loc(),
+                    format!("{name} appears as device {device} but is a director chassis"),
+                ));
+            }
+            let port = match tok {
+                None => None,
+                Some(PortTok::Plain(p)) => Some(p - 1),
+                Some(PortTok::Chassis(l, p)) => {
                     return Err(TopoError::parse(
-                        Loc::line(topo_path, lineno),
-                        format!("HCA {name} has no LID in {}", files.hcas.display()),
-                    ));
+                        loc(),
+                        format!(
+                            "port L{l}/P{p} of {name}: director-chassis ports (L<x>/P<m>) need a known chassis type (MIS5600), found device {device:?}"
+                        ),
+                    ))
                 }
-                let idx = *sw_index.entry(name.to_string()).or_insert_with(|| {
+            };
+            let idx = match sw_index.get(name) {
+                Some(&i) => i,
+                None => {
+                    if switches.len() >= MAX_SWITCHES {
+                        return Err(TopoError::parse(
+                            loc(),
+                            format!("more than {MAX_SWITCHES} switches"),
+                        ));
+                    }
                     switches.push(RawNode {
                         name: name.to_string(),
                         device: device.to_string(),
                         max_port: 0,
                         max_port_line: lineno,
                         first_line: lineno,
+                        radix: None,
                     });
+                    sw_index.insert(name.to_string(), switches.len() - 1);
                     switches.len() - 1
-                });
-                if switches[idx].device != device {
-                    return Err(TopoError::parse(
-                        Loc::line(topo_path, lineno),
-                        format!(
-                            "{name} appears as device {device} but was {} on line {}",
-                            switches[idx].device, switches[idx].first_line
-                        ),
-                    ));
                 }
-                Ok((false, idx))
             };
+            if switches[idx].device != device {
+                return Err(TopoError::parse(
+                    loc(),
+                    format!(
+                        "{name} appears as device {device} but was {} on line {}",
+                        switches[idx].device, switches[idx].first_line
+                    ),
+                ));
+            }
+            let Some(port) = port else {
+                return Ok(None);
+            };
+            let s = &mut switches[idx];
+            if port + 1 > s.max_port {
+                s.max_port = port + 1;
+                s.max_port_line = lineno;
+            }
+            Ok(Some((false, idx, port)))
+        };
         if !raw.starts_with([' ', '\t']) {
             // block header: <device-type> <name>
             let f: Vec<&str> = line.split_whitespace().collect();
@@ -250,10 +448,11 @@ pub(crate) fn load_files(
                     format!("expected a block header `<device-type> <name>`, found {line:?}"),
                 ));
             };
-            current = Some(endpoint(device, name, lineno)?);
+            endpoint(device, name, None)?;
+            current = Some((device.to_string(), name.to_string()));
             continue;
         }
-        let Some(cur) = current else {
+        let Some((cur_dev, cur_name)) = current.clone() else {
             return Err(TopoError::parse(
                 loc(),
                 "port line outside a device block (missing header line?)",
@@ -276,40 +475,19 @@ pub(crate) fn load_files(
                 format!("expected `->`, found {arrow:?}"),
             ));
         }
-        let parse_port = |s: &str| -> Result<u16, TopoError> {
-            if s.contains('/') {
-                return Err(TopoError::parse(
+        let tok = |s: &str| -> Result<PortTok, TopoError> {
+            parse_port_tok(s).ok_or_else(|| {
+                TopoError::parse(
                     loc(),
-                    format!("port {s:?}: director-chassis ports (L<x>/P<m>) are not supported"),
-                ));
-            }
-            match s.strip_prefix('P').and_then(|n| n.parse::<u16>().ok()) {
-                Some(n) if (1..=255).contains(&n) => Ok(n - 1),
-                _ => Err(TopoError::parse(
-                    loc(),
-                    format!("expected a port `P<n>` with n in 1..=255, found {s:?}"),
-                )),
-            }
+                    format!(
+                        "expected a port `P<n>` or a director-chassis port `L<x>/P<m>` (numbers 1..=255), found {s:?}"
+                    ),
+                )
+            })
         };
-        let a = (cur.0, cur.1, parse_port(port)?);
-        let peer = endpoint(pdev, pname, lineno)?;
-        let b = (peer.0, peer.1, parse_port(pport)?);
-        for (x, y) in [(a, b), (b, a)] {
-            if x.0 && x.2 != 0 {
-                return Err(TopoError::parse(
-                    loc(),
-                    format!("HCA {} has only port P1", hca_lids[x.1].0),
-                ));
-            }
-            if !x.0 {
-                let s = &mut switches[x.1];
-                if x.2 + 1 > s.max_port {
-                    s.max_port = x.2 + 1;
-                    s.max_port_line = lineno;
-                }
-            }
-            let _ = y;
-        }
+        let (ta, tb) = (tok(port)?, tok(pport)?);
+        let a = endpoint(&cur_dev, &cur_name, Some(ta))?.expect("a port gives an end");
+        let b = endpoint(pdev, pname, Some(tb))?.expect("a port gives an end");
         let show = |e: End| {
             let n = if e.0 {
                 &hca_lids[e.1].0
@@ -357,10 +535,27 @@ pub(crate) fn load_files(
         }
     }
 
+    // two switches must not get the same network-description name
+    // (e.g. a switch `X_leaf1` beside a chassis `X`)
+    {
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for s in &switches {
+            if let Some(l) = seen.insert(ned_name(&s.name), s.first_line) {
+                return Err(TopoError::parse(
+                    Loc::line(topo_path, s.first_line),
+                    format!(
+                        "switch name {} is used twice (also on line {l})",
+                        ned_name(&s.name)
+                    ),
+                ));
+            }
+        }
+    }
+
     // --- port counts
     let mut ports: Vec<u16> = Vec::with_capacity(switches.len());
     for s in &switches {
-        let n = match radix_of(&s.device) {
+        let n = match s.radix.or_else(|| radix_of(&s.device)) {
             Some(r) if s.max_port > r => {
                 return Err(TopoError::parse(
                     Loc::line(topo_path, s.max_port_line),
@@ -383,56 +578,10 @@ pub(crate) fn load_files(
     let max_lid = hca_lids.iter().map(|h| h.1).max().unwrap_or(0) as usize;
     match (&files.fdbs, &files.fdbs_ini) {
         (Some(fdbs), Some(ini)) => {
-            let vectors = parse_vectors(&read_text(fdbs)?, fdbs)?;
-            let entries = parse_index_file(&read_text(ini)?, ini, &["fdbIndex"])?;
-            let by_ned: HashMap<&str, usize> = ned
-                .iter()
-                .enumerate()
-                .map(|(i, n)| (n.as_str(), i))
-                .collect();
-            for e in &entries {
-                let Some(&s) = by_ned.get(e.name.as_str()) else {
-                    return Err(TopoError::parse(
-                        Loc::line(ini, e.line),
-                        format!("{} is not a switch of {}", e.name, topo_path.display()),
-                    ));
-                };
-                let Some(v) = vectors.get(&e.index) else {
-                    return Err(TopoError::parse(
-                        Loc::line(ini, e.line),
-                        format!(
-                            "{} uses table {}, which {} does not have",
-                            e.name,
-                            e.index,
-                            fdbs.display()
-                        ),
-                    ));
-                };
-                if v.values.len() <= max_lid {
-                    return Err(TopoError::parse(
-                        Loc::line(fdbs, v.line),
-                        format!(
-                            "table {} (switch {}) has {} entries, but LIDs go up to {max_lid}",
-                            e.index,
-                            e.name,
-                            v.values.len()
-                        ),
-                    ));
-                }
-                // A value >= the port count means "no route" (ibfabric.md 9).
-                let table = v
-                    .values
-                    .iter()
-                    .map(|&p| if p >= ports[s] { NO_ROUTE } else { p })
-                    .collect();
+            let t = read_tables(fdbs, ini, &ned, &ports, max_lid, topo_path, false)?;
+            for (s, (index, table)) in t.into_iter().enumerate() {
                 fdb_of[s] = Some(table);
-                order_key[s].0 = e.index;
-            }
-            if let Some(s) = fdb_of.iter().position(Option::is_none) {
-                return Err(TopoError::parse(
-                    Loc::file(ini),
-                    format!("switch {} has no fdbIndex", ned[s]),
-                ));
+                order_key[s].0 = index;
             }
         }
         (None, None) => {}
@@ -498,4 +647,82 @@ pub(crate) fn load_files(
     route(&mut t, routing).map_err(|e| e.in_file(topo_path))?;
     t.validate_with(opts).map_err(|e| e.in_file(topo_path))?;
     Ok(t)
+}
+
+/// Read the forwarding tables of the switches named `names` (network
+/// description names, with `ports[i]` ports each) from a `.fdbs` vector
+/// file and its `.fdbs.ini` index file. Returns, per switch, its
+/// `fdbIndex` and its table (values >= the port count become `NO_ROUTE`).
+/// `net` names the network file in messages. `ignore_unknown`: an index
+/// line naming no switch of the network is skipped, as the reference's
+/// configuration reader does (the 8-node examples' `.fdbs.ini` lists eight
+/// switches for a one-switch network); else it is an error.
+pub(crate) fn read_tables(
+    fdbs: &Path,
+    ini: &Path,
+    names: &[String],
+    ports: &[u16],
+    max_lid: usize,
+    net: &Path,
+    ignore_unknown: bool,
+) -> Result<Vec<(usize, Vec<u16>)>, TopoError> {
+    let vectors = parse_vectors(&read_text(fdbs)?, fdbs)?;
+    let entries = parse_index_file(&read_text(ini)?, ini, &["fdbIndex"])?;
+    let by_name: HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let mut out: Vec<Option<(usize, Vec<u16>)>> = vec![None; names.len()];
+    for e in &entries {
+        let Some(&s) = by_name.get(e.name.as_str()) else {
+            if ignore_unknown {
+                continue;
+            }
+            return Err(TopoError::parse(
+                Loc::line(ini, e.line),
+                format!("{} is not a switch of {}", e.name, net.display()),
+            ));
+        };
+        let Some(v) = vectors.get(&e.index) else {
+            return Err(TopoError::parse(
+                Loc::line(ini, e.line),
+                format!(
+                    "{} uses table {}, which {} does not have",
+                    e.name,
+                    e.index,
+                    fdbs.display()
+                ),
+            ));
+        };
+        if v.values.len() <= max_lid {
+            return Err(TopoError::parse(
+                Loc::line(fdbs, v.line),
+                format!(
+                    "table {} (switch {}) has {} entries, but LIDs go up to {max_lid}",
+                    e.index,
+                    e.name,
+                    v.values.len()
+                ),
+            ));
+        }
+        // A value >= the port count means "no route" (ibfabric.md 9).
+        let table = v
+            .values
+            .iter()
+            .map(|&p| if p >= ports[s] { NO_ROUTE } else { p })
+            .collect();
+        out[s] = Some((e.index, table));
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(s, t)| {
+            t.ok_or_else(|| {
+                TopoError::parse(
+                    Loc::file(ini),
+                    format!("switch {} has no fdbIndex", names[s]),
+                )
+            })
+        })
+        .collect()
 }

@@ -70,7 +70,9 @@ mod dstseq;
 mod error;
 pub mod gen;
 mod ibdm;
+mod ibnetdiscover;
 mod layers;
+mod ned;
 mod ranks;
 mod routing;
 pub mod summary;
@@ -82,10 +84,12 @@ pub use builtin::builtin;
 pub use dstseq::{load_dst_seq, DstSeqs};
 pub use error::{Loc, TopoError};
 pub use gen::explain;
-pub use ibdm::{load_ibdm, IbdmFiles};
+pub use ibdm::{chassis_of, load_ibdm, ChassisDef, IbdmFiles};
+pub use ibnetdiscover::{load_ibnetdiscover, looks_like_ibnetdiscover};
+pub use ned::{load_ned, NedFiles};
 pub use ranks::{load_rank_file, parse_rank_file};
 pub use routing::{route, Routing};
-pub use toml_format::{load, load_toml_str, open, to_toml, to_toml_routed};
+pub use toml_format::{load, load_toml_str, open, open_with, to_toml, to_toml_routed};
 pub use validate::ValidateOptions;
 
 impl Node {

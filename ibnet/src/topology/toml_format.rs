@@ -25,6 +25,26 @@ struct RawTopo {
     rank_file: Option<Spanned<String>>,
     fdb: Option<BTreeMap<Spanned<String>, Spanned<Vec<u16>>>>,
     ibdm: Option<RawIbdm>,
+    ned: Option<RawNed>,
+    ibnetdiscover: Option<RawIbnd>,
+}
+
+/// `[ned]`: the reference's network description; tables by convention
+/// unless both are named.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNed {
+    file: String,
+    fdbs: Option<String>,
+    fdbs_ini: Option<String>,
+}
+
+/// `[ibnetdiscover]`: a real cluster's topology, optionally its tables.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIbnd {
+    file: String,
+    lfts: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -46,7 +66,10 @@ struct RawIbdm {
 }
 
 /// Load a topology file: `*.topo` is imported as IBDM (sibling files by
-/// naming convention, see [`IbdmFiles::by_convention`]); anything else is
+/// naming convention, see [`IbdmFiles::by_convention`]); `*.ned` as the
+/// reference's network description (see [`super::NedFiles`]); a file
+/// whose text looks like `ibnetdiscover` output (and is not `*.toml`) as
+/// such, with min-hop routes (tables: [`open_with`]); anything else is
 /// read as ibnet TOML (which may itself point at IBDM files with an
 /// `[ibdm]` table). The result is routed and validated.
 pub fn load(path: &Path) -> Result<Topology, TopoError> {
@@ -54,7 +77,38 @@ pub fn load(path: &Path) -> Result<Topology, TopoError> {
         let files = IbdmFiles::by_convention(path)?;
         return ibdm::load_files(&files, None, &ValidateOptions::default());
     }
-    load_toml_str(&read_text(path)?, path)
+    if path.extension().is_some_and(|e| e == "ned") {
+        return super::load_ned(path);
+    }
+    let text = read_text(path)?;
+    if path.extension().is_none_or(|e| e != "toml")
+        && super::ibnetdiscover::looks_like_ibnetdiscover(&text)
+    {
+        return super::ibnetdiscover::load_files(path, None, None, &ValidateOptions::default());
+    }
+    load_toml_str(&text, path)
+}
+
+/// [`open`] with the forwarding tables of an `ibnetdiscover` topology
+/// from `lfts` (`dump_lfts.sh` / `ibroute` output). `lfts` with any other
+/// kind of topology is an error.
+pub fn open_with(spec: &str, lfts: Option<&Path>) -> Result<Topology, TopoError> {
+    let Some(lfts) = lfts else {
+        return open(spec);
+    };
+    let path = Path::new(spec);
+    let is_ibnd = path.is_file()
+        && !path
+            .extension()
+            .is_some_and(|e| e == "toml" || e == "topo" || e == "ned")
+        && super::ibnetdiscover::looks_like_ibnetdiscover(&read_text(path)?);
+    if !is_ibnd {
+        return Err(TopoError::Invalid(format!(
+            "--lfts {}: forwarding tables from dump_lfts go with an ibnetdiscover topology file, and {spec} is not one",
+            lfts.display()
+        )));
+    }
+    super::ibnetdiscover::load_files(path, Some(lfts), None, &ValidateOptions::default())
 }
 
 /// Command-line convenience: `spec` is a path to a topology file (see
@@ -105,13 +159,58 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
         })?),
     };
 
-    let mut t = if let Some(ib) = &raw.ibdm {
-        if raw.nodes.is_some() || raw.links.is_some() || raw.fdb.is_some() {
-            return Err(TopoError::parse(
-                Loc::file(path),
-                "a file with an [ibdm] table must not also have nodes, links or fdb",
-            ));
+    let imports = [
+        raw.ibdm.is_some(),
+        raw.ned.is_some(),
+        raw.ibnetdiscover.is_some(),
+    ];
+    if imports.iter().filter(|&&x| x).count() > 1 {
+        return Err(TopoError::parse(
+            Loc::file(path),
+            "give at most one of the tables [ibdm], [ned], [ibnetdiscover]",
+        ));
+    }
+    if imports.contains(&true) && (raw.nodes.is_some() || raw.links.is_some() || raw.fdb.is_some())
+    {
+        let which =
+            ["[ibdm]", "[ned]", "[ibnetdiscover]"][imports.iter().position(|&x| x).unwrap()];
+        return Err(TopoError::parse(
+            Loc::file(path),
+            format!("a file with an {which} table must not also have nodes, links or fdb"),
+        ));
+    }
+    let mut t = if let Some(n) = &raw.ned {
+        let mut files = super::ned::NedFiles::by_convention(&rel(&n.file))
+            .map_err(|e| import_context(e, path, "[ned]"))?;
+        match (&n.fdbs, &n.fdbs_ini) {
+            (Some(f), Some(i)) => {
+                files.fdbs = Some(rel(f));
+                files.fdbs_ini = Some(rel(i));
+            }
+            (None, None) => {}
+            _ => {
+                return Err(TopoError::parse(
+                    Loc::file(path),
+                    "[ned]: fdbs and fdbs_ini must be given together",
+                ))
+            }
         }
+        let mut t = super::ned::load_files(&files, routing, &opts)
+            .map_err(|e| import_context(e, path, "[ned]"))?;
+        if let Some(n) = &raw.name {
+            t.name = n.clone();
+        }
+        t
+    } else if let Some(n) = &raw.ibnetdiscover {
+        let lfts = n.lfts.as_ref().map(|l| rel(l));
+        let mut t =
+            super::ibnetdiscover::load_files(&rel(&n.file), lfts.as_deref(), routing, &opts)
+                .map_err(|e| import_context(e, path, "[ibnetdiscover]"))?;
+        if let Some(n) = &raw.name {
+            t.name = n.clone();
+        }
+        t
+    } else if let Some(ib) = &raw.ibdm {
         let topo = rel(&ib.topo);
         let mut files = match &ib.hcas {
             Some(h) => IbdmFiles {
@@ -197,8 +296,14 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
 /// An IBDM file named by the `[ibdm]` table of `toml` cannot be read: say
 /// which TOML file named it (parse errors already name the IBDM file).
 fn ibdm_context(e: TopoError, toml: &Path) -> TopoError {
+    import_context(e, toml, "[ibdm]")
+}
+
+/// A file an import table (`[ibdm]`, `[ned]`, `[ibnetdiscover]`) names
+/// cannot be read: say which table named it.
+fn import_context(e: TopoError, toml: &Path, table: &str) -> TopoError {
     match e {
-        TopoError::Io { .. } => TopoError::parse(Loc::file(toml), format!("[ibdm]: {e}")),
+        TopoError::Io { .. } => TopoError::parse(Loc::file(toml), format!("{table}: {e}")),
         e => e,
     }
 }

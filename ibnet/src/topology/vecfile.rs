@@ -50,11 +50,18 @@ pub fn parse_vectors(text: &str, file: &Path) -> Result<BTreeMap<usize, Vector>,
                 line.len() - trimmed.len() + digits + 2,
             )
         } else {
-            (
-                prev.map_or(0, |p| p + 1),
-                trimmed,
-                line.len() - trimmed.len() + 1,
-            )
+            // the vector after the previous line's (an overflow is an
+            // error, not a wrap: found by the NED fuzz test)
+            let next = match prev {
+                None => 0,
+                Some(p) => p.checked_add(1).ok_or_else(|| {
+                    TopoError::parse(
+                        Loc::line(file, lineno),
+                        "vector index too large (a line without an index follows index 18446744073709551615)",
+                    )
+                })?,
+            };
+            (next, trimmed, line.len() - trimmed.len() + 1)
         };
         prev = Some(index);
         let vec = out.entry(index).or_insert_with(|| Vector {
@@ -130,13 +137,18 @@ pub fn parse_index_file(
         if !params.contains(&param) {
             continue;
         }
-        if comps.len() < 3 {
+        // `**.SW_1**.fdbIndex` (the 3h_2s example): the instance followed by
+        // `**`, any submodule path
+        let short = (comps.len() == 2)
+            .then(|| comps[0].strip_suffix("**"))
+            .flatten();
+        if comps.len() < 3 && short.is_none() {
             return Err(TopoError::parse(
                 Loc::line(file, lineno),
                 format!("key {key:?}: expected `**.<instance>.<submodule>.{param}`"),
             ));
         }
-        let name = comps[comps.len() - 3];
+        let name = short.unwrap_or_else(|| comps[comps.len() - 3]);
         if name.is_empty() || name.contains('*') || name.contains('[') {
             return Err(TopoError::parse(
                 Loc::line(file, lineno),
@@ -187,6 +199,15 @@ mod tests {
         assert_eq!(v[&0].values, vec![7, 8]);
         assert_eq!(v[&3].values, vec![1]);
         assert_eq!(v[&4].values, vec![9]);
+    }
+
+    #[test]
+    fn no_index_after_the_largest_index_is_an_error() {
+        let e = parse_vectors("18446744073709551615: 1\n2\n", p()).unwrap_err();
+        assert!(
+            e.to_string().starts_with("t.vec:2: vector index too large"),
+            "{e}"
+        );
     }
 
     #[test]
