@@ -349,6 +349,19 @@ pub fn write(
         .count
         .checked_mul(call.dsize)
         .ok_or_else(|| "collective size overflows 64 bits".to_string())?;
+    // The translator's limit (a C int, as the reference): it also keeps
+    // every product of a block and a rank count inside 64 bits.
+    if n > i32::MAX as i64 || call.count < 0 || call.dsize < 0 {
+        return Err(format!(
+            "collective of {} x {} bytes: sizes must be non-negative and at most {} bytes",
+            call.count,
+            call.dsize,
+            i32::MAX
+        ));
+    }
+    if !(0..p.max(1)).contains(&call.root) {
+        return Err(format!("root {} is outside 0..{}", call.root, p - 1));
+    }
     let (root, c, d) = (call.root, call.count, call.dsize);
     if p <= 1 {
         // One rank: no messages.

@@ -238,7 +238,7 @@ fn allreduce_ring_4() {
         recvs(&o[0]).iter().map(|x| x.1).collect::<Vec<_>>(),
         vec![3; 6]
     );
-    let total: i64 = o.iter().flat_map(|x| sends(x)).map(|x| x.0).sum();
+    let total: i64 = o.iter().flat_map(sends).map(|x| x.0).sum();
     // Every rank sends each of the other p-1 blocks twice (scatter+gather)
     // minus its own: 2 * (p-1)/p * 10 B per rank on average, 60 B in all.
     assert_eq!(total, 60);
@@ -450,4 +450,40 @@ fn allreduce_nonoverlapping_composes() {
     w.end_rank();
     let (text, _) = w.finish();
     assert!(text.contains("l2 requires l1"), "{text}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    /// Any algorithm, communicator, size and root: either an error (size
+    /// out of range) or a schedule whose sends and receives match; never a
+    /// panic.
+    #[test]
+    fn any_call_matches_or_errors(
+        a in 0usize..Algorithm::ALL.len(),
+        p in 1i32..40,
+        count in -2i64..3_000_000_000,
+        dsize in -1i64..17,
+        root in 0i32..40,
+    ) {
+        let alg = Algorithm::ALL[a];
+        let call = Call { coll: alg.coll(), count, dsize, root };
+        let mut w = GoalWriter::new(p as i64, 0, None);
+        let mut ok = true;
+        for me in 0..p {
+            w.start_rank(me as i64);
+            w.clear_sets();
+            if write(&mut w, Library::Ompi, alg, &call, me, p).is_err() {
+                ok = false;
+            }
+            w.end_rank();
+        }
+        let bytes = count.checked_mul(dsize);
+        if root >= p || count < 0 || dsize < 0 || bytes.is_none_or(|b| b > i32::MAX as i64) {
+            proptest::prop_assert!(!ok);
+        }
+        if ok {
+            let (_, counts) = w.finish();
+            proptest::prop_assert_eq!(counts.sends, counts.recvs);
+        }
+    }
 }
