@@ -644,6 +644,11 @@ pub fn allreduce_ring(
     if p == 1 {
         return Ok(());
     }
+    if count < p as i64 {
+        // Fewer elements than ranks: recursive doubling (Open MPI's ring
+        // falls back to it).
+        return allreduce_recursive_doubling(w, me, p, count * dsize);
+    }
     let blocks = split_blocks(count, dsize, p);
     let (p64, r) = (p as i64, me as i64);
     let (left, right) = (md(r - 1, p64), md(r + 1, p64));
@@ -679,6 +684,11 @@ pub fn allreduce_rabenseifner(
 ) -> Result<(), String> {
     let f = Fold::new(p);
     let n = count * dsize;
+    if count < f.q as i64 {
+        // Fewer elements than the power-of-two group: recursive doubling
+        // (both libraries fall back to it).
+        return allreduce_recursive_doubling(w, me, p, n);
+    }
     let mut st = Steps::default();
     let Some(nr) = f.fold_in(w, &mut st, me, n)? else {
         return Ok(());
@@ -737,6 +747,12 @@ pub fn reduce_rabenseifner(
 ) -> Result<(), String> {
     let f = Fold::new(p);
     let n = count * dsize;
+    if count < f.q as i64 {
+        // Fewer elements than the power-of-two group: a binomial tree
+        // (MPICH's rule never gets here; Open MPI falls back likewise).
+        crate::patterns::binomial_reduce(w, me, p, root, sz(n)?);
+        return Ok(());
+    }
     let mut st = Steps::default();
     let root_nr = f.newrank(root);
     if me < 2 * f.rem && me % 2 == 0 {

@@ -487,3 +487,17 @@ proptest::proptest! {
         }
     }
 }
+
+/// Fewer elements than ranks: the ring and Rabenseifner allreduce fall back
+/// to recursive doubling (3 exchanges of the whole 12-byte vector on 8
+/// ranks), Rabenseifner's reduce to the binomial tree (root receives 3).
+#[test]
+fn small_counts_fall_back() {
+    for alg in [Algorithm::AllreduceRing, Algorithm::AllreduceRabenseifner] {
+        let o = ops_of(alg, 8, 3, 4, 0);
+        assert_eq!(sends(&o[5]), vec![(12, 4), (12, 7), (12, 1)], "{alg:?}");
+    }
+    let o = ops_of(Algorithm::ReduceRabenseifner, 8, 3, 4, 0);
+    assert_eq!(recvs(&o[0]).len(), 3);
+    assert!(sends(&o[0]).is_empty());
+}
