@@ -5,9 +5,9 @@
 //! decision functions were generated based off of results that were
 //! gathered using the ompi-collectives-tuning package"), the rules of
 //! Open MPI 4.1.x and 5.0.x (this machine traces with Open MPI 4.1.4). The
-//! numbers were read from the file in Open MPI's main repository; entries
-//! that name algorithms added after 4.1 (k-nomial and scatter-allgather
-//! broadcast, non-blocking linear scatter) may differ in a 4.1 release.
+//! numbers were read from the file in Open MPI's main repository; the
+//! installed 4.1.4 lists the same algorithm numbers (`ompi_info --param
+//! coll tuned --level 9`), its thresholds were not compared line by line.
 //! Only the thresholds and the algorithm numbers are taken; the tables
 //! below are written out from them. The branches for commutative
 //! operations are used: a liballprof trace does not record whether a
