@@ -99,6 +99,18 @@ pub struct TraceArgs {
     /// and start skew as --sync-collectives.
     #[arg(long = "sync-p2p")]
     pub sync_p2p: bool,
+    /// How collectives become messages: `textbook` (LogGOPSim's algorithms
+    /// of schedgen.md: dissemination, binomial trees, linear exchange),
+    /// `ompi` (the algorithm Open MPI's coll/tuned fixed rules pick for the
+    /// call's size and communicator size; alias `ompi-tuned`), `mpich`
+    /// (MPICH's default selection). docs/prediction.md lists the rules.
+    #[arg(
+        long = "collectives",
+        value_name = "SET",
+        default_value = "textbook",
+        value_parser = crate::collectives::LIBRARY_NAMES.to_vec()
+    )]
+    pub collectives: String,
 }
 
 /// Arguments of `loggopsim gen PATTERN [options]`.
@@ -329,6 +341,18 @@ pub fn trace_options(
         },
         sync_collectives: t.sync_collectives,
         sync_p2p: t.sync_p2p,
+        collectives: crate::collectives::Library::by_name(if t.collectives.is_empty() {
+            "textbook"
+        } else {
+            &t.collectives
+        })
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "unknown --collectives `{}` (known: {})",
+                t.collectives,
+                crate::collectives::LIBRARY_NAMES.join(", ")
+            )
+        })?,
         require_all: t.require_all,
         start_file: t.traces_start.clone(),
     })

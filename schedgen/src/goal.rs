@@ -159,6 +159,13 @@ impl GoalWriter {
         self.in_rank = false;
     }
 
+    /// The label of the last operation written in the current rank block
+    /// (0 before the first); composed collectives use it to find their
+    /// parts' labels.
+    pub fn last_label(&self) -> Label {
+        self.label
+    }
+
     pub fn set_tag(&mut self, tag: u64) {
         self.tag = tag;
     }

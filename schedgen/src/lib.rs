@@ -5,11 +5,14 @@
 //! - [`goal`]: the GOAL text writer (schedgen.md section 2);
 //! - [`patterns`]: the generator patterns (section 3);
 //! - [`trace`]: liballprof reader and translator (section 4 + extensions);
+//! - [`collectives`]: collective algorithms as Open MPI / MPICH choose
+//!   them (`trace2goal --collectives`);
 //! - [`calib`]: pinning, processing overheads, link-layer model (thesis ch. 5);
 //! - [`cli`]: the clap argument structs and entry points;
 //! - [`input`]: bounded reading of input files (regular files only, size limits).
 pub mod calib;
 pub mod cli;
+pub mod collectives;
 pub mod goal;
 pub mod input;
 pub mod patterns;

@@ -194,3 +194,67 @@ fn time_options_take_unit_suffixes() {
     assert!(e.contains("calcs per rank"), "{e}");
     assert!(!out.exists());
 }
+
+/// `trace2goal --collectives` (issue 18): a 4-rank Allreduce of 4096 ints
+/// (16384 B) is LogGOPSim's dissemination with `textbook` (the default),
+/// Rabenseifner's algorithm with `ompi` (4..7 ranks, >= 8192 B) and `mpich`
+/// (> 2048 B): halves of 8192 B to rank 1, 4096 B to rank 2, and back.
+/// Unknown names are rejected by the parser.
+#[test]
+fn trace2goal_collectives_option() {
+    let dir = tempfile::tempdir().unwrap();
+    for r in 0..4 {
+        let t = format!(
+            "MPI_Init:-:1:2:100\nMPI_Allreduce:110:1:2:4096:1,4,4:3:0,{r},4:120\nMPI_Finalize:400:-\n"
+        );
+        std::fs::write(dir.path().join(format!("pmpi-trace-rank-{r}.txt")), t).unwrap();
+    }
+    let first = dir.path().join("pmpi-trace-rank-0.txt");
+    let run = |set: Option<&str>| -> String {
+        let out = dir
+            .path()
+            .join(format!("{}.goal", set.unwrap_or("default")));
+        let mut argv = vec![
+            "x".to_string(),
+            "trace2goal".into(),
+            "--traces".into(),
+            first.display().to_string(),
+            "-o".into(),
+            out.display().to_string(),
+        ];
+        if let Some(s) = set {
+            argv.extend(["--collectives".to_string(), s.to_string()]);
+        }
+        let Cmd::Trace2goal(a) = Cmd::try_parse_from(argv).unwrap() else {
+            panic!()
+        };
+        run_trace2goal(&a).unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        let r0 = &text[text.find("rank 0 {").unwrap()..text.find("rank 1 {").unwrap()];
+        r0.lines()
+            .filter(|l| l.contains("send") || l.contains("recv"))
+            .map(|l| {
+                l.split(" tag")
+                    .next()
+                    .unwrap()
+                    .split(": ")
+                    .nth(1)
+                    .unwrap()
+                    .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let textbook = "send 16384b to 1; recv 16384b from 3; send 16384b to 2; recv 16384b from 2";
+    assert_eq!(run(None), textbook);
+    assert_eq!(run(Some("textbook")), textbook);
+    let raben = "send 8192b to 1; recv 8192b from 1; send 4096b to 2; recv 4096b from 2; \
+                 send 4096b to 2; recv 4096b from 2; send 8192b to 1; recv 8192b from 1";
+    assert_eq!(run(Some("ompi")), raben);
+    assert_eq!(run(Some("ompi-tuned")), raben);
+    assert_eq!(run(Some("mpich")), raben);
+    assert!(
+        Cmd::try_parse_from(["x", "trace2goal", "--traces", "t", "--collectives", "intel"])
+            .is_err()
+    );
+}

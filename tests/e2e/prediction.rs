@@ -224,6 +224,48 @@ fn predict_rejects_different_runs_and_bad_options() {
     );
 }
 
+/// durations-sync cannot combine runs per burst (its synchronisation calcs
+/// depend on each run's timing, so the schedules differ in shape): predict
+/// uses the run whose time here is the median and says so. Run times here
+/// (max over ranks): a 180 us, b 210 us, c 190 us: the median is run 3 (c).
+#[test]
+fn predict_durations_sync_uses_the_median_run() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(&dir.path().join("a"), 100, 50, 10, 10);
+    write_run(&dir.path().join("b"), 100, 80, 10, 10);
+    write_run(&dir.path().join("c"), 100, 60, 10, 10);
+    let out = run(predict()
+        .args([
+            "--method",
+            "durations-sync",
+            "--json",
+            "--target",
+            "H8_S1:thesis-ddr",
+        ])
+        .args(["--backend", "onepiece"])
+        .arg("--traces")
+        .arg(dir.path().join("a"))
+        .arg("--traces")
+        .arg(dir.path().join("b"))
+        .arg("--traces")
+        .arg(dir.path().join("c")));
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("run 3 (the median run time here) is used"),
+        "{notes}"
+    );
+    assert_eq!(v["runs"], 3);
+    assert_eq!(
+        v["computation_us_per_rank"]["per_run"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
 /// A real program, traced twice (examples/halo.c on 2 ranks: 50 iterations,
 /// each rank sends 2 x 64 KiB to the other per iteration), predicted on DDR
 /// and QDR with the LogGP backend: the sender's NIC alone needs 100 x 65536 B
@@ -332,4 +374,43 @@ fn trace_and_simulate_small_defects_are_fixed() {
         let sim = row["simulated_us"].as_f64().unwrap();
         assert!(sim >= 2000.0, "{row}");
     }
+    // `--method plain` with the qdr preset used to fail with "unknown
+    // --link-model ''": plain takes no link model, any preset works; and
+    // --collectives reaches trace2goal (ltest has none: same bound).
+    let out = run(Command::new(repo_root().join("scripts/trace-and-simulate"))
+        .args([
+            "--json",
+            "--method",
+            "plain",
+            "--collectives",
+            "ompi",
+            "--fabric",
+            "H8_S1",
+        ])
+        .args(["--sim-arg", "--preset", "--sim-arg", "qdr"])
+        .arg(thesis_program("ltest/ltest.c"))
+        .arg("2")
+        .env("LOGGOPSIM", bin("loggopsim"))
+        .env("MPI_TRACER", bin("mpi-tracer")));
+    let err = stderr(&out);
+    assert!(out.status.success(), "{}\n{err}", stdout(&out));
+    assert!(!err.contains("link-model"), "{err}");
+    let rows: Value = serde_json::from_str(&stdout(&out)).expect("JSON comparison");
+    for row in rows.as_array().unwrap() {
+        assert!(row["simulated_us"].as_f64().unwrap() >= 2000.0, "{row}");
+    }
+    let out = run(
+        Command::new(repo_root().join("scripts/trace-and-simulate")).args([
+            "--collectives",
+            "intel",
+            "prog.c",
+            "2",
+        ]),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("unknown --collectives 'intel'"),
+        "{}",
+        stderr(&out)
+    );
 }

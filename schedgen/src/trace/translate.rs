@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::reader::{recognise, Call, Fields, Recognised, TraceError};
 use crate::calib::linkmodel::LinkLayer;
 use crate::calib::pinning::{IntervalSet, PinningModel};
+use crate::collectives::{self, Coll as LibColl, Library};
 use crate::goal::{maketag, Counts, DepKind, GoalWriter, Label, Prelude};
 use crate::patterns;
 
@@ -47,6 +48,9 @@ pub struct TraceOptions {
     /// Send/Recv pair's operations are placed where both calls overlap on
     /// the common clock (implies the common clock and the start skew).
     pub sync_p2p: bool,
+    /// `--collectives`: the textbook algorithms, or those Open MPI / MPICH
+    /// would pick for each call (crate::collectives).
+    pub collectives: Library,
     /// Fail when the traces declare more ranks than files exist.
     pub require_all: bool,
     /// `--traces-start FILE`: resume positions (read, then rewritten).
@@ -71,6 +75,7 @@ impl Default for TraceOptions {
             durations: None,
             sync_collectives: false,
             sync_p2p: false,
+            collectives: Library::Textbook,
             require_all: false,
             start_file: None,
         }
@@ -1295,7 +1300,33 @@ fn translate_rank(
                     w.comment(&format!("{} begin", print_name(c)));
                 }
                 w.clear_sets();
-                write_collective(w, c, &f, me_block as i32, total).map_err(lerr)?;
+                let lib = o.collectives;
+                let chosen = if lib == Library::Textbook {
+                    None
+                } else {
+                    library_call(c, &f, total).map_err(lerr)?
+                };
+                match chosen {
+                    Some(call) => {
+                        let alg = collectives::choose(
+                            lib,
+                            call.coll,
+                            total as i64,
+                            call.count,
+                            call.dsize,
+                        )
+                        .expect("a library set chooses");
+                        if let Some(note) = alg.approximation() {
+                            let msg = format!("{canonical}: {note}");
+                            if !ctx.warnings.contains(&msg) {
+                                ctx.warnings.push(msg);
+                            }
+                        }
+                        collectives::write(w, lib, alg, &call, me_block as i32, total)
+                            .map_err(lerr)?;
+                    }
+                    None => write_collective(w, c, &f, me_block as i32, total).map_err(lerr)?,
+                }
                 // Sync delay (calibration 4) is taken out of the collective's
                 // own duration so the rank's total time is unchanged.
                 let sync_us = sync_delays
@@ -1422,6 +1453,48 @@ fn wait_calc(w: &mut GoalWriter, ctx: &mut Ctx, start: f64, end: f64, at: (&Path
     } else {
         w.calc_plain(0)
     }
+}
+
+/// The call as the library decision rules see it, for the collectives
+/// that have rules (None: the textbook mapping is used, e.g. the `v`
+/// variants, Reduce_scatter, and Iallreduce, which Open MPI runs in its
+/// non-blocking component).
+fn library_call(c: Call, f: &Fields, p: i32) -> Result<Option<collectives::Call>, String> {
+    let call =
+        |coll, ck: usize, dk: usize, root: Option<usize>| -> Result<collectives::Call, String> {
+            let count = f.int(ck, "count")?;
+            let dsize = f.int(dk, "datatype size")?;
+            // The same limits as the textbook translation (a C int).
+            message_bytes(count, dsize).map_err(|e| format!("fields {ck} and {dk}: {e}"))?;
+            let root = match root {
+                Some(k) => check_root(f.int32(k, "root")?, p)?,
+                None => 0,
+            };
+            Ok(collectives::Call {
+                coll,
+                count,
+                dsize,
+                root,
+            })
+        };
+    Ok(Some(match c {
+        Call::Barrier => collectives::Call {
+            coll: LibColl::Barrier,
+            count: 0,
+            dsize: 0,
+            root: 0,
+        },
+        Call::Allreduce => call(LibColl::Allreduce, 4, 6, None)?,
+        Call::Bcast => call(LibColl::Bcast, 3, 5, Some(7))?,
+        Call::Reduce => call(LibColl::Reduce, 4, 6, Some(9))?,
+        Call::Allgather => call(LibColl::Allgather, 3, 5, None)?,
+        Call::Alltoall => call(LibColl::Alltoall, 3, 5, None)?,
+        // Gather: each rank's block is the send side; Scatter: the
+        // receive side (the other side only matters at the root).
+        Call::Gather => call(LibColl::Gather, 3, 5, Some(12))?,
+        Call::Scatter => call(LibColl::Scatter, 8, 10, Some(12))?,
+        _ => return Ok(None),
+    }))
 }
 
 /// Writes a collective's communication pattern for rank `me` of `p` ranks.
