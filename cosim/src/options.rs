@@ -51,11 +51,12 @@ pub struct Args {
     /// GOAL schedule (text or LogGOPSim binary) [default: examples/pingpong.goal, the built-in example]
     #[arg(short = 'f', long = "schedule", value_name = "FILE")]
     pub schedule: Option<PathBuf>,
-    /// Fabric topology: a file (TOML, IBDM .topo) or a built-in name (H8_S1, H8_S2, H8_S4,
-    /// H8_S6, M9, fattree:P, chain:N)
+    /// Fabric topology: a file (TOML, IBDM .topo, the reference's .ned, ibnetdiscover output)
+    /// or a built-in name (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, chain:N) or a generator
+    /// (kary:K:N, fattree2:..., torus:4x4, mesh:8x8, dragonfly:A:P:H:G; docs/topology.md)
     #[arg(short = 't', long, value_name = "T", default_value = "H8_S6")]
     pub topology: String,
-    /// Fabric preset: thesis-ddr, qdr, hcyang99
+    /// Fabric preset: thesis-ddr, qdr, hcyang99, thesis-ch5, thesis-ch4
     #[arg(long, value_name = "NAME", default_value = "thesis-ddr")]
     pub preset: String,
     /// Override one fabric parameter (repeatable)

@@ -292,7 +292,9 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     lfts: Option<PathBuf>,
     /// Parameter preset: thesis-ddr (sec. 13, the default, as for `ibnet
-    /// serve` and scripts/cosim), qdr (the reference's defaults), hcyang99 (CC).
+    /// serve` and scripts/cosim), qdr (the reference's defaults), hcyang99 (CC),
+    /// thesis-ch5 / thesis-ch4 (the thesis's chapter-5 and chapter-4 model
+    /// generations, docs/thesis.md).
     #[arg(long, default_value = "thesis-ddr", value_name = "NAME")]
     preset: String,
     /// TOML file of parameter overrides (flat `key = value`; `preset = "..."` allowed).

@@ -15,7 +15,7 @@ use thiserror::Error;
 /// or the parameter loaders, never at run time).
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ConfigError {
-    #[error("unknown preset `{0}` (known: qdr, thesis-ddr, hcyang99)")]
+    #[error("unknown preset `{0}` (known: qdr, thesis-ddr, thesis-ch5, thesis-ch4, hcyang99)")]
     UnknownPreset(String),
     #[error("unknown parameter `{key}`{hint}")]
     UnknownKey { key: String, hint: String },
@@ -71,6 +71,15 @@ pub struct Params {
     pub hiccup_delay_ns: f64,
     pub start_stat_col_ns: f64,
     pub rep_first_packets: u32,
+    /// Per-packet receive gap: after consuming the last flit of a packet,
+    /// the sink idles this many drain periods of a full flit
+    /// (`flit_size x sink_pop_dly_per_byte_ns`) before it consumes the
+    /// next flit, i.e. its drain timer is re-armed that much later (the
+    /// thesis's chapter-5 model, preset thesis-ch5: 1; docs/thesis.md).
+    /// 0 (the default, every other preset) is the reference's sink. Not
+    /// written out when 0, so reports of the other presets are unchanged.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub sink_packet_gap_periods: u32,
     // ---- obuf ---------------------------------------------------------
     pub obuf_size_switch: u32,
     pub obuf_size_hca: u32,
@@ -136,6 +145,10 @@ pub struct Params {
     pub cc_per_destination: bool,
 }
 
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
+
 impl Default for Params {
     fn default() -> Self {
         Params::qdr()
@@ -170,7 +183,7 @@ pub struct PacketLayout {
 }
 
 /// Names of the shipped presets.
-pub const PRESETS: &[&str] = &["qdr", "thesis-ddr", "hcyang99"];
+pub const PRESETS: &[&str] = &["qdr", "thesis-ddr", "hcyang99", "thesis-ch5", "thesis-ch4"];
 
 impl Params {
     /// The reference defaults (4x QDR), sec. 7.1 effective values.
@@ -196,6 +209,7 @@ impl Params {
             hiccup_delay_ns: 10_000_000.0,
             start_stat_col_ns: 100_000.0,
             rep_first_packets: 0,
+            sink_packet_gap_periods: 0,
             obuf_size_switch: 78,
             obuf_size_hca: 36,
             cred_min_time_ns: 256.0,
@@ -247,6 +261,31 @@ impl Params {
         }
     }
 
+    /// The thesis's chapter-5 model generation (issue 16, docs/thesis.md):
+    /// the thesis-ddr fabric (20-byte header, 2176-byte packets) plus the
+    /// generator handing flits to the arbiter without a pop delay
+    /// (Appendix J), the message handed straight to the generator (no
+    /// app-to-generator gap: the integration inserts at the generator), and
+    /// one idle sink drain period after every packet
+    /// (`sink_packet_gap_periods`).
+    pub fn thesis_ch5() -> Params {
+        Params {
+            gen_pop_dly_per_byte_ns: 0.0,
+            msg2msg_gap_ns: 0.0,
+            sink_packet_gap_periods: 1,
+            ..Params::thesis_ddr()
+        }
+    }
+
+    /// The thesis's chapter-4 model generation (issue 16, docs/thesis.md):
+    /// the sec. 13 thesis-era fabric with the generator's pop delay as in
+    /// the reference, and no per-packet sink gap. Its fabric is the same as
+    /// thesis-ddr's; what distinguishes the chapter-4 integration is the
+    /// scheduler's `loggopsim --insert-at after-o`.
+    pub fn thesis_ch4() -> Params {
+        Params::thesis_ddr()
+    }
+
     /// Congestion-control preset from the public CC fork (sec. 12.2).
     pub fn hcyang99() -> Params {
         Params {
@@ -281,14 +320,24 @@ impl Params {
         match name {
             "qdr" | "default" => Ok(Params::qdr()),
             "thesis-ddr" | "thesis" => Ok(Params::thesis_ddr()),
+            "thesis-ch5" => Ok(Params::thesis_ch5()),
+            "thesis-ch4" => Ok(Params::thesis_ch4()),
             "hcyang99" | "cc" => Ok(Params::hcyang99()),
             _ => Err(ConfigError::UnknownPreset(name.to_string())),
         }
     }
 
+    /// Every key with its value (also `sink_packet_gap_periods`, which the
+    /// serialisation of reports leaves out when 0).
     fn to_table(&self) -> toml::Table {
         match toml::Value::try_from(self) {
-            Ok(toml::Value::Table(t)) => t,
+            Ok(toml::Value::Table(mut t)) => {
+                t.insert(
+                    "sink_packet_gap_periods".into(),
+                    toml::Value::Integer(self.sink_packet_gap_periods.into()),
+                );
+                t
+            }
             _ => unreachable!("Params serialises to a table"),
         }
     }
@@ -538,6 +587,9 @@ pub struct Timing {
     pub gap: u64,
     pub hiccup_on: u64,
     pub hiccup_off: u64,
+    /// Idle time of the sink after a packet's last flit
+    /// (`sink_packet_gap_periods` x the drain time of a full flit).
+    pub pkt_gap: u64,
     pub start_stat: u64,
     pub cc_timer: u64,
     pub cc_base: u64,
@@ -621,6 +673,19 @@ impl Timing {
                 ),
             });
         }
+        // the per-packet sink gap: whole drain periods of a full flit
+        let full_drain = ps(n as f64 * p.sink_pop_dly_per_byte_ns);
+        let pkt_gap = full_drain
+            .checked_mul(p.sink_packet_gap_periods as u64)
+            .filter(|&g| g <= MAX_DELAY_PS)
+            .ok_or_else(|| ConfigError::BadValue {
+                key: "sink_packet_gap_periods".into(),
+                msg: format!(
+                    "{} periods of {full_drain} ps is out of range (at most {} ns)",
+                    p.sink_packet_gap_periods,
+                    MAX_DELAY_PS / 1000
+                ),
+            })?;
         Ok(Timing {
             push: ps(p.flit_size as f64 * p.gen_dly_per_byte_ns),
             gpop: per(
@@ -653,6 +718,7 @@ impl Timing {
             gap: delay_ps("msg2msg_gap_ns", p.msg2msg_gap_ns)?,
             hiccup_on: delay_ps("hiccup_duration_ns", p.hiccup_duration_ns)?,
             hiccup_off,
+            pkt_gap,
             start_stat: delay_ps("start_stat_col_ns", p.start_stat_col_ns)?,
             cc_timer: delay_ps("cc_timer_ns", p.cc_timer_ns)?,
             cc_base: delay_ps("cc_base_interval_ns", p.cc_base_interval_ns)?,

@@ -16,8 +16,9 @@
 //! - each switch: ISW hand-off when the HoQ is free, then the arbiter
 //!   (`Tarb` switch), the VSW hand-off and the obuf, with the hand-off rule
 //!   (`last + 1 ns`) of sec. 5.3;
-//! - sink (sec. 5.6): `c_0 = a_0 + D_0`; `c_k = c_{k-1} + D_{k-1}` if
-//!   `a_k < c_{k-1} + D_{k-1}`, else `a_k + D_k`.
+//! - sink (sec. 5.6): `c_0 = a_0 + D_0`; `c_k = c_{k-1} + D_{k-1} + G_k` if
+//!   `a_k < c_{k-1} + D_{k-1} + G_k`, else `a_k + D_k`, where `G_k` is the
+//!   per-packet gap when flit k heads a packet (`sink_packet_gap_periods`).
 //!
 //! Assumptions (true for a lone message on an otherwise idle fabric with the
 //! shipped presets): credits never limit (packets are at most the static
@@ -141,7 +142,10 @@ pub fn latency(p: &Params, tm: &Timing, switches: usize, bytes: u64) -> u64 {
         cons = if k == 0 {
             arr[0] + dk
         } else {
-            let tick = cons + tm.drain[fl[k - 1].0];
+            // flit k heads a packet: the sink idled the per-packet gap
+            // after flit k-1 (0 unless sink_packet_gap_periods is set)
+            let gap = if fl[k].1 { tm.pkt_gap } else { 0 };
+            let tick = cons + tm.drain[fl[k - 1].0] + gap;
             if arr[k] < tick {
                 tick
             } else {

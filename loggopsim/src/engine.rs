@@ -145,6 +145,7 @@ pub enum TraceEvent {
     /// A receive was posted into the RQ.
     RecvPosted {
         host: u32,
+        cpu: u8,
         node: u32,
         src: u32,
         tag: u32,
@@ -157,6 +158,8 @@ pub enum TraceEvent {
         node: u32,
         src: u32,
         tag: u32,
+        /// the receive's size (it decides rendezvous)
+        size: u64,
         time: u64,
     },
     /// A message was taken in by the receiver (CPU/NIC charged); `node` is
@@ -172,6 +175,10 @@ pub enum TraceEvent {
         start: u64,
         end: u64,
         node: Option<u32>,
+        /// the receiver's CPU (o) and NIC (g) availability before this
+        /// message was charged (LogGOPSim's verbose `nexto`, `nextgr`)
+        prev_o: u64,
+        prev_gr: u64,
     },
     /// An event could not run and was re-inserted.
     Reinsert {
@@ -1280,6 +1287,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                         node: ev.id,
                         src: m.src,
                         tag: m.tag,
+                        size: op.size,
                         time: t,
                     });
                 }
@@ -1292,6 +1300,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 if T::ACTIVE {
                     self.tracer.event(&TraceEvent::RecvPosted {
                         host: ev.host,
+                        cpu: op.cpu,
                         node: ev.id,
                         src: op.peer,
                         tag: op.tag,
@@ -1403,6 +1412,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let end =
             add(add(v(t), v(cpu_work)), v(self.noise(ev.host, t, cpu_work))).ok_or_else(ovf)?;
         let gr = add(add(v(t), v(p.g)), mul(s1, p.big_g)).ok_or_else(ovf)?;
+        let (prev_o, prev_gr) = (self.nexto[ci], self.nextgr[ni]);
         self.nexto[ci] = end;
         self.nextgr[ni] = gr;
         let matched = self.rq_take(ev.host, m.src, m.tag);
@@ -1418,6 +1428,8 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 start: t,
                 end,
                 node: matched,
+                prev_o,
+                prev_gr,
             });
         }
         match matched {

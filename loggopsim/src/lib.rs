@@ -43,6 +43,7 @@ pub mod network;
 pub mod noise;
 pub mod report;
 pub mod schedule;
+pub mod verbose;
 
 /// Reads a schedule from a file, detecting the binary layout by its magic.
 pub fn load_schedule(path: &std::path::Path) -> Result<schedule::Schedule, goal::LoadError> {

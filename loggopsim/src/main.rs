@@ -162,6 +162,17 @@ struct SimArgs {
     /// Print a trace line for every event (stdout).
     #[arg(short = 'v', long)]
     verbose: bool,
+    /// Format of the -v lines: `native` (one line per event, times with
+    /// units) or `loggopsim` (LogGOPSim's own -v text: bare ps numbers,
+    /// for a mechanical diff against LogGOPSim listings such as the
+    /// thesis's Appendix J; docs/thesis.md lists the lines it leaves out).
+    #[arg(
+        long = "verbose-format",
+        value_enum,
+        default_value = "native",
+        value_name = "FORMAT"
+    )]
+    verbose_format: VerboseFormat,
     /// Write a timeline (osend/orecv/loclop/transmission lines) to FILE
     /// (LogGOPSim's -V; here -V is --version as in every binary of the project).
     #[arg(long = "timeline", value_name = "FILE")]
@@ -360,13 +371,19 @@ struct CliTracer {
     verbose: Option<std::io::BufWriter<std::io::Stdout>>,
     timeline: Option<std::io::BufWriter<std::fs::File>>,
     p: Params,
+    /// -v in LogGOPSim's text format
+    loggopsim_format: bool,
     err: Option<std::io::Error>,
 }
 
 impl CliTracer {
     fn write(&mut self, e: &TraceEvent) -> std::io::Result<()> {
         if let Some(v) = &mut self.verbose {
-            writeln!(v, "{}", with_ps_units(&format!("{e:?}")))?;
+            if self.loggopsim_format {
+                loggopsim::verbose::write_event(v, e, &self.p)?;
+            } else {
+                writeln!(v, "{}", with_ps_units(&format!("{e:?}")))?;
+            }
         }
         if let Some(t) = &mut self.timeline {
             match *e {
@@ -494,6 +511,7 @@ fn execute(
                 .then(|| std::io::BufWriter::new(std::io::stdout())),
             timeline: tl,
             p,
+            loggopsim_format: a.verbose_format == VerboseFormat::Loggopsim,
             err: None,
         };
         let sim = Sim::with_tracer(sched, p, net, tr)?;
@@ -770,6 +788,15 @@ fn check_fabric_sizes(
         }
     }
     Ok(())
+}
+
+/// `--verbose-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum VerboseFormat {
+    /// one line per event, times with units
+    Native,
+    /// LogGOPSim's -v text
+    Loggopsim,
 }
 
 /// `--insert-at`.

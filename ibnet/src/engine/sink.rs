@@ -1,5 +1,6 @@
 //! Sink (sec. 5.6) and its statistics (sec. 8): the FIFO of arrived flits,
-//! drained one flit per drain time, stopped while the hiccup is on; the
+//! drained one flit per drain time (plus the optional per-packet gap after
+//! a packet's last flit), stopped while the hiccup is on; the
 //! latency, out-of-order and bandwidth statistics; message completion.
 //! A CNP (congestion control) is handed to `cc.rs` on arrival.
 
@@ -138,7 +139,14 @@ impl Fabric {
         let f = s.fifo.pop_front().unwrap();
         s.drain_pending = true;
         self.sink_held -= 1;
-        let d = self.tm.drain[self.fl[f as usize].bytes as usize];
+        let fl = self.fl[f as usize];
+        // the per-packet receive gap (`sink_packet_gap_periods`, 0 = the
+        // reference): after a packet's last flit the timer is re-armed that
+        // much later, so the sink idles before the next packet's first
+        // flit. Only the re-arm time changes, not the event order; flits
+        // arriving meanwhile queue as usual (the timer is pending), and a
+        // hiccup that is ON when the timer fires absorbs the gap.
+        let d = self.tm.drain[fl.bytes as usize] + if fl.last() { self.tm.pkt_gap } else { 0 };
         // consume, then re-arm (sec. 5.6 and the reference's order; the two
         // events get consecutive sequence numbers, so either order gives
         // the same run)
