@@ -450,14 +450,12 @@ impl Supervisor {
             if let Some(pid) = self.next(TICK) {
                 break self.side(pid);
             }
-            let now_stopped = [Side::Scheduler, Side::Fabric]
+            let now_stopped = [Side::Fabric, Side::Scheduler]
                 .into_iter()
-                .filter(|&x| self.child(x).stopped())
-                .last();
-            if now_stopped.is_some() && now_stopped == stopped {
+                .find(|&x| self.child(x).stopped());
+            if let (Some(x), true) = (now_stopped, now_stopped == stopped) {
                 stop_ticks += 1;
                 if stop_ticks >= STALL_TICKS {
-                    let x = now_stopped.unwrap();
                     say(&format!(
                         "the {} failed first: it has been stopped (SIGSTOP?) for {} s (pid {}); stopping both sides",
                         x.name(),
