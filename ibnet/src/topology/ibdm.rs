@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 
 use super::error::{read_text, Loc, TopoError};
 use super::vecfile::{parse_index_file, parse_vectors};
-use super::{route, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions, NO_ROUTE};
+use super::{
+    file_stem_name, finish_import, Link, Node, NodeKind, PortRef, Routing, Topology,
+    ValidateOptions, NO_ROUTE,
+};
 
 /// The files of one IBDM network.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -621,32 +624,16 @@ pub(crate) fn load_files(
         .iter()
         .map(|&(a, b)| Link { a: pr(a), b: pr(b) })
         .collect();
-    let name = topo_path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut t = Topology {
-        name,
+    finish_import(
+        file_stem_name(topo_path),
+        topo_path,
         nodes,
         links,
-        ranks: Vec::new(),
-        sl: Vec::new(),
-    };
-    let have_tables = files.fdbs.is_some();
-    let routing = routing.unwrap_or(if have_tables {
-        Routing::Tables
-    } else {
-        Routing::MinHop
-    });
-    if routing == Routing::Tables && !have_tables {
-        return Err(TopoError::Invalid(format!(
-            "{}: routing = \"tables\" needs .fdbs and .fdbs.ini",
-            topo_path.display()
-        )));
-    }
-    route(&mut t, routing).map_err(|e| e.in_file(topo_path))?;
-    t.validate_with(opts).map_err(|e| e.in_file(topo_path))?;
-    Ok(t)
+        files.fdbs.is_some(),
+        routing,
+        "routing = \"tables\" needs .fdbs and .fdbs.ini",
+        opts,
+    )
 }
 
 /// Read the forwarding tables of the switches named `names` (network

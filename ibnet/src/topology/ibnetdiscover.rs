@@ -46,7 +46,10 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::error::{read_text, Loc, TopoError};
-use super::{route, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions, NO_ROUTE};
+use super::{
+    file_stem_name, finish_import, Link, Node, NodeKind, PortRef, Routing, Topology,
+    ValidateOptions, NO_ROUTE,
+};
 
 /// Bounds that keep a malformed file from allocating without limit.
 const MAX_NODES: usize = 1 << 20;
@@ -505,31 +508,16 @@ pub(crate) fn load_files(
         .iter()
         .map(|&(a, b)| Link { a: pr(a), b: pr(b) })
         .collect();
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut t = Topology {
-        name,
-        nodes: out_nodes,
-        links: out_links,
-        ranks: Vec::new(),
-        sl: Vec::new(),
-    };
-    let routing = routing.unwrap_or(if lfts.is_some() {
-        Routing::Tables
-    } else {
-        Routing::MinHop
-    });
-    if routing == Routing::Tables && lfts.is_none() {
-        return Err(TopoError::Invalid(format!(
-            "{}: routing by tables needs --lfts (dump_lfts.sh output)",
-            path.display()
-        )));
-    }
-    route(&mut t, routing).map_err(|e| e.in_file(path))?;
-    t.validate_with(opts).map_err(|e| e.in_file(path))?;
-    Ok(t)
+    finish_import(
+        file_stem_name(path),
+        path,
+        out_nodes,
+        out_links,
+        lfts.is_some(),
+        routing,
+        "routing by tables needs --lfts (dump_lfts.sh output)",
+        opts,
+    )
 }
 
 fn set_lid(n: &mut RawNode, lid: u16, line: usize, path: &Path) -> Result<(), TopoError> {

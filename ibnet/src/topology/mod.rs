@@ -120,6 +120,52 @@ impl Node {
     }
 }
 
+/// A network file's name without directory and extension (the name of the
+/// network it describes).
+pub(crate) fn file_stem_name(path: &std::path::Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The last step of every network-file import (IBDM `.topo`, NED,
+/// ibnetdiscover): route the network `name` (by its own tables when it has
+/// them, else min-hop, unless `routing` says otherwise; `no_tables` explains
+/// what a tables routing lacks) and validate it, errors naming `path`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish_import(
+    name: String,
+    path: &std::path::Path,
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    have_tables: bool,
+    routing: Option<Routing>,
+    no_tables: &str,
+    opts: &ValidateOptions,
+) -> Result<Topology, TopoError> {
+    let mut t = Topology {
+        name,
+        nodes,
+        links,
+        ranks: Vec::new(),
+        sl: Vec::new(),
+    };
+    let routing = routing.unwrap_or(if have_tables {
+        Routing::Tables
+    } else {
+        Routing::MinHop
+    });
+    if routing == Routing::Tables && !have_tables {
+        return Err(TopoError::Invalid(format!(
+            "{}: {no_tables}",
+            path.display()
+        )));
+    }
+    route(&mut t, routing).map_err(|e| e.in_file(path))?;
+    t.validate_with(opts).map_err(|e| e.in_file(path))?;
+    Ok(t)
+}
+
 impl Topology {
     /// Node indices of the HCAs, in node order.
     pub fn hcas(&self) -> Vec<usize> {

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::{read_text, Loc, TopoError};
 use super::ibdm::read_tables;
-use super::{route, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions};
+use super::{finish_import, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions};
 
 /// Bounds that keep a malformed file from allocating without limit.
 const MAX_NODES: usize = 1 << 20;
@@ -647,26 +647,14 @@ pub(crate) fn load_files(
             },
         })
         .collect();
-    let mut t = Topology {
+    finish_import(
         name,
+        path,
         nodes,
         links,
-        ranks: Vec::new(),
-        sl: Vec::new(),
-    };
-    let have_tables = files.fdbs.is_some();
-    let routing = routing.unwrap_or(if have_tables {
-        Routing::Tables
-    } else {
-        Routing::MinHop
-    });
-    if routing == Routing::Tables && !have_tables {
-        return Err(TopoError::Invalid(format!(
-            "{}: routing = \"tables\" needs .fdbs and .fdbs.ini beside it",
-            path.display()
-        )));
-    }
-    route(&mut t, routing).map_err(|e| e.in_file(path))?;
-    t.validate_with(opts).map_err(|e| e.in_file(path))?;
-    Ok(t)
+        files.fdbs.is_some(),
+        routing,
+        "routing = \"tables\" needs .fdbs and .fdbs.ini beside it",
+        opts,
+    )
 }
