@@ -14,6 +14,12 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 pub const MAGIC: u64 = 4223;
+/// Issue 14: a schedule with one-sided operations (node types 4 put, 5 get,
+/// 6 poll) is written with this magic instead, so the reference simulator
+/// (and any reader of the original layout) refuses it instead of
+/// misreading it; the layout is otherwise identical. Plain schedules are
+/// still written with [`MAGIC`], byte for byte as before.
+pub const MAGIC_ONE_SIDED: u64 = 4224;
 /// Written by the reference into a file it consumed destructively.
 pub const MAGIC_CONSUMED: u64 = 2342;
 pub const NODE_BYTES: usize = 39;
@@ -92,9 +98,14 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
             "magic 2342: this binary schedule was consumed by the reference simulator and is no longer valid; regenerate it",
         ));
     }
-    if magic != MAGIC {
-        return Err(berr(name, 0, format!("bad magic {magic} (expected 4223)")));
+    if magic != MAGIC && magic != MAGIC_ONE_SIDED {
+        return Err(berr(
+            name,
+            0,
+            format!("bad magic {magic} (expected 4223, or 4224 for a schedule with put/get/poll)"),
+        ));
     }
+    let one_sided_ok = magic == MAGIC_ONE_SIDED;
     let p = u32::from_le_bytes(head[8..12].try_into().unwrap());
     if p == 0 {
         return Err(berr(name, 8, "num_ranks is 0: the schedule is empty"));
@@ -165,7 +176,25 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
             let n_start = c.u32()?;
             let start_index = c.u32()?;
             let kind = Kind::from_u8(ty)
-                .ok_or_else(|| berr(name, at, format!("rank {rank} node {i}: bad type {ty}")))?;
+                .filter(|k| one_sided_ok || !k.is_one_sided())
+                .ok_or_else(|| {
+                    berr(
+                        name,
+                        at,
+                        if (4..=6).contains(&ty) {
+                            format!("rank {rank} node {i}: type {ty} (put/get/poll) in a file with magic 4223; such schedules carry magic 4224")
+                        } else {
+                            format!("rank {rank} node {i}: bad type {ty}")
+                        },
+                    )
+                })?;
+            if kind.is_one_sided() && tag == ANY {
+                return Err(berr(
+                    name,
+                    at,
+                    format!("rank {rank} node {i}: a put/get/poll with any-tag ({ANY})"),
+                ));
+            }
             if kind != Kind::Calc {
                 let ok = peer < p || (kind == Kind::Recv && peer == ANY);
                 if !ok {
@@ -182,7 +211,11 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
                 peer: if kind == Kind::Calc { 0 } else { peer },
                 tag: if kind == Kind::Calc { 0 } else { tag },
                 cpu,
-                nic: if kind == Kind::Calc { 0 } else { nic },
+                nic: if matches!(kind, Kind::Calc | Kind::Poll) {
+                    0
+                } else {
+                    nic
+                },
             };
             b.add_op(op).map_err(|e| berr(name, at, e.to_string()))?;
             raw.push(RawNode {
@@ -262,7 +295,12 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
 /// Writes the binary layout.
 pub fn write<W: Write>(s: &Schedule, w: &mut W) -> std::io::Result<()> {
     let p = s.num_ranks();
-    w.write_all(&MAGIC.to_le_bytes())?;
+    let magic = if s.uses_one_sided() {
+        MAGIC_ONE_SIDED
+    } else {
+        MAGIC
+    };
+    w.write_all(&magic.to_le_bytes())?;
     w.write_all(&p.to_le_bytes())?;
     w.write_all(&[s.max_cpu(), s.max_nic()])?;
     // block sizes first

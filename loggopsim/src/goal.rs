@@ -246,6 +246,25 @@ struct Parser {
     in_comment: bool,
 }
 
+/// The operation words of issue 14 (docs/rdma.md "Schedules"). They are
+/// not keywords: a label may still be called `put`, so plain schedules
+/// keep their meaning; they name an operation only where one can stand.
+pub(crate) fn is_one_sided_word(w: &[u8]) -> bool {
+    matches!(w, b"put" | b"get" | b"poll")
+}
+
+/// The GOAL word of an operation kind.
+pub fn kind_word(k: Kind) -> &'static str {
+    match k {
+        Kind::Send => "send",
+        Kind::Recv => "recv",
+        Kind::Calc => "calc",
+        Kind::Put => "put",
+        Kind::Get => "get",
+        Kind::Poll => "poll",
+    }
+}
+
 /// The GOAL keywords (never labels).
 pub(crate) fn is_keyword(w: &[u8]) -> bool {
     matches!(
@@ -490,6 +509,12 @@ impl Parser {
     fn statement<'a>(&mut self, lx: &mut Lex<'a>, _rank: u32) -> PResult<()> {
         let (col, t) = lx.next()?;
         match t {
+            Some(Tok::Word(w)) if is_one_sided_word(w) && !self.label_follows(lx)? => {
+                // `put`/`get`/`poll` are operation words only where an
+                // operation can stand and no label use follows, so a plain
+                // schedule that names a label `put` keeps its meaning
+                self.operation(lx, col, t).map(|_| ())
+            }
             Some(Tok::Word(w)) if !is_keyword(w) => {
                 // label definition or dependency
                 let (c2, t2) = lx.next()?;
@@ -546,17 +571,30 @@ impl Parser {
         }
     }
 
+    /// After a word at the start of a statement: does a label definition
+    /// (`:`) or a dependency (`requires`/`irequires`) follow?
+    fn label_follows(&self, lx: &mut Lex<'_>) -> PResult<bool> {
+        Ok(match lx.peek()?.1 {
+            Some(Tok::Colon) => true,
+            Some(Tok::Word(k)) => k == b"requires" || k == b"irequires",
+            _ => false,
+        })
+    }
+
     fn operation<'a>(&mut self, lx: &mut Lex<'a>, col: usize, t: Option<Tok<'a>>) -> PResult<u32> {
         let p = self.num_ranks.unwrap();
         let kind = match t {
             Some(Tok::Word(b"send")) => Kind::Send,
             Some(Tok::Word(b"recv")) => Kind::Recv,
             Some(Tok::Word(b"calc")) => Kind::Calc,
+            Some(Tok::Word(b"put")) => Kind::Put,
+            Some(Tok::Word(b"get")) => Kind::Get,
+            Some(Tok::Word(b"poll")) => Kind::Poll,
             other => {
                 return perr(
                     col,
                     format!(
-                        "expected 'send', 'recv' or 'calc', found {}",
+                        "expected 'send', 'recv', 'calc', 'put', 'get' or 'poll', found {}",
                         describe(other)
                     ),
                 )
@@ -578,19 +616,32 @@ impl Parser {
                     op.cpu = small(lx.expect_int("a cpu number")?, "cpu")?;
                 }
             }
-            Kind::Send | Kind::Recv => {
+            Kind::Send | Kind::Recv | Kind::Put | Kind::Get | Kind::Poll => {
                 op.size = lx.expect_int("a size in bytes")?.1;
                 lx.expect_word("b")?;
-                let (pc, peer) = if kind == Kind::Send {
+                let verb = kind_word(kind);
+                let (pc, peer) = if matches!(kind, Kind::Send | Kind::Put) {
                     lx.expect_word("to")?;
                     let (pc, v) = lx.expect_int_or_any("a destination rank")?;
                     match v {
-                        None => return perr(pc, "send to -1: a send needs a concrete destination"),
+                        None => {
+                            return perr(
+                                pc,
+                                format!("{verb} to -1: a {verb} needs a concrete destination"),
+                            )
+                        }
                         Some(v) => (pc, Some(v)),
                     }
                 } else {
                     lx.expect_word("from")?;
-                    lx.expect_int_or_any("a source rank")?
+                    let (pc, v) = lx.expect_int_or_any("a source rank")?;
+                    if v.is_none() && kind != Kind::Recv {
+                        return perr(
+                            pc,
+                            format!("{verb} from -1: a {verb} needs a concrete peer (one-sided operations have no any-source)"),
+                        );
+                    }
+                    (pc, v)
                 };
                 op.peer = match peer {
                     None => ANY,
@@ -606,15 +657,34 @@ impl Parser {
                     lx.next()?;
                     let (tc, v) = lx.expect_int_or_any("a tag")?;
                     op.tag = match v {
+                        None if kind.is_one_sided() => {
+                            return perr(
+                                tc,
+                                format!(
+                                    "{} with tag -1: one-sided operations have no any-tag",
+                                    kind_word(kind)
+                                ),
+                            )
+                        }
                         None => ANY,
                         Some(v) => tag_value(tc, v)?,
                     };
+                    if op.tag == ANY && kind.is_one_sided() {
+                        return perr(
+                            tc,
+                            format!(
+                                "{} with tag {}: that is the any-tag value, and one-sided operations have no any-tag",
+                                kind_word(kind),
+                                v.unwrap_or(0)
+                            ),
+                        );
+                    }
                 }
                 if lx.peek_word("cpu")? {
                     lx.next()?;
                     op.cpu = small(lx.expect_int("a cpu number")?, "cpu")?;
                 }
-                if lx.peek_word("nic")? {
+                if kind != Kind::Poll && lx.peek_word("nic")? {
                     lx.next()?;
                     op.nic = small(lx.expect_int("a nic number")?, "nic")?;
                 }
@@ -787,11 +857,12 @@ pub fn write_goal<W: Write>(s: &Schedule, w: &mut W) -> std::io::Result<()> {
             write!(w, "l{}: ", n - first + 1)?;
             match op.kind {
                 Kind::Calc => write!(w, "calc {}", op.size)?,
-                Kind::Send | Kind::Recv => {
-                    let (verb, dir) = if op.kind == Kind::Send {
-                        ("send", "to")
+                Kind::Send | Kind::Recv | Kind::Put | Kind::Get | Kind::Poll => {
+                    let verb = kind_word(op.kind);
+                    let dir = if matches!(op.kind, Kind::Send | Kind::Put) {
+                        "to"
                     } else {
-                        ("recv", "from")
+                        "from"
                     };
                     write!(w, "{verb} {}b {dir} ", op.size)?;
                     if op.peer == ANY {
@@ -809,7 +880,7 @@ pub fn write_goal<W: Write>(s: &Schedule, w: &mut W) -> std::io::Result<()> {
             if op.cpu != 0 {
                 write!(w, " cpu {}", op.cpu)?;
             }
-            if op.nic != 0 && op.kind != Kind::Calc {
+            if op.nic != 0 && !matches!(op.kind, Kind::Calc | Kind::Poll) {
                 write!(w, " nic {}", op.nic)?;
             }
             writeln!(w)?;
@@ -856,6 +927,8 @@ mod fast_path_tests {
             Just("l2".to_string()),
             Just("x_9".to_string()),
             Just("send".to_string()),
+            Just("put".to_string()),
+            Just("poll".to_string()),
             Just("a_label_longer_than_fifteen".to_string()),
             "[a-z][a-z0-9_]{0,5}",
         ];
@@ -870,7 +943,15 @@ mod fast_path_tests {
         ];
         let sp = prop_oneof![Just(" "), Just("  "), Just("\t"), Just("")];
         let op = (
-            prop_oneof![Just("send"), Just("recv"), Just("calc"), Just("snd")],
+            prop_oneof![
+                Just("send"),
+                Just("recv"),
+                Just("calc"),
+                Just("snd"),
+                Just("put"),
+                Just("get"),
+                Just("poll")
+            ],
             num.clone(),
             prop_oneof![Just("b"), Just("bytes"), Just("")],
             prop_oneof![Just("to"), Just("from")],

@@ -9,6 +9,8 @@
 //! - `[LABEL:] send N b to P [tag T]`
 //! - `[LABEL:] recv N b from P [tag T]`
 //! - `[LABEL:] calc N`
+//! - `[LABEL:] put N b to P [tag T]`, `[LABEL:] get N b from P [tag T]`,
+//!   `[LABEL:] poll N b from P [tag T]` (issue 14)
 //! - `LABEL requires LABEL`, `LABEL irequires LABEL`
 //!
 //! with blanks between tokens, no comment, no `cpu`/`nic`, no `-1`, and it
@@ -108,6 +110,15 @@ pub(crate) fn plan(s: &[u8], ranks: u32) -> Option<Plan<'_>> {
     let first = c.word()?;
     let (label, kind_word) = if crate::goal::is_keyword(first) {
         (None, first)
+    } else if crate::goal::is_one_sided_word(first) && {
+        // `put 8 b to 1` (an operation) but `put: ...` / `put requires x`
+        // (a label); the number that must follow the word decides
+        let save = c.i;
+        let n = c.number().is_some();
+        c.i = save;
+        n
+    } {
+        (None, first)
     } else {
         // LABEL: op, or LABEL requires LABEL
         let save = c.i;
@@ -137,6 +148,9 @@ pub(crate) fn plan(s: &[u8], ranks: u32) -> Option<Plan<'_>> {
         b"send" => Kind::Send,
         b"recv" => Kind::Recv,
         b"calc" => Kind::Calc,
+        b"put" => Kind::Put,
+        b"get" => Kind::Get,
+        b"poll" => Kind::Poll,
         _ => return None,
     };
     let size = c.number()?;
@@ -152,7 +166,11 @@ pub(crate) fn plan(s: &[u8], ranks: u32) -> Option<Plan<'_>> {
     if !c.keyword(b"b") {
         return None;
     }
-    if !c.keyword(if kind == Kind::Send { b"to" } else { b"from" }) {
+    if !c.keyword(if matches!(kind, Kind::Send | Kind::Put) {
+        b"to"
+    } else {
+        b"from"
+    }) {
         return None;
     }
     let peer = c.number()?;

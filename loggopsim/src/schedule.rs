@@ -11,13 +11,24 @@ use crate::hash::FastMap;
 pub const ANY: u32 = u32::MAX;
 
 /// Operation kind; the numeric values are the binary layout's and also the
-/// sort key of the ordering rules (SEND before RECV before CALC).
+/// sort key of the ordering rules (SEND before RECV before CALC, then the
+/// one-sided kinds of issue 14, which plain schedules never contain:
+/// PUT before GET before POLL; docs/rdma.md "Schedules").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[repr(u8)]
 pub enum Kind {
     Send = 1,
     Recv = 2,
     Calc = 3,
+    /// One-sided write of `size` bytes to `peer`; completes (for `requires`)
+    /// when the target's acknowledgement is back (local completion).
+    Put = 4,
+    /// One-sided read of `size` bytes from `peer`; completes when the
+    /// response data is written at the initiator.
+    Get = 5,
+    /// On the target of puts: completes when the next put from `peer` with
+    /// this tag is fully written here (remote completion, MGEN_rdma_poll).
+    Poll = 6,
 }
 
 impl Kind {
@@ -26,8 +37,19 @@ impl Kind {
             1 => Some(Kind::Send),
             2 => Some(Kind::Recv),
             3 => Some(Kind::Calc),
+            4 => Some(Kind::Put),
+            5 => Some(Kind::Get),
+            6 => Some(Kind::Poll),
             _ => None,
         }
+    }
+    /// Put, get or poll (issue 14).
+    pub fn is_one_sided(self) -> bool {
+        matches!(self, Kind::Put | Kind::Get | Kind::Poll)
+    }
+    /// Takes the NIC's send gap like a send (put and get start a transfer).
+    pub fn uses_send_nic(self) -> bool {
+        matches!(self, Kind::Send | Kind::Put | Kind::Get)
     }
 }
 
@@ -166,10 +188,15 @@ impl Schedule {
                     w.recv_any_tag |= op.tag == ANY;
                 }
                 Kind::Send => w.send_any_tag |= op.tag == ANY,
-                Kind::Calc => {}
+                Kind::Calc | Kind::Put | Kind::Get | Kind::Poll => {}
             }
         }
         w
+    }
+    /// Whether the schedule holds a put, get or poll (issue 14): such a
+    /// schedule needs binary format 4224 and protocol version 3.
+    pub fn uses_one_sided(&self) -> bool {
+        self.shapes.iter().any(|s| s.kind.is_one_sided())
     }
     /// Approximate heap bytes held (for reports).
     pub fn heap_bytes(&self) -> usize {

@@ -25,6 +25,10 @@
 //!   reinserting`, `-- send local o,g not available -- reinserting` or
 //!   `-- msg o,g not available -- reinserting`
 //!
+//! - one-sided operations (issue 14, not in LogGOPSim):
+//!   `[H] WHAT peer P size S tag G - t: T done: E` with WHAT one of
+//!   put_start, get_start, put_remote, put_local, get_done, poll_done
+//!
 //! Not printed (the scheduler's events do not carry them): LogGOPSim's
 //! `init ...` lines for the first free operations, its `H (C,N) loclop:
 //! ...` / `send to:` / `recvs from:` lines for operations that become
@@ -160,6 +164,20 @@ pub fn write_event(out: &mut impl Write, e: &TraceEvent, p: &Params) -> std::io:
             }
         ),
         TraceEvent::Wait { .. } => Ok(()),
+        // issue 14: LogGOPSim has no one-sided operations; one line each
+        TraceEvent::OneSided {
+            what,
+            host,
+            peer,
+            size,
+            tag,
+            start,
+            end,
+            ..
+        } => writeln!(
+            out,
+            "[{host}] {what} peer {peer} size {size} tag {tag} - t: {start} done: {end}"
+        ),
     }
 }
 

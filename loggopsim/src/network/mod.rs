@@ -71,6 +71,27 @@ pub enum NetError {
     Unsupported(String),
 }
 
+/// A one-sided operation as a network carries it (issue 14, docs/rdma.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OneSidedOp {
+    /// `size` bytes src -> dst, then an acknowledgement dst -> src.
+    Put,
+    /// A read request src -> dst, then `size` bytes of response dst -> src.
+    Get,
+}
+
+/// The handles under which a native backend reports the completion points
+/// of one operation, each exactly like a message arrival (query,
+/// wait_arrivals, wait_exact): for a put `first` is the remote completion
+/// (data written at the target) and `acked` the local completion (the
+/// acknowledgement back at the initiator); for a get `first` is the
+/// completion (response written at the initiator) and `acked` is None.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpHandles {
+    pub first: Handle,
+    pub acked: Option<Handle>,
+}
+
 pub trait Network {
     /// For the header line, e.g. "LogGP".
     fn name(&self) -> &str;
@@ -131,6 +152,33 @@ pub trait Network {
     fn stats(&self) -> Vec<(String, u64)> {
         vec![]
     }
+    /// Issue 14: true when the backend carries put/get itself
+    /// ([`Network::insert_op`]; the fabric, which generates the
+    /// acknowledgement, read request and response packets). When false the
+    /// engine composes them from messages: put = data message, then a
+    /// 0-byte (header-only) acknowledgement target -> initiator inserted
+    /// when the data is written; get = 0-byte request, then the response
+    /// of the get's size target -> initiator inserted when the request is
+    /// there.
+    fn native_one_sided(&self) -> bool {
+        false
+    }
+    /// Native backends only: a put or get starts at `now`.
+    fn insert_op(
+        &mut self,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+        op: OneSidedOp,
+    ) -> Result<OpHandles, NetError> {
+        let _ = (now, src, dst, size, tag);
+        Err(NetError::Unsupported(format!(
+            "{}: native one-sided operation {op:?}",
+            self.name()
+        )))
+    }
 }
 
 impl<N: Network + ?Sized> Network for Box<N> {
@@ -175,5 +223,19 @@ impl<N: Network + ?Sized> Network for Box<N> {
     }
     fn stats(&self) -> Vec<(String, u64)> {
         (**self).stats()
+    }
+    fn native_one_sided(&self) -> bool {
+        (**self).native_one_sided()
+    }
+    fn insert_op(
+        &mut self,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+        op: OneSidedOp,
+    ) -> Result<OpHandles, NetError> {
+        (**self).insert_op(now, src, dst, size, tag, op)
     }
 }
