@@ -16,7 +16,7 @@
 use crate::error::{ProtoError, Result};
 use crate::names::Lane;
 use crate::record::{
-    decode_message, kind_version, Protocol, Record, Role, PROTOCOL_VERSION, RECORD_SIZE,
+    decode_message, kind_version, Protocol, Record, Role, DEFAULT_PROTOCOL_VERSION, RECORD_SIZE,
 };
 use crate::transport::{Transport, LIVENESS_INTERVAL};
 use std::collections::VecDeque;
@@ -67,7 +67,7 @@ pub struct Channel {
 impl Channel {
     /// Wrap a transport and send this side's Hello.
     pub fn new(transport: Box<dyn Transport>, protocol: Protocol, role: Role) -> Result<Channel> {
-        Channel::with_version(transport, protocol, role, PROTOCOL_VERSION)
+        Channel::with_version(transport, protocol, role, DEFAULT_PROTOCOL_VERSION)
     }
 
     /// [`Channel::new`] for a session of wire version `version` (1 or 2):
@@ -176,7 +176,7 @@ impl Channel {
             ))
         })?;
         match rec {
-            Record::Insert { .. } => self.inserts_sent += 1,
+            Record::Insert { .. } | Record::InsertOp { .. } => self.inserts_sent += 1,
             Record::Query { inserts_sent, .. } if inserts_sent != self.inserts_sent => {
                 return Err(ProtoError::Violation(format!(
                     "Query carries inserts_sent={inserts_sent} but {} Inserts were sent",
@@ -391,7 +391,7 @@ impl Channel {
             Some(Record::Hello { .. }) => {
                 Err(self.fatal(ProtoError::Violation("second Hello from the peer".into())))
             }
-            Some(Record::Insert { .. }) => {
+            Some(Record::Insert { .. }) | Some(Record::InsertOp { .. }) => {
                 self.inserts_delivered += 1;
                 Ok(rec)
             }

@@ -72,7 +72,7 @@ pub fn transport_pair() -> (InprocTransport, InprocTransport) {
 /// A connected pair of channels for two threads of one process:
 /// `(scheduler end, fabric end)`. Both Hellos are already queued.
 pub fn pair(protocol: Protocol) -> Result<(Channel, Channel)> {
-    pair_versioned(protocol, crate::record::PROTOCOL_VERSION)
+    pair_versioned(protocol, crate::record::DEFAULT_PROTOCOL_VERSION)
 }
 
 /// [`pair`] for a session of wire version `version` (1 or 2).

@@ -80,7 +80,8 @@ pub use error::{ProtoError, EXIT_RESOURCE};
 pub use names::{Lane, SessionKey};
 pub use record::{
     decode_message, estimate_to_milli, version_supported, ErrorCode, EstimateBase, Protocol,
-    ProtocolSpec, Record, Role, MIN_PROTOCOL_VERSION, PROTOCOL_VERSION, RECORD_SIZE,
+    OpKind, ProtocolSpec, Record, Role, DEFAULT_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION,
+    PROTOCOL_VERSION, RECORD_SIZE,
 };
 pub use session::{
     cleanup, create_fabric, create_fabric_opts, create_fabric_versioned, create_fabric_with,

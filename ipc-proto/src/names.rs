@@ -125,7 +125,12 @@ impl Lane {
             (
                 Scheduler,
                 _,
-                kind::HELLO | kind::INSERT | kind::FINISH | kind::ERROR | kind::CONFIG,
+                kind::HELLO
+                | kind::INSERT
+                | kind::INSERT_OP
+                | kind::FINISH
+                | kind::ERROR
+                | kind::CONFIG,
             ) => Some(Lane::Ins),
             (Scheduler, Query, kind::QUERY) => Some(Lane::Qry),
             (Scheduler, Notify, kind::NO_MORE_INSERTS) => Some(Lane::Ins),

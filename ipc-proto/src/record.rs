@@ -15,8 +15,14 @@ use std::fmt;
 /// this implementation speaks. Bump on any change of a layout, a kind
 /// number or a rule. Version 2 adds exact notification (the horizon in
 /// NoMoreInserts, Grant, the grant in ArrivalBatchEnd) and the
-/// configuration exchange (Config / ConfigAck); see docs/protocol.md.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// configuration exchange (Config / ConfigAck); version 3 adds one-sided
+/// operations (InsertOp, issue 14); see docs/protocol.md.
+pub const PROTOCOL_VERSION: u32 = 3;
+
+/// The version of a session when nobody asks for another one (`notify`,
+/// `query`): version 3 is version 2 plus InsertOp, so sessions without
+/// put/get stay at version 2 and keep talking to version-2 peers.
+pub const DEFAULT_PROTOCOL_VERSION: u32 = 2;
 
 /// Oldest version this implementation still speaks (version 1: the
 /// thesis's run-ahead notify and polling without a configuration record).
@@ -98,6 +104,15 @@ impl ProtocolSpec {
         protocol: Protocol::Query,
         version: 1,
     };
+    /// Version 3 (issue 14): version 2 plus one-sided operations.
+    pub const NOTIFY_V3: ProtocolSpec = ProtocolSpec {
+        protocol: Protocol::Notify,
+        version: 3,
+    };
+    pub const QUERY_V3: ProtocolSpec = ProtocolSpec {
+        protocol: Protocol::Query,
+        version: 3,
+    };
     /// All four, in the order of the table above.
     pub const ALL: [ProtocolSpec; 4] = [
         ProtocolSpec::QUERY,
@@ -110,7 +125,7 @@ impl ProtocolSpec {
     }
     /// The command-line name (`query`, `notify`, `notify-v1`, `query-v1`).
     pub fn name(self) -> String {
-        if self.version == PROTOCOL_VERSION {
+        if self.version == DEFAULT_PROTOCOL_VERSION {
             self.protocol.name().to_string()
         } else {
             format!("{}-v{}", self.protocol.name(), self.version)
@@ -123,6 +138,19 @@ impl ProtocolSpec {
     /// The configuration exchange (Config / ConfigAck) is part of the session.
     pub fn has_config(self) -> bool {
         self.version >= 2
+    }
+    /// One-sided operations (InsertOp) are part of the session (version 3).
+    pub fn has_one_sided(self) -> bool {
+        self.version >= 3
+    }
+    /// The same protocol at version 3 when this is version 2 (a session
+    /// that must carry put/get); other versions unchanged.
+    pub fn with_one_sided(self) -> ProtocolSpec {
+        if self.version == 2 {
+            ProtocolSpec::new(self.protocol, 3)
+        } else {
+            self
+        }
     }
 }
 
@@ -140,8 +168,10 @@ impl std::str::FromStr for ProtocolSpec {
             "notify" | "notification" | "notify-v2" => Ok(ProtocolSpec::NOTIFY),
             "notify-v1" => Ok(ProtocolSpec::NOTIFY_V1),
             "query-v1" => Ok(ProtocolSpec::QUERY_V1),
+            "notify-v3" => Ok(ProtocolSpec::NOTIFY_V3),
+            "query-v3" => Ok(ProtocolSpec::QUERY_V3),
             _ => Err(format!(
-                "unknown protocol {s:?} (expected query, notify, notify-v1 or query-v1)"
+                "unknown protocol {s:?} (expected query, notify, notify-v1, query-v1, notify-v3 or query-v3)"
             )),
         }
     }
@@ -327,17 +357,42 @@ pub mod kind {
     pub const CONFIG_ACK: u8 = 11;
     /// Version 2 only.
     pub const GRANT: u8 = 12;
+    /// Version 3 only (issue 14).
+    pub const INSERT_OP: u8 = 13;
     /// The largest kind number of each version.
     pub const LAST_V1: u8 = ERROR;
     pub const LAST_V2: u8 = GRANT;
+    pub const LAST_V3: u8 = INSERT_OP;
 }
 
 /// The first protocol version that has record kind `k`.
 pub fn kind_version(k: u8) -> u32 {
     if k <= kind::LAST_V1 {
         1
-    } else {
+    } else if k <= kind::LAST_V2 {
         2
+    } else {
+        3
+    }
+}
+
+/// A one-sided operation in an InsertOp record (offset 44).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum OpKind {
+    /// RDMA write: data src -> dst, acknowledgement dst -> src.
+    Put = 1,
+    /// RDMA read: request src -> dst, response of `size` bytes dst -> src.
+    Get = 2,
+}
+
+impl OpKind {
+    pub fn from_u8(v: u8) -> Option<OpKind> {
+        match v {
+            1 => Some(OpKind::Put),
+            2 => Some(OpKind::Get),
+            _ => None,
+        }
     }
 }
 
@@ -410,6 +465,22 @@ pub enum Record {
     /// NoMoreInserts without arrival: no message inserted so far completes
     /// before `time` (> the horizon).
     Grant { time: Time },
+    /// Version 3, scheduler -> fabric: one-sided operation `op` starts at
+    /// `time`. Each completion point has its own handle and is reported
+    /// (Arrival, Reply) and queried like a message under it: `handle` is
+    /// the put's remote completion (data written at `dst`) or the get's
+    /// completion (response written at `src`); `ack_handle` is the put's
+    /// local completion (acknowledgement back at `src`), 0 for a get.
+    InsertOp {
+        handle: u64,
+        time: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+        op: OpKind,
+        ack_handle: u64,
+    },
 }
 
 impl Record {
@@ -452,6 +523,7 @@ impl Record {
             Record::Config { .. } => kind::CONFIG,
             Record::ConfigAck { .. } => kind::CONFIG_ACK,
             Record::Grant { .. } => kind::GRANT,
+            Record::InsertOp { .. } => kind::INSERT_OP,
         }
     }
 
@@ -489,6 +561,25 @@ impl Record {
                 put_u32(&mut b, 28, dst);
                 put_u64(&mut b, 32, size);
                 put_u32(&mut b, 40, tag);
+            }
+            Record::InsertOp {
+                handle,
+                time,
+                src,
+                dst,
+                size,
+                tag,
+                op,
+                ack_handle,
+            } => {
+                put_u64(&mut b, 8, handle);
+                put_u64(&mut b, 16, time.0);
+                put_u32(&mut b, 24, src);
+                put_u32(&mut b, 28, dst);
+                put_u64(&mut b, 32, size);
+                put_u32(&mut b, 40, tag);
+                b[44] = op as u8;
+                put_u64(&mut b, 48, ack_handle);
             }
             Record::NoMoreInserts { time, horizon } => {
                 put_u64(&mut b, 16, time.0);
@@ -575,6 +666,35 @@ impl Record {
                 size: get_u64(b, 32),
                 tag: get_u32(b, 40),
             },
+            kind::INSERT_OP => {
+                let op = OpKind::from_u8(b[44]).ok_or_else(|| {
+                    ProtoError::Violation(format!(
+                        "InsertOp with unknown operation {} (1 put, 2 get)",
+                        b[44]
+                    ))
+                })?;
+                let ack_handle = get_u64(b, 48);
+                if op == OpKind::Get && ack_handle != 0 {
+                    return Err(ProtoError::Violation(
+                        "InsertOp of a get with a non-zero ack_handle".into(),
+                    ));
+                }
+                if op == OpKind::Put && ack_handle == handle {
+                    return Err(ProtoError::Violation(format!(
+                        "InsertOp of a put with ack_handle = handle = {handle} (each point needs its own handle)"
+                    )));
+                }
+                Record::InsertOp {
+                    handle,
+                    time,
+                    src: get_u32(b, 24),
+                    dst: get_u32(b, 28),
+                    size: get_u64(b, 32),
+                    tag: get_u32(b, 40),
+                    op,
+                    ack_handle,
+                }
+            }
             kind::NO_MORE_INSERTS => Record::NoMoreInserts {
                 time,
                 horizon: Time(get_u64(b, 24)),
@@ -652,6 +772,7 @@ pub fn kind_name(k: u8) -> &'static str {
         kind::CONFIG => "Config",
         kind::CONFIG_ACK => "ConfigAck",
         kind::GRANT => "Grant",
+        kind::INSERT_OP => "InsertOp",
         _ => "unknown",
     }
 }

@@ -81,8 +81,10 @@ pub struct FabricOptions {
     pub queues: QueueGeometry,
     /// Rings (transport shm).
     pub rings: RingGeometry,
-    /// Wire version of the session (H1): None = [`PROTOCOL_VERSION`];
-    /// Some(1) for a version-1 session (run-ahead notify, v1 peers).
+    /// Wire version of the session (H1): None = version 2
+    /// ([`crate::record::DEFAULT_PROTOCOL_VERSION`]); Some(1) for a
+    /// version-1 session (run-ahead notify, v1 peers), Some(3) for one
+    /// that carries one-sided operations.
     pub version: Option<u32>,
 }
 
@@ -340,7 +342,7 @@ pub fn create_fabric_opts(
 ) -> Result<FabricSession> {
     let geometry = opts.queues;
     geometry.validate()?;
-    let version = opts.version.unwrap_or(PROTOCOL_VERSION);
+    let version = opts.version.unwrap_or(crate::record::DEFAULT_PROTOCOL_VERSION);
     if !crate::record::version_supported(version) {
         return Err(ProtoError::VersionMismatch {
             ours: PROTOCOL_VERSION,
