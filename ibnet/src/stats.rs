@@ -179,6 +179,9 @@ pub struct Report {
     pub generators: Vec<GenReport>,
     pub obufs: Vec<ObufReport>,
     pub ibufs: Vec<IbufReport>,
+    /// One-sided operations (issue 14): only when a put or get ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<crate::engine::RdmaReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<MsgReport>>,
 }

@@ -288,6 +288,7 @@ impl Fabric {
             flits_consumed: 0,
             flits_dropped: 0,
             pending_done: 0,
+            rdma: Default::default(),
         };
         f.init_events(topo);
         Ok(f)

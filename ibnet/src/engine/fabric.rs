@@ -175,6 +175,8 @@ pub struct Fabric {
     pub(super) flits_dropped: u64,
     /// messages completed but not yet returned by take_completions
     pub(super) pending_done: usize,
+    /// one-sided operations (rdma.rs)
+    pub(super) rdma: super::rdma::RdmaState,
 }
 
 impl Fabric {

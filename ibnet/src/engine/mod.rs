@@ -42,6 +42,7 @@
 //! | `ibuf.rs`     | input buffer, routing, credits              | 5.5       |
 //! | `sink.rs`     | sink (drain, hiccup) and its statistics     | 5.6, 8    |
 //! | `cc.rs`       | congestion control (CNP, CCT index, timer)  | 12        |
+//! | `rdma.rs`     | one-sided put/get, their control packets    | issue 14  |
 //!
 //! and the machinery around them:
 //!
@@ -70,6 +71,7 @@ mod gen;
 mod ibuf;
 mod obuf;
 mod queue;
+mod rdma;
 mod report;
 mod run;
 mod sink;
@@ -79,5 +81,6 @@ mod wheel;
 
 pub use self::app::{MsgId, TrafficMode};
 pub use self::fabric::{Fabric, FabricError, MAX_TIME_PS};
+pub use self::rdma::{OpKind, OpPoint, RdmaReport};
 pub use self::run::RunOutcome;
 pub use trace::{TraceKind, TraceRec};

@@ -139,6 +139,7 @@ impl Fabric {
             generators,
             obufs,
             ibufs,
+            rdma: self.rdma_report(),
             messages: messages.then(|| {
                 self.msgs
                     .iter()

@@ -102,6 +102,7 @@ impl Fabric {
             return RunOutcome::Idle;
         }
         let mark = self.completions.len();
+        let points = self.rdma.points;
         let mut found: Option<u64> = None;
         loop {
             if self.fatal.is_some() {
@@ -121,7 +122,7 @@ impl Fabric {
                 }
             }
             self.step();
-            if found.is_none() && self.completions.len() > mark {
+            if found.is_none() && self.rdma.points > points {
                 found = Some(self.now);
             }
         }
