@@ -79,8 +79,8 @@ pub use channel::{Channel, ChannelStats, FabricEnd, PeerHello, SchedulerEnd};
 pub use error::{ProtoError, EXIT_RESOURCE};
 pub use names::{Lane, SessionKey};
 pub use record::{
-    decode_message, estimate_to_milli, version_supported, ErrorCode, EstimateBase, Protocol,
-    OpKind, ProtocolSpec, Record, Role, DEFAULT_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION,
+    decode_message, estimate_to_milli, version_supported, ErrorCode, EstimateBase, OpKind,
+    Protocol, ProtocolSpec, Record, Role, DEFAULT_PROTOCOL_VERSION, MIN_PROTOCOL_VERSION,
     PROTOCOL_VERSION, RECORD_SIZE,
 };
 pub use session::{

@@ -342,7 +342,9 @@ pub fn create_fabric_opts(
 ) -> Result<FabricSession> {
     let geometry = opts.queues;
     geometry.validate()?;
-    let version = opts.version.unwrap_or(crate::record::DEFAULT_PROTOCOL_VERSION);
+    let version = opts
+        .version
+        .unwrap_or(crate::record::DEFAULT_PROTOCOL_VERSION);
     if !crate::record::version_supported(version) {
         return Err(ProtoError::VersionMismatch {
             ours: PROTOCOL_VERSION,

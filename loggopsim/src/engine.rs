@@ -537,6 +537,10 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let src_bits = 32 - (p as u32).saturating_sub(1).leading_zeros();
         let tag_bits = 32 - sched.max_tag().leading_zeros();
         let key_bits = (src_bits + tag_bits <= 32).then_some(tag_bits);
+        if sched.uses_one_sided() {
+            // issue 14: refuse a backend that cannot carry put/get up front
+            net.check_one_sided()?;
+        }
         let mode = net.mode();
         let min_lat = net.min_latency().0.max(1);
         Ok(Sim {

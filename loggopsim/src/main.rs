@@ -497,6 +497,21 @@ fn execute(
     trace: bool,
 ) -> anyhow::Result<Outcome> {
     let p = params(a);
+    // issue 14: put/get need a version-3 session; where this process
+    // builds the fabric (inproc, onepiece) a version-2 protocol is raised
+    let raised;
+    let cosim = if sched.uses_one_sided()
+        && matches!(a.network, NetworkKind::Inproc | NetworkKind::Onepiece)
+        && cosim.protocol.version == 2
+    {
+        raised = loggopsim::network::fabric::CosimArgs {
+            protocol: cosim.protocol.with_one_sided(),
+            ..cosim.clone()
+        };
+        &raised
+    } else {
+        cosim
+    };
     let net = make_network(a, cosim, sched.num_ranks())?;
     if trace && (a.verbose || a.timeline.is_some()) {
         let tl = match &a.timeline {

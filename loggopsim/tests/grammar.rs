@@ -225,7 +225,10 @@ fn error_keyword_as_label() {
 fn error_unknown_operation() {
     let (_, c, m) = err(&two("l1: compute 5"));
     assert_eq!(c, 5);
-    assert!(m.contains("expected 'send', 'recv', 'calc', 'put', 'get' or 'poll'"), "{m}");
+    assert!(
+        m.contains("expected 'send', 'recv', 'calc', 'put', 'get' or 'poll'"),
+        "{m}"
+    );
 }
 
 #[test]

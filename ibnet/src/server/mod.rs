@@ -151,6 +151,13 @@ struct Slot {
     base: Time,
     /// The stronger lower bound with the serialisation (zero-load bound).
     lb: Time,
+    /// Version 3 (issue 14): 0 a message, `OP_PUT` or `OP_GET`. For a put
+    /// `arrived` is the local completion (its final point), `remote` the
+    /// remote completion, reported under `handle`; the local one under
+    /// `ack_handle`. For a get `arrived` is its completion.
+    op: u8,
+    ack_handle: u64,
+    remote: Option<Time>,
 }
 
 /// The server state machine. Feed it records with [`FabricServer::handle`].
@@ -177,6 +184,10 @@ pub struct FabricServer {
     insert_log: Option<Box<dyn Write + Send>>,
     arrival_log: Option<Box<dyn Write + Send>>,
     finished: bool,
+    /// Version 3: the fabric's op events drive the arrivals (one per
+    /// completion point), and puts' ack handles -> op id.
+    ops: bool,
+    ack_handles: HashMap<u64, MsgId>,
 }
 
 impl FabricServer {
@@ -210,7 +221,15 @@ impl FabricServer {
         let tm = crate::params::Timing::new(fabric.params())
             .map_err(|e| ServerError::Config(format!("fabric parameters: {e}")))?;
         let switch_fixed = tm.isw + tm.vsw;
+        let ops = cfg.version >= 3;
+        let mut fabric = fabric;
+        if ops {
+            // start recording completion points (issue 14)
+            fabric.take_op_events();
+        }
         Ok(FabricServer {
+            ops,
+            ack_handles: HashMap::default(),
             switch_fixed,
             tm,
             lb_cache: HashMap::default(),
@@ -306,6 +325,23 @@ impl FabricServer {
                 self.insert(handle, time, src, dst, size)?;
                 Ok(Step::Continue)
             }
+            Record::InsertOp {
+                handle,
+                time,
+                src,
+                dst,
+                size,
+                op,
+                ack_handle,
+                ..
+            } => {
+                let kind = match op {
+                    ipc_proto::OpKind::Put => OP_PUT,
+                    ipc_proto::OpKind::Get => OP_GET,
+                };
+                self.insert_any(handle, time, src, dst, size, kind, ack_handle)?;
+                Ok(Step::Continue)
+            }
             Record::Query { handle, time, .. } if self.cfg.protocol == Protocol::Query => {
                 out.push(self.query(handle, time)?);
                 Ok(Step::Continue)
@@ -361,6 +397,21 @@ impl FabricServer {
         dst: u32,
         size: u64,
     ) -> Result<(), ServerError> {
+        self.insert_any(handle, time, src, dst, size, 0, 0)
+    }
+
+    /// A message (`op` 0) or a one-sided operation (`OP_PUT`, `OP_GET`).
+    #[allow(clippy::too_many_arguments)]
+    fn insert_any(
+        &mut self,
+        handle: u64,
+        time: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        op: u8,
+        ack_handle: u64,
+    ) -> Result<(), ServerError> {
         let now = self.fabric.now();
         if time < now {
             return Err(ServerError::Violation(format!(
@@ -370,33 +421,53 @@ impl FabricServer {
         }
         let src_hca = self.hca_of(src, "source", handle)?;
         let dst_hca = self.hca_of(dst, "destination", handle)?;
-        if self.by_handle.contains_key(&handle) {
+        if self.by_handle.contains_key(&handle) || self.ack_handles.contains_key(&handle) {
             return Err(ServerError::Violation(format!(
                 "Insert reuses handle {handle}, which is still in flight"
+            )));
+        }
+        if op == OP_PUT
+            && (self.by_handle.contains_key(&ack_handle)
+                || self.ack_handles.contains_key(&ack_handle))
+        {
+            return Err(ServerError::Violation(format!(
+                "InsertOp reuses handle {ack_handle} (ack_handle), which is still in flight"
             )));
         }
         // A 0-byte MPI message still crosses the wire as a header-only
         // packet; the fabric's packetiser needs at least one byte, so it is
         // injected as 1 byte (deviation noted in docs/cosim.md).
         let bytes = size.max(1);
-        let id = self
-            .fabric
-            .inject(time, src_hca, dst_hca, bytes)
-            .map_err(|e| match e {
-                FabricError::InPast { .. } => {
-                    ServerError::Violation(format!("Insert {handle}: {e}"))
-                }
-                e => ServerError::Fabric(format!("Insert {handle}: {e}")),
-            })?;
-        debug_assert_eq!(
-            id as usize,
-            self.slots.len(),
-            "fabric message ids are dense"
-        );
+        let injected = match op {
+            0 => self.fabric.inject(time, src_hca, dst_hca, bytes),
+            _ => self.fabric.inject_op(
+                time,
+                src_hca,
+                dst_hca,
+                bytes,
+                if op == OP_PUT {
+                    crate::engine::OpKind::Put
+                } else {
+                    crate::engine::OpKind::Get
+                },
+            ),
+        };
+        let id = injected.map_err(|e| match e {
+            FabricError::InPast { .. } => ServerError::Violation(format!("Insert {handle}: {e}")),
+            e => ServerError::Fabric(format!("Insert {handle}: {e}")),
+        })?;
+        // Fabric ids are dense over the messages it creates; with
+        // one-sided operations it also creates acks and responses, whose
+        // ids get placeholder slots (never reported).
+        debug_assert!(id as usize >= self.slots.len(), "fabric ids increase");
+        while self.slots.len() < id as usize {
+            self.slots.push(Slot::placeholder());
+        }
         // (one route lookup per insert: it is on the per-message path)
         let sw = self.hops(src_hca, dst_hca);
         let base = Time(sw as u64 * self.switch_fixed);
-        let lb = self.lower_bound_sw(sw, bytes);
+        // a get's first packet is its (header-only) read request
+        let lb = self.lower_bound_sw(sw, if op == OP_GET { 1 } else { bytes });
         if self.cfg.version >= 2 && self.cfg.protocol == Protocol::Notify {
             self.earliest
                 .push(Reverse((time.0.saturating_add(lb.0), id)));
@@ -409,8 +480,14 @@ impl FabricServer {
             queried: false,
             base,
             lb,
+            op,
+            ack_handle,
+            remote: None,
         });
         self.by_handle.insert(handle, id);
+        if op == OP_PUT {
+            self.ack_handles.insert(ack_handle, id);
+        }
         self.stats.inserts += 1;
         self.stats.max_in_flight = self.stats.max_in_flight.max(self.fabric.in_flight() as u64);
         if let Some(w) = &mut self.insert_log {
@@ -429,6 +506,9 @@ impl FabricServer {
 
     /// Record the fabric's completions in the slots (query protocol).
     fn collect_completions(&mut self) -> Result<(), ServerError> {
+        if self.ops {
+            return self.collect_points().map(|_| ());
+        }
         for (id, t) in self.fabric.take_completions() {
             let Some(slot) = self.slots.get_mut(id as usize) else {
                 continue;
@@ -449,11 +529,18 @@ impl FabricServer {
 
     fn query(&mut self, handle: u64, t: Time) -> Result<Record, ServerError> {
         self.stats.queries += 1;
-        let &id = self.by_handle.get(&handle).ok_or_else(|| {
-            ServerError::Violation(format!(
-                "Query for unknown handle {handle} (never inserted, or already reported)"
-            ))
-        })?;
+        // (a put's ack handle names its local completion point)
+        let (id, ack) = match self.by_handle.get(&handle) {
+            Some(&id) => (id, false),
+            None => match self.ack_handles.get(&handle) {
+                Some(&id) => (id, true),
+                None => {
+                    return Err(ServerError::Violation(format!(
+                        "Query for unknown handle {handle} (never inserted, or already reported)"
+                    )))
+                }
+            },
+        };
         if t < self.fabric.now() {
             return Err(ServerError::Violation(format!(
                 "Query {handle} at {} ps is in the fabric's past (fabric time {} ps)",
@@ -467,10 +554,14 @@ impl FabricServer {
         let q = self.cfg.quantum;
         let estimate = self.cfg.estimate;
         let slot = &self.slots[id as usize];
-        if let Some(ta) = slot.arrived {
+        if let Some(ta) = slot.point_time(ack) {
             self.stats.replies_arrived += 1;
             self.stats.query_lateness_ps += t.0 - ta.0;
-            self.by_handle.remove(&handle);
+            if ack {
+                self.ack_handles.remove(&handle);
+            } else {
+                self.by_handle.remove(&handle);
+            }
             return Ok(Record::Reply {
                 handle,
                 time: ta,
@@ -699,6 +790,31 @@ impl FabricServer {
             return Ok(());
         }
         match self.fabric.run_until_completion_or(horizon) {
+            RunOutcome::Completed(ta, _) if self.ops => {
+                let points = self.collect_points()?;
+                if let Some(&(h, t)) = points.iter().find(|p| p.1 != ta) {
+                    return Err(ServerError::Fabric(format!(
+                        "internal: point of handle {h} at {} ps in the batch of {} ps",
+                        t.0, ta.0
+                    )));
+                }
+                for &(handle, time) in &points {
+                    out.push(Record::Arrival { handle, time });
+                }
+                self.stats.arrivals += points.len() as u64;
+                self.stats.arrival_batches += 1;
+                let grant = if self.fabric.in_flight() == 0 {
+                    u64::MAX
+                } else {
+                    self.lookahead().max(ta.0 + 1)
+                };
+                out.push(Record::ArrivalBatchEnd {
+                    time: ta,
+                    count: points.len() as u32,
+                    grant: Time(grant),
+                });
+                Ok(())
+            }
             RunOutcome::Completed(ta, ids) => {
                 for id in &ids {
                     let slot = &mut self.slots[*id as usize];
@@ -841,6 +957,9 @@ impl FabricServer {
         stats::summary_json(self)
     }
 }
+
+mod one_sided;
+use one_sided::{OP_GET, OP_PUT};
 
 #[cfg(test)]
 mod tests;

@@ -26,7 +26,7 @@
 //!
 //! Handles are the scheduler's: 0, 1, 2, ... in insert order.
 
-use super::{Answer, Handle, NetError, Network, SyncMode};
+use super::{Answer, Handle, NetError, Network, OneSidedOp, OpHandles, SyncMode};
 use ipc_proto::{
     Channel, ChannelStats, ErrorCode, EstimateBase, ProtoError, Protocol, ProtocolSpec, Record,
     Time,
@@ -290,7 +290,12 @@ impl CosimNetwork {
         let session = ipc_proto::open_scheduler(key, timeout)
             .map_err(|e| format!("cannot attach to the fabric: {e}"))?;
         let served = ProtocolSpec::new(session.protocol(), session.version());
-        if served != args.protocol {
+        // version 3 is version 2 plus one-sided operations (issue 14): a
+        // version-2 request accepts a version-3 fabric
+        let compatible = served.protocol == args.protocol.protocol
+            && served.version == 3
+            && args.protocol.version == 2;
+        if served != args.protocol && !compatible {
             return Err(format!(
                 "the fabric of session {key} serves {served} (the {} protocol, wire version {}), but --protocol {} (version {}) was given: start both sides with the same --protocol (notify-v1 / query-v1 talk to version-1 peers)",
                 session.protocol(),
@@ -414,6 +419,57 @@ impl Network for CosimNetwork {
         })?;
         self.c.inserts += 1;
         Ok(handle)
+    }
+
+    /// Issue 14: the fabric carries put/get itself (protocol version 3,
+    /// InsertOp); `check_one_sided` refuses older sessions.
+    fn native_one_sided(&self) -> bool {
+        true
+    }
+
+    fn check_one_sided(&self) -> Result<(), NetError> {
+        if self.spec.has_one_sided() {
+            return Ok(());
+        }
+        Err(NetError::Unsupported(format!(
+            "the schedule has one-sided operations (put/get), which need protocol version 3, but this fabric session speaks {} (wire version {}); use --protocol {} on both sides (plain schedules keep working with version-{} peers)",
+            self.spec,
+            self.spec.version,
+            ProtocolSpec::new(self.spec.protocol, 3),
+            self.spec.version
+        )))
+    }
+
+    fn insert_op(
+        &mut self,
+        now: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+        tag: u32,
+        op: OneSidedOp,
+    ) -> Result<OpHandles, NetError> {
+        self.check_one_sided()?;
+        let handle = self.fresh_handle();
+        let (kind, acked) = match op {
+            OneSidedOp::Put => (ipc_proto::OpKind::Put, Some(self.fresh_handle())),
+            OneSidedOp::Get => (ipc_proto::OpKind::Get, None),
+        };
+        self.send(Record::InsertOp {
+            handle,
+            time: now,
+            src,
+            dst,
+            size,
+            tag,
+            op: kind,
+            ack_handle: acked.unwrap_or(0),
+        })?;
+        self.c.inserts += 1;
+        Ok(OpHandles {
+            first: handle,
+            acked,
+        })
     }
 
     fn query(

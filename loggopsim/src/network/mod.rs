@@ -163,6 +163,12 @@ pub trait Network {
     fn native_one_sided(&self) -> bool {
         false
     }
+    /// Called once before a run whose schedule has one-sided operations:
+    /// an error when this backend cannot carry them (a fabric session of
+    /// protocol version 1 or 2).
+    fn check_one_sided(&self) -> Result<(), NetError> {
+        Ok(())
+    }
     /// Native backends only: a put or get starts at `now`.
     fn insert_op(
         &mut self,
@@ -226,6 +232,9 @@ impl<N: Network + ?Sized> Network for Box<N> {
     }
     fn native_one_sided(&self) -> bool {
         (**self).native_one_sided()
+    }
+    fn check_one_sided(&self) -> Result<(), NetError> {
+        (**self).check_one_sided()
     }
     fn insert_op(
         &mut self,

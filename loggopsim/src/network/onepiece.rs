@@ -60,7 +60,7 @@ impl Link for Direct {
             }
             return Ok(());
         }
-        if matches!(r, Record::Insert { .. }) {
+        if matches!(r, Record::Insert { .. } | Record::InsertOp { .. }) {
             self.inserts += 1;
         }
         self.stats.records_sent += 1;

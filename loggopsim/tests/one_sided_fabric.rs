@@ -1,0 +1,284 @@
+//! Issue 14: one-sided operations over the fabric backends (protocol
+//! version 3, `InsertOp`) and the approximate backends (composed from
+//! messages).
+//!
+//! - a put and a get through the scheduler (in-process thread and
+//!   one-piece) end exactly at the fabric engine's own completion points
+//!   (`Fabric::inject_op`, `take_op_events`) when the LogGP endpoint terms
+//!   are 0;
+//! - every backend runs a put/get/poll schedule to completion;
+//! - a version-2 session is refused for a schedule with put/get, with the
+//!   reason, while a plain schedule still runs on it;
+//! - property test: random put/get/poll schedules give the same per-rank
+//!   times under notify v3 (thread and one-piece) as under query v3 at
+//!   1 ps, with no late arrival.
+
+use ibnet::server::{FabricSetup, SetupArgs};
+use ibnet::{OpKind, OpPoint};
+use ipc_proto::{ProtocolSpec, Time};
+use loggopsim::engine::{Params, Report, Sim};
+use loggopsim::goal::parse_str;
+use loggopsim::network::fabric::CosimArgs;
+use loggopsim::network::flow::FastArgs;
+use loggopsim::network::{fast, inproc, onepiece, Network};
+use proptest::prelude::*;
+
+fn setup(topology: &str) -> SetupArgs {
+    SetupArgs {
+        topology: topology.into(),
+        ..SetupArgs::default()
+    }
+}
+
+fn args(spec: ProtocolSpec, topology: &str) -> CosimArgs {
+    CosimArgs {
+        protocol: spec,
+        quantum: Time(1),
+        // query: F = 1 (a lower bound, so still exact at 1 ps)
+        estimate: (spec.protocol == ipc_proto::Protocol::Query).then_some(1.0),
+        estimate_base: ipc_proto::EstimateBase::Hops,
+        key: None,
+        connect_timeout: 1.0,
+        fabric: setup(topology),
+        fabric_report: Some(
+            std::env::temp_dir().join(format!("one-sided-fabric-{}.txt", std::process::id())),
+        ),
+        fabric_json: false,
+        log_inserts: None,
+        log_arrivals: None,
+    }
+}
+
+fn zero() -> Params {
+    Params {
+        l: 0,
+        o: 0,
+        g: 0,
+        big_g: 0,
+        big_o: 0,
+        ..Params::default()
+    }
+}
+
+fn backend(kind: &str, spec: ProtocolSpec, topology: &str, ranks: u32) -> Box<dyn Network> {
+    match kind {
+        "loggp" => Box::new(loggopsim::network::LogGp::new()),
+        "inproc" => Box::new(inproc::spawn(&args(spec, topology), ranks).unwrap()),
+        "onepiece" => Box::new(onepiece::build(&args(spec, topology), ranks).unwrap()),
+        k => fast::build(
+            k,
+            &setup(topology),
+            &FastArgs::default(),
+            ProtocolSpec::NOTIFY,
+            ranks,
+        )
+        .unwrap(),
+    }
+}
+
+fn run(goal: &str, p: Params, kind: &str, spec: ProtocolSpec, topology: &str) -> Report {
+    let s = parse_str("t.goal", goal).unwrap();
+    let n = s.num_ranks();
+    let mut sim = Sim::new(s, p, backend(kind, spec, topology, n)).unwrap();
+    sim.run()
+        .unwrap_or_else(|e| panic!("{kind} {spec} on {topology}: {e}\n{goal}"));
+    sim.report()
+}
+
+/// The fabric's own points of one operation on a fresh H8_S1 fabric.
+fn fabric_points(src: usize, dst: usize, bytes: u64, kind: OpKind) -> Vec<(OpPoint, u64)> {
+    let mut st = FabricSetup::build(&setup("H8_S1")).unwrap();
+    let (a, b) = (st.rank_hcas[src], st.rank_hcas[dst]);
+    let f = &mut st.fabric;
+    f.inject_op(ibnet::Time(0), a, b, bytes, kind).unwrap();
+    let mut ev = Vec::new();
+    while f.run_until_completion().is_some() {
+        ev.extend(f.take_op_events().into_iter().map(|(_, p, t)| (p, t.0)));
+    }
+    assert!(f.error().is_none());
+    ev
+}
+
+const PUT: &str = "num_ranks 2\nrank 0 {\nl1: put 1000b to 1 tag 3\nl2: calc 0\nl2 requires l1\n}\nrank 1 {\nl1: poll 1000b from 0 tag 3\nl2: calc 0\nl2 requires l1\n}\n";
+const GET: &str = "num_ranks 2\nrank 0 {\nl1: get 1000b from 1 tag 3\nl2: calc 0\nl2 requires l1\n}\nrank 1 {\n}\n";
+
+/// With o = L = g = G = 0 the scheduler adds nothing: the put's poll ends
+/// at the fabric's Delivered, its `requires` point at Acked, the get at
+/// GetDone, to the picosecond, in every transport and protocol.
+#[test]
+fn fabric_put_and_get_equal_the_engine_values() {
+    let put = fabric_points(0, 1, 1000, OpKind::Put);
+    assert_eq!(put.len(), 2);
+    assert_eq!((put[0].0, put[1].0), (OpPoint::Delivered, OpPoint::Acked));
+    let get = fabric_points(0, 1, 1000, OpKind::Get);
+    assert_eq!(get.len(), 1);
+    assert_eq!(get[0].0, OpPoint::GetDone);
+    // the acknowledgement costs a real (header-only) packet's trip
+    assert!(put[1].1 > put[0].1);
+    for (kind, spec) in [
+        ("inproc", ProtocolSpec::NOTIFY_V3),
+        ("onepiece", ProtocolSpec::NOTIFY_V3),
+        ("onepiece", ProtocolSpec::QUERY_V3),
+    ] {
+        let r = run(PUT, zero(), kind, spec, "H8_S1");
+        assert!(r.ok(), "{kind} {spec}");
+        assert_eq!(r.finish_times, vec![put[1].1, put[0].1], "{kind} {spec}");
+        let r = run(GET, zero(), kind, spec, "H8_S1");
+        assert!(r.ok(), "{kind} {spec}");
+        assert_eq!(r.finish_times, vec![get[0].1, 0], "{kind} {spec}");
+    }
+}
+
+/// With G > 0 the target NIC's (s-1)G comes after the delivery, and the
+/// acknowledgement leaves after it: remote = Delivered + 999 G, local =
+/// Acked + 999 G, get = GetDone + 999 G (docs/rdma.md "LogGP costs").
+#[test]
+fn fabric_points_plus_the_endpoint_terms() {
+    let put = fabric_points(0, 1, 1000, OpKind::Put);
+    let get = fabric_points(0, 1, 1000, OpKind::Get);
+    let p = Params { big_g: 3, ..zero() };
+    let r = run(PUT, p, "onepiece", ProtocolSpec::NOTIFY_V3, "H8_S1");
+    assert_eq!(r.finish_times, vec![put[1].1 + 2997, put[0].1 + 2997]);
+    let r = run(GET, p, "onepiece", ProtocolSpec::NOTIFY_V3, "H8_S1");
+    assert_eq!(r.finish_times, vec![get[0].1 + 2997, 0]);
+}
+
+const MIXED: &str = "num_ranks 4
+rank 0 {
+l1: put 4096b to 1 tag 1
+l2: get 2048b from 2 tag 2
+l3: calc 100
+l3 requires l1
+l3 requires l2
+l4: send 64b to 3
+l4 requires l3
+}
+rank 1 {
+l1: poll 4096b from 0 tag 1
+l2: put 100b to 1 tag 7
+l2 requires l1
+l3: poll 100b from 1 tag 7
+}
+rank 2 {
+l1: get 0b from 2
+l2: put 0b to 3 tag 9
+l2 requires l1
+}
+rank 3 {
+l1: recv 64b from 0
+l2: poll 0b from 2 tag 9
+}
+";
+
+/// Every backend completes a schedule with puts, gets (also of 0 bytes and
+/// to self) and polls, no earlier than LogGP with the same parameters.
+#[test]
+fn every_backend_runs_one_sided_operations() {
+    let p = Params::default();
+    let base = run(MIXED, p, "loggp", ProtocolSpec::NOTIFY, "H8_S1");
+    assert!(base.ok());
+    let mb = *base.finish_times.iter().max().unwrap();
+    for kind in ["lop", "penalty", "flow", "onepiece", "inproc"] {
+        let r = run(MIXED, p, kind, ProtocolSpec::NOTIFY_V3, "H8_S1");
+        assert!(r.ok(), "{kind}: {:?} {}", r.leftovers, r.incomplete_ops);
+        let m = *r.finish_times.iter().max().unwrap();
+        assert!(m >= mb, "{kind}: {m} < LogGP {mb}");
+    }
+}
+
+/// A fabric session of version 2 (or 1) cannot carry put/get: refused
+/// before the run with the reason; a plain schedule still runs on it.
+#[test]
+fn version_2_session_refused_for_one_sided_schedules() {
+    for spec in [
+        ProtocolSpec::NOTIFY,
+        ProtocolSpec::QUERY,
+        ProtocolSpec::NOTIFY_V1,
+    ] {
+        let s = parse_str("t.goal", PUT).unwrap();
+        let net = backend("onepiece", spec, "H8_S1", 2);
+        let e = Sim::new(s, zero(), net).err().expect("refused").to_string();
+        assert!(
+            e.contains("need protocol version 3")
+                && e.contains(&format!("wire version {}", spec.version))
+                && e.contains("-v3 on both sides"),
+            "{e}"
+        );
+        let plain = "num_ranks 2\nrank 0 {\nsend 8b to 1\n}\nrank 1 {\nrecv 8b from 0\n}\n";
+        let r = run(plain, zero(), "onepiece", spec, "H8_S1");
+        assert!(r.ok());
+    }
+}
+
+/// A random schedule of puts, gets, polls and calcs on `ranks` ranks: each
+/// put gets a poll on its target (distinct tags), each rank's operations
+/// form a chain with random `requires` gaps.
+fn arb_case() -> impl Strategy<Value = (String, Params, &'static str)> {
+    (
+        prop_oneof![Just("H8_S1"), Just("H8_S2"), Just("fattree:4")],
+        2u32..5,
+        // small sizes: the reference polls every picosecond
+        proptest::collection::vec((0u8..3, 0u32..5, 0u32..5, 0u64..300, any::<bool>()), 1..10),
+        (0u64..3000, 0u64..2000, 0u64..2000, 0u64..4),
+    )
+        .prop_map(|(topo, ranks, ops, (l, o, g, big_g))| {
+            let mut body: Vec<Vec<String>> = vec![Vec::new(); ranks as usize];
+            let mut polls: Vec<Vec<String>> = vec![Vec::new(); ranks as usize];
+            for (i, &(k, a, b, size, chain)) in ops.iter().enumerate() {
+                let (src, dst) = ((a % ranks) as usize, (b % ranks) as usize);
+                let line = match k {
+                    0 => {
+                        polls[dst].push(format!("poll {size}b from {src} tag {i}"));
+                        format!("put {size}b to {dst} tag {i}")
+                    }
+                    1 => format!("get {size}b from {dst} tag {i}"),
+                    _ => format!("calc {}", size * 10),
+                };
+                body[src].push(if chain { format!("*{line}") } else { line });
+            }
+            let mut text = format!("num_ranks {ranks}\n");
+            for r in 0..ranks as usize {
+                text.push_str(&format!("rank {r} {{\n"));
+                let mut n = 0;
+                for line in body[r].iter().chain(polls[r].iter()) {
+                    n += 1;
+                    let (dep, l) = match line.strip_prefix('*') {
+                        Some(l) => (true, l),
+                        None => (false, line.as_str()),
+                    };
+                    text.push_str(&format!("l{n}: {l}\n"));
+                    if dep && n > 1 {
+                        text.push_str(&format!("l{n} requires l{}\n", n - 1));
+                    }
+                }
+                text.push_str("}\n");
+            }
+            let p = Params {
+                l,
+                o,
+                g,
+                big_g,
+                big_o: 0,
+                ..Params::default()
+            };
+            (text, p, topo)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, max_shrink_iters: 100, ..ProptestConfig::default() })]
+
+    /// notify v3 (thread and one-piece) == query v3 at 1 ps (one-piece),
+    /// per rank to the picosecond, no late arrival.
+    #[test]
+    fn exact_notify_equals_polling_with_one_sided((goal, p, topo) in arb_case()) {
+        let reference = run(&goal, p, "onepiece", ProtocolSpec::QUERY_V3, topo);
+        prop_assert!(reference.ok());
+        for kind in ["inproc", "onepiece"] {
+            let r = run(&goal, p, kind, ProtocolSpec::NOTIFY_V3, topo);
+            prop_assert_eq!(&r.finish_times, &reference.finish_times, "{} on {}\n{}", kind, topo, goal);
+            let late = r.network_stats.iter().find(|(k, _)| k == "late_arrivals").map(|x| x.1);
+            prop_assert_eq!(late, Some(0));
+        }
+    }
+}
