@@ -852,6 +852,58 @@ mod tests {
         );
     }
 
+    /// Version 3: InsertOp (kind 13), op at 44, ack_handle at 48.
+    #[test]
+    fn golden_insert_op() {
+        golden(
+            Record::InsertOp {
+                handle: 0x1122_3344_5566_7788,
+                time: Time(1_000_000),
+                src: 3,
+                dst: 0xA0B0C0D0,
+                size: 65536,
+                tag: 42,
+                op: OpKind::Put,
+                ack_handle: 9,
+            },
+            "0d000000 00000000 8877665544332211 40420f0000000000 03000000 d0c0b0a0 0000010000000000 2a000000 01000000 0900000000000000",
+        );
+        golden(
+            Record::InsertOp {
+                handle: 5,
+                time: Time(7),
+                src: 0,
+                dst: 1,
+                size: 8,
+                tag: 0,
+                op: OpKind::Get,
+                ack_handle: 0,
+            },
+            "0d000000 00000000 0500000000000000 0700000000000000 00000000 01000000 0800000000000000 00000000 02",
+        );
+        // a get with an ack handle, an unknown op, a put whose two points
+        // share a handle: violations
+        let mut b = Record::InsertOp {
+            handle: 5,
+            time: Time(7),
+            src: 0,
+            dst: 1,
+            size: 8,
+            tag: 0,
+            op: OpKind::Get,
+            ack_handle: 0,
+        }
+        .encode();
+        b[48] = 1;
+        assert!(Record::decode(&b).is_err());
+        b[48] = 0;
+        b[44] = 3;
+        assert!(Record::decode(&b).is_err());
+        b[44] = 1;
+        b[48] = 5;
+        assert!(Record::decode(&b).is_err());
+    }
+
     #[test]
     fn golden_no_more_inserts_finish() {
         golden(
@@ -982,6 +1034,8 @@ mod tests {
             ("notify", ProtocolSpec::NOTIFY),
             ("notify-v1", ProtocolSpec::NOTIFY_V1),
             ("query-v1", ProtocolSpec::QUERY_V1),
+            ("notify-v3", ProtocolSpec::NOTIFY_V3),
+            ("query-v3", ProtocolSpec::QUERY_V3),
         ] {
             assert_eq!(name.parse::<ProtocolSpec>().unwrap(), spec);
             assert_eq!(spec.name(), name);
@@ -989,7 +1043,14 @@ mod tests {
         assert!(ProtocolSpec::NOTIFY.exact_notify());
         assert!(!ProtocolSpec::NOTIFY_V1.exact_notify());
         assert!(!ProtocolSpec::QUERY.exact_notify());
-        assert!("notify-v3".parse::<ProtocolSpec>().is_err());
+        assert!("notify-v4".parse::<ProtocolSpec>().is_err());
+        assert!(ProtocolSpec::NOTIFY_V3.exact_notify() && ProtocolSpec::NOTIFY_V3.has_one_sided());
+        assert!(!ProtocolSpec::NOTIFY.has_one_sided());
+        assert_eq!(ProtocolSpec::QUERY.with_one_sided(), ProtocolSpec::QUERY_V3);
+        assert_eq!(
+            ProtocolSpec::NOTIFY_V1.with_one_sided(),
+            ProtocolSpec::NOTIFY_V1
+        );
         assert_eq!(estimate_to_milli(1.0), Ok(1000));
         assert_eq!(estimate_to_milli(2.5), Ok(2500));
         assert!(estimate_to_milli(0.0).is_err());
@@ -1010,10 +1071,14 @@ mod tests {
 
     #[test]
     fn constants_frozen() {
-        assert_eq!(PROTOCOL_VERSION, 2);
+        assert_eq!(PROTOCOL_VERSION, 3);
+        assert_eq!(DEFAULT_PROTOCOL_VERSION, 2);
         assert_eq!(MIN_PROTOCOL_VERSION, 1);
-        assert!(version_supported(1) && version_supported(2));
-        assert!(!version_supported(0) && !version_supported(3));
+        assert!(version_supported(1) && version_supported(2) && version_supported(3));
+        assert!(!version_supported(0) && !version_supported(4));
+        assert_eq!(kind::INSERT_OP, 13);
+        assert_eq!(kind_version(kind::GRANT), 2);
+        assert_eq!(kind_version(kind::INSERT_OP), 3);
         assert_eq!(RECORD_SIZE, 64);
         assert_eq!(ErrorCode::Abort.as_u32(), 6);
         assert_eq!(ErrorCode::from_u32(2), ErrorCode::Deadlock);
@@ -1087,6 +1152,28 @@ mod tests {
                 }
             }),
             (any::<u64>(), t.clone()).prop_map(|(handle, time)| Record::Arrival { handle, time }),
+            (
+                any::<u64>(),
+                t.clone(),
+                any::<u32>(),
+                any::<u32>(),
+                any::<u64>(),
+                any::<u32>(),
+                any::<u64>()
+            )
+                .prop_map(|(handle, time, src, dst, size, tag, ack)| {
+                    let put = ack % 2 == 0;
+                    Record::InsertOp {
+                        handle,
+                        time,
+                        src,
+                        dst,
+                        size,
+                        tag,
+                        op: if put { OpKind::Put } else { OpKind::Get },
+                        ack_handle: if put { handle.wrapping_add(1) } else { 0 },
+                    }
+                }),
             (t.clone(), any::<u32>(), t.clone())
                 .prop_map(|(time, count, grant)| Record::ArrivalBatchEnd { time, count, grant }),
             t.clone().prop_map(|time| Record::Finish { time }),
@@ -1158,7 +1245,7 @@ mod doc_agreement {
 
     #[test]
     fn protocol_md_matches_the_code() {
-        for k in 1..=kind::LAST_V2 {
+        for k in 1..=kind::LAST_V3 {
             let row = format!("| {k} | {} |", kind_name(k));
             assert!(DOC.contains(&row), "docs/protocol.md lacks {row:?}");
         }

@@ -6,7 +6,7 @@ use common::*;
 use ipc_proto::inproc::{self, transport_pair, InprocTransport};
 use ipc_proto::{
     open_scheduler, selftest, Channel, ErrorCode, Lane, ProtoError, Protocol, Record, Role, Time,
-    Transport, PROTOCOL_VERSION, RECORD_SIZE,
+    Transport, DEFAULT_PROTOCOL_VERSION, RECORD_SIZE,
 };
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -81,7 +81,7 @@ fn every_record_roundtrip(mq: bool) {
     for r in from_f {
         assert_eq!(s.recv().unwrap(), r);
     }
-    assert_eq!(s.peer_hello().unwrap().version, PROTOCOL_VERSION);
+    assert_eq!(s.peer_hello().unwrap().version, DEFAULT_PROTOCOL_VERSION);
     assert_eq!(f.peer_hello().unwrap().pid, std::process::id());
 
     // Query protocol.
@@ -197,7 +197,7 @@ fn receiver_decodes_any_number_of_records_per_message() {
     let (mut st, ft) = transport_pair();
     let mut f = Channel::new(Box::new(ft), Protocol::Notify, Role::Fabric).unwrap();
     let hello = Record::Hello {
-        version: PROTOCOL_VERSION,
+        version: DEFAULT_PROTOCOL_VERSION,
         protocol: Protocol::Notify,
         role: Role::Scheduler,
         pid: 1,
@@ -235,7 +235,7 @@ fn query_waits_for_the_inserts_it_counts() {
     };
     st.send_message(Lane::Qry, &q.encode()).unwrap();
     let mut m = Record::Hello {
-        version: PROTOCOL_VERSION,
+        version: DEFAULT_PROTOCOL_VERSION,
         protocol: Protocol::Query,
         role: Role::Scheduler,
         pid: 1,
@@ -329,7 +329,7 @@ fn peer_violations_are_detected() {
         .unwrap();
     match f.recv().unwrap_err() {
         ProtoError::VersionMismatch { ours, theirs } => {
-            assert_eq!((ours, theirs), (PROTOCOL_VERSION, 7))
+            assert_eq!((ours, theirs), (DEFAULT_PROTOCOL_VERSION, 7))
         }
         e => panic!("{e}"),
     }
@@ -337,7 +337,7 @@ fn peer_violations_are_detected() {
     let (mut st, mut f) = raw_fabric(Protocol::Notify);
     st.send_message(
         Lane::Ins,
-        &hello(PROTOCOL_VERSION, Protocol::Query, Role::Scheduler),
+        &hello(DEFAULT_PROTOCOL_VERSION, Protocol::Query, Role::Scheduler),
     )
     .unwrap();
     assert!(f.recv().unwrap_err().to_string().contains("query protocol"));
@@ -347,7 +347,7 @@ fn peer_violations_are_detected() {
     assert!(f.recv().unwrap_err().to_string().contains("expected Hello"));
     // A record on a queue where it may not travel.
     let (mut st, mut f) = raw_fabric(Protocol::Notify);
-    let mut m = hello(PROTOCOL_VERSION, Protocol::Notify, Role::Scheduler).to_vec();
+    let mut m = hello(DEFAULT_PROTOCOL_VERSION, Protocol::Notify, Role::Scheduler).to_vec();
     m.extend_from_slice(
         &Record::Reply {
             handle: 1,
@@ -363,7 +363,7 @@ fn peer_violations_are_detected() {
     let (st, ft) = transport_pair();
     let mut s = Channel::new(Box::new(st), Protocol::Notify, Role::Scheduler).unwrap();
     let mut ft = ft;
-    let mut m = hello(PROTOCOL_VERSION, Protocol::Notify, Role::Fabric).to_vec();
+    let mut m = hello(DEFAULT_PROTOCOL_VERSION, Protocol::Notify, Role::Fabric).to_vec();
     m.extend_from_slice(
         &Record::Arrival {
             handle: 1,

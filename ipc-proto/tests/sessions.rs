@@ -4,7 +4,8 @@ mod common;
 use common::*;
 use ipc_proto::control::{offset, SEGMENT_MAGIC};
 use ipc_proto::{
-    cleanup, create_fabric, open_scheduler, ProtoError, Protocol, Role, PROTOCOL_VERSION,
+    cleanup, create_fabric, open_scheduler, ProtoError, Protocol, Role, DEFAULT_PROTOCOL_VERSION,
+    PROTOCOL_VERSION,
 };
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,7 @@ fn segment_layout_is_frozen() {
         u64::from_le_bytes(h[0..8].try_into().unwrap()),
         SEGMENT_MAGIC
     );
-    assert_eq!(le32(offset::VERSION), PROTOCOL_VERSION);
+    assert_eq!(le32(offset::VERSION), DEFAULT_PROTOCOL_VERSION);
     assert_eq!(le32(offset::PROTOCOL), 0);
     assert_eq!(le32(offset::ENDPOINTS), 648);
     assert_eq!(le32(offset::READY), 1);
