@@ -282,3 +282,121 @@ proptest! {
         }
     }
 }
+
+/// The ring barrier of scripts/rdma-barriers: p - 1 steps; in step s rank
+/// i puts a flag to i + 1 and polls for the flag of i - 1.
+fn ring_barrier(p: u32) -> String {
+    let mut t = format!("num_ranks {p}\n");
+    for i in 0..p {
+        t += &format!("rank {i} {{\n");
+        for s in 1..p {
+            t += &format!(
+                "p{s}: put 8b to {} tag {s}\nw{s}: poll 8b from {} tag {s}\n",
+                (i + 1) % p,
+                (i + p - 1) % p
+            );
+            if s > 1 {
+                t += &format!("p{s} requires w{}\n", s - 1);
+            }
+        }
+        t += &format!("done: calc 0\ndone requires w{}\n}}\n", p - 1);
+    }
+    t
+}
+
+/// The recursive-doubling barrier of scripts/rdma-barriers (with the extra
+/// pre- and post-steps when p is not a power of two).
+fn rd_barrier(p: u32) -> String {
+    let n = 31 - p.leading_zeros();
+    let m = 1u32 << n;
+    let r = p - m;
+    let mut t = format!("num_ranks {p}\n");
+    for i in 0..p {
+        t += &format!("rank {i} {{\n");
+        let mut last: Option<String> = None;
+        if i >= m {
+            t += &format!(
+                "pre: put 8b to {} tag 100\npost: poll 8b from {} tag 200\n",
+                i - m,
+                i - m
+            );
+            last = Some("post".into());
+        } else {
+            if i < r {
+                t += &format!("wpre: poll 8b from {} tag 100\n", i + m);
+                last = Some("wpre".into());
+            }
+            for k in 1..=n {
+                let partner = i ^ (1 << (k - 1));
+                t += &format!(
+                    "p{k}: put 8b to {partner} tag {k}\nw{k}: poll 8b from {partner} tag {k}\n"
+                );
+                if let Some(l) = &last {
+                    t += &format!("p{k} requires {l}\n");
+                }
+                last = Some(format!("w{k}"));
+            }
+            if i < r {
+                t += &format!("ppost: put 8b to {} tag 200\n", i + m);
+                t += &format!("ppost requires {}\n", last.as_ref().unwrap());
+            }
+        }
+        t += "done: calc 0\n";
+        if let Some(l) = &last {
+            t += &format!("done requires {l}\n");
+        }
+        t += "}\n";
+    }
+    t
+}
+
+fn barrier_time(goal: &str) -> u64 {
+    let r = run(
+        goal,
+        zero(),
+        "onepiece",
+        ProtocolSpec::NOTIFY_V3,
+        "fattree:8",
+    );
+    assert!(r.ok(), "{goal}");
+    *r.finish_times.iter().max().unwrap()
+}
+
+/// docs/rdma.md "Barriers from puts" (NSIM-ACE section 4.2): on fattree:8
+/// recursive doubling beats the ring at every size from 4 to 32, the ring
+/// grows linearly once it spans leaf switches (every further 8 processes
+/// add the same time within 1 %), and recursive doubling is faster at a
+/// power of two than just below it.
+#[test]
+fn put_barriers_ring_linear_and_recursive_doubling_faster() {
+    let mut ring = Vec::new();
+    let mut rd = Vec::new();
+    for p in (4..=32).step_by(4) {
+        let (a, b) = (barrier_time(&ring_barrier(p)), barrier_time(&rd_barrier(p)));
+        assert!(b < a, "p={p}: recursive doubling {b} ps, ring {a} ps");
+        ring.push(a);
+        rd.push(b);
+    }
+    // ring at 8, 16, 24, 32 (indices 1, 3, 5, 7): equal increments
+    let inc: Vec<f64> = [1usize, 3, 5]
+        .iter()
+        .map(|&i| (ring[i + 2] - ring[i]) as f64)
+        .collect();
+    for d in &inc {
+        assert!((d / inc[0] - 1.0).abs() < 0.01, "ring increments {inc:?}");
+    }
+    // powers of two: 16 < 12 and 32 < 28
+    assert!(rd[3] < rd[2] && rd[7] < rd[6], "{rd:?}");
+    // the committed figure's data (scripts/rdma-barriers, same rules)
+    let csv = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/figures/rdma-barriers.csv"),
+    )
+    .unwrap();
+    for (i, p) in (4..=32).step_by(4).enumerate() {
+        assert!(csv.contains(&format!("ring,{p},{},", ring[i])), "ring {p}");
+        assert!(
+            csv.contains(&format!("recursive-doubling,{p},{},", rd[i])),
+            "rd {p}"
+        );
+    }
+}
