@@ -90,6 +90,8 @@ pub(super) struct RdmaState {
     pub(super) part_acks: u64,
     pub(super) read_requests: u64,
     pub(super) responses: u64,
+    /// the host model (pcie.rs, nic.rs), None when `host_model = false`
+    pub(super) host: Option<Box<super::pcie::HostModel>>,
 }
 
 /// Statistics of one-sided operations (present in the report only when a
@@ -186,7 +188,7 @@ impl Fabric {
     /// Is the host model (PCIe, NIC engines) on?
     #[inline]
     pub(super) fn host_model_on(&self) -> bool {
-        false
+        self.rdma.host.is_some()
     }
 
     /// Bytes of a control packet (header only), see the module docs.
@@ -227,6 +229,9 @@ impl Fabric {
         } else {
             self.make_control(m, role);
         }
+        if self.host_model_on() {
+            self.host_post(src, m);
+        }
         self.app_respond(src, m);
         true
     }
@@ -259,7 +264,16 @@ impl Fabric {
                 self.responder_msg(m, h, src, 1, R_PUT_PART_ACK);
             }
         }
-        if all {
+        if self.host_model_on() {
+            // the payload still has to be written to host memory (pcie.rs)
+            if let Some(t) = self.host_pkt_consumed(h, m) {
+                if t > now {
+                    self.host_schedule_landing(m, t);
+                } else {
+                    self.msg_landed(m, now);
+                }
+            }
+        } else if all {
             self.msg_landed(m, now);
         }
     }
