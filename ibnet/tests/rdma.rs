@@ -4,7 +4,8 @@
 
 mod common;
 use ibnet::topology::builtin;
-use ibnet::{Fabric, OpKind, OpPoint, Params, Time};
+use ibnet::{Fabric, OpKind, OpPoint, Params, RunOutcome, Time};
+use proptest::prelude::*;
 
 /// Run to the end, returning every op event.
 fn run_all(f: &mut Fabric) -> Vec<(u64, OpPoint, Time)> {
@@ -34,6 +35,12 @@ fn get_is_request_plus_response_h8_s1() {
     let l_resp = f.zero_load_latency(1, 0, 4096).0;
     assert_eq!(l_ctl, 136_693);
     let id = f.inject_op(Time(0), 0, 1, 4096, OpKind::Get).unwrap();
+    assert_eq!(
+        f.zero_load_op(0, 1, 4096, OpKind::Get),
+        vec![(OpPoint::GetDone, Time(l_ctl + l_resp))]
+    );
+    let lb = f.op_lower_bounds(0, 1, 4096, OpKind::Get).unwrap();
+    assert!(lb[0].1 .0 <= l_ctl + l_resp && lb[0].1 .0 >= 2 * 100_000);
     let ev = run_all(&mut f);
     assert_eq!(ev, vec![(id, OpPoint::GetDone, Time(l_ctl + l_resp))]);
     // the value, for the record: L(4096) on H8_S1
@@ -56,6 +63,21 @@ fn put_points_h8_s1() {
     let l_data = f.zero_load_latency(2, 5, 10_000).0;
     let l_ack = f.zero_load_latency(5, 2, 64).0;
     let id = f.inject_op(Time(0), 2, 5, 10_000, OpKind::Put).unwrap();
+    assert_eq!(
+        f.zero_load_op(2, 5, 10_000, OpKind::Put),
+        vec![
+            (OpPoint::Delivered, Time(l_data)),
+            (OpPoint::Acked, Time(l_data + l_ack))
+        ]
+    );
+    for (b, z) in f
+        .op_lower_bounds(2, 5, 10_000, OpKind::Put)
+        .unwrap()
+        .iter()
+        .zip(f.zero_load_op(2, 5, 10_000, OpKind::Put))
+    {
+        assert!(b.1 <= z.1 && b.0 == z.0);
+    }
     assert_eq!(f.in_flight(), 1);
     let (t1, ids) = f.run_until_completion().unwrap();
     // the run stops at the remote completion (a point, not the final one)
@@ -411,5 +433,86 @@ fn gets_from_several_initiators_complete() {
         assert_eq!(ev.len(), 3 * n);
         // events come in time order
         assert!(ev.windows(2).all(|w| w[0].2 <= w[1].2));
+    }
+}
+
+#[test]
+fn thesis_control_packet_is_the_20_byte_header() {
+    // thesis-ddr: 20-byte header, short last flit: a control packet is one
+    // 20-byte flit, so a get's request is faster than a 1-byte message (21
+    // B); the engine agrees with the zero-load time of that packet.
+    let t = builtin("H8_S2").unwrap();
+    let p = Params::thesis_ddr();
+    let mut f = Fabric::new(&t, &p).unwrap();
+    let z = f.zero_load_op(0, 7, 5000, OpKind::Get);
+    let id = f.inject_op(Time(0), 0, 7, 5000, OpKind::Get).unwrap();
+    let ev = run_all(&mut f);
+    assert_eq!(ev, vec![(id, z[0].0, z[0].1)]);
+    let l1 = f.zero_load_latency(0, 7, 1).0 + f.zero_load_latency(7, 0, 5000).0;
+    assert!(z[0].1 .0 < l1);
+    let lb = f.op_lower_bounds(0, 7, 5000, OpKind::Get).unwrap();
+    assert!(lb[0].1 <= z[0].1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+
+    /// Random mixes of sends, puts and gets, with and without the host
+    /// model: every point of every operation is reached once, in time
+    /// order, after the injection plus the operation's lower bound; the
+    /// engine's completion lower bound never exceeds the next point; the run
+    /// is deterministic.
+    #[test]
+    fn ops_complete_and_bounds_hold(
+        ops in prop::collection::vec((0u64..2_000_000, 0usize..8, 0usize..8, 1u64..12_000, 0u8..3), 1..12),
+        host in any::<bool>(),
+        cmd_ns in 0u32..300,
+        lat_ns in 0u32..500,
+        every in 0u32..3,
+        topo in prop::sample::select(vec!["H8_S1", "H8_S2"]),
+    ) {
+        let t = builtin(topo).unwrap();
+        let mut p = Params::qdr();
+        p.host_model = host;
+        p.nic_cmd_ns = cmd_ns as f64;
+        p.pcie_latency_ns = lat_ns as f64;
+        p.rdma_ack_every_pkts = every;
+        let run = || {
+            let mut f = Fabric::new(&t, &p).unwrap();
+            let mut ops = ops.clone();
+            ops.sort_by_key(|o| o.0);
+            let mut want = std::collections::HashMap::new();
+            for &(at, s, d, b, k) in &ops {
+                let kind = [OpKind::Send, OpKind::Put, OpKind::Get][k as usize];
+                let id = f.inject_op(Time(at), s, d, b, kind).unwrap();
+                want.insert(id, (at, f.op_lower_bounds(s, d, b, kind).unwrap()));
+            }
+            let mut ev = Vec::new();
+            loop {
+                let lb = f.completion_lower_bound();
+                match f.run_until_completion_or(Time(u64::MAX)) {
+                    RunOutcome::Completed(tc, _) => {
+                        let lb = lb.unwrap();
+                        assert!(lb <= tc, "bound {lb:?} after the point at {tc:?}");
+                        ev.extend(f.take_op_events());
+                    }
+                    RunOutcome::Idle => break,
+                    o => panic!("{o:?}: {:?}", f.error()),
+                }
+            }
+            (ev, want, f.report())
+        };
+        let (ev, want, r) = run();
+        prop_assert!(ev.windows(2).all(|w| w[0].2 <= w[1].2));
+        let npoints: usize = want.values().map(|w| w.1.len()).sum();
+        prop_assert_eq!(ev.len(), npoints);
+        for (id, pt, tm) in &ev {
+            let (at, lbs) = &want[id];
+            let lb = lbs.iter().find(|x| x.0 == *pt).expect("a point of its kind").1;
+            prop_assert!(tm.0 >= at + lb.0, "{:?} of {} at {:?} before {} + {:?}", pt, id, tm, at, lb);
+        }
+        let (ev2, _, r2) = run();
+        prop_assert_eq!(ev, ev2);
+        prop_assert_eq!(r, r2);
     }
 }
