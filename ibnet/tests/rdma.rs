@@ -516,3 +516,71 @@ proptest! {
         prop_assert_eq!(r, r2);
     }
 }
+
+#[test]
+fn cli_put_traffic_reproduces_the_nsim_ace_case() {
+    // `ibnet run --traffic put:...` drives the same engine: on H8_S1 (one
+    // switch, as the two-host topology) the put of 2 MiB with the NSIM-ACE
+    // parameters completes at the test's 750_478_800 ps (docs/rdma.md).
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibnet"))
+        .args([
+            "run",
+            "--topology",
+            "H8_S1",
+            "--preset",
+            "qdr",
+            "--json",
+            "--traffic",
+            "put:2097152:1:2",
+            "--set",
+            "host_model=true",
+            "--set",
+            "pcie=custom",
+            "--set",
+            "pcie_bw_gbps=22.4",
+            "--set",
+            "pcie_tlp_overhead_bytes=0",
+            "--set",
+            "gen_dly_per_byte_ns=0.25",
+            "--set",
+            "sink_pop_dly_per_byte_ns=0.25",
+            "--set",
+            "core_freq_hca_mhz=250",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["closed_loop"]["end_ps"], 750_478_800u64);
+    assert_eq!(j["report"]["rdma"]["ack_packets"], 1);
+    assert_eq!(
+        j["report"]["host"]["hcas"][0]["dma_bytes_read"],
+        2_097_152u64
+    );
+    // bad specs and keys: exit 2 naming the problem
+    for (args, what) in [
+        (vec!["--traffic", "get:64:1:99"], "LID 99"),
+        (vec!["--traffic", "put:64:1"], "put:BYTES:SRC:DST"),
+        (
+            vec!["--traffic", "put:64:1:2", "--set", "pcie=gen7"],
+            "pcie",
+        ),
+        (
+            vec!["--traffic", "put:64:1:2", "--set", "nic_rx_engines=0"],
+            "nic_rx_engines",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibnet"))
+            .args(["run", "--topology", "H8_S1"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(what), "{args:?}: {err}");
+    }
+}
