@@ -182,6 +182,9 @@ pub struct Report {
     /// One-sided operations (issue 14): only when a put or get ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<crate::engine::RdmaReport>,
+    /// Host interface (issue 14): only with `host_model = true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::engine::HostReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<MsgReport>>,
 }

@@ -248,6 +248,9 @@ impl Fabric {
     /// an idle app takes it at once.
     #[inline]
     pub(super) fn app_inject(&mut self, h: usize, msg: u32) {
+        if self.host_model_on() {
+            self.host_post(h, msg);
+        }
         self.hcas[h].app.queue.push_back(msg);
         if !self.hcas[h].app.busy {
             self.app_next(h);

@@ -290,6 +290,10 @@ impl Fabric {
             pending_done: 0,
             rdma: Default::default(),
         };
+        if f.p.host_model {
+            let htm = crate::hostparams::host_timing(&f.p)?;
+            f.rdma.host = Some(Box::new(super::pcie::HostModel::new(htm, f.hcas.len())));
+        }
         f.init_events(topo);
         Ok(f)
     }

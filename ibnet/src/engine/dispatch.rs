@@ -128,6 +128,10 @@ pub(super) enum Ev {
     CctiTimer {
         h: u32,
     },
+    /// Host model (pcie.rs): the last DMA write of a message is done.
+    HostLanded {
+        msg: u32,
+    },
 }
 
 // Queue entries are (time, seq, Ev): keep them at 32 bytes.
@@ -225,6 +229,7 @@ impl Fabric {
             Ev::SinkDrain { h, .. } => self.sink_drain(h as usize),
             Ev::SinkHiccup { h } => self.sink_hiccup(h as usize),
             Ev::CctiTimer { h } => self.ccti_timer(h as usize),
+            Ev::HostLanded { msg } => self.host_landed(msg),
         }
     }
 }

@@ -90,6 +90,8 @@ pub(super) struct RdmaState {
     pub(super) part_acks: u64,
     pub(super) read_requests: u64,
     pub(super) responses: u64,
+    /// the host model (pcie.rs, nic.rs), None when `host_model = false`
+    pub(super) host: Option<Box<super::pcie::HostModel>>,
 }
 
 /// Statistics of one-sided operations (present in the report only when a
@@ -186,7 +188,7 @@ impl Fabric {
     /// Is the host model (PCIe, NIC engines) on?
     #[inline]
     pub(super) fn host_model_on(&self) -> bool {
-        false
+        self.rdma.host.is_some()
     }
 
     /// Bytes of a control packet (header only), see the module docs.
@@ -196,6 +198,72 @@ impl Fabric {
         } else {
             self.p.flit_size
         }
+    }
+
+    /// Zero-load time of each point of a lone operation injected on an idle
+    /// fabric (host model off), as [`Fabric::zero_load_latency`] for a
+    /// message: Send/Put Delivered = L(src->dst, bytes); Put Acked = that +
+    /// L(dst->src, control packet); Get GetDone = L(src->dst, control
+    /// packet) + L(dst->src, bytes). Not a lower bound (see
+    /// [`Fabric::op_lower_bounds`]).
+    pub fn zero_load_op(
+        &self,
+        src_hca: usize,
+        dst_hca: usize,
+        bytes: u64,
+        kind: OpKind,
+    ) -> Vec<(OpPoint, Time)> {
+        let ctl = |s: usize, d: usize| {
+            let sw = self.check_route(s, self.hcas[d].lid).unwrap_or(0);
+            crate::zeroload::latency_packets(&self.p, &self.tm, sw, &[self.control_packet_bytes()])
+        };
+        let data = |s: usize, d: usize| self.zero_load_latency(s, d, bytes).0;
+        match kind {
+            OpKind::Send => vec![(OpPoint::Delivered, Time(data(src_hca, dst_hca)))],
+            OpKind::Put => {
+                let d = data(src_hca, dst_hca);
+                vec![
+                    (OpPoint::Delivered, Time(d)),
+                    (OpPoint::Acked, Time(d + ctl(dst_hca, src_hca))),
+                ]
+            }
+            OpKind::Get => vec![(
+                OpPoint::GetDone,
+                Time(ctl(src_hca, dst_hca) + data(dst_hca, src_hca)),
+            )],
+        }
+    }
+
+    /// Provable lower bounds of the time from injection to each point of
+    /// an operation, on any load, with or without the host model (every
+    /// rule only delays): [`crate::zeroload::lower_bound`] for the data
+    /// message, and `switches x (ISW + VSW)` for a control packet (a flit
+    /// crosses every switch at least that fast).
+    pub fn op_lower_bounds(
+        &self,
+        src_hca: usize,
+        dst_hca: usize,
+        bytes: u64,
+        kind: OpKind,
+    ) -> Result<Vec<(OpPoint, Time)>, FabricError> {
+        let n = self.hcas.len();
+        for h in [src_hca, dst_hca] {
+            if h >= n {
+                return Err(FabricError::NoSuchHca(h, n));
+            }
+        }
+        let there = self.check_route(src_hca, self.hcas[dst_hca].lid)?;
+        let back = self.check_route(dst_hca, self.hcas[src_hca].lid)?;
+        let lb = |sw: usize| crate::zeroload::lower_bound(&self.p, &self.tm, sw, bytes);
+        let hops = |sw: usize| sw as u64 * (self.tm.isw + self.tm.vsw);
+        Ok(match kind {
+            OpKind::Send => vec![(OpPoint::Delivered, Time(lb(there)))],
+            OpKind::Put => vec![
+                (OpPoint::Delivered, Time(lb(there))),
+                (OpPoint::Acked, Time(lb(there) + hops(back))),
+            ],
+            OpKind::Get => vec![(OpPoint::GetDone, Time(hops(there) + lb(back)))],
+        })
     }
 
     /// Turn message `m` into one header-only control packet.
@@ -226,6 +294,9 @@ impl Fabric {
             self.msgs[m as usize].role = role;
         } else {
             self.make_control(m, role);
+        }
+        if self.host_model_on() {
+            self.host_post(src, m);
         }
         self.app_respond(src, m);
         true
@@ -259,7 +330,16 @@ impl Fabric {
                 self.responder_msg(m, h, src, 1, R_PUT_PART_ACK);
             }
         }
-        if all {
+        if self.host_model_on() {
+            // the payload still has to be written to host memory (pcie.rs)
+            if let Some(t) = self.host_pkt_consumed(h, m) {
+                if t > now {
+                    self.host_schedule_landing(m, t);
+                } else {
+                    self.msg_landed(m, now);
+                }
+            }
+        } else if all {
             self.msg_landed(m, now);
         }
     }

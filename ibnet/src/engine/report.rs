@@ -140,6 +140,7 @@ impl Fabric {
             obufs,
             ibufs,
             rdma: self.rdma_report(),
+            host: self.host_report(),
             messages: messages.then(|| {
                 self.msgs
                     .iter()

@@ -181,6 +181,10 @@ impl Fabric {
                 lb = lb.min(h.sink.drain_at);
             }
         }
+        // host model: a message whose last DMA write is pending lands then
+        if let Some(t) = self.rdma.host.as_ref().and_then(|x| x.next_landing()) {
+            lb = lb.min(t);
+        }
         Some(Time(lb.max(self.now)))
     }
 
