@@ -130,7 +130,8 @@ struct ConformanceArgs {
     #[arg(long, required_unless_present = "list")]
     key: Option<String>,
     /// Protocol and wire version the peer speaks: query, notify (both
-    /// version 2), notify-v1 or query-v1 (version 1).
+    /// version 2), notify-v1 or query-v1 (version 1), notify-v3 or
+    /// query-v3 (version 3: with one-sided operations).
     #[arg(long, default_value = "notify")]
     protocol: ipc_proto::ProtocolSpec,
     /// Start the peer for each scenario: COMMAND with {key} (and

@@ -53,7 +53,7 @@ enum Cmd {
     /// Translate liballprof MPI traces into a GOAL schedule.
     #[command(name = "trace2goal")]
     Trace2Goal(schedgen::cli::Trace2GoalArgs),
-    /// Convert a schedule between GOAL text and the binary layout (magic 4223).
+    /// Convert a schedule between GOAL text and the binary layout (magic 4223; 4224 when it has put/get/poll).
     Convert(ConvertArgs),
 }
 

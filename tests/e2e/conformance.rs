@@ -81,9 +81,12 @@ fn fabric_scenarios(protocol: &str) -> Vec<&'static str> {
     } else {
         v.extend(["query-before-after", "quantum"]);
     }
-    if protocol == "notify" {
-        // version 2 only
+    if protocol == "notify" || protocol == "notify-v3" {
+        // version 2 and later
         v.push("grant");
+    }
+    if protocol == "notify-v3" {
+        v.push("one-sided");
     }
     v
 }
@@ -109,6 +112,7 @@ fn ibnet_serve_conforms_as_a_fabric() {
     for (protocol, checker, fabric) in [
         ("notify", vec![], ""),
         ("notify-v1", vec![], ""),
+        ("notify-v3", vec![], ""),
         ("query", vec!["--quantum", "1ns"], ""),
         ("query", vec!["--estimate"], ""),
         ("query-v1", vec!["--quantum", "1ns"], "--quantum 1ns"),
@@ -405,7 +409,7 @@ fn conformance_usage_errors() {
     let o = run(&["--list"]);
     assert!(o.status.success());
     let list = text(&o.stdout);
-    assert_eq!(list.lines().count(), 19, "{list}");
+    assert_eq!(list.lines().count(), 20, "{list}");
     assert!(list.contains("13 fabric    notify-v2+ grant"), "{list}");
     assert!(
         list.lines()

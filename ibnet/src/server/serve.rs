@@ -24,7 +24,8 @@ pub struct ServeArgs {
     #[arg(long)]
     pub key: String,
     /// Synchronisation protocol and wire version: notify (exact
-    /// notification, version 2), query (polling, version 2), notify-v1
+    /// notification, version 2), query (polling, version 2), notify-v3 /
+    /// query-v3 (version 3: version 2 plus put/get, issue 14), notify-v1
     /// (the thesis's run-ahead notification, version 1, for v1 peers),
     /// query-v1 (polling with v1 peers).
     #[arg(long, default_value = "notify")]

@@ -52,6 +52,14 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "version 2: a horizon before any arrival gets a Grant beyond it, honoured by the later batch; a horizon in the fabric's past is refused (Error code 1)",
             run: grant,
         },
+        Scenario {
+            name: "one-sided",
+            role: Role::Fabric,
+            protocol: Some(Protocol::Notify),
+            min_version: 3,
+            about: "version 3: an InsertOp put and get and an Insert; every completion point (put remote and local, get) and the message arrive exactly once, in batches, the put's ack after its data",
+            run: one_sided,
+        },
     ]
 }
 
@@ -146,6 +154,132 @@ fn grant(ctx: &mut Ctx) -> Result<(), String> {
         pid,
         true,
     );
+    Ok(())
+}
+
+/// Version 3 (docs/protocol.md 6, "One-sided operations"): a put 0 -> 1
+/// (handles 0: remote, 1: local completion), a get by 2 from 3 (handle
+/// 2) and a message 4 -> 5 (handle 3), all at time 0; every handle must be
+/// reported exactly once, batches must be consistent and in time order,
+/// no point before its insert, and the put's local completion after its
+/// remote one (the acknowledgement leaves the target after the data).
+fn one_sided(ctx: &mut Ctx) -> Result<(), String> {
+    let (mut ch, _pid, n) = attach_connect(ctx)?;
+    if n < 6 {
+        ctx.fail(
+            "one-sided-points",
+            format!("the fabric maps {n} endpoints; this scenario needs 6 (e.g. H8_S1)"),
+        );
+        return Ok(());
+    }
+    for rec in [
+        Record::InsertOp {
+            handle: 0,
+            time: Time(0),
+            src: 0,
+            dst: 1,
+            size: 4096,
+            tag: 1,
+            op: crate::record::OpKind::Put,
+            ack_handle: 1,
+        },
+        Record::InsertOp {
+            handle: 2,
+            time: Time(0),
+            src: 2,
+            dst: 3,
+            size: 4096,
+            tag: 2,
+            op: crate::record::OpKind::Get,
+            ack_handle: 0,
+        },
+        Record::Insert {
+            handle: 3,
+            time: Time(0),
+            src: 4,
+            dst: 5,
+            size: 4096,
+            tag: 3,
+        },
+    ] {
+        ch.send(rec).map_err(err)?;
+    }
+    let mut seen: HashMap<u64, Time> = HashMap::new();
+    let mut problems: Vec<String> = Vec::new();
+    let mut clock = Time(0);
+    let mut batches = 0;
+    while seen.len() < 4 && batches < 16 && problems.is_empty() {
+        batches += 1;
+        ch.send(Record::NoMoreInserts {
+            time: clock,
+            horizon: Time(u64::MAX),
+        })
+        .map_err(err)?;
+        let mut count = 0u32;
+        loop {
+            match ch.recv().map_err(err)? {
+                Record::Arrival { handle, time } => {
+                    count += 1;
+                    if handle > 3 {
+                        problems.push(format!("Arrival for unknown handle {handle}"));
+                    } else if seen.insert(handle, time).is_some() {
+                        problems.push(format!("handle {handle} reported twice"));
+                    }
+                    if time < clock {
+                        problems.push(format!(
+                            "Arrival {handle} at {time}, before the previous batch ({clock})"
+                        ));
+                    }
+                }
+                Record::ArrivalBatchEnd { time, count: c, .. } => {
+                    if c != count {
+                        problems.push(format!("ArrivalBatchEnd count {c} after {count} Arrivals"));
+                    }
+                    clock = time;
+                    break;
+                }
+                Record::Grant { .. } => break,
+                other => {
+                    problems.push(format!("unexpected {other:?}"));
+                    break;
+                }
+            }
+        }
+    }
+    if seen.len() < 4 && problems.is_empty() {
+        problems.push(format!(
+            "after {batches} waits only handles {:?} were reported (expected 0, 1, 2, 3)",
+            {
+                let mut k: Vec<_> = seen.keys().collect();
+                k.sort();
+                k
+            }
+        ));
+    }
+    ctx.rule(
+        "one-sided-points",
+        problems.is_empty(),
+        if problems.is_empty() {
+            format!(
+                "put remote {}, put local {}, get {}, message {}",
+                seen[&0], seen[&1], seen[&2], seen[&3]
+            )
+        } else {
+            problems.join("; ")
+        },
+    );
+    if problems.is_empty() {
+        ctx.rule(
+            "put-ack-after-data",
+            seen[&1] > seen[&0],
+            format!(
+                "remote completion {}, local completion {}",
+                seen[&0], seen[&1]
+            ),
+        );
+    }
+    ch.send(Record::Finish { time: clock }).map_err(err)?;
+    ch.flush().map_err(err)?;
     Ok(())
 }
 
