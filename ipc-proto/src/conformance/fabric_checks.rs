@@ -52,14 +52,7 @@ pub fn scenarios() -> Vec<Scenario> {
             about: "version 2: a horizon before any arrival gets a Grant beyond it, honoured by the later batch; a horizon in the fabric's past is refused (Error code 1)",
             run: grant,
         },
-        Scenario {
-            name: "one-sided",
-            role: Role::Fabric,
-            protocol: Some(Protocol::Notify),
-            min_version: 3,
-            about: "version 3: an InsertOp put and get and an Insert; every completion point (put remote and local, get) and the message arrive exactly once, in batches, the put's ack after its data",
-            run: one_sided,
-        },
+
     ]
 }
 
@@ -155,6 +148,19 @@ fn grant(ctx: &mut Ctx) -> Result<(), String> {
         true,
     );
     Ok(())
+}
+
+/// The version-3 fabric scenario; listed after every older scenario so
+/// that their numbers (KEY-n) do not change.
+pub fn one_sided_scenario() -> Scenario {
+    Scenario {
+        name: "one-sided",
+        role: Role::Fabric,
+        protocol: Some(Protocol::Notify),
+        min_version: 3,
+        about: "version 3: an InsertOp put and get and an Insert; every completion point (put remote and local, get) and the message arrive exactly once, in batches, the put's ack after its data",
+        run: one_sided,
+    }
 }
 
 /// Version 3 (docs/protocol.md 6, "One-sided operations"): a put 0 -> 1
