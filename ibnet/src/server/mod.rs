@@ -325,6 +325,13 @@ impl FabricServer {
                 self.insert(handle, time, src, dst, size)?;
                 Ok(Step::Continue)
             }
+            Record::InsertOp { .. } if self.cfg.version < 3 => {
+                // (a channel refuses it already; the one-piece link does not)
+                Err(ServerError::Violation(format!(
+                    "InsertOp in a version-{} session (one-sided operations need version 3)",
+                    self.cfg.version
+                )))
+            }
             Record::InsertOp {
                 handle,
                 time,

@@ -549,3 +549,67 @@ fn logs_are_written() {
         format!("# handle time_ps\n3 {ONE_FLIT_PS}\n")
     );
 }
+
+/// Version 3 (issue 14): a put's two points arrive under its two handles,
+/// a get's under its handle, at the fabric's own times; a message beside
+/// them as in version 2. Thesis-ddr on H8_S1: a 44-byte put's data is the
+/// 44-byte message above (ONE_FLIT_PS); the acknowledgement is a real
+/// header-only packet after it.
+#[test]
+fn v3_insert_op_points_arrive_under_their_handles() {
+    let mut s = server_with(
+        "H8_S1",
+        Params::thesis_ddr(),
+        ProtocolSpec::NOTIFY_V3,
+        1,
+        None,
+    );
+    let mut out = Vec::new();
+    s.handle(
+        Record::Config {
+            quantum: Time(1),
+            estimate_milli: 0,
+            estimate_base: EstimateBase::Hops,
+        },
+        &mut out,
+    )
+    .unwrap();
+    out.clear();
+    let put = |handle, ack_handle, src, dst| Record::InsertOp {
+        handle,
+        time: Time(0),
+        src,
+        dst,
+        size: 44,
+        tag: 0,
+        op: ipc_proto::OpKind::Put,
+        ack_handle,
+    };
+    s.handle(put(10, 11, 0, 1), &mut out).unwrap();
+    // a handle still in flight (the ack handle too) is refused
+    assert!(matches!(
+        s.handle(put(11, 12, 2, 3), &mut vec![]),
+        Err(ServerError::Violation(_))
+    ));
+    s.handle(ins(20, 0, 2, 3, 44), &mut out).unwrap();
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        out.clear();
+        s.handle(wait(0, u64::MAX), &mut out).unwrap();
+        for r in &out {
+            if let Record::Arrival { handle, time } = r {
+                got.push((*handle, time.0));
+            }
+        }
+        assert!(matches!(out.last(), Some(Record::ArrivalBatchEnd { .. })));
+    }
+    // data and the message (same size, disjoint pairs) at one instant
+    assert_eq!(got[0], (10, ONE_FLIT_PS));
+    assert_eq!(got[1], (20, ONE_FLIT_PS));
+    assert_eq!(got[2].0, 11);
+    assert!(got[2].1 > ONE_FLIT_PS);
+    // a version-2 server refuses InsertOp
+    let mut v2 = server_v2("H8_S1", Protocol::Notify, 0);
+    let e = v2.handle(put(1, 2, 0, 1), &mut vec![]).unwrap_err();
+    assert!(e.to_string().contains("need version 3"), "{e}");
+}
