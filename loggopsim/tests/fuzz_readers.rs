@@ -15,6 +15,17 @@ use std::time::{Duration, Instant};
 
 const GOAL: &str = "num_ranks 3\n\nrank 0 {\nl1: calc 100 cpu 0\nl2: send 10b to 1 tag 0 cpu 0 nic 0\nl3: recv 70000b from 2 tag 5\nl2 requires l1\nl3 irequires l2\n}\n\nrank 1 {\nl1: recv 10b from -1 tag -1\nl2: send 70000b to 0 tag 5\n/* comment */\nl2 requires l1\n}\n\nrank 2 {\nl1: send 70000b to 0 tag 5\n}\n";
 
+/// Issue 14: a schedule with put, get and poll (binary magic 4224).
+const GOAL_ONE_SIDED: &str = "num_ranks 3\n\nrank 0 {\nl1: put 4096b to 1 tag 3\nl2: get 70000b from 2 tag 5 cpu 0 nic 0\nl3: calc 5\nl3 requires l1\nl2 irequires l1\n}\n\nrank 1 {\nput: poll 4096b from 0 tag 3\nl2: put 8b to 1 tag 1\nl3: poll 8b from 1 tag 1\nl2 requires put\n}\n\nrank 2 {\nl1: calc 1\n}\n";
+
+fn base(which: usize) -> &'static str {
+    if which % 2 == 0 {
+        GOAL
+    } else {
+        GOAL_ONE_SIDED
+    }
+}
+
 /// Replaces `edits` bytes and optionally inserts an "interesting" token.
 fn mutate(base: &[u8], edits: &[(usize, u8)], insert: Option<(usize, usize)>) -> Vec<u8> {
     const TOKENS: &[&str] = &[
@@ -34,6 +45,9 @@ fn mutate(base: &[u8], edits: &[(usize, u8)], insert: Option<(usize, usize)>) ->
         "\u{feff}",
         "requires",
         "99999999999999999999999999",
+        "put",
+        "poll",
+        "get 1b from",
     ];
     let mut b = base.to_vec();
     for &(pos, byte) in edits {
@@ -66,8 +80,8 @@ proptest! {
     #[test]
     fn goal_text(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..5),
                  insert in proptest::option::of((any::<usize>(), any::<usize>())),
-                 cut in any::<usize>()) {
-        let mut b = mutate(GOAL.as_bytes(), &edits, insert);
+                 cut in any::<usize>(), which in any::<usize>()) {
+        let mut b = mutate(base(which).as_bytes(), &edits, insert);
         b.truncate(cut % (b.len() + 1) + (b.len() / 2).min(cut % 7));
         let t0 = Instant::now();
         let r = loggopsim::goal::parse_reader("f.goal", &b[..]);
@@ -86,8 +100,8 @@ proptest! {
     #[test]
     fn binary_schedule(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..5),
                        tail in proptest::collection::vec(any::<u8>(), 0..3),
-                       cut in any::<usize>()) {
-        let s = parse_str("g.goal", GOAL).unwrap();
+                       cut in any::<usize>(), which in any::<usize>()) {
+        let s = parse_str("g.goal", base(which)).unwrap();
         let mut b = Vec::new();
         binfmt::write(&s, &mut b).unwrap();
         for &(pos, byte) in &edits {
