@@ -70,7 +70,7 @@ pub struct Args {
     #[arg(long = "job", value_name = "FILE[:PL]")]
     pub jobs: Vec<String>,
     /// notify | query (protocol version 2, exact) | notify-v1 | query-v1 (version 1: the
-    /// thesis's run-ahead notify)
+    /// thesis's run-ahead notify) | notify-v3 | query-v3 (version 3: with put/get)
     #[arg(short = 'p', long, value_name = "P", default_value = "notify")]
     pub protocol: String,
     /// shm | mq (two processes over shared-memory rings or POSIX message queues; ipc = shm)
@@ -177,9 +177,18 @@ impl Settings {
         stderr_tty: bool,
     ) -> Result<Settings, Refusal> {
         let protocol = a.protocol.clone();
-        if !["query", "notify", "query-v1", "notify-v1"].contains(&protocol.as_str()) {
+        if ![
+            "query",
+            "notify",
+            "query-v1",
+            "notify-v1",
+            "query-v3",
+            "notify-v3",
+        ]
+        .contains(&protocol.as_str())
+        {
             return Err(Refusal(format!(
-                "--protocol must be query, notify, query-v1 or notify-v1, not '{protocol}'"
+                "--protocol must be query, notify, query-v1, notify-v1, query-v3 or notify-v3, not '{protocol}'"
             )));
         }
         let transport = match a.transport.as_str() {

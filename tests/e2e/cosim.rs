@@ -1314,3 +1314,63 @@ fn sides_follow_a_supervisor_killed_with_sigkill() {
         );
     }
 }
+
+/// Issue 14: a schedule with put, get and poll runs through the supervisor
+/// under protocol version 3 (`-p notify-v3`) with identical per-rank times
+/// over shared memory, message queues, the fabric thread and one-piece;
+/// under version 2 (`-p notify`) across processes the scheduler refuses it
+/// before the run and says why.
+#[test]
+fn one_sided_schedule_needs_and_runs_protocol_v3() {
+    let _ipc = ipc_budget();
+    let dir = tempfile::tempdir().unwrap();
+    let g = write_goal(
+        dir.path(),
+        "rdma.goal",
+        "num_ranks 3\nrank 0 {\nl1: put 4096b to 1 tag 3\nl2: get 1024b from 2\nl2 requires l1\nl3: calc 0\nl3 requires l2\n}\nrank 1 {\nl1: poll 4096b from 0 tag 3\nl2: calc 0\nl2 requires l1\n}\nrank 2 {\n}\n",
+    );
+    let gs = g.to_str().unwrap();
+    let mut first: Option<Vec<u64>> = None;
+    for tr in ["shm", "mq", "inproc", "onepiece"] {
+        let (s, f) = cosim_json(&[
+            "-f",
+            gs,
+            "-t",
+            "H8_S1",
+            "-p",
+            "notify-v3",
+            "--transport",
+            tr,
+            "--key",
+            &fresh_key(),
+        ]);
+        let t = finish_times(&s);
+        assert!(t[0] > t[1] && t[1] > 0, "{tr}: {t:?}");
+        assert_eq!(f["fabric"]["messages_in_flight"], 0, "{tr}");
+        match &first {
+            None => first = Some(t),
+            Some(t0) => assert_eq!(&t, t0, "{tr}"),
+        }
+    }
+    let o = run_limited(
+        cosim_cmd(&[
+            "-f",
+            gs,
+            "-t",
+            "H8_S1",
+            "-p",
+            "notify",
+            "--key",
+            &fresh_key(),
+        ]),
+        Duration::from_secs(60),
+    );
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("need protocol version 3")
+            && err.contains("wire version 2")
+            && err.contains("--protocol notify-v3"),
+        "{err}"
+    );
+}
