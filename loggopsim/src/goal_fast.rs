@@ -108,16 +108,15 @@ impl<'a> Cur<'a> {
 pub(crate) fn plan(s: &[u8], ranks: u32) -> Option<Plan<'_>> {
     let mut c = Cur { s, i: 0 };
     let first = c.word()?;
-    let (label, kind_word) = if crate::goal::is_keyword(first) {
-        (None, first)
-    } else if crate::goal::is_one_sided_word(first) && {
-        // `put 8 b to 1` (an operation) but `put: ...` / `put requires x`
-        // (a label); the number that must follow the word decides
+    // `put 8 b to 1` is an operation but `put: ...` / `put requires x`
+    // use a label; the number that must follow the word decides
+    let one_sided_op = crate::goal::is_one_sided_word(first) && {
         let save = c.i;
         let n = c.number().is_some();
         c.i = save;
         n
-    } {
+    };
+    let (label, kind_word) = if crate::goal::is_keyword(first) || one_sided_op {
         (None, first)
     } else {
         // LABEL: op, or LABEL requires LABEL

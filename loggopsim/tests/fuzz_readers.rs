@@ -19,7 +19,7 @@ const GOAL: &str = "num_ranks 3\n\nrank 0 {\nl1: calc 100 cpu 0\nl2: send 10b to
 const GOAL_ONE_SIDED: &str = "num_ranks 3\n\nrank 0 {\nl1: put 4096b to 1 tag 3\nl2: get 70000b from 2 tag 5 cpu 0 nic 0\nl3: calc 5\nl3 requires l1\nl2 irequires l1\n}\n\nrank 1 {\nput: poll 4096b from 0 tag 3\nl2: put 8b to 1 tag 1\nl3: poll 8b from 1 tag 1\nl2 requires put\n}\n\nrank 2 {\nl1: calc 1\n}\n";
 
 fn base(which: usize) -> &'static str {
-    if which % 2 == 0 {
+    if which.is_multiple_of(2) {
         GOAL
     } else {
         GOAL_ONE_SIDED
