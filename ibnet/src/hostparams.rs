@@ -195,7 +195,7 @@ pub fn host_timing(p: &Params) -> Result<HostTiming, ConfigError> {
         ));
     }
     let full = (mp as u64 + ovh as u64) as f64 * nspb;
-    if !(full * 1000.0 <= MAX_DELAY_PS as f64) {
+    if full.is_nan() || full * 1000.0 > MAX_DELAY_PS as f64 {
         return Err(bad(
             "pcie_bw_gbps",
             "a transaction would take longer than the largest delay (1000 s)".into(),
