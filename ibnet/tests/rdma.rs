@@ -650,3 +650,35 @@ fn host_times_beyond_the_range_are_an_error() {
     let e = f.error().unwrap().to_string();
     assert!(e.contains("host model") && e.contains("beyond"), "{e}");
 }
+
+#[test]
+fn standalone_app_traffic_uses_the_host_model() {
+    // shift:1 streams of the reference app with the host model: every
+    // message of an app is DMA-read before it is sent and DMA-written at
+    // the receiver, so each HCA reads what it sent and writes what it got
+    let t = builtin("H8_S1").unwrap();
+    let mut p = Params::qdr();
+    p.host_model = true;
+    p.msg_length = 8192;
+    let mut f = Fabric::new(&t, &p).unwrap();
+    let n = f.num_hcas();
+    for h in 0..n {
+        let d = f.hca_lid((h + 1) % n);
+        f.set_traffic(h, ibnet::TrafficMode::SeqOnce(vec![d, d]))
+            .unwrap();
+    }
+    f.run_until(Time(100_000_000));
+    assert!(f.error().is_none());
+    let r = f.report();
+    let host = r.host.unwrap();
+    for h in &host.hcas {
+        assert_eq!(
+            (h.dma_bytes_read, h.dma_bytes_written),
+            (16_384, 16_384),
+            "{}",
+            h.name
+        );
+        assert_eq!((h.tx_commands, h.rx_commands), (2, 2));
+    }
+    assert!(r.rdma.is_none());
+}
