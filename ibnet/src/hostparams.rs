@@ -117,17 +117,20 @@ impl HostTiming {
 
     /// Link time of the first `b` bytes of a transfer (whole transactions:
     /// the transaction holding byte `b` counts in full) of `total` bytes.
-    /// Transactions are back to back on the link.
-    pub fn link_time(&self, b: u64, total: u64) -> u64 {
+    /// Transactions are back to back on the link. None if it does not fit
+    /// in u64 ps (the engine reports that as an error).
+    pub fn link_time(&self, b: u64, total: u64) -> Option<u64> {
         if b == 0 {
-            return 0;
+            return Some(0);
         }
         let k = b.div_ceil(self.max_payload);
         let n = total.div_ceil(self.max_payload);
         if k < n || total.is_multiple_of(self.max_payload) {
-            k * self.full_tlp
+            k.checked_mul(self.full_tlp)
         } else {
-            (n - 1) * self.full_tlp + self.tlp(total - (n - 1) * self.max_payload)
+            (n - 1)
+                .checked_mul(self.full_tlp)?
+                .checked_add(self.tlp(total - (n - 1) * self.max_payload))
         }
     }
 }
@@ -192,7 +195,7 @@ pub fn host_timing(p: &Params) -> Result<HostTiming, ConfigError> {
         ));
     }
     let full = (mp as u64 + ovh as u64) as f64 * nspb;
-    if !(full * 1000.0 <= MAX_DELAY_PS as f64) {
+    if full.is_nan() || full * 1000.0 > MAX_DELAY_PS as f64 {
         return Err(bad(
             "pcie_bw_gbps",
             "a transaction would take longer than the largest delay (1000 s)".into(),

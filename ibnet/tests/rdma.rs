@@ -584,3 +584,101 @@ fn cli_put_traffic_reproduces_the_nsim_ace_case() {
         assert!(err.contains(what), "{args:?}: {err}");
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The put/get traffic reader and the host keys never panic: a spec
+    /// parses or errors naming itself; parameters check or error naming
+    /// the key, and a fabric builds whenever they check.
+    #[test]
+    fn op_traffic_and_host_keys_never_panic(
+        kind in prop::sample::select(vec!["put", "get"]),
+        fields in prop::collection::vec("[0-9a-z:-]{0,12}", 0..6),
+        bw in prop::num::f64::ANY,
+        lat in -10.0f64..1e13,
+        payload in 0u32..3_000_000,
+        engines in 0u32..5000,
+        preset in prop::sample::select(vec!["gen2x8", "gen5x16", "custom", "gen0"]),
+    ) {
+        let spec = format!("{kind}:{}", fields.join(":"));
+        match ibnet::traffic::TrafficSpec::parse(&spec) {
+            Ok(s) => prop_assert!(s.is_closed_loop()),
+            Err(e) => prop_assert!(e.contains(&spec), "{}", e),
+        }
+        let mut p = Params::qdr();
+        p.host_model = true;
+        p.pcie = preset.into();
+        p.pcie_bw_gbps = bw;
+        p.pcie_latency_ns = lat;
+        p.pcie_max_payload_bytes = payload;
+        p.nic_rx_engines = engines;
+        match p.check() {
+            Ok(()) => {
+                let t = builtin("H8_S1").unwrap();
+                let mut f = Fabric::new(&t, &p).unwrap();
+                f.inject_op(Time(0), 0, 1, 5000, OpKind::Put).unwrap();
+                f.run_until(Time(1_000_000_000));
+            }
+            Err(e) => {
+                let e = e.to_string();
+                prop_assert!(
+                    ["pcie", "pcie_bw_gbps", "pcie_latency_ns", "pcie_max_payload_bytes", "nic_rx_engines"]
+                        .iter()
+                        .any(|k| e.contains(&format!("`{k}`"))),
+                    "{}", e
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn host_times_beyond_the_range_are_an_error() {
+    // nic_cmd_ns = 1000 s (the largest delay) and 5000 commands queued on
+    // one TX engine: the 4612th ends beyond 2^62 ps: a fatal error naming
+    // the host model, no overflow, no hang
+    let t = builtin("H8_S1").unwrap();
+    let mut p = Params::qdr();
+    p.host_model = true;
+    p.nic_cmd_ns = 1e12;
+    let mut f = Fabric::new(&t, &p).unwrap();
+    for _ in 0..5000 {
+        f.inject(Time(0), 0, 1, 8).unwrap();
+    }
+    assert_eq!(f.run_until_completion_or(Time(1)), RunOutcome::Fatal);
+    let e = f.error().unwrap().to_string();
+    assert!(e.contains("host model") && e.contains("beyond"), "{e}");
+}
+
+#[test]
+fn standalone_app_traffic_uses_the_host_model() {
+    // shift:1 streams of the reference app with the host model: every
+    // message of an app is DMA-read before it is sent and DMA-written at
+    // the receiver, so each HCA reads what it sent and writes what it got
+    let t = builtin("H8_S1").unwrap();
+    let mut p = Params::qdr();
+    p.host_model = true;
+    p.msg_length = 8192;
+    let mut f = Fabric::new(&t, &p).unwrap();
+    let n = f.num_hcas();
+    for h in 0..n {
+        let d = f.hca_lid((h + 1) % n);
+        f.set_traffic(h, ibnet::TrafficMode::SeqOnce(vec![d, d]))
+            .unwrap();
+    }
+    f.run_until(Time(100_000_000));
+    assert!(f.error().is_none());
+    let r = f.report();
+    let host = r.host.unwrap();
+    for h in &host.hcas {
+        assert_eq!(
+            (h.dma_bytes_read, h.dma_bytes_written),
+            (16_384, 16_384),
+            "{}",
+            h.name
+        );
+        assert_eq!((h.tx_commands, h.rx_commands), (2, 2));
+    }
+    assert!(r.rdma.is_none());
+}

@@ -329,7 +329,13 @@ impl Fabric {
                     };
                     app.msgs_made += 1;
                     match self.new_msg(h as u32, d, bytes, now) {
-                        Ok(m) => Some(m),
+                        Ok(m) => {
+                            // host model: the message is posted now
+                            if self.host_model_on() {
+                                self.host_post(h, m);
+                            }
+                            Some(m)
+                        }
                         Err(e) => {
                             self.fail(format!("app of HCA {h}: {e}"));
                             None

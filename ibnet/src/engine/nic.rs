@@ -10,16 +10,16 @@
 //! Only with `host_model = true`.
 
 /// Run a command arriving at `t` on the engine free first; returns the
-/// time the command is done.
-pub(super) fn run_command(engines: &mut [u64], t: u64, cmd: u64) -> u64 {
+/// time the command is done (None: beyond u64 ps, nothing changed).
+pub(super) fn run_command(engines: &mut [u64], t: u64, cmd: u64) -> Option<u64> {
     let (i, &free) = engines
         .iter()
         .enumerate()
         .min_by_key(|&(i, &f)| (f, i))
         .expect("at least one engine");
-    let end = t.max(free) + cmd;
+    let end = t.max(free).checked_add(cmd)?;
     engines[i] = end;
-    end
+    Some(end)
 }
 
 #[cfg(test)]
@@ -30,10 +30,12 @@ mod tests {
     fn engines_run_commands_in_parallel() {
         // 2 engines, 3 commands of 100 at t = 0: two at once, then one
         let mut e = vec![0, 0];
-        assert_eq!(run_command(&mut e, 0, 100), 100);
-        assert_eq!(run_command(&mut e, 0, 100), 100);
-        assert_eq!(run_command(&mut e, 0, 100), 200);
+        assert_eq!(run_command(&mut e, 0, 100), Some(100));
+        assert_eq!(run_command(&mut e, 0, 100), Some(100));
+        assert_eq!(run_command(&mut e, 0, 100), Some(200));
         // an idle engine starts at arrival
-        assert_eq!(run_command(&mut e, 500, 100), 600);
+        assert_eq!(run_command(&mut e, 500, 100), Some(600));
+        // overflow is an error, never saturation
+        assert_eq!(run_command(&mut e, u64::MAX - 5, 100), None);
     }
 }

@@ -27,7 +27,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::dispatch::Ev;
-use super::fabric::Fabric;
+use super::fabric::{Fabric, MAX_TIME_PS};
 use super::nic::run_command;
 use super::rdma::{R_GET_RESP, R_PUT_DATA, R_SEND};
 use crate::hostparams::HostTiming;
@@ -108,6 +108,15 @@ impl HostModel {
     }
 }
 
+/// Are the read direction or the TX engines of HCA `h` busy beyond the
+/// fabric's range?
+fn hh_free_beyond(f: &Fabric, h: usize) -> bool {
+    f.rdma.host.as_ref().is_some_and(|hm| {
+        let x = &hm.hcas[h];
+        x.rd_free > MAX_TIME_PS || x.tx.iter().any(|&t| t > MAX_TIME_PS)
+    })
+}
+
 /// Does a message of this role carry payload across PCIe?
 fn has_payload(role: u8) -> bool {
     matches!(role, R_SEND | R_PUT_DATA | R_GET_RESP)
@@ -124,19 +133,35 @@ impl Fabric {
             return;
         };
         let hh = &mut hm.hcas[h];
-        let done = run_command(&mut hh.tx, now, hm.tm.cmd);
+        let Some(done) = run_command(&mut hh.tx, now, hm.tm.cmd) else {
+            return self.host_overflow(m);
+        };
         hh.tx_cmds += 1;
         let start = if has_payload(role) {
             let s = done.max(hh.rd_free);
-            let d = hm.tm.link_time(bytes, bytes);
-            hh.rd_free = s + d;
-            hh.rd_busy += d;
-            hh.bytes_read += bytes;
+            let Some(end) = hm.tm.link_time(bytes, bytes).and_then(|d| s.checked_add(d)) else {
+                return self.host_overflow(m);
+            };
+            hh.rd_busy += end - s;
+            hh.rd_free = end;
+            hh.bytes_read = hh.bytes_read.saturating_add(bytes);
             s
         } else {
             done
         };
         hm.msgs.entry(m).or_default().rd_start = start;
+        // every later time of this read (start + part + latency) is then
+        // below 2^62 + 10^15 ps: no overflow
+        if hh_free_beyond(self, h) {
+            self.host_overflow(m);
+        }
+    }
+
+    /// A host-model time beyond the fabric's range: a fatal error.
+    fn host_overflow(&mut self, m: u32) {
+        self.fail(format!(
+            "host model: the DMA or NIC command of message {m} ends beyond the fabric's range ({MAX_TIME_PS} ps)"
+        ));
     }
 
     /// Earliest creation time of the first flit of packet `pkt` of message
@@ -156,7 +181,8 @@ impl Fabric {
         } else {
             ((pkt as u64 + 1) * mtu).min(msg.bytes)
         };
-        mh.rd_start + hm.tm.link_time(end, msg.bytes) + hm.tm.latency
+        // fits: host_post checked the whole read against MAX_TIME_PS
+        mh.rd_start + hm.tm.link_time(end, msg.bytes).unwrap_or(0) + hm.tm.latency
     }
 
     /// The last flit of a packet of message `m` was consumed by the sink of
@@ -171,7 +197,10 @@ impl Fabric {
         let hm = self.rdma.host.as_mut()?;
         let hh = &mut hm.hcas[h];
         if k == 1 {
-            let done = run_command(&mut hh.rx, now, hm.tm.cmd);
+            let Some(done) = run_command(&mut hh.rx, now, hm.tm.cmd) else {
+                self.host_overflow(m);
+                return None;
+            };
             hh.rx_cmds += 1;
             hm.msgs.entry(m).or_default().rx_done = done;
         }
@@ -183,13 +212,21 @@ impl Fabric {
                 mtu.min(bytes)
             };
             let s = now.max(rx_done).max(hh.wr_free);
-            let d = hm.tm.link_time(pb, pb);
-            hh.wr_free = s + d;
-            hh.wr_busy += d;
-            hh.bytes_written += pb;
-            s + d + hm.tm.latency
+            let lat = hm.tm.latency;
+            let Some(end) = hm.tm.link_time(pb, pb).and_then(|d| s.checked_add(d)) else {
+                self.host_overflow(m);
+                return None;
+            };
+            hh.wr_busy += end - s;
+            hh.wr_free = end;
+            hh.bytes_written = hh.bytes_written.saturating_add(pb);
+            end.checked_add(lat)
         } else {
-            rx_done
+            Some(rx_done)
+        };
+        let Some(landed) = landed.filter(|&t| t <= MAX_TIME_PS) else {
+            self.host_overflow(m);
+            return None;
         };
         if k < npkts {
             return None;
