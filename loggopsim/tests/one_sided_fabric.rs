@@ -129,6 +129,25 @@ fn fabric_put_and_get_equal_the_engine_values() {
     }
 }
 
+/// A put to itself and a get from itself follow the fabric's loopback
+/// rule: the scheduler's times are the fabric's points of the same
+/// operation from an HCA to itself.
+#[test]
+fn loopback_put_and_get_follow_the_fabric() {
+    let put = fabric_points(1, 1, 1000, OpKind::Put);
+    let get = fabric_points(1, 1, 1000, OpKind::Get);
+    assert_eq!(put.len(), 2);
+    let goal = "num_ranks 2\nrank 0 {\n}\nrank 1 {\nl1: put 1000b to 1 tag 3\nl2: calc 0\nl2 requires l1\nl3: poll 1000b from 1 tag 3\nl4: calc 0\nl4 requires l3\n}\n";
+    let r = run(goal, zero(), "onepiece", ProtocolSpec::NOTIFY_V3, "H8_S1");
+    // rank 1 ends with the later point, the acknowledgement
+    assert!(r.ok());
+    assert_eq!(r.finish_times, vec![0, put[1].1]);
+    let goal =
+        "num_ranks 2\nrank 0 {\n}\nrank 1 {\nl1: get 1000b from 1\nl2: calc 0\nl2 requires l1\n}\n";
+    let r = run(goal, zero(), "onepiece", ProtocolSpec::NOTIFY_V3, "H8_S1");
+    assert_eq!(r.finish_times, vec![0, get[0].1]);
+}
+
 /// With G > 0 the target NIC's (s-1)G comes after the delivery, and the
 /// acknowledgement leaves after it: remote = Delivered + 999 G, local =
 /// Acked + 999 G, get = GetDone + 999 G (docs/rdma.md "LogGP costs").
