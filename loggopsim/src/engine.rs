@@ -797,7 +797,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             self.roots
                 .extend(sched.rank_nodes(h).filter(|&n| sched.depcount(n) == 0));
             let sched = &self.sched;
-            self.roots.sort_by_key(|&n| sched.kind(n));
+            self.roots.sort_by_key(|&n| sched.kind(n).order());
         }
         Some(Ev {
             time: 0,
@@ -1128,7 +1128,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let mut rel = std::mem::take(&mut self.released);
         if rel.len() > 1 {
             let sched = &self.sched;
-            rel.sort_by_key(|&(h, n, _)| (h, sched.kind(n)));
+            rel.sort_by_key(|&(h, n, _)| (h, sched.kind(n).order()));
         }
         for &(h, n, ready) in &rel {
             let op = self.sched.op(n);

@@ -10,10 +10,11 @@ use crate::hash::FastMap;
 /// Any-source (as peer) and any-tag, as the binary layout stores them.
 pub const ANY: u32 = u32::MAX;
 
-/// Operation kind; the numeric values are the binary layout's and also the
-/// sort key of the ordering rules (SEND before RECV before CALC, then the
-/// one-sided kinds of issue 14, which plain schedules never contain:
-/// PUT before GET before POLL; docs/rdma.md "Schedules").
+/// Operation kind; the numeric values are the binary layout's. The
+/// ordering rules sort by [`Kind::order`]: SEND before RECV before CALC,
+/// and the one-sided kinds of issue 14 (which plain schedules never
+/// contain) with the operation they resemble: PUT and GET with SEND (they
+/// start a transfer), POLL with RECV (docs/rdma.md "Schedules").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[repr(u8)]
 pub enum Kind {
@@ -41,6 +42,17 @@ impl Kind {
             5 => Some(Kind::Get),
             6 => Some(Kind::Poll),
             _ => None,
+        }
+    }
+    /// The sort key of the ordering rules (loggops.md section 4): 1 for
+    /// send, put and get, 2 for recv and poll, 3 for calc; equal keys keep
+    /// their order (stable sorts).
+    #[inline]
+    pub fn order(self) -> u8 {
+        match self {
+            Kind::Send | Kind::Put | Kind::Get => 1,
+            Kind::Recv | Kind::Poll => 2,
+            Kind::Calc => 3,
         }
     }
     /// Put, get or poll (issue 14).

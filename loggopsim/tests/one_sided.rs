@@ -97,14 +97,14 @@ l3 requires l2
     assert_eq!(t, vec![1500, 20005]);
 }
 
-/// A send and a put as roots: the send goes first (roots sorted by kind).
-/// Send at 0: nexto 1500, nextgs 1000 + 9 x 6 = 1054. The put waits for
-/// max(1500, 1054) = 1500 (nexto 3000, nextgs 1500 + 1000 + 5994 = 8494):
-/// data at 1500 + 4000 = 5500, written 11494, acknowledged 13994; the
-/// first poll on rank 1 takes 11494. The second put requires the first's
-/// local completion: it starts at 13994 (its CPU ends at 15494, rank 0's
-/// finish), data at 17994, written 23988 (second poll, then calc 1:
-/// 23989), acknowledged 26488.
+/// A put and a send as roots: a put sorts with the sends, so line order
+/// decides: the put goes first. Put at 0: nexto 1500, nextgs 1000 + 999 x
+/// 6 = 6994; data at o + L = 4000, written 9994, acknowledged 12494; the
+/// first poll on rank 1 takes 9994. The send waits for max(1500, 6994):
+/// nexto 8494, its message at 6994 + 4000 = 10994, received by 12548. The
+/// second put requires the first's local completion: it starts at 12494
+/// (its CPU ends at 13994, rank 0's finish), data at 16494, written 22488
+/// (second poll, then calc 1: 22489), acknowledged 24988.
 #[test]
 fn put_takes_the_nic_gap_and_polls_are_fifo() {
     let t = ok_times(
@@ -128,7 +128,7 @@ l4 requires l3
 }
 ",
     );
-    assert_eq!(t, vec![15494, 23989]);
+    assert_eq!(t, vec![13994, 22489]);
 }
 
 /// Put to self and get from self follow the network's loopback rule; in
