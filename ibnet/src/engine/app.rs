@@ -239,6 +239,9 @@ impl Fabric {
     /// an idle app takes it at once.
     #[inline]
     pub(super) fn app_inject(&mut self, h: usize, msg: u32) {
+        if self.qp.is_some() {
+            return self.qp_inject(h, msg);
+        }
         self.hcas[h].app.queue.push_back(msg);
         if !self.hcas[h].app.busy {
             self.app_next(h);

@@ -288,7 +288,11 @@ impl Fabric {
             flits_consumed: 0,
             flits_dropped: 0,
             pending_done: 0,
+            qp: None,
+            loss: None,
         };
+        f.qp = super::qp::QpState::new(&f.p, f.hcas.len());
+        f.loss = super::loss::LossState::new(&f.p, f.hcas.len());
         f.init_events(topo);
         Ok(f)
     }

@@ -155,6 +155,7 @@ impl Fabric {
                     })
                     .collect()
             }),
+            loss: self.loss_report(),
         }
     }
 }
