@@ -166,6 +166,56 @@ pub struct Params {
     /// Keep one CCT index per (source, destination) flow instead of one per
     /// app (the fork's choice). Sec. 12.3 allows both.
     pub cc_per_destination: bool,
+    // ---- one-sided operations, host interface (issue 14, docs/rdma.md) --
+    // Not written out at their defaults, so reports stay unchanged.
+    /// RC coalesced acknowledgements of a put: the target also acks every
+    /// this many packets (0 = one ack per put, after its last byte).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub rdma_ack_every_pkts: u32,
+    /// Model the host side of every HCA: PCIe DMA and NIC engines
+    /// (`crate::hostparams`). Off: today's model, bit-identical.
+    #[serde(default, skip_serializing_if = "crate::hostparams::is_false")]
+    pub host_model: bool,
+    /// PCIe preset (`gen2x8` = the reference's `pcie_8x_g2`, `gen3x16`, ...)
+    /// or `custom` (then `pcie_bw_gbps` etc.).
+    #[serde(
+        default = "crate::hostparams::default_pcie",
+        skip_serializing_if = "crate::hostparams::is_default_pcie"
+    )]
+    pub pcie: String,
+    /// `pcie = "custom"`: data rate of the link per direction, Gb/s.
+    #[serde(default, skip_serializing_if = "crate::hostparams::is_zero_f64")]
+    pub pcie_bw_gbps: f64,
+    /// `pcie = "custom"`: largest payload of one transaction (TLP), bytes.
+    #[serde(
+        default = "crate::hostparams::default_payload",
+        skip_serializing_if = "crate::hostparams::is_default_payload"
+    )]
+    pub pcie_max_payload_bytes: u32,
+    /// `pcie = "custom"`: per-transaction overhead on the link, bytes.
+    #[serde(
+        default = "crate::hostparams::default_tlp_overhead",
+        skip_serializing_if = "crate::hostparams::is_default_tlp_overhead"
+    )]
+    pub pcie_tlp_overhead_bytes: u32,
+    /// One-way latency of a DMA transfer over PCIe (any preset), ns.
+    #[serde(default, skip_serializing_if = "crate::hostparams::is_zero_f64")]
+    pub pcie_latency_ns: f64,
+    /// Parallel NIC command processors for transmission (TX engines).
+    #[serde(
+        default = "crate::hostparams::one",
+        skip_serializing_if = "crate::hostparams::is_one"
+    )]
+    pub nic_tx_engines: u32,
+    /// Parallel NIC command processors for reception (RX engines).
+    #[serde(
+        default = "crate::hostparams::one",
+        skip_serializing_if = "crate::hostparams::is_one"
+    )]
+    pub nic_rx_engines: u32,
+    /// Processing time of one command (one message) on a NIC engine, ns.
+    #[serde(default, skip_serializing_if = "crate::hostparams::is_zero_f64")]
+    pub nic_cmd_ns: f64,
 }
 
 fn is_zero_u32(v: &u32) -> bool {
@@ -294,6 +344,16 @@ impl Params {
             cc_cct_coeff_ns: 3300.0 / 6889.0,
             cc_base_interval_ns: 512.0,
             cc_per_destination: true,
+            rdma_ack_every_pkts: 0,
+            host_model: false,
+            pcie: crate::hostparams::default_pcie(),
+            pcie_bw_gbps: 0.0,
+            pcie_max_payload_bytes: crate::hostparams::default_payload(),
+            pcie_tlp_overhead_bytes: crate::hostparams::default_tlp_overhead(),
+            pcie_latency_ns: 0.0,
+            nic_tx_engines: 1,
+            nic_rx_engines: 1,
+            nic_cmd_ns: 0.0,
         }
     }
 
@@ -395,6 +455,7 @@ impl Params {
                     toml::Value::Float(self.link_packet_error_rate),
                 );
                 t.insert("rto_ns".into(), toml::Value::Float(self.rto_ns));
+                crate::hostparams::insert_keys(self, &mut t);
                 t
             }
             _ => unreachable!("Params serialises to a table"),
@@ -828,6 +889,7 @@ impl Params {
     }
 
     fn check_values(&self) -> Result<(), ConfigError> {
+        crate::hostparams::check(self)?;
         let bad = |key: &str, msg: &str| {
             Err(ConfigError::BadValue {
                 key: key.into(),

@@ -179,6 +179,12 @@ pub struct Report {
     pub generators: Vec<GenReport>,
     pub obufs: Vec<ObufReport>,
     pub ibufs: Vec<IbufReport>,
+    /// One-sided operations (issue 14): only when a put or get ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rdma: Option<crate::engine::RdmaReport>,
+    /// Host interface (issue 14): only with `host_model = true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::engine::HostReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<MsgReport>>,
     /// Lossy links (issue 14): present only when `link_packet_error_rate`

@@ -139,6 +139,10 @@ pub(super) enum Ev {
         h: u32,
         msg: u32,
     },
+    /// Host model (pcie.rs): the last DMA write of a message is done.
+    HostLanded {
+        msg: u32,
+    },
 }
 
 // Queue entries are (time, seq, Ev): keep them at 32 bytes.
@@ -238,6 +242,7 @@ impl Fabric {
             Ev::CctiTimer { h } => self.ccti_timer(h as usize),
             Ev::QpDone { h, msg } => self.qp_done(h as usize, msg),
             Ev::LossRto { h, msg } => self.loss_rto(h as usize, msg),
+            Ev::HostLanded { msg } => self.host_landed(msg),
         }
     }
 }

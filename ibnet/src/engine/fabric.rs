@@ -179,6 +179,8 @@ pub struct Fabric {
     pub(super) qp: Option<Box<super::qp::QpState>>,
     /// lossy links and end-to-end recovery (loss.rs); None = lossless
     pub(super) loss: Option<Box<super::loss::LossState>>,
+    /// one-sided operations (rdma.rs)
+    pub(super) rdma: super::rdma::RdmaState,
 }
 
 impl Fabric {

@@ -93,6 +93,19 @@ impl Fabric {
         if g.vlq[v].len() >= self.p.max_queued_per_vl as usize {
             return;
         }
+        if g.sn == 0 && self.rdma.host.is_some() {
+            // the packet's payload must be in the NIC (pcie.rs)
+            let (cur, pkt) = (g.cur, g.pkt);
+            let ready = self.host_pkt_ready(cur, pkt);
+            if ready > now {
+                self.hcas[h].gen.push_pending = true;
+                self.sched(ready, Ev::GenPush { h: h as u32 });
+                return;
+            }
+        }
+        let hca = &mut self.hcas[h];
+        let g = &mut hca.gen;
+        let m = &self.msgs[g.cur as usize];
         // create the flit
         let last_in_pkt = g.sn + 1 == g.pkt_flits;
         let serial = if g.sn == 0 {

@@ -237,6 +237,26 @@ impl Fabric {
     /// generate-one over the send queues (rules 1, 3, 4 of the module doc).
     fn qp_gen_one(&mut self, h: usize) {
         let maxq = self.p.max_queued_per_vl as usize;
+        let now = self.now;
+        // with the host model a packet starts only once its payload is
+        // DMA-read into the NIC (pcie.rs): a queue waiting for it cannot
+        // proceed, the next one is served
+        let host = self.rdma.host.is_some();
+        let ready: Vec<u64> = if host {
+            self.qp.as_ref().expect("qp mode").hcas[h]
+                .slots
+                .iter()
+                .map(|s| {
+                    if s.sn == 0 {
+                        self.host_pkt_ready(s.msg, s.pkt)
+                    } else {
+                        0
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let qp = self.qp.as_mut().expect("qp mode");
         let max_cont = qp.max_cont;
         let st = &mut qp.hcas[h];
@@ -245,16 +265,17 @@ impl Fabric {
         }
         let gen = &self.hcas[h].gen;
         let msgs = &self.msgs;
-        let room = |s: &Slot| gen.vlq[msgs[s.msg as usize].vl as usize].len() < maxq;
+        let room_vl = |s: &Slot| gen.vlq[msgs[s.msg as usize].vl as usize].len() < maxq;
+        let room = |i: usize, s: &Slot| room_vl(s) && (!host || ready[i] <= now);
         let cur_i = st.cur.and_then(|c| st.slots.iter().position(|s| s.qp == c));
         let pick = match cur_i {
             Some(i) if st.slots[i].sn > 0 => {
-                if !room(&st.slots[i]) {
+                if !room_vl(&st.slots[i]) {
                     return;
                 }
                 i
             }
-            Some(i) if st.cont < max_cont && room(&st.slots[i]) => i,
+            Some(i) if st.cont < max_cont && room(i, &st.slots[i]) => i,
             _ => {
                 let len = st.slots.len();
                 let start = match st.cur {
@@ -263,8 +284,18 @@ impl Fabric {
                 };
                 let Some(i) = (0..len)
                     .map(|k| (start + k) % len)
-                    .find(|&i| room(&st.slots[i]))
+                    .find(|&i| room(i, &st.slots[i]))
                 else {
+                    // only payloads still in host memory: retry when the
+                    // first of them (with room in its VL queue) is in
+                    let wake = (0..len)
+                        .filter(|&i| host && room_vl(&st.slots[i]))
+                        .map(|i| ready[i])
+                        .min();
+                    if let Some(t) = wake {
+                        self.hcas[h].gen.push_pending = true;
+                        self.sched(t, Ev::GenPush { h: h as u32 });
+                    }
                     return;
                 };
                 st.cur = Some(st.slots[i].qp);

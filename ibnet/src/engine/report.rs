@@ -139,6 +139,8 @@ impl Fabric {
             generators,
             obufs,
             ibufs,
+            rdma: self.rdma_report(),
+            host: self.host_report(),
             messages: messages.then(|| {
                 self.msgs
                     .iter()
