@@ -209,3 +209,39 @@ proptest! {
         prop_assert!(l.messages_delayed <= l.messages_retransmitted);
     }
 }
+
+/// Put and get (issue 14, rdma.rs) with several send queues, lossy links
+/// and the host model: every operation reaches each of its points once.
+#[test]
+fn one_sided_ops_with_queue_pairs_and_loss() {
+    use ibnet::{OpKind, OpPoint};
+    for sq in ["single", "per-destination", "per-message"] {
+        for (rate, host) in [(0.0, false), (0.02, false), (0.02, true)] {
+            let mut p = lossy(rate, 5);
+            p.send_queues = sq.into();
+            p.rto_ns = 20_000.0;
+            p.host_model = host;
+            let topo = builtin("H8_S1").unwrap();
+            let mut f = Fabric::new(&topo, &p).unwrap();
+            let mut want = 0;
+            for i in 0..4 {
+                for (d, kind) in [((i + 1) % 4, OpKind::Put), ((i + 2) % 4, OpKind::Get)] {
+                    f.inject_op(Time(0), i, d, 20_000, kind).unwrap();
+                    want += if kind == OpKind::Put { 2 } else { 1 };
+                }
+                f.inject(Time(0), i, (i + 3) % 4, 9_000).unwrap();
+                want += 1;
+            }
+            while f.run_until_completion().is_some() {}
+            assert!(f.error().is_none(), "{:?}", f.error());
+            assert_eq!(f.in_flight(), 0, "{sq} {rate} {host}");
+            let ev = f.take_op_events();
+            assert_eq!(ev.len(), want, "{sq} {rate} {host}");
+            let mut seen = std::collections::HashSet::new();
+            for (id, pt, _) in &ev {
+                assert!(seen.insert((*id, format!("{pt:?}"))), "{id} {pt:?} twice");
+            }
+            assert!(ev.iter().any(|(_, pt, _)| *pt == OpPoint::GetDone));
+        }
+    }
+}
