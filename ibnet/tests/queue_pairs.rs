@@ -133,3 +133,34 @@ fn same_destination() {
     assert_eq!(order("per-destination"), "aabb");
     assert_eq!(order("per-message"), "abab");
 }
+
+/// The standalone app (ibnet run's traffic modes) makes one message at a
+/// time (sec. 5.1) whatever `send_queues` says: the same run, flit for
+/// flit.
+#[test]
+fn standalone_app_unchanged() {
+    use ibnet::TrafficMode;
+    let run = |sq: &str| {
+        let mut p = with_sq(sq);
+        p.msg_length = 20_000;
+        let topo = builtin("H8_S1").unwrap();
+        let mut f = Fabric::new(&topo, &p).unwrap();
+        for h in 0..8 {
+            let dsts = vec![f.hca_lid((h + 1) % 8), f.hca_lid((h + 2) % 8)];
+            f.set_traffic(h, TrafficMode::SeqLoop(dsts)).unwrap();
+        }
+        f.enable_trace();
+        f.run_until(Time(100_000_000));
+        assert!(f.error().is_none());
+        let mut r = f.report_with(true);
+        r.events_processed = 0;
+        (f.take_trace(), r)
+    };
+    let (ta, ra) = run("single");
+    assert!(ra.messages_completed > 100);
+    for sq in ["per-destination", "per-message"] {
+        let (tb, rb) = run(sq);
+        assert_eq!(ta, tb, "{sq}");
+        assert_eq!(ra, rb, "{sq}");
+    }
+}

@@ -73,7 +73,14 @@ struct QpHca {
 #[derive(Default)]
 struct SendQueue {
     waiting: VecDeque<u32>,
+    /// the message handed to the generator
+    in_gen: Option<u32>,
 }
+
+/// QP number of the standalone app's message (ibnet run's traffic modes:
+/// one message at a time, paced by the app's own "done"): after every
+/// send queue in the scan.
+const APP_QP: u32 = u32::MAX;
 
 /// A message in the generator and its position (as `Gen`'s own fields).
 struct Slot {
@@ -130,13 +137,16 @@ impl Fabric {
             return;
         };
         match q.waiting.pop_front() {
-            Some(m) => self.sched(
-                at,
-                Ev::GenMsg {
-                    h: h as u32,
-                    msg: m,
-                },
-            ),
+            Some(m) => {
+                q.in_gen = Some(m);
+                self.sched(
+                    at,
+                    Ev::GenMsg {
+                        h: h as u32,
+                        msg: m,
+                    },
+                )
+            }
             None => {
                 st.queues.remove(&n);
             }
@@ -153,6 +163,12 @@ impl Fabric {
     /// round robin; an idle generator starts at once (sec. 5.2).
     pub(super) fn qp_gen_new_msg(&mut self, h: usize, m: u32) {
         let n = self.qp_number(m);
+        // a message of the standalone app did not come through a queue
+        let queued = self.qp.as_ref().expect("qp mode").hcas[h]
+            .queues
+            .get(&n)
+            .is_some_and(|q| q.in_gen == Some(m));
+        let n = if queued { n } else { APP_QP };
         let msg = &self.msgs[m as usize];
         let (pf, pl) = self.p.flits_of(if msg.npkts == 1 {
             msg.last_pkt
@@ -334,13 +350,21 @@ impl Fabric {
         } else {
             s.sn += 1;
         }
+        let app = st.slots[pick].qp == APP_QP;
         if done {
             st.slots.remove(pick);
         }
         let dst = m.dst_lid;
         self.gen_emit(h, msg, pkt, sn, pf, bytes, 0);
         if done {
-            self.sched(self.now, Ev::QpDone { h: h as u32, msg });
+            let h = h as u32;
+            // "done" to the message's send queue, or to the standalone app
+            let ev = if app {
+                Ev::AppDone { h }
+            } else {
+                Ev::QpDone { h, msg }
+            };
+            self.sched(self.now, ev);
         }
         self.gen_rearm(h, dst);
     }
