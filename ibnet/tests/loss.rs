@@ -182,7 +182,7 @@ fn bad_values_are_rejected() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(48))]
     /// Heavy loss on a small all-to-some run: everything completes, the
     /// counters are consistent, with one or several send queues.
     #[test]
@@ -191,8 +191,11 @@ proptest! {
         rate in prop_oneof![Just(0.01), Just(0.05), Just(0.2)],
         sq in prop_oneof![Just("single"), Just("per-destination"), Just("per-message")],
         kb in 1u64..24,
+        preset in prop_oneof![Just("qdr"), Just("thesis-ddr"), Just("hcyang99")],
     ) {
-        let mut p = lossy(rate, seed);
+        let mut p = Params::preset(preset).unwrap();
+        p.link_packet_error_rate = rate;
+        p.seed = seed;
         p.rto_ns = 20_000.0;
         p.send_queues = sq.into();
         let flows: Vec<_> = (0..4)
