@@ -877,10 +877,11 @@ fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
     if let Some(l) = &r.loss {
         writeln!(
             w,
-            "lossy links (packet error rate {} per link, rto {}): {} data and {} ACK/NAK packets corrupted; \
+            "lossy links (packet error rate {} or bit error rate {} per link, rto {}): {} data and {} ACK/NAK packets corrupted; \
              discarded {} corrupted, {} out of sequence, {} duplicates; {} NAKs, {} ACKs, {} timeouts; \
              {} packets retransmitted ({} probes) in {} messages; added latency total {}, max {} ({} messages)",
             l.link_packet_error_rate,
+            l.link_bit_error_rate,
             ns(l.rto_ps as f64),
             l.packets_corrupted,
             l.responses_corrupted,

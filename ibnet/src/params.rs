@@ -109,6 +109,12 @@ pub struct Params {
     /// the destination and recovered end to end (go-back-N).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub link_packet_error_rate: f64,
+    /// Alternative to `link_packet_error_rate`: the probability that one
+    /// bit is flipped on a link; a packet of n bytes is then corrupted per
+    /// traversal with probability 1 - (1 - b)^(8 n). 0 = off (default,
+    /// not written out). At most one of the two may be set.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub link_bit_error_rate: f64,
     /// Retransmission timeout of the end-to-end recovery (lossy links only;
     /// default 65.536 us = IB's local ACK timeout 4.096 us x 2^4). Not
     /// written out at its default.
@@ -316,6 +322,7 @@ impl Params {
             max_being_sent: 3,
             lossy_mode: false,
             link_packet_error_rate: 0.0,
+            link_bit_error_rate: 0.0,
             rto_ns: DEFAULT_RTO_NS,
             isw_delay_ns: 50.0,
             vsw_delay_ns: 50.0,
@@ -453,6 +460,10 @@ impl Params {
                 t.insert(
                     "link_packet_error_rate".into(),
                     toml::Value::Float(self.link_packet_error_rate),
+                );
+                t.insert(
+                    "link_bit_error_rate".into(),
+                    toml::Value::Float(self.link_bit_error_rate),
                 );
                 t.insert("rto_ns".into(), toml::Value::Float(self.rto_ns));
                 crate::hostparams::insert_keys(self, &mut t);
@@ -946,6 +957,16 @@ impl Params {
             return bad(
                 "link_packet_error_rate",
                 "must be a probability in [0, 1) (1 would lose every packet forever)",
+            );
+        }
+        let ber = self.link_bit_error_rate;
+        if !(ber.is_finite() && (0.0..1.0).contains(&ber)) {
+            return bad("link_bit_error_rate", "must be a probability in [0, 1)");
+        }
+        if ber > 0.0 && per > 0.0 {
+            return bad(
+                "link_bit_error_rate",
+                "give either link_bit_error_rate or link_packet_error_rate, not both",
             );
         }
         if !(self.rto_ns.is_finite() && self.rto_ns >= 0.001) || ps(self.rto_ns) > MAX_DELAY_PS {

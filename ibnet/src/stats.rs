@@ -197,6 +197,7 @@ pub struct Report {
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct LossReport {
     pub link_packet_error_rate: f64,
+    pub link_bit_error_rate: f64,
     pub rto_ps: u64,
     /// Data packets corrupted on a link (each packet at most once).
     pub packets_corrupted: u64,

@@ -170,6 +170,7 @@ fn bad_values_are_rejected() {
     for kv in [
         "link_packet_error_rate=1.0",
         "link_packet_error_rate=-0.1",
+        "link_bit_error_rate=1.5",
         "rto_ns=0",
         "send_queues=many",
     ] {
@@ -247,4 +248,25 @@ fn one_sided_ops_with_queue_pairs_and_loss() {
             assert!(ev.iter().any(|(_, pt, _)| *pt == OpPoint::GetDone));
         }
     }
+}
+
+/// A bit error rate instead of a packet error rate: the packet's bytes on
+/// the wire set its probability; both at once is an error.
+#[test]
+fn bit_error_rate() {
+    let mut p = Params::qdr();
+    p.link_bit_error_rate = 1e-7; // 2048-B packets: 1.6e-3 per link
+    let (f, _) = run_all(&p, &many()[..4]);
+    let r = f.report();
+    let l = r.loss.clone().unwrap();
+    assert!(
+        l.packets_corrupted > 0 && l.packets_retransmitted > 0,
+        "{l:?}"
+    );
+    assert_eq!(r.messages_completed, 4);
+    let j = serde_json::to_string(&r).unwrap();
+    assert!(j.contains("\"link_bit_error_rate\":1e-7"), "{j}");
+    p.link_packet_error_rate = 1e-4;
+    let e = Fabric::new(&builtin("H8_S1").unwrap(), &p).err().unwrap();
+    assert!(e.to_string().contains("not both"), "{e}");
 }

@@ -3,7 +3,8 @@
 //!
 //! Corruption: each time the last flit of a data packet or of an ACK/NAK
 //! starts on a link (every hop, the HCA's own link included), the packet
-//! is corrupted with probability `link_packet_error_rate`, drawn from one
+//! is corrupted with probability `link_packet_error_rate` (or, with
+//! `link_bit_error_rate` b, 1 - (1 - b)^(8 n) for its n bytes), drawn from one
 //! splitmix64 stream seeded by `seed` in event order (deterministic). The
 //! fabric is cut-through: a switch has forwarded most of a packet before
 //! its CRC can be checked, so a corrupted packet is not stopped at the
@@ -56,7 +57,10 @@ use crate::params::{ps, Params};
 use crate::stats::LossReport;
 
 pub(super) struct LossState {
+    /// per-packet error rate, or 0 when `ber` is used
     per: f64,
+    /// bit error rate (0 = use `per`)
+    ber: f64,
     rto: u64,
     rng: u64,
     hcas: Vec<LossHca>,
@@ -113,11 +117,12 @@ struct LossMsg {
 impl LossState {
     /// None when links are lossless.
     pub(super) fn new(p: &Params, nhca: usize) -> Option<Box<LossState>> {
-        if p.link_packet_error_rate <= 0.0 {
+        if p.link_packet_error_rate <= 0.0 && p.link_bit_error_rate <= 0.0 {
             return None;
         }
         Some(Box::new(LossState {
             per: p.link_packet_error_rate,
+            ber: p.link_bit_error_rate,
             rto: ps(p.rto_ns).max(1),
             // a stream of its own ("losslink"), distinct from the apps'
             rng: p.seed ^ 0x6C6F_7373_6C69_6E6B,
@@ -125,6 +130,7 @@ impl LossState {
             msgs: Vec::new(),
             st: LossReport {
                 link_packet_error_rate: p.link_packet_error_rate,
+                link_bit_error_rate: p.link_bit_error_rate,
                 rto_ps: ps(p.rto_ns).max(1),
                 ..LossReport::default()
             },
@@ -144,6 +150,13 @@ impl LossState {
         self.msg(m);
         (&mut self.msgs[m as usize], &mut self.st)
     }
+}
+
+/// Probability that a packet of `bytes` bytes is corrupted when each bit
+/// is flipped with probability `ber`: 1 - (1 - ber)^(8 bytes), computed
+/// without cancellation for small rates.
+pub(super) fn packet_error_rate(ber: f64, bytes: u64) -> f64 {
+    -((8 * bytes) as f64 * (-ber).ln_1p()).exp_m1()
 }
 
 impl Fabric {
@@ -180,10 +193,17 @@ impl Fabric {
             }
         }
         if f.flags & F_BAD == 0 {
+            // the packet's bytes on the wire: full flits and its last flit
+            let bytes = (f.pkt_flits as u64 - 1) * self.p.flit_size as u64 + f.bytes as u64;
             let l = self.ls();
+            let per = if l.ber > 0.0 {
+                packet_error_rate(l.ber, bytes)
+            } else {
+                l.per
+            };
             let r = splitmix(&mut l.rng);
             let u = (r >> 11) as f64 / (1u64 << 53) as f64;
-            if u < l.per {
+            if u < per {
                 if f.flags & F_LCTL != 0 {
                     l.st.responses_corrupted += 1;
                 } else {
@@ -495,5 +515,21 @@ impl Fabric {
         };
         let (f, l) = self.p.flits_of(b);
         (f as u16, l as u16)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::packet_error_rate;
+
+    #[test]
+    fn bit_to_packet_error_rate() {
+        // 1 - (1 - b)^(8 n): one byte at b = 1/2 is 1 - 2^-8
+        assert_eq!(packet_error_rate(0.5, 1), 1.0 - 1.0 / 256.0);
+        // 2048 B at 1e-12: 16384 bits, about 16384e-12 (minus the square term)
+        let p = packet_error_rate(1e-12, 2048);
+        let want = 16384e-12 - 16384.0 * 16383.0 / 2.0 * 1e-24;
+        assert!((p - want).abs() < 1e-20, "{p}");
+        assert_eq!(packet_error_rate(0.0, 2048), 0.0);
     }
 }
