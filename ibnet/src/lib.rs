@@ -13,6 +13,7 @@ pub use simtime::Time;
 
 pub mod engine;
 pub mod flowlevel;
+pub mod hostparams;
 pub mod input;
 pub mod observe;
 pub mod params;
@@ -25,6 +26,6 @@ pub mod traffic;
 pub mod units;
 pub mod zeroload;
 
-pub use engine::{Fabric, FabricError, MsgId, RunOutcome, TrafficMode};
+pub use engine::{Fabric, FabricError, MsgId, OpKind, OpPoint, RunOutcome, TrafficMode};
 pub use params::{ConfigError, Params};
 pub use stats::Report;

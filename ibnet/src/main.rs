@@ -39,12 +39,16 @@ Traffic specs (--traffic, repeatable):
   shift:K                         HCA i streams to HCA i+K (mod n)
   dissemination[:BYTES[:COUNT]]   closed loop: rank r sends to r+2^k after receiving round k-1
   chain[:BYTES[:COUNT]]           closed loop: rank r sends to r+1 after each receive
+  put:BYTES:SRC:DST[:COUNT]       closed loop: LID SRC puts BYTES to LID DST, the next put when the
+                                  ack is back (one-sided, docs/rdma.md)
+  get:BYTES:SRC:DST[:COUNT]       closed loop: LID SRC gets BYTES from LID DST, one after another
 Message length and MTU of the app modes: --set msg_length=N --set msg_mtu=N.
 
 Examples:
   ibnet run --topology /data/is1_3l_32n.topo --traffic seq_loop:/data/32n_1hot.dstSeq --until 2ms
   ibnet run --topology M9 --traffic shift:1 --until 100us --json
   ibnet run --topology H8_S6 --preset thesis-ddr --traffic dissemination:1024:10 --json --latencies
+  ibnet run --topology H8_S1 --traffic put:2097152:1:2 --set host_model=true --set pcie=gen3x16
 
 Times on the command line need a unit (ps, ns, us, ms, s); every printed time names its unit;
 JSON keys carry the unit (`_ps`, `_s`, `_mbps`) and values are numbers.
@@ -554,6 +558,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     for s in specs.iter().filter(|s| !s.is_closed_loop()) {
         apply_app_traffic(&mut fabric, &topo, s).map_err(|e| UserError(anyhow::anyhow!(e)))?;
     }
+    for s in &closed {
+        ibnet::traffic::check_op_traffic(&fabric, s).map_err(|e| UserError(anyhow::anyhow!(e)))?;
+    }
     let obs_cfg = ibnet::observe::ObserveConfig {
         window: a.window,
         link_stats: a.link_stats.clone(),
@@ -855,6 +862,62 @@ fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
         r.messages_injected,
         r.messages_completed
     )?;
+    if let Some(x) = &r.rdma {
+        writeln!(
+            w,
+            "one-sided: {} puts, {} gets; control packets of {} B: {} acks, {} coalesced acks, {} read requests",
+            x.puts,
+            x.gets,
+            x.control_packet_bytes,
+            x.ack_packets,
+            x.partial_ack_packets,
+            x.read_request_packets
+        )?;
+    }
+    if let Some(l) = &r.loss {
+        writeln!(
+            w,
+            "lossy links (packet error rate {} or bit error rate {} per link, rto {}): {} data and {} ACK/NAK packets corrupted; \
+             discarded {} corrupted, {} out of sequence, {} duplicates; {} NAKs, {} ACKs, {} timeouts; \
+             {} packets retransmitted ({} probes) in {} messages; added latency total {}, max {} ({} messages)",
+            l.link_packet_error_rate,
+            l.link_bit_error_rate,
+            ns(l.rto_ps as f64),
+            l.packets_corrupted,
+            l.responses_corrupted,
+            l.discarded_corrupted,
+            l.discarded_out_of_sequence,
+            l.discarded_duplicates,
+            l.naks_sent,
+            l.acks_sent,
+            l.timeouts,
+            l.packets_retransmitted,
+            l.probes_sent,
+            l.messages_retransmitted,
+            ns(l.added_latency_total_ps as f64),
+            ns(l.added_latency_max_ps as f64),
+            l.messages_delayed
+        )?;
+    }
+    if let Some(hm) = &r.host {
+        for h in &hm.hcas {
+            if h.tx_commands + h.rx_commands == 0 {
+                continue;
+            }
+            writeln!(
+                w,
+                "{}.host: PCIe {} read {} B (busy {}) written {} B (busy {}), NIC commands TX {} RX {}",
+                h.name,
+                hm.pcie,
+                h.dma_bytes_read,
+                ns(h.dma_read_busy_ps as f64),
+                h.dma_bytes_written,
+                ns(h.dma_write_busy_ps as f64),
+                h.tx_commands,
+                h.rx_commands
+            )?;
+        }
+    }
     if let Some(c) = &o.closed_loop {
         writeln!(
             w,

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::Time;
 use serde::Serialize;
 
-use crate::engine::{Fabric, FabricError, MsgId, RunOutcome, TrafficMode};
+use crate::engine::{Fabric, FabricError, MsgId, OpKind, RunOutcome, TrafficMode};
 use crate::topology::{load_dst_seq, Topology};
 
 /// A `--traffic` specification.
@@ -34,6 +34,15 @@ pub enum TrafficSpec {
     Dissemination { bytes: u64, count: u64 },
     /// `chain[:BYTES[:COUNT]]`.
     Chain { bytes: u64, count: u64 },
+    /// `put|get:BYTES:SRC:DST[:COUNT]` (LIDs): COUNT one-sided operations
+    /// from SRC, each injected when the previous one is complete.
+    Op {
+        kind: OpKind,
+        bytes: u64,
+        src: u16,
+        dst: u16,
+        count: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,8 +121,23 @@ impl TrafficSpec {
                 let (bytes, count) = nums(rest, 8)?;
                 Ok(TrafficSpec::Chain { bytes, count })
             }
+            "put" | "get" => {
+                let f: Vec<&str> = rest.split(':').collect();
+                if !(3..=4).contains(&f.len()) {
+                    return Err(format!("traffic `{s}`: expected {kind}:BYTES:SRC:DST[:COUNT] (LIDs)"));
+                }
+                let (bytes, count) = nums(&format!("{}:{}", f[0], f.get(3).unwrap_or(&"1")), 8)?;
+                let lid = |x: &str| x.trim().parse::<u16>().map_err(|_| format!("traffic `{s}`: bad LID `{x}`"));
+                Ok(TrafficSpec::Op {
+                    kind: if kind == "put" { OpKind::Put } else { OpKind::Get },
+                    bytes,
+                    src: lid(f[1])?,
+                    dst: lid(f[2])?,
+                    count,
+                })
+            }
             _ => Err(format!(
-                "unknown traffic `{s}` (param:SRC=DST, seq_loop|seq_once|seq_rand:FILE, shift:K, dissemination[:BYTES[:COUNT]], chain[:BYTES[:COUNT]])"
+                "unknown traffic `{s}` (param:SRC=DST, seq_loop|seq_once|seq_rand:FILE, shift:K, dissemination[:BYTES[:COUNT]], chain[:BYTES[:COUNT]], put|get:BYTES:SRC:DST[:COUNT])"
             )),
         }
     }
@@ -121,7 +145,7 @@ impl TrafficSpec {
     pub fn is_closed_loop(&self) -> bool {
         matches!(
             self,
-            TrafficSpec::Dissemination { .. } | TrafficSpec::Chain { .. }
+            TrafficSpec::Dissemination { .. } | TrafficSpec::Chain { .. } | TrafficSpec::Op { .. }
         )
     }
 }
@@ -172,6 +196,23 @@ pub fn apply_app_traffic(
             }
         }
         _ => return Err("closed-loop traffic is run with run_closed_loop".into()),
+    }
+    Ok(())
+}
+
+/// Check the LIDs and routes of a `put`/`get` spec before the run (other
+/// specs pass).
+pub fn check_op_traffic(f: &Fabric, spec: &TrafficSpec) -> Result<(), String> {
+    if let TrafficSpec::Op { src, dst, .. } = *spec {
+        let lid = |l: u16| {
+            f.hca_of_lid(l)
+                .ok_or_else(|| format!("traffic: no HCA has LID {l}"))
+        };
+        let (s, d) = (lid(src)?, lid(dst)?);
+        f.switches_between(s, d)
+            .map_err(|e| format!("traffic: {e}"))?;
+        f.switches_between(d, s)
+            .map_err(|e| format!("traffic: {e}"))?;
     }
     Ok(())
 }
@@ -318,6 +359,29 @@ pub fn run_closed_loop_observed(
                 progress(f, messages);
             }
         }
+        TrafficSpec::Op {
+            kind,
+            bytes,
+            src,
+            dst,
+            count,
+        } => {
+            let lid = |l: u16| {
+                f.hca_of_lid(l)
+                    .ok_or_else(|| FabricError::BadMessage(format!("traffic: no HCA has LID {l}")))
+            };
+            let (s, d) = (lid(src)?, lid(dst)?);
+            let mut cur = f.inject_op(f.now(), s, d, bytes, kind)?;
+            messages = 1;
+            while let Some((t, ids)) = next_completion(f, until, &mut stopped, &mut window) {
+                end = t.0;
+                if ids.contains(&cur) && messages < count {
+                    cur = f.inject_op(f.now(), s, d, bytes, kind)?;
+                    messages += 1;
+                }
+                progress(f, messages);
+            }
+        }
         _ => return Err(FabricError::BadMessage("not a closed-loop pattern".into())),
     }
     if let Some(e) = f.error() {
@@ -336,6 +400,16 @@ pub fn run_closed_loop_observed(
     let pattern = match spec {
         TrafficSpec::Dissemination { bytes, count } => format!("dissemination:{bytes}:{count}"),
         TrafficSpec::Chain { bytes, count } => format!("chain:{bytes}:{count}"),
+        TrafficSpec::Op {
+            kind,
+            bytes,
+            src,
+            dst,
+            count,
+        } => format!(
+            "{}:{bytes}:{src}:{dst}:{count}",
+            if *kind == OpKind::Put { "put" } else { "get" }
+        ),
         _ => unreachable!(),
     };
     Ok(ClosedLoopSummary {

@@ -35,9 +35,15 @@ const NS: u64 = 1000;
 /// consumption of its last flit, over `switches` switches.
 pub fn latency(p: &Params, tm: &Timing, switches: usize, bytes: u64) -> u64 {
     let Ok(pkts) = p.packets(bytes) else { return 0 };
+    latency_packets(p, tm, switches, &pkts)
+}
+
+/// [`latency`] of a message made of packets of these byte sizes (headers
+/// included): also a control packet of one-sided operations (issue 14).
+pub fn latency_packets(p: &Params, tm: &Timing, switches: usize, pkts: &[u32]) -> u64 {
     // flits: (bytes, is packet head, packet flits)
     let mut fl: Vec<(usize, bool, usize)> = Vec::new();
-    for &b in &pkts {
+    for &b in pkts {
         let (n, last) = p.flits_of(b);
         for i in 0..n {
             let by = if i + 1 == n { last } else { p.flit_size } as usize;

@@ -42,6 +42,9 @@
 //! | `ibuf.rs`     | input buffer, routing, credits              | 5.5       |
 //! | `sink.rs`     | sink (drain, hiccup) and its statistics     | 5.6, 8    |
 //! | `cc.rs`       | congestion control (CNP, CCT index, timer)  | 12        |
+//! | `rdma.rs`     | one-sided put/get, their control packets    | issue 14  |
+//! | `pcie.rs`     | host model: PCIe DMA read/write per HCA     | issue 14  |
+//! | `nic.rs`      | host model: NIC TX/RX command engines       | issue 14  |
 //!
 //! and the machinery around them:
 //!
@@ -68,8 +71,13 @@ mod fabric;
 mod flits;
 mod gen;
 mod ibuf;
+mod loss;
+mod nic;
 mod obuf;
+mod pcie;
+mod qp;
 mod queue;
+mod rdma;
 mod report;
 mod run;
 mod sink;
@@ -79,5 +87,7 @@ mod wheel;
 
 pub use self::app::{MsgId, TrafficMode};
 pub use self::fabric::{Fabric, FabricError, MAX_TIME_PS};
+pub use self::pcie::{HostHcaReport, HostReport};
+pub use self::rdma::{OpKind, OpPoint, RdmaReport};
 pub use self::run::RunOutcome;
 pub use trace::{TraceKind, TraceRec};

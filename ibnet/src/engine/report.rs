@@ -139,6 +139,8 @@ impl Fabric {
             generators,
             obufs,
             ibufs,
+            rdma: self.rdma_report(),
+            host: self.host_report(),
             messages: messages.then(|| {
                 self.msgs
                     .iter()
@@ -155,6 +157,7 @@ impl Fabric {
                     })
                     .collect()
             }),
+            loss: self.loss_report(),
         }
     }
 }

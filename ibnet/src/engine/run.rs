@@ -102,6 +102,7 @@ impl Fabric {
             return RunOutcome::Idle;
         }
         let mark = self.completions.len();
+        let points = self.rdma.points;
         let mut found: Option<u64> = None;
         loop {
             if self.fatal.is_some() {
@@ -121,7 +122,7 @@ impl Fabric {
                 }
             }
             self.step();
-            if found.is_none() && self.completions.len() > mark {
+            if found.is_none() && self.rdma.points > points {
                 found = Some(self.now);
             }
         }
@@ -179,6 +180,10 @@ impl Fabric {
             if h.sink.drain_pending {
                 lb = lb.min(h.sink.drain_at);
             }
+        }
+        // host model: a message whose last DMA write is pending lands then
+        if let Some(t) = self.rdma.host.as_ref().and_then(|x| x.next_landing()) {
+            lb = lb.min(t);
         }
         Some(Time(lb.max(self.now)))
     }
