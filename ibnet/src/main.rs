@@ -874,6 +874,31 @@ fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
             x.read_request_packets
         )?;
     }
+    if let Some(l) = &r.loss {
+        writeln!(
+            w,
+            "lossy links (packet error rate {} or bit error rate {} per link, rto {}): {} data and {} ACK/NAK packets corrupted; \
+             discarded {} corrupted, {} out of sequence, {} duplicates; {} NAKs, {} ACKs, {} timeouts; \
+             {} packets retransmitted ({} probes) in {} messages; added latency total {}, max {} ({} messages)",
+            l.link_packet_error_rate,
+            l.link_bit_error_rate,
+            ns(l.rto_ps as f64),
+            l.packets_corrupted,
+            l.responses_corrupted,
+            l.discarded_corrupted,
+            l.discarded_out_of_sequence,
+            l.discarded_duplicates,
+            l.naks_sent,
+            l.acks_sent,
+            l.timeouts,
+            l.packets_retransmitted,
+            l.probes_sent,
+            l.messages_retransmitted,
+            ns(l.added_latency_total_ps as f64),
+            ns(l.added_latency_max_ps as f64),
+            l.messages_delayed
+        )?;
+    }
     if let Some(hm) = &r.host {
         for h in &hm.hcas {
             if h.tx_commands + h.rx_commands == 0 {

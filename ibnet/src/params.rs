@@ -48,8 +48,19 @@ pub struct Params {
     /// Generator-to-arbiter delay per byte (Tgpop).
     pub gen_pop_dly_per_byte_ns: f64,
     pub max_queued_per_vl: u32,
-    /// Accepted, never limits a single app (Q9).
+    /// Never limits a single app (Q9). With `send_queues` other than
+    /// `single` it is the round-robin quantum: after this many consecutive
+    /// packets of one send queue the generator moves to the next one
+    /// (engine/qp.rs, docs/rdma.md "Queue pairs").
     pub max_cont_pkts: u32,
+    /// Send queues of an HCA (issue 14, docs/rdma.md "Queue pairs"):
+    /// `single` (the reference: one message at a time), `per-destination`
+    /// (one queue pair per destination HCA) or `per-message` (every
+    /// message its own queue), served packet by packet round robin.
+    /// Applies to injected messages (co-simulation, `inject`). Not written
+    /// out when `single`, so existing reports are unchanged.
+    #[serde(default = "default_send_queues", skip_serializing_if = "is_single")]
+    pub send_queues: String,
     // ---- app defaults -------------------------------------------------
     /// App-to-generator delay of every message.
     pub msg2msg_gap_ns: f64,
@@ -63,7 +74,7 @@ pub struct Params {
     pub msg_len_prob: Vec<f64>,
     /// Send queue = SL = VL of every message.
     pub msg_sq: u8,
-    /// Seed for `seq_rand` and `set` draws.
+    /// Seed for `seq_rand` and `set` draws (and the link errors).
     pub seed: u64,
     // ---- sink ---------------------------------------------------------
     pub sink_pop_dly_per_byte_ns: f64,
@@ -91,6 +102,24 @@ pub struct Params {
     pub total_buffer_size: u32,
     pub max_being_sent: u32,
     pub lossy_mode: bool,
+    // ---- lossy links (issue 14, engine/loss.rs, docs/rdma.md) ------------
+    /// Probability that a packet is corrupted on one link traversal (drawn
+    /// per packet and link from a stream seeded by `seed`); 0 = lossless
+    /// (the default, not written out). Corrupted packets are discarded by
+    /// the destination and recovered end to end (go-back-N).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub link_packet_error_rate: f64,
+    /// Alternative to `link_packet_error_rate`: the probability that one
+    /// bit is flipped on a link; a packet of n bytes is then corrupted per
+    /// traversal with probability 1 - (1 - b)^(8 n). 0 = off (default,
+    /// not written out). At most one of the two may be set.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub link_bit_error_rate: f64,
+    /// Retransmission timeout of the end-to-end recovery (lossy links only;
+    /// default 65.536 us = IB's local ACK timeout 4.096 us x 2^4). Not
+    /// written out at its default.
+    #[serde(default = "default_rto_ns", skip_serializing_if = "is_default_rto")]
+    pub rto_ns: f64,
     // ---- switch -------------------------------------------------------
     pub isw_delay_ns: f64,
     pub vsw_delay_ns: f64,
@@ -199,6 +228,29 @@ fn is_zero_u32(v: &u32) -> bool {
     *v == 0
 }
 
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// Default of `rto_ns`: IB's local ACK timeout 4.096 us x 2^4.
+pub const DEFAULT_RTO_NS: f64 = 65_536.0;
+
+fn default_rto_ns() -> f64 {
+    DEFAULT_RTO_NS
+}
+
+fn is_default_rto(v: &f64) -> bool {
+    *v == DEFAULT_RTO_NS
+}
+
+fn default_send_queues() -> String {
+    "single".into()
+}
+
+fn is_single(v: &String) -> bool {
+    v == "single"
+}
+
 impl Default for Params {
     fn default() -> Self {
         Params::qdr()
@@ -246,6 +298,7 @@ impl Params {
             gen_pop_dly_per_byte_ns: 0.25,
             max_queued_per_vl: 4,
             max_cont_pkts: 10,
+            send_queues: default_send_queues(),
             msg2msg_gap_ns: 1.0,
             msg_mtu: 2048,
             msg_length: 131072,
@@ -268,6 +321,9 @@ impl Params {
             total_buffer_size: 1000,
             max_being_sent: 3,
             lossy_mode: false,
+            link_packet_error_rate: 0.0,
+            link_bit_error_rate: 0.0,
+            rto_ns: DEFAULT_RTO_NS,
             isw_delay_ns: 50.0,
             vsw_delay_ns: 50.0,
             core_freq_switch_mhz: 250.0,
@@ -396,6 +452,20 @@ impl Params {
                     "sink_packet_gap_periods".into(),
                     toml::Value::Integer(self.sink_packet_gap_periods.into()),
                 );
+                // the issue-14 keys are left out of reports at their defaults
+                t.insert(
+                    "send_queues".into(),
+                    toml::Value::String(self.send_queues.clone()),
+                );
+                t.insert(
+                    "link_packet_error_rate".into(),
+                    toml::Value::Float(self.link_packet_error_rate),
+                );
+                t.insert(
+                    "link_bit_error_rate".into(),
+                    toml::Value::Float(self.link_bit_error_rate),
+                );
+                t.insert("rto_ns".into(), toml::Value::Float(self.rto_ns));
                 crate::hostparams::insert_keys(self, &mut t);
                 t
             }
@@ -863,6 +933,47 @@ impl Params {
             if !(v.is_finite() && v > 0.0) {
                 return bad(key, "must be > 0");
             }
+        }
+        if !matches!(
+            self.send_queues.as_str(),
+            "single" | "per-destination" | "per-message"
+        ) {
+            return Err(ConfigError::BadValue {
+                key: "send_queues".into(),
+                msg: format!(
+                    "`{}`: expected single, per-destination or per-message",
+                    self.send_queues
+                ),
+            });
+        }
+        if self.send_queues != "single" && self.max_cont_pkts == 0 {
+            return bad(
+                "max_cont_pkts",
+                "must be > 0 with several send queues (the round-robin quantum in packets)",
+            );
+        }
+        let per = self.link_packet_error_rate;
+        if !(per.is_finite() && (0.0..1.0).contains(&per)) {
+            return bad(
+                "link_packet_error_rate",
+                "must be a probability in [0, 1) (1 would lose every packet forever)",
+            );
+        }
+        let ber = self.link_bit_error_rate;
+        if !(ber.is_finite() && (0.0..1.0).contains(&ber)) {
+            return bad("link_bit_error_rate", "must be a probability in [0, 1)");
+        }
+        if ber > 0.0 && per > 0.0 {
+            return bad(
+                "link_bit_error_rate",
+                "give either link_bit_error_rate or link_packet_error_rate, not both",
+            );
+        }
+        if !(self.rto_ns.is_finite() && self.rto_ns >= 0.001) || ps(self.rto_ns) > MAX_DELAY_PS {
+            return bad(
+                "rto_ns",
+                "must be a finite time of at least 0.001 ns (1 ps) and at most 10^12 ns",
+            );
         }
         if self.flit_size == 0 || self.flit_size > 65535 {
             return bad("flit_size", "must be 1..=65535 bytes");

@@ -187,4 +187,45 @@ pub struct Report {
     pub host: Option<crate::engine::HostReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<MsgReport>>,
+    /// Lossy links (issue 14): present only when `link_packet_error_rate`
+    /// is above 0, so lossless reports are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loss: Option<LossReport>,
+}
+
+/// Losses and end-to-end recovery (engine/loss.rs, docs/rdma.md).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct LossReport {
+    pub link_packet_error_rate: f64,
+    pub link_bit_error_rate: f64,
+    pub rto_ps: u64,
+    /// Data packets corrupted on a link (each packet at most once).
+    pub packets_corrupted: u64,
+    /// ACK/NAK packets corrupted on a link.
+    pub responses_corrupted: u64,
+    /// Packets (data or response) dropped at their destination because
+    /// they were corrupted.
+    pub discarded_corrupted: u64,
+    /// Good data packets discarded because an earlier one was missing.
+    pub discarded_out_of_sequence: u64,
+    /// Good data packets discarded because they had been accepted before.
+    pub discarded_duplicates: u64,
+    pub naks_sent: u64,
+    pub acks_sent: u64,
+    /// Retransmission timer expiries (each sends a probe).
+    pub timeouts: u64,
+    /// Data packets sent again (go-back-N and probes).
+    pub packets_retransmitted: u64,
+    pub probes_sent: u64,
+    /// Messages with at least one retransmitted packet.
+    pub messages_retransmitted: u64,
+    /// Messages whose receiver had to wait for a retransmission (added
+    /// latency above 0).
+    pub messages_delayed: u64,
+    /// Sum and maximum over completed messages of the added latency: the
+    /// time the receiver held a sequence hole, from the arrival of the
+    /// first discarded packet it still needed to the acceptance of the
+    /// missing one (engine/loss.rs).
+    pub added_latency_total_ps: u64,
+    pub added_latency_max_ps: u64,
 }

@@ -104,6 +104,11 @@ fn thesis_ch5_matches_thesis_table() {
 
 /// (consume time in ps) per (packet, flit) from `ibnet run --trace`, node H_2.
 fn consumes(extra: &[&str], bytes: u64) -> Vec<(u32, u32, u64)> {
+    consumes_until(extra, bytes, "1400ns")
+}
+
+/// As [`consumes`], the run ending at `until`.
+fn consumes_until(extra: &[&str], bytes: u64, until: &str) -> Vec<(u32, u32, u64)> {
     let csv = std::env::temp_dir().join(format!(
         "ibnet-thesis-trace-{}-{}.csv",
         std::process::id(),
@@ -112,7 +117,7 @@ fn consumes(extra: &[&str], bytes: u64) -> Vec<(u32, u32, u64)> {
     let out = Command::new(env!("CARGO_BIN_EXE_ibnet"))
         .args(["run", "--topology", "H8_S1", "--traffic", "param:1=2"])
         .args(["--set", &format!("msg_length={bytes}")])
-        .args(["--until", "1400ns", "--trace-nodes", "H_2", "--trace"])
+        .args(["--until", until, "--trace-nodes", "H_2", "--trace"])
         .arg(&csv)
         .args(extra)
         .output()
@@ -222,4 +227,52 @@ fn sink_packet_gap_parameter_checks() {
         ibnet::Params::preset("thesis-ch4").unwrap(),
         ibnet::Params::preset("thesis-ddr").unwrap()
     );
+}
+
+/// Issue 16, second search: the sink rule of thesis sec. 3.2.6 ("the
+/// external event ... causes the sink to schedule a pop event (unless one is
+/// scheduled already) with a certain delay") never acts inside a
+/// multi-packet message of the thesis's model, because the sink's FIFO never
+/// runs empty: the sink (33.6 ns per 64-byte flit) is slower than the DDR
+/// wire (32 ns) from the first flit on, and nothing upstream leaves a gap of
+/// 54.4 ns (34 x 1.6 ns) at a packet boundary. So that rule cannot be the
+/// per-packet loss of Tables 5.3.1/5.3.2 (docs/thesis.md, "Second search").
+///
+/// thesis-ch5 without its per-packet gap, H8_S1, one 16000-byte message =
+/// 7 packets of 34 full flits + one of 908 + 20 = 928 B (14 full flits and a
+/// 32-byte one): 253 flits. Flit 0 leaves H_1 at 5 ns (the HCA's first FC
+/// packet goes out at 1 ns and takes 4 ns; the credits for the packet arrive
+/// in the switch's FC packet at 1 ns), reaches H_2 at 105 ns (ISW + VSW), is
+/// consumed 33.6 ns later at 138.6 ns; every later flit exactly one
+/// full-flit drain (33.6 ns) after the one before, also across the seven
+/// packet boundaries and for the short last flit (its tick is timed by the
+/// full flit before it): flit i at 138.6 + 33.6 i ns, the last (i = 252) at
+/// 8605.8 ns. With the gap (thesis-ch5 as shipped) each of the 7 boundaries
+/// adds exactly 33.6 ns.
+#[test]
+fn sink_never_idles_inside_a_message() {
+    let base = consumes_until(
+        &[
+            "--preset",
+            "thesis-ch5",
+            "--set",
+            "sink_packet_gap_periods=0",
+        ],
+        16000,
+        "9us",
+    );
+    assert_eq!(base.len(), 253);
+    for (i, &(pkt, sn, t)) in base.iter().enumerate() {
+        assert_eq!(
+            t,
+            138_600 + 33_600 * i as u64,
+            "flit {i} (packet {pkt}, flit {sn})"
+        );
+    }
+    assert_eq!(base[252], (7, 14, 8_605_800));
+    let gap = consumes_until(&["--preset", "thesis-ch5"], 16000, "9us");
+    assert_eq!(gap.len(), 253);
+    for (i, &(pkt, _, t)) in gap.iter().enumerate() {
+        assert_eq!(t, base[i].2 + 33_600 * pkt as u64);
+    }
 }

@@ -289,7 +289,11 @@ impl Fabric {
             flits_dropped: 0,
             pending_done: 0,
             rdma: Default::default(),
+            qp: None,
+            loss: None,
         };
+        f.qp = super::qp::QpState::new(&f.p, f.hcas.len());
+        f.loss = super::loss::LossState::new(&f.p, f.hcas.len());
         if f.p.host_model {
             let htm = crate::hostparams::host_timing(&f.p)?;
             f.rdma.host = Some(Box::new(super::pcie::HostModel::new(htm, f.hcas.len())));

@@ -128,6 +128,17 @@ pub(super) enum Ev {
     CctiTimer {
         h: u32,
     },
+    /// A send queue's message fully generated (qp.rs; `AppDone` of the
+    /// single queue).
+    QpDone {
+        h: u32,
+        msg: u32,
+    },
+    /// Retransmission timer of message `msg` at its sender `h` (loss.rs).
+    LossRto {
+        h: u32,
+        msg: u32,
+    },
     /// Host model (pcie.rs): the last DMA write of a message is done.
     HostLanded {
         msg: u32,
@@ -229,6 +240,8 @@ impl Fabric {
             Ev::SinkDrain { h, .. } => self.sink_drain(h as usize),
             Ev::SinkHiccup { h } => self.sink_hiccup(h as usize),
             Ev::CctiTimer { h } => self.ccti_timer(h as usize),
+            Ev::QpDone { h, msg } => self.qp_done(h as usize, msg),
+            Ev::LossRto { h, msg } => self.loss_rto(h as usize, msg),
             Ev::HostLanded { msg } => self.host_landed(msg),
         }
     }

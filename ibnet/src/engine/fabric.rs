@@ -175,6 +175,10 @@ pub struct Fabric {
     pub(super) flits_dropped: u64,
     /// messages completed but not yet returned by take_completions
     pub(super) pending_done: usize,
+    /// several send queues per HCA (qp.rs); None = the single queue
+    pub(super) qp: Option<Box<super::qp::QpState>>,
+    /// lossy links and end-to-end recovery (loss.rs); None = lossless
+    pub(super) loss: Option<Box<super::loss::LossState>>,
     /// one-sided operations (rdma.rs)
     pub(super) rdma: super::rdma::RdmaState,
 }

@@ -18,6 +18,20 @@ pub(super) const F_CNP: u8 = 8;
 
 pub(super) const F_CAND: u8 = 16;
 
+/// Lossy links (loss.rs): an end-to-end response packet (ACK/NAK).
+pub(super) const F_LCTL: u8 = 32;
+
+/// Lossy links: the packet was corrupted on a link (set on its last flit)
+/// or discarded by the receiver; the sink drops it.
+pub(super) const F_BAD: u8 = 64;
+
+/// Lossy links: a retransmitted data packet.
+pub(super) const F_RTX: u8 = 128;
+
+/// Lossy links: on a data flit (never a CNP, the only packet whose BECN
+/// bit means anything) the BECN bit marks a retransmission-timeout probe.
+pub(super) const F_PROBE: u8 = F_BECN;
+
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Flit {
     pub(super) msg: u32,

@@ -9,7 +9,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE};
-use super::flits::{FId, Flit, F_CNP, F_NOSW};
+use super::flits::{FId, Flit, F_CNP, F_LCTL, F_NOSW, F_RTX};
 use super::trace::TraceKind;
 
 pub(super) struct Gen {
@@ -49,6 +49,9 @@ impl Gen {
 
 impl Fabric {
     pub(super) fn gen_new_msg(&mut self, h: usize, m: u32) {
+        if self.qp.is_some() {
+            return self.qp_gen_new_msg(h, m);
+        }
         let msg = &self.msgs[m as usize];
         let (pf, pl) = self.p.flits_of(if msg.npkts == 1 {
             msg.last_pkt
@@ -75,6 +78,10 @@ impl Fabric {
     }
 
     pub(super) fn gen_one(&mut self, h: usize) {
+        // several send queues or retransmissions (qp.rs, loss.rs)
+        if (self.qp.is_some() || self.loss.is_some()) && self.gen_one_ext(h) {
+            return;
+        }
         let now = self.now;
         let hca = &mut self.hcas[h];
         let g = &mut hca.gen;
@@ -192,7 +199,7 @@ impl Fabric {
                 g.first_flit = Some(now);
             }
         }
-        if flit.flags & F_CNP == 0 && flit.pkt == 0 && flit.sn == 0 {
+        if flit.flags & (F_CNP | F_RTX | F_LCTL) == 0 && flit.pkt == 0 && flit.sn == 0 {
             self.msgs[flit.msg as usize].first_stamp = Some(flit.inject);
         }
         if self.p.cc_enabled && self.hcas[h].cc.first_inj.is_none() {
@@ -210,6 +217,10 @@ impl Fabric {
     }
 
     pub(super) fn gen_sent(&mut self, h: usize, v: usize) {
+        // end-to-end ACK/NAKs of lossy links go first, between packets (loss.rs)
+        if v == 0 && self.loss.is_some() && self.loss_ctl_sent(h) {
+            return;
+        }
         let port = self.hcas[h].port as usize;
         // CNPs are served first (sec. 12.3, thesis structure).
         if v == 0 && !self.hcas[h].gen.cnpq.is_empty() {

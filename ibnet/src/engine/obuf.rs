@@ -210,6 +210,9 @@ impl Fabric {
         }
         ob.pop_pending = true;
         self.trace(TraceKind::Send, pi, id);
+        if self.loss.is_some() && self.fl[id as usize].last() {
+            self.loss_wire(pi, id);
+        }
         if peer == NONE {
             let msg = format!(
                 "flit for LID {} routed to unconnected port {} of {}",

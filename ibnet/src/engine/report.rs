@@ -157,6 +157,7 @@ impl Fabric {
                     })
                     .collect()
             }),
+            loss: self.loss_report(),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::dispatch::Ev;
 use super::fabric::{Fabric, FabricError, NS};
-use super::flits::{FId, F_CNP, F_FECN};
+use super::flits::{FId, F_BAD, F_CNP, F_FECN, F_LCTL, F_RTX};
 use super::rdma::{OpPoint, R_SEND};
 use super::trace::TraceKind;
 use crate::stats::Stat;
@@ -55,6 +55,12 @@ impl Fabric {
             self.cc_cnp_arrived(h, id, flit.src, flit.vl);
             return;
         }
+        if flit.flags & F_LCTL != 0 {
+            // an end-to-end ACK/NAK (loss.rs)
+            return self.loss_ctl_arrived(h, id);
+        }
+        // lossy links: the receiver's check of a packet's last flit
+        let discard = self.loss.is_some() && flit.last() && !self.loss_accept(h, id);
         let start = self.tm.start_stat;
         let m = &mut self.msgs[flit.msg as usize];
         let s = &mut self.hcas[h].sink;
@@ -83,13 +89,13 @@ impl Fabric {
                 });
                 return;
             }
-            if flit.pkt + 1 == m.npkts {
+            if flit.pkt + 1 == m.npkts && flit.flags & F_RTX == 0 {
                 if let Some(st) = m.first_stamp {
                     s.f2f.add(now - st);
                 }
             }
         }
-        if flit.last() {
+        if flit.last() && !discard {
             m.arrived_pkts += 1;
             if self.p.rep_first_packets > 0 && m.arrived_pkts == self.p.rep_first_packets {
                 if let Some(st) = m.first_stamp {
@@ -180,7 +186,7 @@ impl Fabric {
         // one-sided operations and the host model (rdma.rs) take over
         // after the packet's consumption is accounted for
         let mut rdma = false;
-        if f.last() {
+        if f.last() && f.flags & F_BAD == 0 {
             let host = self.host_model_on();
             let m = &mut self.msgs[f.msg as usize];
             m.consumed_pkts += 1;
