@@ -410,7 +410,7 @@ impl Supervisor {
             "--key".into(),
             s.key.clone(),
             "--protocol".into(),
-            s.protocol.clone(),
+            fabric_protocol(&s.protocol).into(),
             "--transport".into(),
             s.transport.name().into(),
             "--scheduler-pid".into(),
@@ -569,5 +569,33 @@ impl Supervisor {
             }
         }
         self.finish(v.status)
+    }
+}
+
+/// The protocol the supervisor asks of its fabric. Version 3 is version 2
+/// plus the one-sided record (InsertOp), record for record the same when a
+/// schedule has no put/get, and our scheduler asked for version 2 accepts a
+/// version-3 fabric (docs/protocol.md sec. 10). So the fabric always serves
+/// the highest version of the chosen protocol: a schedule with put/get runs
+/// under plain `-p notify`/`-p query`, and plain schedules are unchanged.
+fn fabric_protocol(p: &str) -> &str {
+    match p {
+        "notify" => "notify-v3",
+        "query" => "query-v3",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod fabric_protocol_tests {
+    use super::fabric_protocol;
+
+    #[test]
+    fn version_2_names_serve_version_3_and_the_others_stay() {
+        assert_eq!(fabric_protocol("notify"), "notify-v3");
+        assert_eq!(fabric_protocol("query"), "query-v3");
+        assert_eq!(fabric_protocol("notify-v1"), "notify-v1");
+        assert_eq!(fabric_protocol("query-v1"), "query-v1");
+        assert_eq!(fabric_protocol("notify-v3"), "notify-v3");
     }
 }
