@@ -17,7 +17,8 @@
 //! and stores `head + 1`. Counters wrap at 2^32.
 //!
 //! Waiting: a side first polls for [`crate::transport::spin_budget`]
-//! (checking its incoming rings, and room in the outgoing ring it wants to
+//! (only [`crate::transport::SHORT_SPIN`] when its recent waits were long,
+//! see [`crate::transport::LONG_WAIT`]; checking its incoming rings, and room in the outgoing ring it wants to
 //! write; a busy loop for the first 30 us, then yielding the CPU between
 //! polls; when the process is pinned to a single CPU it always yields, so
 //! that the peer can run), then
@@ -145,6 +146,8 @@ pub struct ShmTransport {
     guard: OwnerGuard,
     /// Pinned to one CPU: yield while spinning (see transport::spin_pause).
     yield_cpu: bool,
+    /// How long to poll before sleeping (adaptive, see transport::LONG_WAIT).
+    policy: crate::transport::SpinPolicy,
 }
 
 impl ShmTransport {
@@ -187,6 +190,7 @@ impl ShmTransport {
             live,
             guard,
             yield_cpu: crate::transport::single_cpu(),
+            policy: crate::transport::SpinPolicy::new(),
         })
     }
 
@@ -283,7 +287,7 @@ impl ShmTransport {
     fn wait(&self, room_for: Option<usize>, max: Duration) {
         let ready = |t: &Self| t.has_incoming() || room_for.is_some_and(|i| t.has_room(i));
         let start = Instant::now();
-        let spin = crate::transport::spin_budget().min(max);
+        let spin = self.policy.spin().min(max);
         let mut n = 0u32;
         let mut yield_cpu = self.yield_cpu;
         loop {
@@ -371,10 +375,15 @@ impl Transport for ShmTransport {
             return Ok(Some(m));
         }
         let start = Instant::now();
+        let mut waited = false;
         loop {
             if let Some(m) = self.try_receive()? {
+                if waited {
+                    self.policy.record(start.elapsed());
+                }
                 return Ok(Some(m));
             }
+            waited = true;
             if let Err(e) = self.live.check(false) {
                 // It may have sent something just before dying: deliver that first.
                 if let Some(m) = self.try_receive()? {
