@@ -24,8 +24,11 @@
 //! that the peer can run), then
 //! sleeps on its *doorbell* (a futex word in the control page): it sets its
 //! `waiting` word, re-checks, and calls FUTEX_WAIT for at most 100 ms (to
-//! check the peer's liveness). The peer, after publishing a message or
-//! freeing a slot, wakes the doorbell if the waiting word is set (both
+//! check the peer's liveness). The peer, after publishing a message,
+//! wakes the doorbell if the waiting word is set, and after freeing a slot
+//! only if it is 1 (asleep for room or messages; 2 = for messages only,
+//! so a side sleeping for the answer to its request is not woken when
+//! the request is consumed; both
 //! sides use sequentially consistent accesses, so one of them always sees
 //! the other). A writer waiting for room keeps draining its incoming rings
 //! into a local stash, exactly as the message-queue transport does, so
@@ -93,6 +96,13 @@ impl RingGeometry {
         self.ring_offset(Lane::of(protocol).len())
     }
 }
+
+/// Values of a side's "waiting" word: 0 awake; [`WAITING_ANY`] asleep
+/// until a message comes in or a slot of its outgoing ring frees up (also
+/// what a peer of an earlier build writes for every sleep, so it is woken
+/// as before); [`WAITING_INCOMING`] asleep until a message comes in.
+const WAITING_ANY: u32 = 1;
+const WAITING_INCOMING: u32 = 2;
 
 fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     let ts = libc::timespec {
@@ -223,10 +233,16 @@ impl ShmTransport {
         }
     }
 
-    /// Wake the peer if it sleeps on its doorbell.
-    fn ring_peer(&self) {
+    /// Wake the peer if it sleeps on its doorbell: after a publish
+    /// (`freed_slot` false) whenever it waits; after freeing a slot only
+    /// when it may wait for room ([`WAITING_ANY`]), not when it waits for
+    /// incoming messages alone ([`WAITING_INCOMING`]): a side that has
+    /// just sent its request and sleeps for the answer is not woken for
+    /// nothing when the peer consumes the request.
+    fn ring_peer(&self, freed_slot: bool) {
         let (bell, waiting) = self.doorbell(self.role.peer());
-        if waiting.load(SeqCst) != 0 {
+        let w = waiting.load(SeqCst);
+        if w != 0 && !(freed_slot && w == WAITING_INCOMING) {
             bell.fetch_add(1, SeqCst);
             futex_wake(bell);
         }
@@ -262,7 +278,7 @@ impl ShmTransport {
             unsafe { std::ptr::copy_nonoverlapping(p.add(8), v.as_mut_ptr(), len) };
             self.head(r).store(head.wrapping_add(1), SeqCst);
             let lane = r.lane;
-            self.ring_peer();
+            self.ring_peer(true);
             return Ok(Some((lane, v)));
         }
         Ok(None)
@@ -310,7 +326,14 @@ impl ShmTransport {
             return;
         }
         let (bell, waiting) = self.doorbell(self.role);
-        waiting.store(1, SeqCst);
+        waiting.store(
+            if room_for.is_some() {
+                WAITING_ANY
+            } else {
+                WAITING_INCOMING
+            },
+            SeqCst,
+        );
         let seen = bell.load(SeqCst);
         if !ready(self) {
             futex_wait(bell, seen, left);
@@ -357,7 +380,7 @@ impl Transport for ShmTransport {
                     std::ptr::copy_nonoverlapping(msg.as_ptr(), p.add(8), msg.len());
                 }
                 self.tail(r).store(tail.wrapping_add(1), SeqCst);
-                self.ring_peer();
+                self.ring_peer(false);
                 return Ok(());
             }
             // Full: drain what the peer sent us so that it can progress,
