@@ -12,9 +12,10 @@ in the control segment stops; IBCOSIM_STALL_TIMEOUT=SECS changes the limit)
 and killed, and the supervisor itself names a side that stays stopped for
 5 s. The side that failed first is named on stderr (\"cosim: the fabric
 (ibnet) failed ...\"). Waiting sides spin for up to 1 ms before they sleep
-(IBCOSIM_SPIN_US=MICROSECONDS changes it; docs/cosim.md). Long runs print a
-plain progress line every IBCOSIM_PROGRESS_SECS (default 10) seconds when
-stderr is not a terminal (batch logs); on a terminal the scheduler shows a
+(IBCOSIM_SPIN_US=MICROSECONDS changes it), only 5 us when their recent waits
+were longer than 150 us (IBCOSIM_SPIN_ADAPT=0 turns that off; docs/cosim.md).
+Long runs print a plain progress line every IBCOSIM_PROGRESS_SECS (default
+10) seconds when stderr is not a terminal (batch logs); on a terminal the scheduler shows a
 spinner.
 
 The LogGOPS parameters default to L=o=g=G=O=0 (time unit: picoseconds; the

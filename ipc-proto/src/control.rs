@@ -31,7 +31,7 @@ pub mod offset {
     pub const RING_SLOTS: usize = 68; // u32: slots per ring (shm)
     pub const RING_SLOT_SIZE: usize = 72; // u32: payload bytes per slot (shm)
     pub const SCHED_DOORBELL: usize = 128; // u32: bumped to wake the scheduler (shm)
-    pub const SCHED_WAITING: usize = 132; // u32: 1 while the scheduler sleeps on its doorbell
+    pub const SCHED_WAITING: usize = 132; // u32: nonzero while the scheduler sleeps on its doorbell (shm.rs: 1 any, 2 incoming only)
     pub const FABRIC_DOORBELL: usize = 192; // u32
     pub const FABRIC_WAITING: usize = 196; // u32
     pub const FABRIC_HEARTBEAT: usize = 256; // u64: CLOCK_MONOTONIC ms, every 100 ms

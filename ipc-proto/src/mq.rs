@@ -52,6 +52,8 @@ pub struct MqTransport {
     guard: OwnerGuard,
     /// Pinned to one CPU: yield while spinning (see transport::spin_pause).
     yield_cpu: bool,
+    /// How long to poll before blocking (adaptive, see transport::LONG_WAIT).
+    policy: crate::transport::SpinPolicy,
 }
 
 /// Is `pid` a live process? A zombie (dead, not yet reaped by its parent)
@@ -94,6 +96,7 @@ impl MqTransport {
             live,
             guard,
             yield_cpu: crate::transport::single_cpu(),
+            policy: crate::transport::SpinPolicy::new(),
         }
     }
 
@@ -106,7 +109,7 @@ impl MqTransport {
     /// yield the CPU after the first 30 us, or always when pinned to a single
     /// CPU (the peer must be able to run).
     fn spin_receive(&mut self, max: Duration) -> Result<Option<(Lane, Vec<u8>)>> {
-        let spin = crate::transport::spin_budget().min(max);
+        let spin = self.policy.spin().min(max);
         let start = Instant::now();
         let mut n = 0u32;
         while start.elapsed() < spin {
@@ -210,10 +213,15 @@ impl Transport for MqTransport {
             return Ok(Some(m));
         }
         let start = Instant::now();
+        let mut waited = false;
         loop {
             if let Some(m) = self.try_receive()? {
+                if waited {
+                    self.policy.record(start.elapsed());
+                }
                 return Ok(Some(m));
             }
+            waited = true;
             if let Err(e) = self.check_peer(false) {
                 // It may have sent something just before dying: deliver that first.
                 if let Some(m) = self.try_receive()? {
@@ -226,6 +234,7 @@ impl Transport for MqTransport {
                 return Ok(None);
             }
             if let Some(m) = self.spin_receive(wait - elapsed)? {
+                self.policy.record(start.elapsed());
                 return Ok(Some(m));
             }
             let elapsed = start.elapsed();

@@ -17,14 +17,18 @@
 //! and stores `head + 1`. Counters wrap at 2^32.
 //!
 //! Waiting: a side first polls for [`crate::transport::spin_budget`]
-//! (checking its incoming rings, and room in the outgoing ring it wants to
+//! (only [`crate::transport::SHORT_SPIN`] when its recent waits were long,
+//! see [`crate::transport::LONG_WAIT`]; checking its incoming rings, and room in the outgoing ring it wants to
 //! write; a busy loop for the first 30 us, then yielding the CPU between
 //! polls; when the process is pinned to a single CPU it always yields, so
 //! that the peer can run), then
 //! sleeps on its *doorbell* (a futex word in the control page): it sets its
 //! `waiting` word, re-checks, and calls FUTEX_WAIT for at most 100 ms (to
-//! check the peer's liveness). The peer, after publishing a message or
-//! freeing a slot, wakes the doorbell if the waiting word is set (both
+//! check the peer's liveness). The peer, after publishing a message,
+//! wakes the doorbell if the waiting word is set, and after freeing a slot
+//! only if it is 1 (asleep for room or messages; 2 = for messages only,
+//! so a side sleeping for the answer to its request is not woken when
+//! the request is consumed; both
 //! sides use sequentially consistent accesses, so one of them always sees
 //! the other). A writer waiting for room keeps draining its incoming rings
 //! into a local stash, exactly as the message-queue transport does, so
@@ -93,6 +97,13 @@ impl RingGeometry {
     }
 }
 
+/// Values of a side's "waiting" word: 0 awake; [`WAITING_ANY`] asleep
+/// until a message comes in or a slot of its outgoing ring frees up (also
+/// what a peer of an earlier build writes for every sleep, so it is woken
+/// as before); [`WAITING_INCOMING`] asleep until a message comes in.
+const WAITING_ANY: u32 = 1;
+const WAITING_INCOMING: u32 = 2;
+
 fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
@@ -145,6 +156,8 @@ pub struct ShmTransport {
     guard: OwnerGuard,
     /// Pinned to one CPU: yield while spinning (see transport::spin_pause).
     yield_cpu: bool,
+    /// How long to poll before sleeping (adaptive, see transport::LONG_WAIT).
+    policy: crate::transport::SpinPolicy,
 }
 
 impl ShmTransport {
@@ -187,6 +200,7 @@ impl ShmTransport {
             live,
             guard,
             yield_cpu: crate::transport::single_cpu(),
+            policy: crate::transport::SpinPolicy::new(),
         })
     }
 
@@ -219,10 +233,16 @@ impl ShmTransport {
         }
     }
 
-    /// Wake the peer if it sleeps on its doorbell.
-    fn ring_peer(&self) {
+    /// Wake the peer if it sleeps on its doorbell: after a publish
+    /// (`freed_slot` false) whenever it waits; after freeing a slot only
+    /// when it may wait for room ([`WAITING_ANY`]), not when it waits for
+    /// incoming messages alone ([`WAITING_INCOMING`]): a side that has
+    /// just sent its request and sleeps for the answer is not woken for
+    /// nothing when the peer consumes the request.
+    fn ring_peer(&self, freed_slot: bool) {
         let (bell, waiting) = self.doorbell(self.role.peer());
-        if waiting.load(SeqCst) != 0 {
+        let w = waiting.load(SeqCst);
+        if w != 0 && !(freed_slot && w == WAITING_INCOMING) {
             bell.fetch_add(1, SeqCst);
             futex_wake(bell);
         }
@@ -258,7 +278,7 @@ impl ShmTransport {
             unsafe { std::ptr::copy_nonoverlapping(p.add(8), v.as_mut_ptr(), len) };
             self.head(r).store(head.wrapping_add(1), SeqCst);
             let lane = r.lane;
-            self.ring_peer();
+            self.ring_peer(true);
             return Ok(Some((lane, v)));
         }
         Ok(None)
@@ -283,7 +303,7 @@ impl ShmTransport {
     fn wait(&self, room_for: Option<usize>, max: Duration) {
         let ready = |t: &Self| t.has_incoming() || room_for.is_some_and(|i| t.has_room(i));
         let start = Instant::now();
-        let spin = crate::transport::spin_budget().min(max);
+        let spin = self.policy.spin().min(max);
         let mut n = 0u32;
         let mut yield_cpu = self.yield_cpu;
         loop {
@@ -306,7 +326,14 @@ impl ShmTransport {
             return;
         }
         let (bell, waiting) = self.doorbell(self.role);
-        waiting.store(1, SeqCst);
+        waiting.store(
+            if room_for.is_some() {
+                WAITING_ANY
+            } else {
+                WAITING_INCOMING
+            },
+            SeqCst,
+        );
         let seen = bell.load(SeqCst);
         if !ready(self) {
             futex_wait(bell, seen, left);
@@ -353,7 +380,7 @@ impl Transport for ShmTransport {
                     std::ptr::copy_nonoverlapping(msg.as_ptr(), p.add(8), msg.len());
                 }
                 self.tail(r).store(tail.wrapping_add(1), SeqCst);
-                self.ring_peer();
+                self.ring_peer(false);
                 return Ok(());
             }
             // Full: drain what the peer sent us so that it can progress,
@@ -371,10 +398,15 @@ impl Transport for ShmTransport {
             return Ok(Some(m));
         }
         let start = Instant::now();
+        let mut waited = false;
         loop {
             if let Some(m) = self.try_receive()? {
+                if waited {
+                    self.policy.record(start.elapsed());
+                }
                 return Ok(Some(m));
             }
+            waited = true;
             if let Err(e) = self.live.check(false) {
                 // It may have sent something just before dying: deliver that first.
                 if let Some(m) = self.try_receive()? {

@@ -250,3 +250,76 @@ fn wait_for_scheduler_gives_up_when_the_watched_pid_dies() {
     );
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
 }
+
+/// A side asleep for the answer to its request (waiting word 2) is not
+/// woken when the peer consumes the request, only when the answer comes
+/// (before, every consumed message rang the peer's doorbell if it slept:
+/// one spurious wake-up per round trip).
+#[test]
+fn a_side_asleep_for_its_answer_is_not_woken_when_its_request_is_consumed() {
+    use std::io::{Read, Seek, SeekFrom};
+    let key = unique_key("shmwk");
+    let (mut s, mut f) = shm_pair(
+        &key,
+        Protocol::Notify,
+        &FabricOptions {
+            transport: TransportKind::Shm,
+            ..FabricOptions::default()
+        },
+    );
+    // anything the fabric end still holds (its Hello) goes out now
+    f.flush().unwrap();
+    let path = format!("/dev/shm/{key}.ctl");
+    // the control page as the other process sees it (tmpfs: same pages)
+    let word = |off: usize| -> u32 {
+        let mut file = std::fs::File::open(&path).unwrap();
+        file.seek(SeekFrom::Start(off as u64)).unwrap();
+        let mut b = [0u8; 4];
+        file.read_exact(&mut b).unwrap();
+        u32::from_le_bytes(b)
+    };
+    let ins = Record::Insert {
+        handle: 1,
+        time: Time(1000),
+        src: 0,
+        dst: 1,
+        size: 8,
+        tag: 0,
+    };
+    let arr = Record::Arrival {
+        handle: 1,
+        time: Time(5000),
+    };
+    let t = std::thread::spawn(move || {
+        s.send(ins).unwrap();
+        s.flush().unwrap();
+        let r = s.recv().unwrap();
+        (s, r)
+    });
+    // The scheduler polls (up to the 1 ms spin budget), then sleeps for
+    // incoming messages only.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while word(offset::SCHED_WAITING) != 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the scheduler never slept on its doorbell (waiting word {})",
+            word(offset::SCHED_WAITING)
+        );
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let bell = word(offset::SCHED_DOORBELL);
+    assert_eq!(f.recv().unwrap(), ins);
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        word(offset::SCHED_DOORBELL),
+        bell,
+        "consuming the scheduler's request rang its doorbell"
+    );
+    f.send(arr).unwrap();
+    f.flush().unwrap();
+    let (s, r) = t.join().unwrap();
+    assert_eq!(r, arr);
+    drop(s);
+    drop(f);
+    assert!(leftovers(&key).is_empty());
+}

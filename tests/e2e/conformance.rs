@@ -21,6 +21,7 @@ fn conformance_timed(
     extra: &[&str],
 ) -> (Output, Duration) {
     let _lock = ipc_lock();
+    // timed after the lock: the wait for other IPC tests is not the checker's
     let start = std::time::Instant::now();
     let mut c = Command::new(bin("ipc-proto"));
     c.args([
