@@ -144,6 +144,8 @@ pub struct Fabric {
     /// Progress counter for a liveness heartbeat (the co-simulation server
     /// passes ipc-proto's): incremented every [`PULSE_EVENTS`] events.
     pub(super) pulse: Option<&'static std::sync::atomic::AtomicU64>,
+    /// event count at which the pulse is next incremented
+    pub(super) next_pulse: u64,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
     /// virtual-sequence ones, so `step` takes whichever key is smaller.

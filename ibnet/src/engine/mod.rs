@@ -50,6 +50,7 @@
 //! | `fabric.rs`   | the `Fabric` struct, ports and HCAs, errors, queries   |
 //! | `build.rs`    | construction, configuration checks, init events (1.4) |
 //! | `dispatch.rs` | the event type and the dispatch; the total order      |
+//! | `direct.rs`   | zero-delay events applied where scheduled (proofs)    |
 //! | `queue.rs`    | scheduling into the future-event queue                |
 //! | `wheel.rs`    | the timing wheel and the now-FIFO behind `queue.rs`   |
 //! | `flits.rs`    | the flit type and the flit store (slab)               |
@@ -63,6 +64,7 @@
 mod app;
 mod build;
 mod cc;
+mod direct;
 mod dispatch;
 mod fabric;
 mod flits;

@@ -40,6 +40,8 @@ pub(super) struct Arb {
     pub(super) fccl: [u64; 8],
     pub(super) fctbs: [u64; 8],
     pub(super) pop_pending: bool,
+    /// time of the pending pop (valid while `pop_pending`; direct.rs)
+    pub(super) pop_at: u64,
     pub(super) inside: bool,
     pub(super) last_vl: u8,
     pub(super) last_port: [u16; 8],
@@ -73,6 +75,7 @@ impl Arb {
             fccl: [0; 8],
             fctbs: [0; 8],
             pop_pending: false,
+            pop_at: 0,
             inside: false,
             last_vl: 0,
             last_port: [0; 8],
@@ -97,6 +100,7 @@ pub(super) fn dummy_arb() -> Arb {
         fccl: [0; 8],
         fctbs: [0; 8],
         pop_pending: false,
+        pop_at: 0,
         inside: false,
         last_vl: 0,
         last_port: [0; 8],
@@ -427,6 +431,7 @@ impl Fabric {
             self.tm.arb_hca[flit.bytes as usize]
         };
         a.pop_pending = true;
+        a.pop_at = now + tarb;
         let to_obuf = if is_sw {
             let mut target = t_arr + self.tm.vsw;
             if target <= a.last {

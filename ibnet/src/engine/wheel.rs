@@ -57,6 +57,8 @@ pub(crate) struct Wheel<T: Copy> {
     /// first unpopped item of the base slot
     head: usize,
     len: usize,
+    /// the items of the base slot (its entry in `slots` is empty)
+    cur: Vec<(u64, u64, T)>,
     occ: Box<[u64; WORDS]>,
     slots: Vec<Vec<(u64, u64, T)>>,
     far: BinaryHeap<Far<T>>,
@@ -128,6 +130,7 @@ impl<T: Copy> Wheel<T> {
             bslot: 0,
             head: 0,
             len: 0,
+            cur: Vec::new(),
             occ: Box::new([0; WORDS]),
             slots: (0..SLOTS).map(|_| Vec::new()).collect(),
             far: BinaryHeap::new(),
@@ -138,6 +141,16 @@ impl<T: Copy> Wheel<T> {
     #[allow(dead_code)]
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Buffer capacity of slot `s` (tests).
+    #[cfg(test)]
+    fn slot_capacity(&self, s: usize) -> usize {
+        if s == self.bslot {
+            self.cur.capacity()
+        } else {
+            self.slots[s].capacity()
+        }
     }
 
     #[inline]
@@ -178,7 +191,7 @@ impl<T: Copy> Wheel<T> {
     fn put(&mut self, e: (u64, u64, T)) {
         let s = slot_of(e.0);
         if s == self.bslot {
-            let v = &mut self.slots[s];
+            let v = &mut self.cur;
             // sorted insert; new items usually have the largest key
             let key = (e.0, e.1);
             let mut pos = v.len();
@@ -200,7 +213,7 @@ impl<T: Copy> Wheel<T> {
     /// of the process's memory (about 150 MB of 5 million idle entries).
     #[inline]
     fn release_base_slot(&mut self) {
-        let v = &mut self.slots[self.bslot];
+        let v = &mut self.cur;
         let held = v.len();
         if v.capacity() > KEEP_MIN && v.capacity() > 2 * held {
             *v = Vec::with_capacity(held);
@@ -230,9 +243,9 @@ impl<T: Copy> Wheel<T> {
     #[cold]
     fn rebuild(&mut self, t: u64) {
         let mut all: Vec<(u64, u64, T)> = Vec::with_capacity(self.len);
-        for (i, s) in self.slots.iter_mut().enumerate() {
-            let from = if i == self.bslot { self.head } else { 0 };
-            all.extend(s.drain(..).skip(from));
+        all.extend(self.cur.drain(..).skip(self.head));
+        for s in self.slots.iter_mut() {
+            all.extend(s.drain(..));
         }
         all.extend(self.far.drain().map(|Far(a, b, c)| (a, b, c)));
         self.occ.fill(0);
@@ -251,25 +264,31 @@ impl<T: Copy> Wheel<T> {
 
     /// Move the base to slot `s` (occupied, or the slot of the far minimum
     /// when the wheel is empty), pull in far items now within the span and
-    /// sort the new base slot.
+    /// sort the new base slot. The base slot's items live in `cur` (one
+    /// indirection less on every pop); its entry in `slots` keeps the
+    /// buffer it had.
     fn advance(&mut self, s: Option<usize>) {
-        // the old base slot is drained
+        // the old base slot is drained (and released by `pop`)
+        debug_assert!(self.head == 0 && self.cur.is_empty());
         let old = self.bslot;
-        self.slots[old].clear();
-        self.head = 0;
         self.clear_occ(old);
-        match s {
+        let new = match s {
             Some(s) => {
                 let d = (s + SLOTS - old) & (SLOTS - 1);
                 self.base += (d as u64) << SHIFT;
-                self.bslot = s;
+                s
             }
             None => {
                 let t = self.far.peek().expect("advance on an empty queue").0;
                 self.base = t & !((1u64 << SHIFT) - 1);
-                self.bslot = slot_of(t);
+                slot_of(t)
             }
-        }
+        };
+        // the drained buffer goes back to its slot, the new slot's items
+        // become `cur`
+        std::mem::swap(&mut self.slots[old], &mut self.cur);
+        std::mem::swap(&mut self.slots[new], &mut self.cur);
+        self.bslot = new;
         let end = self.base + SPAN;
         while let Some(f) = self.far.peek() {
             if f.0 >= end {
@@ -277,19 +296,23 @@ impl<T: Copy> Wheel<T> {
             }
             let Far(a, b, c) = self.far.pop().unwrap();
             let s = slot_of(a);
-            self.slots[s].push((a, b, c));
+            if s == self.bslot {
+                self.cur.push((a, b, c));
+            } else {
+                self.slots[s].push((a, b, c));
+            }
             self.set_occ(s);
         }
-        sort_slot(&mut self.slots[self.bslot], &mut self.tmp);
+        sort_slot(&mut self.cur, &mut self.tmp);
     }
 
-    /// Ensure the base slot holds the minimum (after this, `slots[bslot]
-    /// [head]` is the smallest item). Returns false when empty.
+    /// Ensure the base slot holds the minimum (after this, `cur[head]` is
+    /// the smallest item). Returns false when empty.
     #[inline(always)]
     fn settle(&mut self) -> bool {
         // fast path, inlined into every pop and peek: the base slot still
         // holds items (then the queue is not empty)
-        if self.head < self.slots[self.bslot].len() {
+        if self.head < self.cur.len() {
             return true;
         }
         self.settle_slow()
@@ -309,8 +332,7 @@ impl<T: Copy> Wheel<T> {
     /// Is there an item at time `t`, given that no item is earlier?
     #[inline]
     pub fn has_at(&self, t: u64) -> bool {
-        let v = &self.slots[self.bslot];
-        match v.get(self.head) {
+        match self.cur.get(self.head) {
             Some(e) => e.0 == t,
             // base slot drained: items at `t` can only be in t's slot
             None => {
@@ -330,19 +352,19 @@ impl<T: Copy> Wheel<T> {
         if !self.settle() {
             return None;
         }
-        let e = &self.slots[self.bslot][self.head];
+        let e = &self.cur[self.head];
         Some((e.0, e.1))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, u64, T)> {
         if !self.settle() {
             return None;
         }
-        let e = self.slots[self.bslot][self.head];
+        let e = self.cur[self.head];
         self.head += 1;
         self.len -= 1;
-        if self.head == self.slots[self.bslot].len() {
+        if self.head == self.cur.len() {
             self.release_base_slot();
         }
         Some(e)
@@ -509,26 +531,22 @@ mod tests {
             h.push(1_000, seq, ());
         }
         while h.pop().is_some() {}
-        let burst = h.slots[s].capacity();
+        let burst = h.slot_capacity(s);
         assert!(burst >= 10_000, "{burst}");
         // the same slot one wheel turn later holds 3 events: drained, it
         // drops the burst's buffer
         for seq in 0..3u64 {
             h.push(1_000 + SPAN, 20_000 + seq, ());
         }
-        assert_eq!(h.slots[s].capacity(), burst);
+        assert_eq!(h.slot_capacity(s), burst);
         while h.pop().is_some() {}
-        assert!(
-            h.slots[s].capacity() <= KEEP_MIN,
-            "{}",
-            h.slots[s].capacity()
-        );
+        assert!(h.slot_capacity(s) <= KEEP_MIN, "{}", h.slot_capacity(s));
         // a small round keeps its (small) buffer
         for seq in 0..40u64 {
             h.push(1_000 + 2 * SPAN, 30_000 + seq, ());
         }
         while h.pop().is_some() {}
-        let small = h.slots[s].capacity();
+        let small = h.slot_capacity(s);
         assert!((40..=KEEP_MIN).contains(&small), "{small}");
     }
 }
