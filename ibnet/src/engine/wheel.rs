@@ -27,7 +27,7 @@ const WORDS: usize = SLOTS / 64;
 const SPAN: u64 = (SLOTS as u64) << SHIFT;
 /// A drained slot keeps a buffer of up to this many entries whatever its
 /// last round held (see [`Wheel::release_base_slot`]).
-const KEEP_MIN: usize = 64;
+const KEEP_MIN: usize = 512;
 
 struct Far<T>(u64, u64, T);
 
@@ -215,8 +215,10 @@ impl<T: Copy> Wheel<T> {
     fn release_base_slot(&mut self) {
         let v = &mut self.cur;
         let held = v.len();
-        if v.capacity() > KEEP_MIN && v.capacity() > 2 * held {
-            *v = Vec::with_capacity(held);
+        // (hysteresis: a slot whose load only varies by a small factor
+        // from round to round is not reallocated every round)
+        if v.capacity() > KEEP_MIN && v.capacity() > 4 * held {
+            *v = Vec::with_capacity(2 * held);
         } else {
             v.clear();
         }
@@ -227,15 +229,20 @@ impl<T: Copy> Wheel<T> {
     /// Insert an item with time `t` and sequence number `seq`.
     #[inline(always)]
     pub fn push(&mut self, t: u64, seq: u64, v: T) {
-        if t < self.base {
-            self.rebuild(t);
+        // one comparison on the common path: t < base wraps to a huge
+        // offset and takes the slow branch
+        if t.wrapping_sub(self.base) >= SPAN {
+            if t < self.base {
+                self.rebuild(t);
+            }
+            if t - self.base >= SPAN {
+                self.len += 1;
+                self.far.push(Far(t, seq, v));
+                return;
+            }
         }
         self.len += 1;
-        if t - self.base < SPAN {
-            self.put((t, seq, v));
-        } else {
-            self.far.push(Far(t, seq, v));
-        }
+        self.put((t, seq, v));
     }
 
     /// Make `t`'s slot the base slot and redistribute everything (only
