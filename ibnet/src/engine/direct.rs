@@ -41,6 +41,20 @@ impl Fabric {
         self.counter += 1;
         self.events += 1;
         self.last_fg = self.now;
+        self.direct_applied += 1;
+    }
+
+    /// Queue every event instead (tests: the run must be the same, flit by
+    /// flit, with the same event count).
+    #[doc(hidden)]
+    pub fn set_direct_events(&mut self, on: bool) {
+        self.direct = on;
+    }
+
+    /// Events applied where they were scheduled so far (tests).
+    #[doc(hidden)]
+    pub fn direct_events_applied(&self) -> u64 {
+        self.direct_applied
     }
 
     /// `ObufRxCred { pi, v, limit }` at `at`: applied at once when allowed
@@ -48,7 +62,8 @@ impl Fabric {
     #[inline(always)]
     pub(super) fn sched_rx_cred(&mut self, at: u64, pi: usize, v: u8, limit: u64) {
         let now = self.now;
-        let ok = at == now && self.started && now + self.tm.cred != self.next_boundary;
+        let ok =
+            at == now && self.started && self.direct && now + self.tm.cred != self.next_boundary;
         let ob = &mut self.ports[pi].ob;
         if ok && !ob.dormant && ob.rx_queued == 0 && !(ob.pop_pending && ob.pop_at == now) {
             ob.fccl[v as usize] = limit;
@@ -71,7 +86,7 @@ impl Fabric {
     #[inline]
     pub(super) fn sched_arb_kick(&mut self, pi: usize) {
         let a = &self.ports[pi].arb;
-        if self.started && a.pop_pending && a.pop_at > self.now {
+        if self.started && self.direct && a.pop_pending && a.pop_at > self.now {
             self.direct_event();
             return;
         }
