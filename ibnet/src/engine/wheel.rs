@@ -252,7 +252,7 @@ impl<T: Copy> Wheel<T> {
         let mut all: Vec<(u64, u64, T)> = Vec::with_capacity(self.len);
         all.extend(self.cur.drain(..).skip(self.head));
         for s in self.slots.iter_mut() {
-            all.extend(s.drain(..));
+            all.append(s);
         }
         all.extend(self.far.drain().map(|Far(a, b, c)| (a, b, c)));
         self.occ.fill(0);
