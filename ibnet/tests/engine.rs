@@ -52,6 +52,75 @@ fn assert_lazy_equals_naive(
     assert!(ea < eb, "lazy mode should save events: {ea} vs {eb}");
 }
 
+/// Direct events (engine/direct.rs: credit updates applied where they are
+/// scheduled, no-op arbiter kicks dropped) against queuing every event:
+/// the same flit trace, the same report and the same event count; and the
+/// direct path was taken.
+fn assert_direct_equals_queued(
+    topo: &Topology,
+    p: &Params,
+    modes: &[(usize, TrafficMode)],
+    until: u64,
+) {
+    let run = |direct: bool| {
+        let mut f = Fabric::new(topo, p).unwrap();
+        f.set_direct_events(direct);
+        for h in 0..f.num_hcas() {
+            f.set_traffic(h, TrafficMode::Silent).unwrap();
+        }
+        for (h, m) in modes {
+            f.set_traffic(*h, m.clone()).unwrap();
+        }
+        f.enable_trace();
+        f.run_until(Time(until));
+        assert!(f.error().is_none(), "{:?}", f.error());
+        let applied = f.direct_events_applied();
+        (f.take_trace(), f.report_with(true), applied)
+    };
+    let (ta, ra, na) = run(true);
+    let (tb, rb, nb) = run(false);
+    assert!(!ta.is_empty());
+    assert_eq!(ta.len(), tb.len());
+    for (i, (a, b)) in ta.iter().zip(&tb).enumerate() {
+        assert_eq!(a, b, "trace record {i} differs");
+    }
+    assert_eq!(ra, rb, "reports differ (events_processed included)");
+    assert_eq!(nb, 0);
+    // a quarter of all events are credit updates; most go direct
+    assert!(
+        na * 10 > ra.events_processed,
+        "direct events {na} of {}",
+        ra.events_processed
+    );
+}
+
+#[test]
+fn direct_events_equal_queued() {
+    let t = builtin("fattree:4").unwrap();
+    let n = t.hcas().len();
+    let mut modes = Vec::new();
+    for h in 0..n {
+        let lid = t.nodes[t.hcas()[(h + 1) % n]].lid().unwrap();
+        modes.push((h, TrafficMode::SeqOnce(vec![lid; 3])));
+    }
+    assert_direct_equals_queued(&t, &Params::qdr(), &modes, 30_000_000);
+    // the always-ticking credit timer (ticks at every period)
+    let mut naive = Params::qdr();
+    naive.lazy_credit_timer = false;
+    assert_direct_equals_queued(&t, &naive, &modes, 30_000_000);
+    // incast (congestion, back-pressure), two VLs, the thesis preset
+    let t = incast(3);
+    let modes: Vec<_> = (0..3).map(|h| (h, TrafficMode::SeqLoop(vec![4]))).collect();
+    assert_direct_equals_queued(&t, &Params::qdr(), &modes, 30_000_000);
+    let mut v = Params::qdr();
+    v.max_vl = 1;
+    v.msg_sq = 1;
+    assert_direct_equals_queued(&t, &v, &modes, 30_000_000);
+    let mut q = Params::thesis_ddr();
+    q.msg_length = 10000;
+    assert_direct_equals_queued(&t, &q, &modes, 30_000_000);
+}
+
 #[test]
 fn lazy_equals_naive_single_flow_with_idle_gaps() {
     // one message, a long idle period, another message (seq_once of 3)

@@ -270,6 +270,9 @@ impl Fabric {
             heap: super::wheel::Wheel::new(),
             dbg_last_key: 0,
             pulse: None,
+            next_pulse: super::run::PULSE_EVENTS,
+            direct: true,
+            direct_applied: 0,
             nowq: super::wheel::Fifo::with_capacity(256),
             counter: 0,
             cur_seq: 0,
@@ -321,14 +324,7 @@ impl Fabric {
                     for v in 0..self.nvl {
                         let ib = &self.ports[pi].ib;
                         let l = ib.abr[v] + ib.free[v] as u64;
-                        self.sched(
-                            NS,
-                            Ev::ObufRxCred {
-                                port: pi as u32,
-                                vl: v as u8,
-                                limit: l,
-                            },
-                        );
+                        self.sched_rx_cred(NS, pi, v as u8, l);
                     }
                 }
                 pi += 1;

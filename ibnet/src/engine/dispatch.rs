@@ -171,36 +171,37 @@ impl Fabric {
     /// Process the next event; `take_now` as decided by `peek_source`.
     #[inline(always)]
     pub(super) fn step_from(&mut self, take_now: bool) {
-        let (key, ev) = if take_now {
+        let (t, seq, ev) = if take_now {
+            // now-queue events are at the current instant (see `Entry`)
             let e = self.nowq.pop_front().unwrap();
-            (e.key, e.ev)
+            (self.now, e.seq, e.ev)
         } else {
             let Some((t, seq, ev)) = self.heap.pop() else {
                 return;
             };
-            (((t as u128) << 64) | seq as u128, ev)
+            debug_assert!(t >= self.now);
+            if t > MAX_TIME_PS {
+                self.fail(format!(
+                    "simulated time {t} ps is beyond the fabric's range ({MAX_TIME_PS} ps)"
+                ));
+                return;
+            }
+            (t, seq, ev)
         };
-        let t = (key >> 64) as u64;
-        debug_assert!(
-            key > self.dbg_last_key || self.events == 0,
-            "event keys must increase"
-        );
         if cfg!(debug_assertions) {
+            let key = ((t as u128) << 64) | seq as u128;
+            debug_assert!(
+                key > self.dbg_last_key || self.events == 0,
+                "event keys must increase"
+            );
             // only the assertion above reads it
             self.dbg_last_key = key;
         }
-        self.cur_seq = key as u64;
+        self.cur_seq = seq;
         self.started = true;
         if !ev.background() {
             self.fg_pending -= 1;
             self.last_fg = t;
-        }
-        debug_assert!(t >= self.now);
-        if t > MAX_TIME_PS {
-            self.fail(format!(
-                "simulated time {t} ps is beyond the fabric's range ({MAX_TIME_PS} ps)"
-            ));
-            return;
         }
         self.now = t;
         if t >= self.next_boundary {

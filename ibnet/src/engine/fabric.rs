@@ -144,6 +144,12 @@ pub struct Fabric {
     /// Progress counter for a liveness heartbeat (the co-simulation server
     /// passes ipc-proto's): incremented every [`PULSE_EVENTS`] events.
     pub(super) pulse: Option<&'static std::sync::atomic::AtomicU64>,
+    /// event count at which the pulse is next incremented
+    pub(super) next_pulse: u64,
+    /// direct events on (direct.rs; off only to test that they change
+    /// nothing) and how many were applied
+    pub(super) direct: bool,
+    pub(super) direct_applied: u64,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except
     /// virtual-sequence ones, so `step` takes whichever key is smaller.

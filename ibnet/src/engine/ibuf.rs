@@ -154,14 +154,7 @@ impl Fabric {
         } else {
             l
         };
-        self.sched(
-            now,
-            Ev::ObufRxCred {
-                port: pi as u32,
-                vl: v as u8,
-                limit: l,
-            },
-        );
+        self.sched_rx_cred(now, pi, v as u8, l);
         self.ibuf_handoff(pi, out as usize, v);
     }
 
@@ -188,7 +181,7 @@ impl Fabric {
             ib.abr[v] = fctbs;
         }
         let l = ib.abr[v] + ib.free[v] as u64;
-        self.sched(t, Ev::ObufRxCred { port, vl, limit: l });
+        self.sched_rx_cred(t, pi, vl, l);
     }
 
     pub(super) fn ibuf_handoff(&mut self, pi: usize, o: usize, v: usize) {
@@ -245,20 +238,13 @@ impl Fabric {
         } else {
             ib.abr[v] + ib.free[v] as u64
         };
-        self.sched(
-            now,
-            Ev::ObufRxCred {
-                port: pi as u32,
-                vl: v as u8,
-                limit: l,
-            },
-        );
+        self.sched_rx_cred(now, pi, v as u8, l);
         if self.ports[pi].hca == NONE {
             if last {
                 self.ports[pi].ib.nbs -= 1;
                 let base = self.ports[pi].base;
                 for j in 0..self.ports[pi].nports as u32 {
-                    self.sched(now, Ev::ArbKick { port: base + j });
+                    self.sched_arb_kick((base + j) as usize);
                 }
             }
             self.ibuf_handoff(pi, o, v);

@@ -15,6 +15,10 @@ pub(super) struct Obuf {
     pub(super) q: VecDeque<FId>,
     pub(super) size: usize,
     pub(super) pop_pending: bool,
+    /// time of the pending pop (valid while `pop_pending`; direct.rs)
+    pub(super) pop_at: u64,
+    /// `ObufRxCred` events of this port in the queue (direct.rs)
+    pub(super) rx_queued: u32,
     pub(super) inside: bool,
     pub(super) fctbs: [u64; 8],
     pub(super) fccl: [u64; 8],
@@ -42,6 +46,8 @@ impl Obuf {
             q: VecDeque::new(),
             size,
             pop_pending: false,
+            pop_at: 0,
+            rx_queued: 0,
             inside: false,
             fctbs: [0; 8],
             fccl: [0; 8],
@@ -86,6 +92,7 @@ impl Fabric {
         let pend = now < tstar + NS || (now == tstar + NS && cur < seq);
         if pend {
             ob.pop_pending = true;
+            ob.pop_at = tstar + NS;
             self.push_key(
                 tstar + NS,
                 seq,
@@ -109,6 +116,7 @@ impl Fabric {
     /// limit may differ from what it last sent.
     #[inline]
     pub(super) fn obuf_rx_cred(&mut self, pi: usize, v: usize, limit: u64) {
+        self.ports[pi].ob.rx_queued -= 1;
         if self.ports[pi].ob.dormant {
             self.obuf_wake(pi);
         }
@@ -132,6 +140,7 @@ impl Fabric {
         let need_pop = !ob.pop_pending;
         if need_pop {
             ob.pop_pending = true;
+            ob.pop_at = now + NS;
         }
         let qlen = ob.q.len() as u64;
         ob.qdepth.add(qlen);
@@ -209,6 +218,7 @@ impl Fabric {
             ob.first_tx = Some(now);
         }
         ob.pop_pending = true;
+        ob.pop_at = now + w;
         self.trace(TraceKind::Send, pi, id);
         if self.loss.is_some() && self.fl[id as usize].last() {
             self.loss_wire(pi, id);
@@ -245,7 +255,7 @@ impl Fabric {
         let ob = &mut self.ports[pi].ob;
         ob.pop_pending = false;
         if ob.prev_data {
-            self.sched(now, Ev::ArbKick { port: pi as u32 });
+            self.sched_arb_kick(pi);
         }
         let ob = &mut self.ports[pi].ob;
         if !ob.inside {
@@ -263,6 +273,7 @@ impl Fabric {
                         ob.first_tx = Some(now);
                     }
                     ob.pop_pending = true;
+                    ob.pop_at = now + w;
                     ob.prev_data = false;
                     let peer = self.ports[pi].peer;
                     self.sched(

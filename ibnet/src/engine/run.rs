@@ -210,7 +210,10 @@ impl Fabric {
         if let Some((_, from_now)) = self.peek_source() {
             self.step_from(from_now);
         }
-        if self.events.is_multiple_of(PULSE_EVENTS) {
+        // `>=`, not a multiple: events applied where they were scheduled
+        // (direct.rs) count too, so the counter may step over a multiple
+        if self.events >= self.next_pulse {
+            self.next_pulse = self.events + PULSE_EVENTS;
             if let Some(p) = self.pulse {
                 p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }

@@ -10,18 +10,38 @@ use super::fabric::{Fabric, NONE, NS};
 use super::flits::{FId, Flit, F_CAND, F_FECN};
 use crate::params::ArbEntry;
 
+/// One head-of-queue slot of an arbiter, per (input, VL). The four fields
+/// live together (16 bytes) so that a hand-off or a pick touches one cache
+/// line instead of four arrays.
+#[derive(Clone, Copy)]
+pub(super) struct Hoq {
+    /// arrival time of the flit (the VSW reference)
+    pub(super) t_arr: u64,
+    /// flit handle, NONE = empty
+    pub(super) id: FId,
+    /// the packet length in flits when the slot holds a first flit, else 0
+    /// (the round-robin scan reads only this field)
+    pub(super) first: u16,
+    /// reserved by an input (isHoQFree succeeded, flit on its way)
+    pub(super) res: bool,
+}
+
+const HOQ_EMPTY: Hoq = Hoq {
+    t_arr: 0,
+    id: NONE,
+    first: 0,
+    res: false,
+};
+
 pub(super) struct Arb {
     pub(super) inputs: u16,
-    /// flit handle per (input, VL), NONE = empty
-    pub(super) hoq: Vec<FId>,
-    /// per (input, VL): the packet length in flits when the HoQ holds a
-    /// first flit, else 0 (the round-robin scan reads only this array)
-    pub(super) hoq_first: Vec<u16>,
-    pub(super) t_arr: Vec<u64>,
-    pub(super) res: Vec<bool>,
+    /// per (input, VL), index `input * nvl + vl`
+    pub(super) hoq: Vec<Hoq>,
     pub(super) fccl: [u64; 8],
     pub(super) fctbs: [u64; 8],
     pub(super) pop_pending: bool,
+    /// time of the pending pop (valid while `pop_pending`; direct.rs)
+    pub(super) pop_at: u64,
     pub(super) inside: bool,
     pub(super) last_vl: u8,
     pub(super) last_port: [u16; 8],
@@ -51,13 +71,11 @@ impl Arb {
     ) -> Arb {
         Arb {
             inputs,
-            hoq: vec![NONE; inputs as usize * nvl],
-            hoq_first: vec![0; inputs as usize * nvl],
-            t_arr: vec![0; inputs as usize * nvl],
-            res: vec![false; inputs as usize * nvl],
+            hoq: vec![HOQ_EMPTY; inputs as usize * nvl],
             fccl: [0; 8],
             fctbs: [0; 8],
             pop_pending: false,
+            pop_at: 0,
             inside: false,
             last_vl: 0,
             last_port: [0; 8],
@@ -79,12 +97,10 @@ pub(super) fn dummy_arb() -> Arb {
     Arb {
         inputs: 0,
         hoq: Vec::new(),
-        hoq_first: Vec::new(),
-        t_arr: Vec::new(),
-        res: Vec::new(),
         fccl: [0; 8],
         fctbs: [0; 8],
         pop_pending: false,
+        pop_at: 0,
         inside: false,
         last_vl: 0,
         last_port: [0; 8],
@@ -105,10 +121,10 @@ impl Fabric {
     /// isHoQFree: true iff empty and unreserved; reserves on success.
     #[inline]
     pub(super) fn hoq_free(&mut self, port: usize, input: usize, v: usize) -> bool {
-        let a = &mut self.ports[port].arb;
         let i = input * self.nvl + v;
-        if a.hoq[i] == NONE && !a.res[i] {
-            a.res[i] = true;
+        let h = &mut self.ports[port].arb.hoq[i];
+        if h.id == NONE && !h.res {
+            h.res = true;
             true
         } else {
             false
@@ -122,15 +138,18 @@ impl Fabric {
         let vl = f.vl;
         let first = if f.sn == 0 { f.pkt_flits } else { 0 };
         let i = input * nvl + vl as usize;
-        if !a.res[i] || a.hoq[i] != NONE {
+        let h = &mut a.hoq[i];
+        if !h.res || h.id != NONE {
             let msg = format!("arbiter HoQ ({input}, {vl}) not reserved or occupied");
             self.fail(msg);
             return;
         }
-        a.hoq[i] = id;
-        a.hoq_first[i] = first;
-        a.t_arr[i] = self.now;
-        a.res[i] = false;
+        *h = Hoq {
+            t_arr: self.now,
+            id,
+            first,
+            res: false,
+        };
         self.arbitrate(pi);
     }
 
@@ -151,7 +170,7 @@ impl Fabric {
                 p = 0;
             }
             // 0 = empty or a continuation flit
-            let len = a.hoq_first[p * nvl + v];
+            let len = a.hoq[p * nvl + v].first;
             if len != 0 && len as i64 <= credits {
                 return Some(p);
             }
@@ -175,7 +194,7 @@ impl Fabric {
             if p == n {
                 p = 0;
             }
-            let id = a.hoq[p * nvl + v];
+            let id = a.hoq[p * nvl + v].id;
             if id != NONE {
                 let f = &fl[id as usize];
                 if f.sn == 0 && best.is_none_or(|(t, _)| f.t_in < t) {
@@ -184,7 +203,7 @@ impl Fabric {
             }
         }
         let (_, p) = best?;
-        (fl[a.hoq[p * nvl + v] as usize].pkt_flits as i64 <= credits).then_some(p)
+        (fl[a.hoq[p * nvl + v].id as usize].pkt_flits as i64 <= credits).then_some(p)
     }
 
     pub(super) fn pick(&self, a: &Arb, v: usize, start: u16) -> Option<usize> {
@@ -317,7 +336,7 @@ impl Fabric {
             let a = &mut self.ports[pi].arb;
             v = a.last_vl as usize;
             p = a.last_port[v] as usize;
-            let id = a.hoq[p * nvl + v];
+            let id = a.hoq[p * nvl + v].id;
             if id == NONE {
                 return;
             }
@@ -345,7 +364,7 @@ impl Fabric {
             p = sp;
             v = sv;
             let port = &self.ports[pi];
-            let f = &self.fl[port.arb.hoq[p * nvl + v] as usize];
+            let f = &self.fl[port.arb.hoq[p * nvl + v].id as usize];
             let pkt_flits = f.pkt_flits as usize;
             let inside = !f.last();
             // validity (a): obuf free space strictly greater than the packet
@@ -380,10 +399,10 @@ impl Fabric {
             a.last_port[v] = p as u16;
         }
         let i = p * nvl + v;
-        let id = std::mem::replace(&mut a.hoq[i], NONE);
-        a.hoq_first[i] = 0;
+        let h = std::mem::replace(&mut a.hoq[i], HOQ_EMPTY);
+        let id = h.id;
         let flit = &mut self.fl[id as usize];
-        let t_arr = a.t_arr[i];
+        let t_arr = h.t_arr;
         if nvl > 1 {
             if a.last_high {
                 a.used_high[a.idx_high] += 1;
@@ -412,6 +431,7 @@ impl Fabric {
             self.tm.arb_hca[flit.bytes as usize]
         };
         a.pop_pending = true;
+        a.pop_at = now + tarb;
         let to_obuf = if is_sw {
             let mut target = t_arr + self.tm.vsw;
             if target <= a.last {
@@ -428,7 +448,6 @@ impl Fabric {
             now
         };
         a.fctbs[v] += 1;
-        a.res[i] = false;
         let last = flit.last();
         self.sched(now + tarb, Ev::ArbPop { port: pi as u32 });
         self.sched(

@@ -25,6 +25,9 @@ const SHIFT: u32 = 8;
 const SLOTS: usize = 1024;
 const WORDS: usize = SLOTS / 64;
 const SPAN: u64 = (SLOTS as u64) << SHIFT;
+/// A drained slot keeps a buffer of up to this many entries whatever its
+/// last round held (see [`Wheel::release_base_slot`]).
+const KEEP_MIN: usize = 512;
 
 struct Far<T>(u64, u64, T);
 
@@ -54,6 +57,8 @@ pub(crate) struct Wheel<T: Copy> {
     /// first unpopped item of the base slot
     head: usize,
     len: usize,
+    /// the items of the base slot (its entry in `slots` is empty)
+    cur: Vec<(u64, u64, T)>,
     occ: Box<[u64; WORDS]>,
     slots: Vec<Vec<(u64, u64, T)>>,
     far: BinaryHeap<Far<T>>,
@@ -68,6 +73,12 @@ pub(crate) struct Wheel<T: Copy> {
 /// within the slot, which leaves equal times in push order; if that is not
 /// seq order after all, a full sort.
 fn sort_slot<T: Copy>(v: &mut [(u64, u64, T)], tmp: &mut Vec<(u64, u64, T)>) {
+    // Most slots arrive sorted already (the fabric's delays are whole
+    // nanoseconds at QDR, so a 256 ps slot holds one instant, pushed in seq
+    // order): one comparison pass instead of a counting sort over 256 bins.
+    if v.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)) {
+        return;
+    }
     if v.len() <= 24 {
         insertion_sort(v);
         return;
@@ -119,6 +130,7 @@ impl<T: Copy> Wheel<T> {
             bslot: 0,
             head: 0,
             len: 0,
+            cur: Vec::new(),
             occ: Box::new([0; WORDS]),
             slots: (0..SLOTS).map(|_| Vec::new()).collect(),
             far: BinaryHeap::new(),
@@ -129,6 +141,16 @@ impl<T: Copy> Wheel<T> {
     #[allow(dead_code)]
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Buffer capacity of slot `s` (tests).
+    #[cfg(test)]
+    fn slot_capacity(&self, s: usize) -> usize {
+        if s == self.bslot {
+            self.cur.capacity()
+        } else {
+            self.slots[s].capacity()
+        }
     }
 
     #[inline]
@@ -169,7 +191,7 @@ impl<T: Copy> Wheel<T> {
     fn put(&mut self, e: (u64, u64, T)) {
         let s = slot_of(e.0);
         if s == self.bslot {
-            let v = &mut self.slots[s];
+            let v = &mut self.cur;
             // sorted insert; new items usually have the largest key
             let key = (e.0, e.1);
             let mut pos = v.len();
@@ -183,18 +205,44 @@ impl<T: Copy> Wheel<T> {
         self.set_occ(s);
     }
 
+    /// The base slot is drained: empty it for its next round. A slot keeps
+    /// its buffer between rounds (no allocation in a steady run), but not
+    /// one much larger than this round needed: otherwise every slot keeps
+    /// the capacity of its busiest round ever (the credit ticks of all
+    /// ports fall into one slot), which on the 1944-node network was most
+    /// of the process's memory (about 150 MB of 5 million idle entries).
+    #[inline]
+    fn release_base_slot(&mut self) {
+        let v = &mut self.cur;
+        let held = v.len();
+        // (hysteresis: a slot whose load only varies by a small factor
+        // from round to round is not reallocated every round)
+        if v.capacity() > KEEP_MIN && v.capacity() > 4 * held {
+            *v = Vec::with_capacity(2 * held);
+        } else {
+            v.clear();
+        }
+        self.head = 0;
+        self.clear_occ(self.bslot);
+    }
+
     /// Insert an item with time `t` and sequence number `seq`.
     #[inline(always)]
     pub fn push(&mut self, t: u64, seq: u64, v: T) {
-        if t < self.base {
-            self.rebuild(t);
+        // one comparison on the common path: t < base wraps to a huge
+        // offset and takes the slow branch
+        if t.wrapping_sub(self.base) >= SPAN {
+            if t < self.base {
+                self.rebuild(t);
+            }
+            if t - self.base >= SPAN {
+                self.len += 1;
+                self.far.push(Far(t, seq, v));
+                return;
+            }
         }
         self.len += 1;
-        if t - self.base < SPAN {
-            self.put((t, seq, v));
-        } else {
-            self.far.push(Far(t, seq, v));
-        }
+        self.put((t, seq, v));
     }
 
     /// Make `t`'s slot the base slot and redistribute everything (only
@@ -202,9 +250,9 @@ impl<T: Copy> Wheel<T> {
     #[cold]
     fn rebuild(&mut self, t: u64) {
         let mut all: Vec<(u64, u64, T)> = Vec::with_capacity(self.len);
-        for (i, s) in self.slots.iter_mut().enumerate() {
-            let from = if i == self.bslot { self.head } else { 0 };
-            all.extend(s.drain(..).skip(from));
+        all.extend(self.cur.drain(..).skip(self.head));
+        for s in self.slots.iter_mut() {
+            all.append(s);
         }
         all.extend(self.far.drain().map(|Far(a, b, c)| (a, b, c)));
         self.occ.fill(0);
@@ -223,25 +271,31 @@ impl<T: Copy> Wheel<T> {
 
     /// Move the base to slot `s` (occupied, or the slot of the far minimum
     /// when the wheel is empty), pull in far items now within the span and
-    /// sort the new base slot.
+    /// sort the new base slot. The base slot's items live in `cur` (one
+    /// indirection less on every pop); its entry in `slots` keeps the
+    /// buffer it had.
     fn advance(&mut self, s: Option<usize>) {
-        // the old base slot is drained
+        // the old base slot is drained (and released by `pop`)
+        debug_assert!(self.head == 0 && self.cur.is_empty());
         let old = self.bslot;
-        self.slots[old].clear();
-        self.head = 0;
         self.clear_occ(old);
-        match s {
+        let new = match s {
             Some(s) => {
                 let d = (s + SLOTS - old) & (SLOTS - 1);
                 self.base += (d as u64) << SHIFT;
-                self.bslot = s;
+                s
             }
             None => {
                 let t = self.far.peek().expect("advance on an empty queue").0;
                 self.base = t & !((1u64 << SHIFT) - 1);
-                self.bslot = slot_of(t);
+                slot_of(t)
             }
-        }
+        };
+        // the drained buffer goes back to its slot, the new slot's items
+        // become `cur`
+        std::mem::swap(&mut self.slots[old], &mut self.cur);
+        std::mem::swap(&mut self.slots[new], &mut self.cur);
+        self.bslot = new;
         let end = self.base + SPAN;
         while let Some(f) = self.far.peek() {
             if f.0 >= end {
@@ -249,19 +303,23 @@ impl<T: Copy> Wheel<T> {
             }
             let Far(a, b, c) = self.far.pop().unwrap();
             let s = slot_of(a);
-            self.slots[s].push((a, b, c));
+            if s == self.bslot {
+                self.cur.push((a, b, c));
+            } else {
+                self.slots[s].push((a, b, c));
+            }
             self.set_occ(s);
         }
-        sort_slot(&mut self.slots[self.bslot], &mut self.tmp);
+        sort_slot(&mut self.cur, &mut self.tmp);
     }
 
-    /// Ensure the base slot holds the minimum (after this, `slots[bslot]
-    /// [head]` is the smallest item). Returns false when empty.
+    /// Ensure the base slot holds the minimum (after this, `cur[head]` is
+    /// the smallest item). Returns false when empty.
     #[inline(always)]
     fn settle(&mut self) -> bool {
         // fast path, inlined into every pop and peek: the base slot still
         // holds items (then the queue is not empty)
-        if self.head < self.slots[self.bslot].len() {
+        if self.head < self.cur.len() {
             return true;
         }
         self.settle_slow()
@@ -281,8 +339,7 @@ impl<T: Copy> Wheel<T> {
     /// Is there an item at time `t`, given that no item is earlier?
     #[inline]
     pub fn has_at(&self, t: u64) -> bool {
-        let v = &self.slots[self.bslot];
-        match v.get(self.head) {
+        match self.cur.get(self.head) {
             Some(e) => e.0 == t,
             // base slot drained: items at `t` can only be in t's slot
             None => {
@@ -302,22 +359,20 @@ impl<T: Copy> Wheel<T> {
         if !self.settle() {
             return None;
         }
-        let e = &self.slots[self.bslot][self.head];
+        let e = &self.cur[self.head];
         Some((e.0, e.1))
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(u64, u64, T)> {
         if !self.settle() {
             return None;
         }
-        let e = self.slots[self.bslot][self.head];
+        let e = self.cur[self.head];
         self.head += 1;
         self.len -= 1;
-        if self.head == self.slots[self.bslot].len() {
-            self.slots[self.bslot].clear();
-            self.head = 0;
-            self.clear_occ(self.bslot);
+        if self.head == self.cur.len() {
+            self.release_base_slot();
         }
         Some(e)
     }
@@ -468,5 +523,37 @@ mod tests {
             assert_eq!(Some(v), keys.pop_first());
         }
         assert!(keys.is_empty());
+    }
+
+    /// A slot that once held a burst does not keep that buffer once a
+    /// later round needed far less (the memory bound of the 1944-node
+    /// run), and a small slot keeps its buffer (no allocation per round).
+    #[test]
+    fn drained_slot_releases_a_burst_buffer() {
+        let mut h = Wheel::new();
+        let s = slot_of(1_000);
+        // a burst of 10000 events at one instant (like the credit ticks of
+        // every port), drained: the buffer fits what the round held
+        for seq in 0..10_000u64 {
+            h.push(1_000, seq, ());
+        }
+        while h.pop().is_some() {}
+        let burst = h.slot_capacity(s);
+        assert!(burst >= 10_000, "{burst}");
+        // the same slot one wheel turn later holds 3 events: drained, it
+        // drops the burst's buffer
+        for seq in 0..3u64 {
+            h.push(1_000 + SPAN, 20_000 + seq, ());
+        }
+        assert_eq!(h.slot_capacity(s), burst);
+        while h.pop().is_some() {}
+        assert!(h.slot_capacity(s) <= KEEP_MIN, "{}", h.slot_capacity(s));
+        // a small round keeps its (small) buffer
+        for seq in 0..40u64 {
+            h.push(1_000 + 2 * SPAN, 30_000 + seq, ());
+        }
+        while h.pop().is_some() {}
+        let small = h.slot_capacity(s);
+        assert!((40..=KEEP_MIN).contains(&small), "{small}");
     }
 }

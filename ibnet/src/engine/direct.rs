@@ -1,0 +1,95 @@
+//! Zero-delay events applied where they are scheduled, when that provably
+//! gives the same run as queuing them (issue 13: fewer trips through the
+//! event queue, same results to the picosecond, same event count).
+//!
+//! An event E scheduled at the current instant with seq s runs after every
+//! event already queued with a smaller key and after the rest of the
+//! handler that schedules it; every event scheduled later runs after E.
+//! Applying E's effect at once is therefore the same run if nothing that
+//! runs in between reads or writes what E writes, and E's effect does not
+//! depend on what they write. Two events qualify, with these proofs:
+//!
+//! - `ObufRxCred` (the ibuf's new credit limit for its own obuf): writes
+//!   only `fccl[vl]` of that obuf (and wakes a dormant obuf: not taken
+//!   here). Readers of `fccl` are the obuf's pop (FC scan) and its credit
+//!   tick; writers are other `ObufRxCred` of the port. It is applied at
+//!   once only when the obuf is awake, has no pop pending at this instant
+//!   (a pending pop is always queued before E), the instant is not a
+//!   credit tick instant (ticks run at multiples of `Tcred`), and no other
+//!   `ObufRxCred` of the port is queued (it would overwrite the value
+//!   later). Nothing else in the model reads `fccl` until the report.
+//! - `ArbKick` (arbitrate): a no-op while the arbiter's pop timer is
+//!   pending (`arbitrate` returns at once), and that flag is cleared only by
+//!   the arbiter's own pop, at `pop_at`. If that is later than now, the
+//!   kick does nothing whenever it runs in this instant: it is counted and
+//!   dropped.
+//!
+//! Either way the event is accounted as processed: it takes its seq from
+//! the insertion counter (so every later seq, the lazy credit timer's
+//! virtual seqs included, is unchanged), counts in `events_processed`, and
+//! as a foreground event marks this instant as the last foreground one
+//! (the deadlock rule, run.rs), exactly as if it had been queued and run.
+
+use super::dispatch::Ev;
+use super::fabric::Fabric;
+
+impl Fabric {
+    /// Account for a zero-delay foreground event that was applied (or
+    /// proven a no-op) where it was scheduled, instead of being queued.
+    #[inline(always)]
+    fn direct_event(&mut self) {
+        self.counter += 1;
+        self.events += 1;
+        self.last_fg = self.now;
+        self.direct_applied += 1;
+    }
+
+    /// Queue every event instead (tests: the run must be the same, flit by
+    /// flit, with the same event count).
+    #[doc(hidden)]
+    pub fn set_direct_events(&mut self, on: bool) {
+        self.direct = on;
+    }
+
+    /// Events applied where they were scheduled so far (tests).
+    #[doc(hidden)]
+    pub fn direct_events_applied(&self) -> u64 {
+        self.direct_applied
+    }
+
+    /// `ObufRxCred { pi, v, limit }` at `at`: applied at once when allowed
+    /// (module doc), else queued.
+    #[inline(always)]
+    pub(super) fn sched_rx_cred(&mut self, at: u64, pi: usize, v: u8, limit: u64) {
+        let now = self.now;
+        let ok =
+            at == now && self.started && self.direct && now + self.tm.cred != self.next_boundary;
+        let ob = &mut self.ports[pi].ob;
+        if ok && !ob.dormant && ob.rx_queued == 0 && !(ob.pop_pending && ob.pop_at == now) {
+            ob.fccl[v as usize] = limit;
+            self.direct_event();
+            return;
+        }
+        ob.rx_queued += 1;
+        self.sched(
+            at,
+            Ev::ObufRxCred {
+                port: pi as u32,
+                vl: v,
+                limit,
+            },
+        );
+    }
+
+    /// `ArbKick { pi }` now: dropped (but counted) when it cannot do
+    /// anything (module doc), else queued.
+    #[inline]
+    pub(super) fn sched_arb_kick(&mut self, pi: usize) {
+        let a = &self.ports[pi].arb;
+        if self.started && self.direct && a.pop_pending && a.pop_at > self.now {
+            self.direct_event();
+            return;
+        }
+        self.sched(self.now, Ev::ArbKick { port: pi as u32 });
+    }
+}
