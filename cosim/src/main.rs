@@ -17,6 +17,7 @@
 //! pipes.
 
 mod options;
+mod placement;
 mod sides;
 mod verdict;
 
@@ -348,7 +349,15 @@ impl Supervisor {
         // Both sides ask for SIGTERM when the supervisor dies, even by
         // SIGKILL (prctl PR_SET_PDEATHSIG in ipc-proto), so nothing runs on
         // as an orphan.
-        let env = [("IBCOSIM_SUPERVISOR_PID", std::process::id().to_string())];
+        let mut env = vec![("IBCOSIM_SUPERVISOR_PID", std::process::id().to_string())];
+        // Both sides on one CPU (placement.rs says why); they inherit this
+        // process's affinity, and block instead of spinning on it.
+        if s.same_cpu
+            && placement::pin_to_one_cpu().is_some()
+            && std::env::var_os("IBCOSIM_SPIN_US").is_none()
+        {
+            env.push(("IBCOSIM_SPIN_US", "0".to_string()));
+        }
         let mut sa = s.sched_args.clone();
         let mut fabric_args = s.fabric_args.clone();
         // Several jobs: the fabric reads their placement as a rank map (the

@@ -78,6 +78,11 @@ pub struct Args {
     /// | inproc (fabric on a thread) | onepiece (fabric engine called by the scheduler's thread)
     #[arg(long, value_name = "T", default_value = "shm")]
     pub transport: String,
+    /// same-cpu (default): both sides share one CPU, since they alternate and never work at
+    /// once (a wake-up on the same CPU is several times cheaper than across CPUs; other CPUs
+    /// stay free for other sessions) | free: the kernel places them
+    #[arg(long, value_name = "P", default_value = "same-cpu")]
+    pub placement: String,
     /// Query protocol precision, e.g. 1ns, 100ps, 1ps
     #[arg(short = 'q', long, value_name = "TIME", default_value = "1ps")]
     pub quantum: String,
@@ -136,6 +141,8 @@ pub struct Settings {
     pub key: String,
     pub key_given: bool,
     pub transport: Transport,
+    /// Both sides on one CPU (`--placement same-cpu`).
+    pub same_cpu: bool,
     pub protocol: String,
     pub json: bool,
     pub loggopsim: PathBuf,
@@ -192,6 +199,15 @@ impl Settings {
                 "--protocol must be query, notify, query-v1, notify-v1, query-v3 or notify-v3, not '{protocol}'"
             )));
         }
+        let same_cpu = match a.placement.as_str() {
+            "same-cpu" => true,
+            "free" => false,
+            p => {
+                return Err(Refusal(format!(
+                    "--placement must be same-cpu or free, not '{p}'"
+                )))
+            }
+        };
         let transport = match a.transport.as_str() {
             "shm" | "ipc" => Transport::Shm,
             "mq" => Transport::Mq,
@@ -314,6 +330,7 @@ impl Settings {
             key,
             key_given,
             transport,
+            same_cpu,
             protocol,
             json: a.json,
             loggopsim: bindir.join("loggopsim"),

@@ -1354,7 +1354,16 @@ fn one_sided_schedule_needs_and_runs_protocol_v3() {
             Some(t0) => assert_eq!(&t, t0, "{tr}"),
         }
     }
-    let (s, _) = cosim_json(&["-f", gs, "-t", "H8_S1", "-p", "notify", "--key", &fresh_key()]);
+    let (s, _) = cosim_json(&[
+        "-f",
+        gs,
+        "-t",
+        "H8_S1",
+        "-p",
+        "notify",
+        "--key",
+        &fresh_key(),
+    ]);
     assert_eq!(Some(finish_times(&s)), first, "-p notify serves version 3");
     let o = run_limited(
         cosim_cmd(&[
