@@ -237,6 +237,26 @@ fn assert_names(msg: &str, files: &[&Path]) {
     assert!(!msg.trim().is_empty());
 }
 
+/// A file an `[ibdm]` table names that is a directory (a case the TOML fuzz
+/// found: a mutated path `../../shared/data`): the error names the TOML file
+/// and the table, not only the directory.
+#[test]
+fn import_of_a_directory_names_the_toml_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    {
+        let f = dir.path().join("dir.toml");
+        std::fs::write(
+            &f,
+            "name = \"x\"\n[ibdm]\ntopo = \"data\"\nhcas = \"data\"\n",
+        )
+        .unwrap();
+        let e = topology::load(&f).unwrap_err().to_string();
+        assert_names(&e, &[&f]);
+        assert!(e.contains("[ibdm]") && e.contains("is a directory"), "{e}");
+    }
+}
+
 // ------------------------------------------------------------ library fuzz
 
 fn toml_seeds() -> Vec<Vec<u8>> {

@@ -300,10 +300,15 @@ fn ibdm_context(e: TopoError, toml: &Path) -> TopoError {
 }
 
 /// A file an import table (`[ibdm]`, `[ned]`, `[ibnetdiscover]`) names
-/// cannot be read: say which table named it.
+/// cannot be read (missing, a directory or device, too large): say which
+/// TOML file and table named it. Errors at a line of the imported file
+/// name that file and line and stay as they are.
 fn import_context(e: TopoError, toml: &Path, table: &str) -> TopoError {
     match e {
         TopoError::Io { .. } => TopoError::parse(Loc::file(toml), format!("{table}: {e}")),
+        TopoError::Parse { ref loc, .. } if loc.line == 0 => {
+            TopoError::parse(Loc::file(toml), format!("{table}: {e}"))
+        }
         e => e,
     }
 }
