@@ -1248,6 +1248,21 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             arrived: false,
             send_done: eager,
         };
+        self.track_message(m, msg_time, t_ins);
+        if eager {
+            self.complete_op(ev.id, ev.host, end);
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// A message enters the network: store it and wait for it according to
+    /// the synchronisation mode (poll: its event on the destination at
+    /// `earliest`, the earliest time it may arrive; notify: until the
+    /// network reports it; exact: also lower the granted horizon to the
+    /// insert time `t_ins` plus the network's minimum latency). Two-sided
+    /// sends and every part of a one-sided operation go through here.
+    fn track_message(&mut self, m: Msg, earliest: u64, t_ins: u64) -> u32 {
+        let (host, handle) = (m.dst, m.handle);
         let slot = match self.msg_free.pop() {
             Some(s) => {
                 self.msgs[s as usize] = m;
@@ -1263,9 +1278,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         self.events += 1;
         match self.mode {
             SyncMode::Poll => self.heap.push(Ev {
-                time: msg_time,
+                time: earliest,
                 seq,
-                host: op.peer,
+                host,
                 id: slot | MSG_FLAG,
             }),
             SyncMode::Notify => {
@@ -1278,10 +1293,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 self.granted = self.granted.min(t_ins.saturating_add(self.min_lat));
             }
         }
-        if eager {
-            self.complete_op(ev.id, ev.host, end);
-        }
-        Ok(Outcome::Done)
+        slot
     }
 
     /// Completes the rendezvous send of message `m` at match time `t` and

@@ -31,7 +31,6 @@
 
 use super::{
     add, class_key, mul, overflow, v, Ev, Msg, Outcome, Params, SimError, TraceEvent, Tracer,
-    MSG_FLAG,
 };
 use crate::hash::FastMap;
 use crate::network::{Handle, Network, OneSidedOp, SyncMode};
@@ -234,34 +233,7 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
             arrived: false,
             send_done: true,
         };
-        let slot = match self.msg_free.pop() {
-            Some(s) => {
-                self.msgs[s as usize] = m;
-                s
-            }
-            None => {
-                self.msgs.push(m);
-                self.msgs.len() as u32 - 1
-            }
-        };
-        let seq = self.seq;
-        self.seq += 1;
-        self.events += 1;
-        match self.mode {
-            SyncMode::Poll => self.heap.push(Ev {
-                time: earliest,
-                seq,
-                host: dst,
-                id: slot | MSG_FLAG,
-            }),
-            SyncMode::Notify => {
-                self.waiting.insert(handle, (slot, seq));
-            }
-            SyncMode::Exact => {
-                self.waiting.insert(handle, (slot, seq));
-                self.granted = self.granted.min(t_ins.saturating_add(self.min_lat));
-            }
-        }
+        self.track_message(m, earliest, t_ins);
     }
 
     /// The event of a part of a one-sided operation on `ev.host`.

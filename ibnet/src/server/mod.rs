@@ -734,6 +734,23 @@ impl FabricServer {
         Ok(Record::ConfigAck { min_latency })
     }
 
+    /// Close a batch of `count` arrivals at `ta`: count it and grant up to
+    /// the lookahead (everything, when nothing is left in flight).
+    fn end_arrival_batch(&mut self, ta: Time, count: usize, out: &mut Vec<Record>) {
+        self.stats.arrivals += count as u64;
+        self.stats.arrival_batches += 1;
+        let grant = if self.fabric.in_flight() == 0 {
+            u64::MAX
+        } else {
+            self.lookahead().max(ta.0 + 1)
+        };
+        out.push(Record::ArrivalBatchEnd {
+            time: ta,
+            count: count as u32,
+            grant: Time(grant),
+        });
+    }
+
     /// Version 2: a lower bound on the next completion of every message in
     /// flight, from their insert times and bases and the engine's bound.
     fn lookahead(&mut self) -> u64 {
@@ -808,18 +825,7 @@ impl FabricServer {
                 for &(handle, time) in &points {
                     out.push(Record::Arrival { handle, time });
                 }
-                self.stats.arrivals += points.len() as u64;
-                self.stats.arrival_batches += 1;
-                let grant = if self.fabric.in_flight() == 0 {
-                    u64::MAX
-                } else {
-                    self.lookahead().max(ta.0 + 1)
-                };
-                out.push(Record::ArrivalBatchEnd {
-                    time: ta,
-                    count: points.len() as u32,
-                    grant: Time(grant),
-                });
+                self.end_arrival_batch(ta, points.len(), out);
                 Ok(())
             }
             RunOutcome::Completed(ta, ids) => {
@@ -834,18 +840,7 @@ impl FabricServer {
                             .map_err(|e| ServerError::Log(e.to_string()))?;
                     }
                 }
-                self.stats.arrivals += ids.len() as u64;
-                self.stats.arrival_batches += 1;
-                let grant = if self.fabric.in_flight() == 0 {
-                    u64::MAX
-                } else {
-                    self.lookahead().max(ta.0 + 1)
-                };
-                out.push(Record::ArrivalBatchEnd {
-                    time: ta,
-                    count: ids.len() as u32,
-                    grant: Time(grant),
-                });
+                self.end_arrival_batch(ta, ids.len(), out);
                 Ok(())
             }
             RunOutcome::Limit => {
