@@ -40,7 +40,7 @@ pub mod serve;
 
 pub use serve::{run_serve, serve_channel, ServeArgs};
 pub use setup::{parse_quantum, FabricSetup, SetupArgs};
-pub use stats::ServerStats;
+pub use stats::{ServerStats, SummaryJson};
 
 use crate::engine::{Fabric, FabricError, MsgId, RunOutcome};
 use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
@@ -955,7 +955,7 @@ impl FabricServer {
     }
 
     /// JSON statistics: the server counters and the fabric's full report.
-    pub fn summary_json(&self) -> serde_json::Value {
+    pub fn summary_json(&self) -> stats::SummaryJson<'_> {
         stats::summary_json(self)
     }
 }
