@@ -352,8 +352,11 @@ impl Supervisor {
         let mut env = vec![("IBCOSIM_SUPERVISOR_PID", std::process::id().to_string())];
         // Both sides on one CPU (placement.rs says why); they inherit this
         // process's affinity, and block instead of spinning on it.
+        // (Also when the supervisor was started on one CPU already, e.g.
+        // under `taskset -c 1`: pinning changes nothing then, but the sides
+        // share that CPU all the same and must not spin on it.)
         if s.same_cpu
-            && placement::pin_to_one_cpu().is_some()
+            && (placement::pin_to_one_cpu().is_some() || placement::allowed_cpus().len() == 1)
             && std::env::var_os("IBCOSIM_SPIN_US").is_none()
         {
             env.push(("IBCOSIM_SPIN_US", "0".to_string()));

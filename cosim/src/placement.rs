@@ -29,7 +29,7 @@ pub fn choose(allowed: &[usize], current: Option<usize>) -> Option<usize> {
 }
 
 /// The CPUs this process may use (sched_getaffinity).
-fn allowed_cpus() -> Vec<usize> {
+pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
