@@ -747,7 +747,13 @@ impl Record {
         };
         // Every byte outside the fields must be zero: re-encoding must
         // reproduce the input exactly.
+        // (One slice comparison, a memcmp; the offset is searched only for
+        // the error message: a byte-by-byte search on every record was 40%
+        // of the decoding cost.)
         let again = rec.encode();
+        if again[..] == b[..] {
+            return Ok(rec);
+        }
         if let Some(off) = (0..RECORD_SIZE).find(|&i| again[i] != b[i]) {
             return Err(ProtoError::Violation(format!(
                 "{} record has non-zero reserved byte at offset {off}",
