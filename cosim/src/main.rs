@@ -350,16 +350,24 @@ impl Supervisor {
         // SIGKILL (prctl PR_SET_PDEATHSIG in ipc-proto), so nothing runs on
         // as an orphan.
         let mut env = vec![("IBCOSIM_SUPERVISOR_PID", std::process::id().to_string())];
-        // Both sides on one CPU (placement.rs says why); they inherit this
-        // process's affinity, and block instead of spinning on it.
-        // (Also when the supervisor was started on one CPU already, e.g.
-        // under `taskset -c 1`: pinning changes nothing then, but the sides
-        // share that CPU all the same and must not spin on it.)
-        if s.same_cpu
-            && (placement::pin_to_one_cpu().is_some() || placement::allowed_cpus().len() == 1)
-            && std::env::var_os("IBCOSIM_SPIN_US").is_none()
-        {
-            env.push(("IBCOSIM_SPIN_US", "0".to_string()));
+        // Both sides on one CPU (placement.rs says why): the supervisor
+        // names it (IBCOSIM_PIN_CPU) and each side moves there once the two
+        // have met, so that their start-up work (the fabric's topology, the
+        // scheduler's schedule) still runs on two CPUs at the same time;
+        // they block instead of spinning on it. (Also when the supervisor
+        // was started on one CPU already, e.g. under `taskset -c 1`: there
+        // is nothing to choose then, but the sides share that CPU all the
+        // same and must not spin on it.)
+        if s.same_cpu {
+            let cpu = placement::shared_cpu();
+            if let Some(c) = cpu {
+                env.push((ipc_proto::transport::SHARED_CPU_ENV, c.to_string()));
+            }
+            if (cpu.is_some() || placement::allowed_cpus().len() == 1)
+                && std::env::var_os("IBCOSIM_SPIN_US").is_none()
+            {
+                env.push(("IBCOSIM_SPIN_US", "0".to_string()));
+            }
         }
         let mut sa = s.sched_args.clone();
         let mut fabric_args = s.fabric_args.clone();

@@ -13,7 +13,10 @@
 //! per session also leaves the other CPUs to the other sessions of a
 //! parameter sweep. The CPU is the one the kernel placed the supervisor on
 //! when it started (exec balancing picks an idle one), within the CPUs the
-//! supervisor may use; `--placement free` leaves placement to the kernel.
+//! supervisor may use; each side moves there once the two have met (until
+//! then they work independently: the fabric builds its topology while the
+//! scheduler reads its schedule, on two CPUs when there are two).
+//! `--placement free` leaves placement to the kernel.
 
 /// The CPU both sides should share, given the CPUs this process may use
 /// and the one it runs on; `None` when there is no choice to make (one CPU
@@ -42,21 +45,16 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Restrict this process (and so the sides it starts, which inherit it) to
-/// one CPU. Returns the CPU, or `None` when nothing was changed.
-pub fn pin_to_one_cpu() -> Option<usize> {
+/// The CPU both sides will share: the one the kernel placed the
+/// supervisor on (within the CPUs it may use), or `None` when there is
+/// nothing to choose. The supervisor itself is not restricted: it passes
+/// the CPU to the sides (`IBCOSIM_PIN_CPU`), which move there once they
+/// have met (`ipc_proto::transport::move_to_shared_cpu`), so their
+/// start-up work runs in parallel.
+pub fn shared_cpu() -> Option<usize> {
     // SAFETY: sched_getcpu has no preconditions.
     let cur = unsafe { libc::sched_getcpu() };
-    let cpu = choose(&allowed_cpus(), usize::try_from(cur).ok())?;
-    // SAFETY: as above; the set holds one valid CPU index.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return None;
-        }
-    }
-    Some(cpu)
+    choose(&allowed_cpus(), usize::try_from(cur).ok())
 }
 
 #[cfg(test)]
@@ -77,29 +75,14 @@ mod tests {
     }
 
     #[test]
-    fn pinning_a_child_process_leaves_it_one_allowed_cpu() {
-        // in a child, so that the test binary's other threads keep their CPUs
-        match unsafe { libc::fork() } {
-            0 => {
-                let before = allowed_cpus();
-                let got = pin_to_one_cpu();
-                let after = allowed_cpus();
-                let ok = if before.len() < 2 {
-                    got.is_none() && after == before
-                } else {
-                    got.is_some() && after == vec![got.unwrap()] && before.contains(&after[0])
-                };
-                unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-            }
-            pid if pid > 0 => {
-                let mut st = 0;
-                unsafe { libc::waitpid(pid, &mut st, 0) };
-                assert!(
-                    libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
-                    "status {st}"
-                );
-            }
-            _ => panic!("fork failed"),
+    fn the_shared_cpu_is_an_allowed_one() {
+        let allowed = allowed_cpus();
+        match shared_cpu() {
+            Some(c) => assert!(
+                allowed.len() >= 2 && allowed.contains(&c),
+                "{c} of {allowed:?}"
+            ),
+            None => assert!(allowed.len() < 2, "{allowed:?}"),
         }
     }
 }

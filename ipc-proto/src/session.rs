@@ -503,6 +503,7 @@ impl FabricSession {
         loop {
             let pid = self.seg.scheduler_pid();
             if pid != 0 {
+                crate::transport::move_to_shared_cpu();
                 return Ok(pid);
             }
             n += 1;
@@ -685,6 +686,7 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
         };
         queues.push(open_queue(lane, &key, flags, None)?);
     }
+    crate::transport::move_to_shared_cpu();
     Ok(SchedulerSession {
         key,
         protocol,

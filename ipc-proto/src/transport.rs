@@ -157,8 +157,12 @@ pub(crate) fn spin_pause(yield_cpu: bool) {
     }
 }
 
-/// Is this process restricted to a single CPU (sched_getaffinity)?
+/// Is this process restricted to a single CPU (sched_getaffinity), or will
+/// it be once the two sides have met ([`shared_cpu`])?
 pub(crate) fn single_cpu() -> bool {
+    if shared_cpu().is_some() {
+        return true;
+    }
     // SAFETY: cpu_set_t is plain data; sched_getaffinity writes into it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
@@ -173,6 +177,40 @@ pub(crate) fn single_cpu() -> bool {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn a_side_moves_to_the_shared_cpu_and_yields_there() {
+        // in a child, so that the test binary's other threads keep their
+        // CPUs (and the environment is the child's own)
+        match unsafe { libc::fork() } {
+            0 => {
+                let allowed = |()| unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+                    (0..libc::CPU_SETSIZE as usize)
+                        .filter(|&c| libc::CPU_ISSET(c, &set))
+                        .collect::<Vec<_>>()
+                };
+                let before = allowed(());
+                let target = *before.last().unwrap();
+                std::env::set_var(SHARED_CPU_ENV, target.to_string());
+                let ok = single_cpu() && shared_cpu() == Some(target) && {
+                    move_to_shared_cpu();
+                    allowed(()) == vec![target]
+                };
+                unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+            }
+            pid if pid > 0 => {
+                let mut st = 0;
+                unsafe { libc::waitpid(pid, &mut st, 0) };
+                assert!(
+                    libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+                    "status {st}"
+                );
+            }
+            _ => panic!("fork failed"),
+        }
+    }
 
     #[test]
     fn long_waits_switch_to_a_short_spin_and_short_waits_back() {
@@ -206,5 +244,39 @@ mod tests {
         // a budget below the short spin is not raised
         let q = SpinPolicy::with(Duration::ZERO, true);
         assert_eq!(q.spin(), Duration::ZERO);
+    }
+}
+
+/// The environment variable with which the supervisor (`cosim
+/// --placement same-cpu`, the default) names the CPU the two sides share.
+pub const SHARED_CPU_ENV: &str = "IBCOSIM_PIN_CPU";
+
+/// The CPU named by [`SHARED_CPU_ENV`], if any (and valid).
+pub fn shared_cpu() -> Option<usize> {
+    static CPU: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *CPU.get_or_init(|| {
+        std::env::var(SHARED_CPU_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&c| c < libc::CPU_SETSIZE as usize)
+    })
+}
+
+/// Move the calling thread (the side's simulating thread) to the shared
+/// CPU, once the two sides have met (the scheduler attached / the session
+/// opened). Why only then: until they meet the sides work independently,
+/// the fabric building its topology and the scheduler reading its
+/// schedule, and on two idle CPUs they do that at the same time; after it
+/// they only alternate, and one CPU saves a cross-CPU wake-up per round
+/// trip (cosim/src/placement.rs). A failure (the CPU is not allowed)
+/// leaves the placement to the kernel; only the thread that calls it
+/// moves (the heartbeat and signal threads are idle).
+pub fn move_to_shared_cpu() {
+    let Some(cpu) = shared_cpu() else { return };
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; cpu < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        let _ = libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
     }
 }
