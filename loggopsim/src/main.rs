@@ -311,10 +311,14 @@ fn params(a: &SimArgs) -> Params {
     }
 }
 
+/// A fabric server built beforehand (one-piece mode), or why it failed.
+type Prebuilt = Result<ibnet::server::FabricServer, String>;
+
 fn make_network(
     a: &SimArgs,
     cosim: &loggopsim::network::fabric::CosimArgs,
     num_ranks: u32,
+    prebuilt: Option<Prebuilt>,
 ) -> anyhow::Result<Box<dyn Network>> {
     Ok(match a.network {
         NetworkKind::Loggp => Box::new(LogGp::new()),
@@ -325,9 +329,13 @@ fn make_network(
         NetworkKind::Inproc => {
             Box::new(loggopsim::network::inproc::spawn(cosim, num_ranks).map_err(|e| Exit(2, e))?)
         }
-        NetworkKind::Onepiece => {
-            Box::new(loggopsim::network::onepiece::build(cosim, num_ranks).map_err(|e| Exit(2, e))?)
-        }
+        NetworkKind::Onepiece => Box::new(
+            match prebuilt {
+                Some(p) => loggopsim::network::onepiece::build_from(cosim, num_ranks, p),
+                None => loggopsim::network::onepiece::build(cosim, num_ranks),
+            }
+            .map_err(|e| Exit(2, e))?,
+        ),
         NetworkKind::Flow | NetworkKind::Penalty | NetworkKind::Lop => {
             let kind = match a.network {
                 NetworkKind::Flow => "flow",
@@ -449,12 +457,35 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
         )
         .into());
     };
-    let sched = loggopsim::load_schedule(file).map_err(input_err)?;
+    // One-piece: the fabric is built while the schedule is read (on two
+    // CPUs both at once; the run itself is one thread, the fabric called
+    // by the scheduler's). A schedule error is still reported first.
+    let (sched, prebuilt) = if a.network == NetworkKind::Onepiece {
+        std::thread::scope(|sc| {
+            // the main thread's stack size (8 MiB), as the build had there
+            let fabric = std::thread::Builder::new()
+                .name("fabric-build".into())
+                .stack_size(8 << 20)
+                .spawn_scoped(sc, || loggopsim::network::inproc::build_unchecked(&a.cosim));
+            let sched = loggopsim::load_schedule(file);
+            let fabric = match fabric {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err("building the fabric panicked".into())),
+                // no thread to be had: build it here, after the schedule
+                Err(_) => loggopsim::network::inproc::build_unchecked(&a.cosim),
+            };
+            (sched, Some(fabric))
+        })
+    } else {
+        (loggopsim::load_schedule(file), None)
+    };
+    let sched = sched.map_err(input_err)?;
     let noise = load_noise(a, sched.num_ranks())?;
     if a.network != NetworkKind::Loggp {
         check_fabric_sizes(file, &sched)?;
     }
-    let o = execute(a, &a.cosim, sched, noise, true)?;
+    let o = execute(a, &a.cosim, sched, noise, true, prebuilt)?;
     emit(a, &o, None)
 }
 
@@ -495,8 +526,10 @@ fn execute(
     sched: loggopsim::schedule::Schedule,
     noise: Option<loggopsim::noise::Noise>,
     trace: bool,
+    prebuilt: Option<Prebuilt>,
 ) -> anyhow::Result<Outcome> {
     let p = params(a);
+    let cosim_given = cosim;
     // issue 14: put/get need a version-3 session; where this process
     // builds the fabric (inproc, onepiece) a version-2 protocol is raised
     let raised;
@@ -512,7 +545,9 @@ fn execute(
     } else {
         cosim
     };
-    let net = make_network(a, cosim, sched.num_ranks())?;
+    // a server prebuilt for another protocol (raised above) is not used
+    let prebuilt = prebuilt.filter(|_| std::ptr::eq(cosim, cosim_given));
+    let net = make_network(a, cosim, sched.num_ranks(), prebuilt)?;
     if trace && (a.verbose || a.timeline.is_some()) {
         let tl = match &a.timeline {
             Some(f) => Some(std::io::BufWriter::new(
@@ -703,7 +738,7 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
         }
         _ => None,
     };
-    let o = execute(a, &cosim, merged, noise, true)?;
+    let o = execute(a, &cosim, merged, noise, true, None)?;
     if !o.rep.ok() {
         return emit(a, &o, None);
     }
@@ -753,7 +788,7 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
                 _ => None,
             };
             let noise_j = load_noise(a, sc.num_ranks())?;
-            let oj = execute(a, &cosim_j, sc, noise_j, false)?;
+            let oj = execute(a, &cosim_j, sc, noise_j, false, None)?;
             if !oj.rep.ok() {
                 return Err(Exit(
                     1,

@@ -20,6 +20,13 @@ pub fn spawn(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
 /// version 1 the fabric gets q and F directly; in version 2 the backend's
 /// Config record sets them.
 pub fn build_fabric(args: &CosimArgs, num_ranks: u32) -> Result<FabricServer, String> {
+    check_ranks(args, build_unchecked(args)?, num_ranks)
+}
+
+/// The fabric server of `args`, before the schedule's rank count is known
+/// (so that it can be built while the schedule is read; see
+/// [`check_ranks`]).
+pub fn build_unchecked(args: &CosimArgs) -> Result<FabricServer, String> {
     let v1 = args.protocol.version < 2;
     let mut server = build_server(
         &args.fabric,
@@ -33,6 +40,15 @@ pub fn build_fabric(args: &CosimArgs, num_ranks: u32) -> Result<FabricServer, St
     if v1 {
         server.set_estimate_base(args.estimate_base);
     }
+    Ok(server)
+}
+
+/// `server` if it maps every rank of a `num_ranks`-rank schedule to an HCA.
+pub fn check_ranks(
+    args: &CosimArgs,
+    server: FabricServer,
+    num_ranks: u32,
+) -> Result<FabricServer, String> {
     let mapped = server.config().rank_hcas.len();
     if (num_ranks as usize) > mapped {
         return Err(format!(

@@ -8,7 +8,7 @@
 //! equal polling at 1 ps (cosim-protocol.md 3a).
 
 use super::fabric::{CosimArgs, CosimNetwork, Link};
-use super::inproc::{build_fabric, report_fabric};
+use super::inproc::report_fabric;
 use super::NetError;
 use ibnet::server::{FabricServer, ServerError, Step};
 use ipc_proto::{ChannelStats, ProtoError, Protocol, Record};
@@ -135,7 +135,18 @@ impl Link for Direct {
 /// calling it directly. Fails (before any simulation) on bad fabric
 /// options or when the schedule has more ranks than the fabric maps.
 pub fn build(args: &CosimArgs, num_ranks: u32) -> Result<CosimNetwork, String> {
-    let server = build_fabric(args, num_ranks)?;
+    build_from(args, num_ranks, super::inproc::build_unchecked(args))
+}
+
+/// [`build`] with a server built beforehand by
+/// [`super::inproc::build_unchecked`] (loggopsim builds it while it reads
+/// the schedule).
+pub fn build_from(
+    args: &CosimArgs,
+    num_ranks: u32,
+    server: Result<FabricServer, String>,
+) -> Result<CosimNetwork, String> {
+    let server = super::inproc::check_ranks(args, server?, num_ranks)?;
     let link = Direct::new(server, args.fabric_report.clone(), args.fabric_json);
     CosimNetwork::new_with_base(
         Box::new(link),
