@@ -323,7 +323,7 @@ impl Fabric {
                     self.sched(0, Ev::ObufTick { port: pi as u32 });
                     for v in 0..self.nvl {
                         let ib = &self.ports[pi].ib;
-                        let l = ib.abr[v] + ib.free[v] as u64;
+                        let l = ib.vl[v].abr + ib.vl[v].free as u64;
                         self.sched_rx_cred(NS, pi, v as u8, l);
                     }
                 }
