@@ -31,13 +31,10 @@ pub const PULSE_EVENTS: u64 = 1 << 16;
 impl Fabric {
     /// Process every event with time <= t; afterwards now() == max(now, t).
     pub fn run_until(&mut self, t: Time) {
-        while self.fatal.is_none() {
-            match self.peek_source() {
-                Some((et, from_now)) if et <= t.0 => {
-                    self.step_from(from_now);
-                }
-                _ => break,
-            }
+        // (every event is at or after `now`: nothing to do for an earlier
+        // limit; `step_until` never moves `now` past the limit)
+        if t.0 >= self.now {
+            while self.fatal.is_none() && self.step_until(t.0) {}
         }
         if self.fatal.is_none() && t.0 > self.now {
             self.advance_to(t.0);
