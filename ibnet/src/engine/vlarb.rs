@@ -333,7 +333,27 @@ impl Fabric {
         self.arbitrate(pi);
     }
 
+    /// Arbitrate (sec. 5.3). The two checks that end about half of all
+    /// calls at once -- the pop timer is pending, or the packet being sent
+    /// has no next flit in its HoQ yet -- are inlined at the call sites;
+    /// the rest is out of line.
+    #[inline(always)]
     pub(super) fn arbitrate(&mut self, pi: usize) {
+        let a = &self.ports[pi].arb;
+        if a.pop_pending {
+            return;
+        }
+        if a.inside {
+            let v = a.last_vl as usize;
+            if a.hoq[a.last_port[v] as usize * self.nvl + v].id == NONE {
+                return;
+            }
+        }
+        self.arbitrate_send(pi);
+    }
+
+    #[inline(never)]
+    fn arbitrate_send(&mut self, pi: usize) {
         let nvl = self.nvl;
         if self.ports[pi].arb.pop_pending {
             return;
