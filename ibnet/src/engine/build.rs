@@ -279,7 +279,7 @@ impl Fabric {
             now: 0,
             started: false,
             events: 0,
-            fg_pending: 0,
+            bg_pending: 0,
             last_fg: 0,
             sink_held: 0,
             lazy,

@@ -90,11 +90,16 @@ pub(super) enum Ev {
     ObufTick {
         port: u32,
     },
-    /// `timer`: scheduled by the credit timer (a tick or a lazy obuf's
-    /// catch-up), not by a transmission; see [`Ev::background`].
+    /// The end of a transmission (the obuf's pop).
     ObufPop {
         port: u32,
-        timer: bool,
+    },
+    /// The same pop scheduled by the credit timer (a tick or a lazy obuf's
+    /// catch-up), not by a transmission: a background event, see
+    /// [`Ev::background`] (a variant of its own so that the test is one
+    /// look at the discriminant).
+    ObufPopTimer {
+        port: u32,
     },
     IbufFlit {
         port: u32,
@@ -117,10 +122,13 @@ pub(super) enum Ev {
         h: u32,
         flit: FId,
     },
-    /// `timer`: started by the hiccup toggle to OFF, not by a flit.
     SinkDrain {
         h: u32,
-        timer: bool,
+    },
+    /// The same drain started by the hiccup toggle to OFF, not by a flit
+    /// (background, as `ObufPopTimer`).
+    SinkDrainTimer {
+        h: u32,
     },
     SinkHiccup {
         h: u32,
@@ -161,8 +169,8 @@ impl Ev {
             Ev::SinkHiccup { .. }
                 | Ev::ObufTick { .. }
                 | Ev::CctiTimer { .. }
-                | Ev::ObufPop { timer: true, .. }
-                | Ev::SinkDrain { timer: true, .. }
+                | Ev::ObufPopTimer { .. }
+                | Ev::SinkDrainTimer { .. }
         )
     }
 }
@@ -243,8 +251,9 @@ impl Fabric {
         }
         self.cur_seq = seq;
         self.started = true;
-        if !ev.background() {
-            self.fg_pending -= 1;
+        if ev.background() {
+            self.bg_pending -= 1;
+        } else {
             self.last_fg = t;
         }
         self.now = t;
@@ -272,7 +281,7 @@ impl Fabric {
                 self.obuf_rx_cred(port as usize, vl as usize, limit)
             }
             Ev::ObufTick { port } => self.obuf_tick(port as usize),
-            Ev::ObufPop { port, .. } => self.obuf_pop(port as usize),
+            Ev::ObufPop { port } | Ev::ObufPopTimer { port } => self.obuf_pop(port as usize),
             Ev::IbufFlit { port, flit } => self.ibuf_flit(port as usize, flit),
             Ev::IbufFc { port, vl } => self.ibuf_fc(port as usize, vl),
             Ev::IbufSent {
@@ -282,7 +291,7 @@ impl Fabric {
                 out,
             } => self.ibuf_sent(port as usize, vl as usize, last, out as usize),
             Ev::SinkFlit { h, flit } => self.sink_flit(h as usize, flit),
-            Ev::SinkDrain { h, .. } => self.sink_drain(h as usize),
+            Ev::SinkDrain { h } | Ev::SinkDrainTimer { h } => self.sink_drain(h as usize),
             Ev::SinkHiccup { h } => self.sink_hiccup(h as usize),
             Ev::CctiTimer { h } => self.ccti_timer(h as usize),
             Ev::QpDone { h, msg } => self.qp_done(h as usize, msg),

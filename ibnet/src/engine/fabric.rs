@@ -166,8 +166,9 @@ pub struct Fabric {
     pub(super) now: u64,
     pub(super) started: bool,
     pub(super) events: u64,
-    /// foreground events queued (deadlock rule, run.rs)
-    pub(super) fg_pending: u64,
+    /// background events queued (`Ev::background`; `fg_pending()` is the
+    /// rest, for the deadlock rule, run.rs)
+    pub(super) bg_pending: u64,
     /// Time of the last foreground event processed (deadlock rule).
     pub(super) last_fg: u64,
     /// Flits waiting in sink FIFOs (deadlock rule: hiccups matter then).

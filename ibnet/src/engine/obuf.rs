@@ -108,14 +108,7 @@ impl Fabric {
         if pend {
             ob.pop_pending = true;
             ob.pop_at = tstar + NS;
-            self.push_key(
-                tstar + NS,
-                seq,
-                Ev::ObufPop {
-                    port: pi as u32,
-                    timer: true,
-                },
-            );
+            self.push_key(tstar + NS, seq, Ev::ObufPopTimer { port: pi as u32 });
         } else if !ob.inside {
             // The always-ticking model's wake-up pop at tstar + 1 ns has
             // already run: between packets it scanned every VL (all in
@@ -161,25 +154,12 @@ impl Fabric {
         ob.qdepth.add(qlen);
         if virt {
             if need_pop {
-                self.push_key(
-                    now + NS,
-                    seq,
-                    Ev::ObufPop {
-                        port: pi as u32,
-                        timer: true,
-                    },
-                );
+                self.push_key(now + NS, seq, Ev::ObufPopTimer { port: pi as u32 });
             }
             self.push_key(now + cred, seq, Ev::ObufTick { port: pi as u32 });
         } else {
             if need_pop {
-                self.sched(
-                    now + NS,
-                    Ev::ObufPop {
-                        port: pi as u32,
-                        timer: true,
-                    },
-                );
+                self.sched(now + NS, Ev::ObufPopTimer { port: pi as u32 });
             }
             self.sched(now + cred, Ev::ObufTick { port: pi as u32 });
         }
@@ -255,13 +235,7 @@ impl Fabric {
                 flit: id,
             },
         );
-        self.sched(
-            now + w,
-            Ev::ObufPop {
-                port: pi as u32,
-                timer: false,
-            },
-        );
+        self.sched(now + w, Ev::ObufPop { port: pi as u32 });
     }
 
     pub(super) fn obuf_pop(&mut self, pi: usize) {
@@ -298,13 +272,7 @@ impl Fabric {
                             vl: v as u8,
                         },
                     );
-                    self.sched(
-                        now + w,
-                        Ev::ObufPop {
-                            port: pi as u32,
-                            timer: false,
-                        },
-                    );
+                    self.sched(now + w, Ev::ObufPop { port: pi as u32 });
                     return;
                 }
             }

@@ -114,7 +114,7 @@ impl Fabric {
                 if t > limit.0 {
                     break;
                 }
-                if self.fg_pending == 0 && t > self.last_fg.saturating_add(self.quiet_window()) {
+                if self.fg_pending() == 0 && t > self.last_fg.saturating_add(self.quiet_window()) {
                     return RunOutcome::Deadlock;
                 }
             }
