@@ -176,31 +176,12 @@ impl Ev {
 }
 
 impl Fabric {
-    /// Process the next event; `take_now` as decided by `peek_source`.
-    #[inline(always)]
-    pub(super) fn step_from(&mut self, take_now: bool) {
-        let (t, seq, ev) = if take_now {
-            // now-queue events are at the current instant (see `Entry`)
-            let e = self.nowq.pop_front().unwrap();
-            (self.now, e.seq, e.ev)
-        } else {
-            let Some((t, seq, ev)) = self.heap.pop() else {
-                return;
-            };
-            if !self.in_range(t) {
-                return;
-            }
-            (t, seq, ev)
-        };
-        self.dispatch(t, seq, ev);
-    }
-
     /// Process the next event if its time is at most `limit` (which must
-    /// not be before the current instant); false if there is none. The same choice as `peek_source` + `step_from`, with
-    /// one look at each container on the common paths: a wheel event at
-    /// the current instant first (it was inserted before every now-queue
-    /// event, or carries a virtual seq below them), then the now-queue,
-    /// then the wheel's next instant.
+    /// not be before the current instant); false if there is none. The
+    /// same choice as `peek_source`, with one look at each container on
+    /// the common paths: a wheel event at the current instant first (it
+    /// was inserted before every now-queue event, or carries a virtual seq
+    /// below them), then the now-queue, then the wheel's next instant.
     #[inline(always)]
     pub(super) fn step_until(&mut self, limit: u64) -> bool {
         let now = self.now;

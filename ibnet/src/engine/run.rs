@@ -118,7 +118,8 @@ impl Fabric {
                     return RunOutcome::Deadlock;
                 }
             }
-            self.step();
+            // `t` is the next event's time: process exactly that event
+            self.step_to(t);
             if found.is_none() && self.rdma.points > points {
                 found = Some(self.now);
             }
@@ -203,10 +204,9 @@ impl Fabric {
         self.events
     }
 
-    pub(super) fn step(&mut self) {
-        if let Some((_, from_now)) = self.peek_source() {
-            self.step_from(from_now);
-        }
+    /// Process the next event, whose time `t` the caller has just peeked.
+    pub(super) fn step_to(&mut self, t: u64) {
+        self.step_until(t);
         // `>=`, not a multiple: events applied where they were scheduled
         // (direct.rs) count too, so the counter may step over a multiple
         if self.events >= self.next_pulse {
