@@ -12,14 +12,13 @@ use super::flits::{FId, F_CAND, F_CNP, F_FECN, F_NOSW};
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
-/// One VL's credit state of an ibuf and its statistics, side by side
-/// (one block per VL instead of three arrays and a vector).
-#[derive(Clone, Default)]
+/// One VL's credit state of an ibuf, side by side (one 24-byte block per
+/// VL instead of three cache lines).
+#[derive(Clone, Copy, Default)]
 pub(super) struct IbVl {
     pub(super) free: i64,
     pub(super) max_free: i64,
     pub(super) abr: u64,
-    pub(super) free_stat: Stat,
 }
 
 /// Field order is the memory layout (`repr(C)`, issue 13): the per-flit
@@ -34,6 +33,7 @@ pub(super) struct Ibuf {
     pub(super) last: u64,
     /// Q[out * nvl + vl]
     pub(super) q: Vec<VecDeque<FId>>,
+    pub(super) free_stat: Vec<Stat>,
     pub(super) vl: [IbVl; 8],
     pub(super) drops: u64,
 }
@@ -42,7 +42,7 @@ impl Ibuf {
     /// An ibuf with `nout` outputs (1 at an HCA) and the static credits
     /// `statics[v]` per VL.
     pub(super) fn new(nout: usize, nvl: usize, statics: &[i64]) -> Ibuf {
-        let mut vl: [IbVl; 8] = Default::default();
+        let mut vl = [IbVl::default(); 8];
         for (x, &s) in vl.iter_mut().zip(&statics[..nvl]) {
             x.free = s;
             x.max_free = s;
@@ -56,6 +56,7 @@ impl Ibuf {
             cur_out: 0,
             nbs: 0,
             last: 0,
+            free_stat: vec![Stat::default(); nvl],
             drops: 0,
         }
     }
@@ -160,7 +161,7 @@ impl Fabric {
         ib.q[out as usize * nvl + v].push_back(id);
         let l = ib.vl[v].abr + ib.vl[v].free as u64;
         let fs = ib.vl[v].free as u64;
-        ib.vl[v].free_stat.add(fs);
+        ib.free_stat[v].add(fs);
         let l = if self.p.lossy_mode {
             ib.vl[v].abr + ib.vl[v].max_free as u64
         } else {
