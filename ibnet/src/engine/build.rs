@@ -279,7 +279,7 @@ impl Fabric {
             now: 0,
             started: false,
             events: 0,
-            fg_pending: 0,
+            bg_pending: 0,
             last_fg: 0,
             sink_held: 0,
             lazy,
@@ -323,7 +323,7 @@ impl Fabric {
                     self.sched(0, Ev::ObufTick { port: pi as u32 });
                     for v in 0..self.nvl {
                         let ib = &self.ports[pi].ib;
-                        let l = ib.abr[v] + ib.free[v] as u64;
+                        let l = ib.vl[v].abr + ib.vl[v].free as u64;
                         self.sched_rx_cred(NS, pi, v as u8, l);
                     }
                 }

@@ -66,7 +66,7 @@ impl Fabric {
             at == now && self.started && self.direct && now + self.tm.cred != self.next_boundary;
         let ob = &mut self.ports[pi].ob;
         if ok && !ob.dormant && ob.rx_queued == 0 && !(ob.pop_pending && ob.pop_at == now) {
-            ob.fccl[v as usize] = limit;
+            ob.vl[v as usize].fccl = limit;
             self.direct_event();
             return;
         }

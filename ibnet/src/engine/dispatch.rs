@@ -90,11 +90,16 @@ pub(super) enum Ev {
     ObufTick {
         port: u32,
     },
-    /// `timer`: scheduled by the credit timer (a tick or a lazy obuf's
-    /// catch-up), not by a transmission; see [`Ev::background`].
+    /// The end of a transmission (the obuf's pop).
     ObufPop {
         port: u32,
-        timer: bool,
+    },
+    /// The same pop scheduled by the credit timer (a tick or a lazy obuf's
+    /// catch-up), not by a transmission: a background event, see
+    /// [`Ev::background`] (a variant of its own so that the test is one
+    /// look at the discriminant).
+    ObufPopTimer {
+        port: u32,
     },
     IbufFlit {
         port: u32,
@@ -117,10 +122,13 @@ pub(super) enum Ev {
         h: u32,
         flit: FId,
     },
-    /// `timer`: started by the hiccup toggle to OFF, not by a flit.
     SinkDrain {
         h: u32,
-        timer: bool,
+    },
+    /// The same drain started by the hiccup toggle to OFF, not by a flit
+    /// (background, as `ObufPopTimer`).
+    SinkDrainTimer {
+        h: u32,
     },
     SinkHiccup {
         h: u32,
@@ -161,33 +169,58 @@ impl Ev {
             Ev::SinkHiccup { .. }
                 | Ev::ObufTick { .. }
                 | Ev::CctiTimer { .. }
-                | Ev::ObufPop { timer: true, .. }
-                | Ev::SinkDrain { timer: true, .. }
+                | Ev::ObufPopTimer { .. }
+                | Ev::SinkDrainTimer { .. }
         )
     }
 }
 
 impl Fabric {
-    /// Process the next event; `take_now` as decided by `peek_source`.
+    /// Process the next event if its time is at most `limit` (which must
+    /// not be before the current instant); false if there is none. The
+    /// same choice as `peek_source`, with one look at each container on
+    /// the common paths: a wheel event at the current instant first (it
+    /// was inserted before every now-queue event, or carries a virtual seq
+    /// below them), then the now-queue, then the wheel's next instant.
     #[inline(always)]
-    pub(super) fn step_from(&mut self, take_now: bool) {
-        let (t, seq, ev) = if take_now {
-            // now-queue events are at the current instant (see `Entry`)
-            let e = self.nowq.pop_front().unwrap();
-            (self.now, e.seq, e.ev)
+    pub(super) fn step_until(&mut self, limit: u64) -> bool {
+        let now = self.now;
+        let (t, seq, ev) = if let Some(x) = self.heap.pop_at(now) {
+            x
+        } else if let Some(e) = self.nowq.pop_front() {
+            (now, e.seq, e.ev)
         } else {
-            let Some((t, seq, ev)) = self.heap.pop() else {
-                return;
-            };
-            debug_assert!(t >= self.now);
-            if t > MAX_TIME_PS {
-                self.fail(format!(
-                    "simulated time {t} ps is beyond the fabric's range ({MAX_TIME_PS} ps)"
-                ));
-                return;
+            match self.heap.peek_key() {
+                Some((t, _)) if t <= limit => {}
+                _ => return false,
+            }
+            let (t, seq, ev) = self.heap.pop().unwrap();
+            if !self.in_range(t) {
+                return false;
             }
             (t, seq, ev)
         };
+        self.dispatch(t, seq, ev);
+        true
+    }
+
+    /// Check a popped wheel event's time against the fabric's range.
+    #[inline(always)]
+    fn in_range(&mut self, t: u64) -> bool {
+        debug_assert!(t >= self.now);
+        if t > MAX_TIME_PS {
+            self.fail(format!(
+                "simulated time {t} ps is beyond the fabric's range ({MAX_TIME_PS} ps)"
+            ));
+            return false;
+        }
+        true
+    }
+
+    /// Run one popped event: the bookkeeping every event shares, then its
+    /// component's handler.
+    #[inline(always)]
+    fn dispatch(&mut self, t: u64, seq: u64, ev: Ev) {
         if cfg!(debug_assertions) {
             let key = ((t as u128) << 64) | seq as u128;
             debug_assert!(
@@ -199,8 +232,9 @@ impl Fabric {
         }
         self.cur_seq = seq;
         self.started = true;
-        if !ev.background() {
-            self.fg_pending -= 1;
+        if ev.background() {
+            self.bg_pending -= 1;
+        } else {
             self.last_fg = t;
         }
         self.now = t;
@@ -228,7 +262,7 @@ impl Fabric {
                 self.obuf_rx_cred(port as usize, vl as usize, limit)
             }
             Ev::ObufTick { port } => self.obuf_tick(port as usize),
-            Ev::ObufPop { port, .. } => self.obuf_pop(port as usize),
+            Ev::ObufPop { port } | Ev::ObufPopTimer { port } => self.obuf_pop(port as usize),
             Ev::IbufFlit { port, flit } => self.ibuf_flit(port as usize, flit),
             Ev::IbufFc { port, vl } => self.ibuf_fc(port as usize, vl),
             Ev::IbufSent {
@@ -238,7 +272,7 @@ impl Fabric {
                 out,
             } => self.ibuf_sent(port as usize, vl as usize, last, out as usize),
             Ev::SinkFlit { h, flit } => self.sink_flit(h as usize, flit),
-            Ev::SinkDrain { h, .. } => self.sink_drain(h as usize),
+            Ev::SinkDrain { h } | Ev::SinkDrainTimer { h } => self.sink_drain(h as usize),
             Ev::SinkHiccup { h } => self.sink_hiccup(h as usize),
             Ev::CctiTimer { h } => self.ccti_timer(h as usize),
             Ev::QpDone { h, msg } => self.qp_done(h as usize, msg),

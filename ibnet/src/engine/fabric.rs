@@ -94,18 +94,23 @@ pub(super) struct Hca {
 /// the ibuf that receives from it, and the VL arbiter that feeds the obuf
 /// (from the node's ibufs at a switch, from the generator at an HCA).
 /// Ports are numbered globally in node order, then port order.
+///
+/// Field order is the memory layout (`repr(C)`, issue 13): the identity
+/// fields and the head of each component's state are what every flit
+/// touches; each component puts its per-flit fields first.
+#[repr(C)]
 pub(super) struct Port {
     /// topology node index
     pub(super) node: u32,
     /// port number within the node
     pub(super) local: u16,
+    pub(super) nports: u16,
     /// HCA index, or NONE for a switch port
     pub(super) hca: u32,
     /// switch index, or NONE
     pub(super) sw: u32,
     /// global index of port 0 of this node
     pub(super) base: u32,
-    pub(super) nports: u16,
     /// global index of the port at the other end of the link, or NONE
     pub(super) peer: u32,
     pub(super) ob: Obuf,
@@ -161,8 +166,9 @@ pub struct Fabric {
     pub(super) now: u64,
     pub(super) started: bool,
     pub(super) events: u64,
-    /// foreground events queued (deadlock rule, run.rs)
-    pub(super) fg_pending: u64,
+    /// background events queued (`Ev::background`; `fg_pending()` is the
+    /// rest, for the deadlock rule, run.rs)
+    pub(super) bg_pending: u64,
     /// Time of the last foreground event processed (deadlock rule).
     pub(super) last_fg: u64,
     /// Flits waiting in sink FIFOs (deadlock rule: hiccups matter then).

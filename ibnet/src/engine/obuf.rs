@@ -11,30 +11,43 @@ use super::flits::FId;
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
+/// One VL's flow-control counters of an obuf, side by side: a flit or an
+/// FC scan of one VL touches one 32-byte block, not four cache lines.
+#[derive(Clone, Copy)]
+pub(super) struct ObVl {
+    pub(super) fctbs: u64,
+    pub(super) fccl: u64,
+    pub(super) sent_fctbs: u64,
+    pub(super) sent_fccl: u64,
+}
+
+/// Field order is the memory layout (`repr(C)`, issue 13): what the
+/// per-flit path reads and writes comes first, together (with VL 0's
+/// counters right after it, about three cache lines); what only the
+/// credit timer and the report read comes last.
+#[repr(C)]
 pub(super) struct Obuf {
-    pub(super) q: VecDeque<FId>,
-    pub(super) size: usize,
-    pub(super) pop_pending: bool,
     /// time of the pending pop (valid while `pop_pending`; direct.rs)
     pub(super) pop_at: u64,
-    /// `ObufRxCred` events of this port in the queue (direct.rs)
-    pub(super) rx_queued: u32,
+    pub(super) pop_pending: bool,
     pub(super) inside: bool,
-    pub(super) fctbs: [u64; 8],
-    pub(super) fccl: [u64; 8],
-    pub(super) sent_fctbs: [u64; 8],
-    pub(super) sent_fccl: [u64; 8],
-    pub(super) fc_vl: u8,
     pub(super) prev_data: bool,
     pub(super) dormant: bool,
-    pub(super) last_tick: u64,
+    pub(super) fc_vl: u8,
+    /// `ObufRxCred` events of this port in the queue (direct.rs)
+    pub(super) rx_queued: u32,
+    pub(super) q: VecDeque<FId>,
+    pub(super) size: usize,
     pub(super) bytes: u64,
     pub(super) data_flits: u64,
-    pub(super) fc_pkts: u64,
     pub(super) busy: u64,
     pub(super) first_tx: Option<u64>,
-    pub(super) qdepth: Stat,
     pub(super) sources: Stat,
+    pub(super) vl: [ObVl; 8],
+    // credit timer and report
+    pub(super) last_tick: u64,
+    pub(super) fc_pkts: u64,
+    pub(super) qdepth: Stat,
     pub(super) overflows: u64,
 }
 
@@ -49,10 +62,12 @@ impl Obuf {
             pop_at: 0,
             rx_queued: 0,
             inside: false,
-            fctbs: [0; 8],
-            fccl: [0; 8],
-            sent_fctbs: [u64::MAX; 8],
-            sent_fccl: [u64::MAX; 8],
+            vl: [ObVl {
+                fctbs: 0,
+                fccl: 0,
+                sent_fctbs: u64::MAX,
+                sent_fccl: u64::MAX,
+            }; 8],
             fc_vl: 0,
             prev_data: false,
             dormant: false,
@@ -70,7 +85,7 @@ impl Obuf {
 }
 
 pub(super) fn synced(ob: &Obuf, nvl: usize) -> bool {
-    (0..nvl).all(|v| ob.fctbs[v] == ob.sent_fctbs[v] && ob.fccl[v] == ob.sent_fccl[v])
+    (0..nvl).all(|v| ob.vl[v].fctbs == ob.vl[v].sent_fctbs && ob.vl[v].fccl == ob.vl[v].sent_fccl)
 }
 
 impl Fabric {
@@ -93,14 +108,7 @@ impl Fabric {
         if pend {
             ob.pop_pending = true;
             ob.pop_at = tstar + NS;
-            self.push_key(
-                tstar + NS,
-                seq,
-                Ev::ObufPop {
-                    port: pi as u32,
-                    timer: true,
-                },
-            );
+            self.push_key(tstar + NS, seq, Ev::ObufPopTimer { port: pi as u32 });
         } else if !ob.inside {
             // The always-ticking model's wake-up pop at tstar + 1 ns has
             // already run: between packets it scanned every VL (all in
@@ -120,7 +128,7 @@ impl Fabric {
         if self.ports[pi].ob.dormant {
             self.obuf_wake(pi);
         }
-        self.ports[pi].ob.fccl[v] = limit;
+        self.ports[pi].ob.vl[v].fccl = limit;
     }
 
     pub(super) fn obuf_tick(&mut self, pi: usize) {
@@ -146,25 +154,12 @@ impl Fabric {
         ob.qdepth.add(qlen);
         if virt {
             if need_pop {
-                self.push_key(
-                    now + NS,
-                    seq,
-                    Ev::ObufPop {
-                        port: pi as u32,
-                        timer: true,
-                    },
-                );
+                self.push_key(now + NS, seq, Ev::ObufPopTimer { port: pi as u32 });
             }
             self.push_key(now + cred, seq, Ev::ObufTick { port: pi as u32 });
         } else {
             if need_pop {
-                self.sched(
-                    now + NS,
-                    Ev::ObufPop {
-                        port: pi as u32,
-                        timer: true,
-                    },
-                );
+                self.sched(now + NS, Ev::ObufPopTimer { port: pi as u32 });
             }
             self.sched(now + cred, Ev::ObufTick { port: pi as u32 });
         }
@@ -208,7 +203,7 @@ impl Fabric {
         if flit.last() {
             ob.inside = false;
         }
-        ob.fctbs[flit.vl as usize] += 1;
+        ob.vl[flit.vl as usize].fctbs += 1;
         let w = self.tm.wire[flit.bytes as usize];
         ob.bytes += flit.bytes as u64;
         ob.data_flits += 1;
@@ -240,13 +235,7 @@ impl Fabric {
                 flit: id,
             },
         );
-        self.sched(
-            now + w,
-            Ev::ObufPop {
-                port: pi as u32,
-                timer: false,
-            },
-        );
+        self.sched(now + w, Ev::ObufPop { port: pi as u32 });
     }
 
     pub(super) fn obuf_pop(&mut self, pi: usize) {
@@ -262,9 +251,9 @@ impl Fabric {
             while (ob.fc_vl as usize) < nvl {
                 let v = ob.fc_vl as usize;
                 ob.fc_vl += 1;
-                if ob.fctbs[v] != ob.sent_fctbs[v] || ob.fccl[v] != ob.sent_fccl[v] {
-                    ob.sent_fctbs[v] = ob.fctbs[v];
-                    ob.sent_fccl[v] = ob.fccl[v];
+                if ob.vl[v].fctbs != ob.vl[v].sent_fctbs || ob.vl[v].fccl != ob.vl[v].sent_fccl {
+                    ob.vl[v].sent_fctbs = ob.vl[v].fctbs;
+                    ob.vl[v].sent_fccl = ob.vl[v].fccl;
                     let w = self.tm.wire_fc;
                     ob.bytes += 8;
                     ob.fc_pkts += 1;
@@ -283,13 +272,7 @@ impl Fabric {
                             vl: v as u8,
                         },
                     );
-                    self.sched(
-                        now + w,
-                        Ev::ObufPop {
-                            port: pi as u32,
-                            timer: false,
-                        },
-                    );
+                    self.sched(now + w, Ev::ObufPop { port: pi as u32 });
                     return;
                 }
             }

@@ -31,13 +31,10 @@ pub const PULSE_EVENTS: u64 = 1 << 16;
 impl Fabric {
     /// Process every event with time <= t; afterwards now() == max(now, t).
     pub fn run_until(&mut self, t: Time) {
-        while self.fatal.is_none() {
-            match self.peek_source() {
-                Some((et, from_now)) if et <= t.0 => {
-                    self.step_from(from_now);
-                }
-                _ => break,
-            }
+        // (every event is at or after `now`: nothing to do for an earlier
+        // limit; `step_until` never moves `now` past the limit)
+        if t.0 >= self.now {
+            while self.fatal.is_none() && self.step_until(t.0) {}
         }
         if self.fatal.is_none() && t.0 > self.now {
             self.advance_to(t.0);
@@ -117,11 +114,12 @@ impl Fabric {
                 if t > limit.0 {
                     break;
                 }
-                if self.fg_pending == 0 && t > self.last_fg.saturating_add(self.quiet_window()) {
+                if self.fg_pending() == 0 && t > self.last_fg.saturating_add(self.quiet_window()) {
                     return RunOutcome::Deadlock;
                 }
             }
-            self.step();
+            // `t` is the next event's time: process exactly that event
+            self.step_to(t);
             if found.is_none() && self.rdma.points > points {
                 found = Some(self.now);
             }
@@ -206,10 +204,9 @@ impl Fabric {
         self.events
     }
 
-    pub(super) fn step(&mut self) {
-        if let Some((_, from_now)) = self.peek_source() {
-            self.step_from(from_now);
-        }
+    /// Process the next event, whose time `t` the caller has just peeked.
+    pub(super) fn step_to(&mut self, t: u64) {
+        self.step_until(t);
         // `>=`, not a multiple: events applied where they were scheduled
         // (direct.rs) count too, so the counter may step over a multiple
         if self.events >= self.next_pulse {

@@ -119,13 +119,7 @@ impl Fabric {
             s.drain_pending = true;
             let d = self.tm.drain[flit.bytes as usize];
             s.drain_at = now + d;
-            self.sched(
-                now + d,
-                Ev::SinkDrain {
-                    h: h as u32,
-                    timer: false,
-                },
-            );
+            self.sched(now + d, Ev::SinkDrain { h: h as u32 });
         }
         self.hcas[h].sink.fifo.push_back(id);
         self.sink_held += 1;
@@ -157,13 +151,7 @@ impl Fabric {
         // the same run)
         self.consume(h, f);
         self.hcas[h].sink.drain_at = now + d;
-        self.sched(
-            now + d,
-            Ev::SinkDrain {
-                h: h as u32,
-                timer: false,
-            },
-        );
+        self.sched(now + d, Ev::SinkDrain { h: h as u32 });
     }
 
     pub(super) fn consume(&mut self, h: usize, id: FId) {
@@ -225,13 +213,7 @@ impl Fabric {
             if !s.drain_pending {
                 s.drain_pending = true;
                 s.drain_at = now + NS;
-                self.sched(
-                    now + NS,
-                    Ev::SinkDrain {
-                        h: h as u32,
-                        timer: true,
-                    },
-                );
+                self.sched(now + NS, Ev::SinkDrainTimer { h: h as u32 });
             }
             self.sched(now + self.tm.hiccup_off, Ev::SinkHiccup { h: h as u32 });
         }

@@ -33,30 +33,39 @@ const HOQ_EMPTY: Hoq = Hoq {
     res: false,
 };
 
+/// One VL's credit counters of an arbiter, side by side.
+#[derive(Clone, Copy, Default)]
+pub(super) struct ArbVl {
+    pub(super) fccl: u64,
+    pub(super) fctbs: u64,
+}
+
+/// Field order is the memory layout (`repr(C)`, issue 13): the per-flit
+/// fields first, together; the VL tables (maxVL > 0 only) last.
+#[repr(C)]
 pub(super) struct Arb {
-    pub(super) inputs: u16,
-    /// per (input, VL), index `input * nvl + vl`
-    pub(super) hoq: Vec<Hoq>,
-    pub(super) fccl: [u64; 8],
-    pub(super) fctbs: [u64; 8],
-    pub(super) pop_pending: bool,
     /// time of the pending pop (valid while `pop_pending`; direct.rs)
     pub(super) pop_at: u64,
-    pub(super) inside: bool,
-    pub(super) last_vl: u8,
-    pub(super) last_port: [u16; 8],
     pub(super) last: u64,
+    pub(super) pop_pending: bool,
+    pub(super) inside: bool,
+    pub(super) last_high: bool,
+    pub(super) last_vl: u8,
+    pub(super) inputs: u16,
+    // CC marking
+    pub(super) mark_ctr: u32,
+    pub(super) last_port: [u16; 8],
+    /// per (input, VL), index `input * nvl + vl`
+    pub(super) hoq: Vec<Hoq>,
+    pub(super) vl: [ArbVl; 8],
     // table arbitration (maxVL > 0)
+    pub(super) high_left: i64,
+    pub(super) idx_high: usize,
+    pub(super) idx_low: usize,
     pub(super) high: [ArbEntry; 8],
     pub(super) low: [ArbEntry; 8],
     pub(super) used_high: [u32; 8],
     pub(super) used_low: [u32; 8],
-    pub(super) idx_high: usize,
-    pub(super) idx_low: usize,
-    pub(super) last_high: bool,
-    pub(super) high_left: i64,
-    // CC marking
-    pub(super) mark_ctr: u32,
 }
 
 impl Arb {
@@ -72,8 +81,7 @@ impl Arb {
         Arb {
             inputs,
             hoq: vec![HOQ_EMPTY; inputs as usize * nvl],
-            fccl: [0; 8],
-            fctbs: [0; 8],
+            vl: [ArbVl::default(); 8],
             pop_pending: false,
             pop_at: 0,
             inside: false,
@@ -97,8 +105,7 @@ pub(super) fn dummy_arb() -> Arb {
     Arb {
         inputs: 0,
         hoq: Vec::new(),
-        fccl: [0; 8],
-        fctbs: [0; 8],
+        vl: [ArbVl::default(); 8],
         pop_pending: false,
         pop_at: 0,
         inside: false,
@@ -207,7 +214,7 @@ impl Fabric {
     }
 
     pub(super) fn pick(&self, a: &Arb, v: usize, start: u16) -> Option<usize> {
-        let credits = a.fccl[v] as i64 - a.fctbs[v] as i64;
+        let credits = a.vl[v].fccl as i64 - a.vl[v].fctbs as i64;
         if self.p.use_fcfs_rq_arb {
             Self::fcfs_pick(a, &self.fl, self.nvl, v, start, credits)
         } else {
@@ -322,11 +329,31 @@ impl Fabric {
     /// Credit limit of VL `v` from an FC packet of the peer's ibuf.
     #[inline]
     pub(super) fn arb_tx_cred(&mut self, pi: usize, v: usize, limit: u64) {
-        self.ports[pi].arb.fccl[v] = limit;
+        self.ports[pi].arb.vl[v].fccl = limit;
         self.arbitrate(pi);
     }
 
+    /// Arbitrate (sec. 5.3). The two checks that end about half of all
+    /// calls at once -- the pop timer is pending, or the packet being sent
+    /// has no next flit in its HoQ yet -- are inlined at the call sites;
+    /// the rest is out of line.
+    #[inline(always)]
     pub(super) fn arbitrate(&mut self, pi: usize) {
+        let a = &self.ports[pi].arb;
+        if a.pop_pending {
+            return;
+        }
+        if a.inside {
+            let v = a.last_vl as usize;
+            if a.hoq[a.last_port[v] as usize * self.nvl + v].id == NONE {
+                return;
+            }
+        }
+        self.arbitrate_send(pi);
+    }
+
+    #[inline(never)]
+    fn arbitrate_send(&mut self, pi: usize) {
         let nvl = self.nvl;
         if self.ports[pi].arb.pop_pending {
             return;
@@ -447,7 +474,7 @@ impl Fabric {
         } else {
             now
         };
-        a.fctbs[v] += 1;
+        a.vl[v].fctbs += 1;
         let last = flit.last();
         self.sched(now + tarb, Ev::ArbPop { port: pi as u32 });
         self.sched(

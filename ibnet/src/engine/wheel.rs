@@ -15,6 +15,10 @@
 //!   `(t >> SHIFT) % SLOTS`; the others are in `far`, a binary heap;
 //! - the slot of `base` is kept sorted ascending by (time, seq) from index
 //!   `head` on; every other slot is unsorted until it becomes the base slot;
+//! - a slot other than the base slot whose items are not in ascending
+//!   (time, seq) order has its bit in `unsorted` set (checked at each push
+//!   against the slot's last item, so that advancing to an already sorted
+//!   slot, the common case, reads nothing);
 //! - bit i of `occ` is set iff slot i holds an item (from `head` for the
 //!   base slot).
 
@@ -60,6 +64,8 @@ pub(crate) struct Wheel<T: Copy> {
     /// the items of the base slot (its entry in `slots` is empty)
     cur: Vec<(u64, u64, T)>,
     occ: Box<[u64; WORDS]>,
+    /// slots that need a sort when they become the base slot
+    unsorted: Box<[u64; WORDS]>,
     slots: Vec<Vec<(u64, u64, T)>>,
     far: BinaryHeap<Far<T>>,
     /// scratch buffer of the counting sort
@@ -132,6 +138,7 @@ impl<T: Copy> Wheel<T> {
             len: 0,
             cur: Vec::new(),
             occ: Box::new([0; WORDS]),
+            unsorted: Box::new([0; WORDS]),
             slots: (0..SLOTS).map(|_| Vec::new()).collect(),
             far: BinaryHeap::new(),
             tmp: Vec::new(),
@@ -200,9 +207,22 @@ impl<T: Copy> Wheel<T> {
             }
             v.insert(pos, e);
         } else {
-            self.slots[s].push(e);
+            self.push_slot(s, e);
         }
         self.set_occ(s);
+    }
+
+    /// Append to a slot other than the base slot, noting whether it is
+    /// still sorted.
+    #[inline(always)]
+    fn push_slot(&mut self, s: usize, e: (u64, u64, T)) {
+        let v = &mut self.slots[s];
+        if let Some(l) = v.last() {
+            if (l.0, l.1) > (e.0, e.1) {
+                self.unsorted[s >> 6] |= 1u64 << (s & 63);
+            }
+        }
+        v.push(e);
     }
 
     /// The base slot is drained: empty it for its next round. A slot keeps
@@ -256,6 +276,7 @@ impl<T: Copy> Wheel<T> {
         }
         all.extend(self.far.drain().map(|Far(a, b, c)| (a, b, c)));
         self.occ.fill(0);
+        self.unsorted.fill(0);
         self.base = t & !((1u64 << SHIFT) - 1);
         self.bslot = slot_of(t);
         self.head = 0;
@@ -296,6 +317,8 @@ impl<T: Copy> Wheel<T> {
         std::mem::swap(&mut self.slots[old], &mut self.cur);
         std::mem::swap(&mut self.slots[new], &mut self.cur);
         self.bslot = new;
+        let mut unsorted = self.unsorted[new >> 6] & (1u64 << (new & 63)) != 0;
+        self.unsorted[new >> 6] &= !(1u64 << (new & 63));
         let end = self.base + SPAN;
         while let Some(f) = self.far.peek() {
             if f.0 >= end {
@@ -305,12 +328,15 @@ impl<T: Copy> Wheel<T> {
             let s = slot_of(a);
             if s == self.bslot {
                 self.cur.push((a, b, c));
+                unsorted = true;
             } else {
-                self.slots[s].push((a, b, c));
+                self.push_slot(s, (a, b, c));
             }
             self.set_occ(s);
         }
-        sort_slot(&mut self.cur, &mut self.tmp);
+        if unsorted {
+            sort_slot(&mut self.cur, &mut self.tmp);
+        }
     }
 
     /// Ensure the base slot holds the minimum (after this, `cur[head]` is
@@ -361,6 +387,26 @@ impl<T: Copy> Wheel<T> {
         }
         let e = &self.cur[self.head];
         Some((e.0, e.1))
+    }
+
+    /// Pop the smallest item if its time is `t`, given that no item is
+    /// earlier (one check on the common path: the base slot's head).
+    #[inline(always)]
+    pub fn pop_at(&mut self, t: u64) -> Option<(u64, u64, T)> {
+        match self.cur.get(self.head) {
+            Some(e) if e.0 == t => {
+                let e = *e;
+                self.head += 1;
+                self.len -= 1;
+                if self.head == self.cur.len() {
+                    self.release_base_slot();
+                }
+                Some(e)
+            }
+            Some(_) => None,
+            None if self.has_at(t) => self.pop(),
+            None => None,
+        }
     }
 
     #[inline(always)]
