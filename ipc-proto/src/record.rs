@@ -554,14 +554,7 @@ impl Record {
                 dst,
                 size,
                 tag,
-            } => {
-                put_u64(&mut b, 8, handle);
-                put_u64(&mut b, 16, time.0);
-                put_u32(&mut b, 24, src);
-                put_u32(&mut b, 28, dst);
-                put_u64(&mut b, 32, size);
-                put_u32(&mut b, 40, tag);
-            }
+            } => put_insert(&mut b, handle, time, src, dst, size, tag),
             Record::InsertOp {
                 handle,
                 time,
@@ -572,12 +565,7 @@ impl Record {
                 op,
                 ack_handle,
             } => {
-                put_u64(&mut b, 8, handle);
-                put_u64(&mut b, 16, time.0);
-                put_u32(&mut b, 24, src);
-                put_u32(&mut b, 28, dst);
-                put_u64(&mut b, 32, size);
-                put_u32(&mut b, 40, tag);
+                put_insert(&mut b, handle, time, src, dst, size, tag);
                 b[44] = op as u8;
                 put_u64(&mut b, 48, ack_handle);
             }
@@ -797,6 +785,16 @@ pub fn decode_message(msg: &[u8], out: &mut impl Extend<Record>) -> Result<usize
         n += 1;
     }
     Ok(n)
+}
+
+/// The fields an Insert and an InsertOp share, at the same offsets.
+fn put_insert(b: &mut [u8], handle: u64, time: Time, src: u32, dst: u32, size: u64, tag: u32) {
+    put_u64(b, 8, handle);
+    put_u64(b, 16, time.0);
+    put_u32(b, 24, src);
+    put_u32(b, 28, dst);
+    put_u64(b, 32, size);
+    put_u32(b, 40, tag);
 }
 
 fn put_u32(b: &mut [u8], off: usize, v: u32) {

@@ -1178,18 +1178,28 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         }
     }
 
+    /// A send (or put/get) may start at `ev.time` only when its CPU (o)
+    /// and its NIC (g, G) are free: else it blocks, in the send class of
+    /// that CPU and NIC, until the later of the two.
+    #[inline]
+    fn cpu_nic_busy(&self, ev: Ev, op: &crate::schedule::Op) -> Option<Outcome> {
+        let h = ev.host as usize;
+        let avail = self.nexto[h * self.ncpu + op.cpu as usize]
+            .max(self.nextgs[h * self.nnic + op.nic as usize]);
+        (avail > ev.time).then(|| Outcome::Blocked {
+            avail,
+            class: class_key(1, ev.host, op.cpu, op.nic),
+        })
+    }
+
     fn send(&mut self, ev: Ev) -> Result<Outcome, SimError> {
         let op = self.sched.op(ev.id);
         let h = ev.host as usize;
         let ci = h * self.ncpu + op.cpu as usize;
         let ni = h * self.nnic + op.nic as usize;
         let t = ev.time;
-        let avail = self.nexto[ci].max(self.nextgs[ni]);
-        if avail > t {
-            return Ok(Outcome::Blocked {
-                avail,
-                class: class_key(1, ev.host, op.cpu, op.nic),
-            });
+        if let Some(blocked) = self.cpu_nic_busy(ev, &op) {
+            return Ok(blocked);
         }
         self.start_op(ev.id, ev.host, t);
         let p = self.params;

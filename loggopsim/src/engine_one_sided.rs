@@ -29,9 +29,7 @@
 //! composed model), get completion = response delivery + (s-1)G. Other
 //! backends get the parts as messages (network/mod.rs `native_one_sided`).
 
-use super::{
-    add, class_key, mul, overflow, v, Ev, Msg, Outcome, Params, SimError, TraceEvent, Tracer,
-};
+use super::{add, mul, overflow, v, Ev, Msg, Outcome, Params, SimError, TraceEvent, Tracer};
 use crate::hash::FastMap;
 use crate::network::{Handle, Network, OneSidedOp, SyncMode};
 use crate::schedule::Kind;
@@ -115,13 +113,9 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
         let ci = h * self.ncpu + op.cpu as usize;
         let ni = h * self.nnic + op.nic as usize;
         let t = ev.time;
-        let avail = self.nexto[ci].max(self.nextgs[ni]);
-        if avail > t {
-            // the same check as a send's (CPU and NIC), so the same class
-            return Ok(Outcome::Blocked {
-                avail,
-                class: class_key(1, ev.host, op.cpu, op.nic),
-            });
+        // the same check as a send's (CPU and NIC), so the same class
+        if let Some(blocked) = self.cpu_nic_busy(ev, &op) {
+            return Ok(blocked);
         }
         self.start_op(ev.id, ev.host, t);
         let p = self.params;
