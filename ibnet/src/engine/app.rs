@@ -137,13 +137,9 @@ impl Fabric {
     /// hands one at a time to the generator, `msg2msg_gap` after it arrives
     /// (idle app) or after the generator reported the previous one fully
     /// generated ("done"), exactly as the reference app paces its messages.
-    pub fn inject(
-        &mut self,
-        at: Time,
-        src_hca: usize,
-        dst_hca: usize,
-        bytes: u64,
-    ) -> Result<MsgId, FabricError> {
+    /// A message or operation may be injected at `at`: not in the past,
+    /// not beyond the fabric's time range.
+    pub(super) fn check_injection_time(&self, at: Time) -> Result<(), FabricError> {
         if at.0 < self.now {
             return Err(FabricError::InPast {
                 at: at.0,
@@ -156,6 +152,17 @@ impl Fabric {
                 at.0
             )));
         }
+        Ok(())
+    }
+
+    pub fn inject(
+        &mut self,
+        at: Time,
+        src_hca: usize,
+        dst_hca: usize,
+        bytes: u64,
+    ) -> Result<MsgId, FabricError> {
+        self.check_injection_time(at)?;
         let n = self.hcas.len();
         if src_hca >= n {
             return Err(FabricError::NoSuchHca(src_hca, n));

@@ -33,7 +33,7 @@
 //! recorded). An operation is in flight until its final point.
 
 use super::app::MsgId;
-use super::fabric::{Fabric, FabricError, MAX_TIME_PS};
+use super::fabric::{Fabric, FabricError};
 use crate::Time;
 
 /// The kind of an operation injected with [`Fabric::inject_op`].
@@ -137,18 +137,7 @@ impl Fabric {
         if dst_hca >= n {
             return Err(FabricError::NoSuchHca(dst_hca, n));
         }
-        if at.0 < self.now {
-            return Err(FabricError::InPast {
-                at: at.0,
-                now: self.now,
-            });
-        }
-        if at.0 > MAX_TIME_PS {
-            return Err(FabricError::BadMessage(format!(
-                "injection time {} ps is beyond the fabric's range ({MAX_TIME_PS} ps)",
-                at.0
-            )));
-        }
+        self.check_injection_time(at)?;
         // both directions must be routable: the reply comes back
         let back = self.hcas[src_hca].lid;
         self.check_route(dst_hca, back)?;
