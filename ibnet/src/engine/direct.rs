@@ -82,8 +82,10 @@ impl Fabric {
     }
 
     /// `ArbKick { pi }` now: dropped (but counted) when it cannot do
-    /// anything (module doc), else queued.
-    #[inline]
+    /// anything (module doc), else queued. (Always inlined, as the other
+    /// small helpers of the per-flit path: the compiler kept it out of
+    /// line, and a call costs as much as the check.)
+    #[inline(always)]
     pub(super) fn sched_arb_kick(&mut self, pi: usize) {
         let a = &self.ports[pi].arb;
         if self.started && self.direct && a.pop_pending && a.pop_at > self.now {

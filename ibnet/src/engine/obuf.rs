@@ -192,6 +192,9 @@ impl Fabric {
         }
     }
 
+    /// Start the transmission of data flit `id`. Always inlined into its two
+    /// callers (`obuf_flit`, `obuf_pop`; as `ibuf_handoff`, issue 13).
+    #[inline(always)]
     pub(super) fn obuf_transmit_data(&mut self, pi: usize, id: FId) {
         let now = self.now;
         let peer = self.ports[pi].peer;

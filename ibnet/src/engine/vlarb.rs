@@ -126,7 +126,8 @@ pub(super) fn dummy_arb() -> Arb {
 
 impl Fabric {
     /// isHoQFree: true iff empty and unreserved; reserves on success.
-    #[inline]
+    /// (Always inlined: a few instructions, called for most flits.)
+    #[inline(always)]
     pub(super) fn hoq_free(&mut self, port: usize, input: usize, v: usize) -> bool {
         let i = input * self.nvl + v;
         let h = &mut self.ports[port].arb.hoq[i];
