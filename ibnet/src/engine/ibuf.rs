@@ -167,7 +167,7 @@ impl Fabric {
         } else {
             l
         };
-        self.sched_rx_cred(now, pi, v as u8, l);
+        self.sched_rx_cred(pi, v as u8, l);
         self.ibuf_handoff(pi, out as usize, v);
     }
 
@@ -197,7 +197,7 @@ impl Fabric {
             ib.vl[v].abr = fctbs;
         }
         let l = ib.vl[v].abr + ib.vl[v].free as u64;
-        self.sched_rx_cred(t, pi, vl, l);
+        self.sched_rx_cred(pi, vl, l);
     }
 
     /// The hand-off of the head of queue (o, v) to the output's arbiter
@@ -247,7 +247,6 @@ impl Fabric {
     }
 
     pub(super) fn ibuf_sent(&mut self, pi: usize, v: usize, last: bool, o: usize) {
-        let now = self.now;
         let ib = &mut self.ports[pi].ib;
         ib.vl[v].free += 1;
         if ib.vl[v].free > ib.vl[v].max_free {
@@ -259,7 +258,7 @@ impl Fabric {
         } else {
             ib.vl[v].abr + ib.vl[v].free as u64
         };
-        self.sched_rx_cred(now, pi, v as u8, l);
+        self.sched_rx_cred(pi, v as u8, l);
         if self.ports[pi].hca == NONE {
             if last {
                 self.ports[pi].ib.nbs -= 1;
