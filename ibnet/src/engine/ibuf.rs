@@ -63,6 +63,8 @@ impl Ibuf {
 }
 
 impl Fabric {
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn ibuf_flit(&mut self, pi: usize, id: FId) {
         let now = self.now;
         let nvl = self.nvl;
@@ -246,6 +248,8 @@ impl Fabric {
         );
     }
 
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn ibuf_sent(&mut self, pi: usize, v: usize, last: bool, o: usize) {
         let ib = &mut self.ports[pi].ib;
         ib.vl[v].free += 1;

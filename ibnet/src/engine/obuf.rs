@@ -165,6 +165,8 @@ impl Fabric {
         }
     }
 
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn obuf_flit(&mut self, pi: usize, flit: FId) {
         if self.ports[pi].ob.dormant {
             self.obuf_wake(pi);
@@ -241,6 +243,8 @@ impl Fabric {
         self.sched(now + w, Ev::ObufPop { port: pi as u32 });
     }
 
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn obuf_pop(&mut self, pi: usize) {
         let now = self.now;
         let nvl = self.nvl;

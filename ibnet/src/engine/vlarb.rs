@@ -139,6 +139,8 @@ impl Fabric {
         }
     }
 
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn arb_flit(&mut self, pi: usize, input: usize, id: FId) {
         let nvl = self.nvl;
         let a = &mut self.ports[pi].arb;
