@@ -4,11 +4,9 @@
 //! the credit advertisement back to the peer obuf. Also the congestion
 //! detection of sec. 12.1 (threshold on the queues toward one output).
 
-use std::collections::VecDeque;
-
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE, NS};
-use super::flits::{FId, F_CAND, F_CNP, F_FECN, F_NOSW};
+use super::flits::{FId, FIdQueue, F_CAND, F_CNP, F_FECN, F_NOSW};
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
@@ -32,7 +30,7 @@ pub(super) struct Ibuf {
     pub(super) nbs: u32,
     pub(super) last: u64,
     /// Q[out * nvl + vl]
-    pub(super) q: Vec<VecDeque<FId>>,
+    pub(super) q: Vec<FIdQueue>,
     pub(super) free_stat: Vec<Stat>,
     pub(super) vl: [IbVl; 8],
     pub(super) drops: u64,
@@ -49,7 +47,7 @@ impl Ibuf {
         }
         Ibuf {
             vl,
-            q: (0..nout * nvl).map(|_| VecDeque::new()).collect(),
+            q: (0..nout * nvl).map(|_| FIdQueue::new()).collect(),
             cur_msg: NONE,
             cur_pkt: 0,
             cur_src: 0,

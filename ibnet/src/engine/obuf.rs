@@ -3,11 +3,9 @@
 //! flit), with the periodic credit timer (`Tcred`) that starts the FC scan
 //! and samples the queue depth; lazy when idle (see `engine/mod.rs`).
 
-use std::collections::VecDeque;
-
 use super::dispatch::Ev;
 use super::fabric::{Fabric, FabricError, NONE, NS};
-use super::flits::FId;
+use super::flits::{FId, FIdQueue};
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
@@ -36,7 +34,7 @@ pub(super) struct Obuf {
     pub(super) fc_vl: u8,
     /// `ObufRxCred` events of this port in the queue (direct.rs)
     pub(super) rx_queued: u32,
-    pub(super) q: VecDeque<FId>,
+    pub(super) q: FIdQueue,
     pub(super) size: usize,
     pub(super) bytes: u64,
     pub(super) data_flits: u64,
@@ -56,7 +54,7 @@ impl Obuf {
     /// scan sends every VL's credits).
     pub(super) fn new(size: usize) -> Obuf {
         Obuf {
-            q: VecDeque::new(),
+            q: FIdQueue::new(),
             size,
             pop_pending: false,
             pop_at: 0,
