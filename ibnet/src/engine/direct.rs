@@ -102,6 +102,6 @@ impl Fabric {
             self.direct_event();
             return;
         }
-        self.sched(self.now, Ev::ArbKick { port: pi as u32 });
+        self.sched_now(Ev::ArbKick { port: pi as u32 });
     }
 }

@@ -176,21 +176,17 @@ impl Fabric {
     /// takes the peer's FCTBS as its ABR and advertises its new limit to
     /// its own obuf (ObufRxCred), both at this instant, in that order.
     pub(super) fn ibuf_fc(&mut self, pi: usize, vl: u8) {
-        let t = self.now;
         let port = pi as u32;
         let peer = &self.ports[self.ports[pi].peer as usize].ob;
         let (fctbs, fccl) = (
             peer.vl[vl as usize].sent_fctbs,
             peer.vl[vl as usize].sent_fccl,
         );
-        self.sched(
-            t,
-            Ev::ArbTxCred {
-                port,
-                vl,
-                limit: fccl,
-            },
-        );
+        self.sched_now(Ev::ArbTxCred {
+            port,
+            vl,
+            limit: fccl,
+        });
         let ib = &mut self.ports[pi].ib;
         let v = vl as usize;
         if ib.vl[v].abr < fctbs {
@@ -215,7 +211,7 @@ impl Fabric {
         if self.ports[pi].hca != NONE {
             let f = self.ports[pi].ib.q[qi].pop_front().unwrap();
             let h = self.ports[pi].hca;
-            self.sched(now, Ev::SinkFlit { h, flit: f });
+            self.sched_now(Ev::SinkFlit { h, flit: f });
             return;
         }
         let op = self.ports[pi].base as usize + o;

@@ -231,13 +231,10 @@ impl Fabric {
             self.fail(msg);
             return;
         }
-        self.sched(
-            now,
-            Ev::IbufFlit {
-                port: peer,
-                flit: id,
-            },
-        );
+        self.sched_now(Ev::IbufFlit {
+            port: peer,
+            flit: id,
+        });
         self.sched(now + w, Ev::ObufPop { port: pi as u32 });
     }
 
@@ -270,13 +267,10 @@ impl Fabric {
                     ob.pop_at = now + w;
                     ob.prev_data = false;
                     let peer = self.ports[pi].peer;
-                    self.sched(
-                        now,
-                        Ev::IbufFc {
-                            port: peer,
-                            vl: v as u8,
-                        },
-                    );
+                    self.sched_now(Ev::IbufFc {
+                        port: peer,
+                        vl: v as u8,
+                    });
                     self.sched(now + w, Ev::ObufPop { port: pi as u32 });
                     return;
                 }

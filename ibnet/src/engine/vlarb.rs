@@ -489,18 +489,15 @@ impl Fabric {
         );
         if is_sw {
             let ii = self.ports[pi].base + p as u32;
-            self.sched(
-                now,
-                Ev::IbufSent {
-                    port: ii,
-                    vl: v as u8,
-                    last,
-                    out: self.ports[pi].local,
-                },
-            );
+            self.sched_now(Ev::IbufSent {
+                port: ii,
+                vl: v as u8,
+                last,
+                out: self.ports[pi].local,
+            });
         } else {
             let h = self.ports[pi].hca;
-            self.sched(now, Ev::GenSent { h, vl: v as u8 });
+            self.sched_now(Ev::GenSent { h, vl: v as u8 });
         }
     }
 }
