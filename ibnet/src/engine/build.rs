@@ -324,7 +324,7 @@ impl Fabric {
                     for v in 0..self.nvl {
                         let ib = &self.ports[pi].ib;
                         let l = ib.vl[v].abr + ib.vl[v].free as u64;
-                        self.sched_rx_cred(NS, pi, v as u8, l);
+                        self.queue_rx_cred(NS, pi, v as u8, l);
                     }
                 }
                 pi += 1;

@@ -57,20 +57,28 @@ impl Fabric {
         self.direct_applied
     }
 
-    /// `ObufRxCred { pi, v, limit }` at `at`: applied at once when allowed
-    /// (module doc), else queued.
+    /// `ObufRxCred { pi, v, limit }` now, from an ibuf handler: applied at
+    /// once when allowed (module doc), else queued. (A handler runs only
+    /// from `dispatch`, so the run has started and the event is at the
+    /// current instant: neither needs a check.)
     #[inline(always)]
-    pub(super) fn sched_rx_cred(&mut self, at: u64, pi: usize, v: u8, limit: u64) {
+    pub(super) fn sched_rx_cred(&mut self, pi: usize, v: u8, limit: u64) {
+        debug_assert!(self.started);
         let now = self.now;
-        let ok =
-            at == now && self.started && self.direct && now + self.tm.cred != self.next_boundary;
+        let ok = self.direct && now + self.tm.cred != self.next_boundary;
         let ob = &mut self.ports[pi].ob;
         if ok && !ob.dormant && ob.rx_queued == 0 && !(ob.pop_pending && ob.pop_at == now) {
             ob.vl[v as usize].fccl = limit;
             self.direct_event();
             return;
         }
-        ob.rx_queued += 1;
+        self.queue_rx_cred(now, pi, v, limit);
+    }
+
+    /// `ObufRxCred { pi, v, limit }` at `at`, queued (the initial credit
+    /// advertisement, or when it cannot be applied at once).
+    pub(super) fn queue_rx_cred(&mut self, at: u64, pi: usize, v: u8, limit: u64) {
+        self.ports[pi].ob.rx_queued += 1;
         self.sched(
             at,
             Ev::ObufRxCred {
@@ -81,15 +89,19 @@ impl Fabric {
         );
     }
 
-    /// `ArbKick { pi }` now: dropped (but counted) when it cannot do
-    /// anything (module doc), else queued.
-    #[inline]
+    /// `ArbKick { pi }` now, from a handler (the run has started, as in
+    /// `sched_rx_cred`): dropped (but counted) when it cannot do anything
+    /// (module doc), else queued. (Always inlined, as the other
+    /// small helpers of the per-flit path: the compiler kept it out of
+    /// line, and a call costs as much as the check.)
+    #[inline(always)]
     pub(super) fn sched_arb_kick(&mut self, pi: usize) {
+        debug_assert!(self.started);
         let a = &self.ports[pi].arb;
-        if self.started && self.direct && a.pop_pending && a.pop_at > self.now {
+        if self.direct && a.pop_pending && a.pop_at > self.now {
             self.direct_event();
             return;
         }
-        self.sched(self.now, Ev::ArbKick { port: pi as u32 });
+        self.sched_now(Ev::ArbKick { port: pi as u32 });
     }
 }

@@ -4,11 +4,9 @@
 //! the credit advertisement back to the peer obuf. Also the congestion
 //! detection of sec. 12.1 (threshold on the queues toward one output).
 
-use std::collections::VecDeque;
-
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE, NS};
-use super::flits::{FId, F_CAND, F_CNP, F_FECN, F_NOSW};
+use super::flits::{FId, FIdQueue, F_CAND, F_CNP, F_FECN, F_NOSW};
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
@@ -32,7 +30,7 @@ pub(super) struct Ibuf {
     pub(super) nbs: u32,
     pub(super) last: u64,
     /// Q[out * nvl + vl]
-    pub(super) q: Vec<VecDeque<FId>>,
+    pub(super) q: Vec<FIdQueue>,
     pub(super) free_stat: Vec<Stat>,
     pub(super) vl: [IbVl; 8],
     pub(super) drops: u64,
@@ -49,7 +47,7 @@ impl Ibuf {
         }
         Ibuf {
             vl,
-            q: (0..nout * nvl).map(|_| VecDeque::new()).collect(),
+            q: (0..nout * nvl).map(|_| FIdQueue::new()).collect(),
             cur_msg: NONE,
             cur_pkt: 0,
             cur_src: 0,
@@ -63,6 +61,8 @@ impl Ibuf {
 }
 
 impl Fabric {
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn ibuf_flit(&mut self, pi: usize, id: FId) {
         let now = self.now;
         let nvl = self.nvl;
@@ -167,7 +167,7 @@ impl Fabric {
         } else {
             l
         };
-        self.sched_rx_cred(now, pi, v as u8, l);
+        self.sched_rx_cred(pi, v as u8, l);
         self.ibuf_handoff(pi, out as usize, v);
     }
 
@@ -176,30 +176,31 @@ impl Fabric {
     /// takes the peer's FCTBS as its ABR and advertises its new limit to
     /// its own obuf (ObufRxCred), both at this instant, in that order.
     pub(super) fn ibuf_fc(&mut self, pi: usize, vl: u8) {
-        let t = self.now;
         let port = pi as u32;
         let peer = &self.ports[self.ports[pi].peer as usize].ob;
         let (fctbs, fccl) = (
             peer.vl[vl as usize].sent_fctbs,
             peer.vl[vl as usize].sent_fccl,
         );
-        self.sched(
-            t,
-            Ev::ArbTxCred {
-                port,
-                vl,
-                limit: fccl,
-            },
-        );
+        self.sched_now(Ev::ArbTxCred {
+            port,
+            vl,
+            limit: fccl,
+        });
         let ib = &mut self.ports[pi].ib;
         let v = vl as usize;
         if ib.vl[v].abr < fctbs {
             ib.vl[v].abr = fctbs;
         }
         let l = ib.vl[v].abr + ib.vl[v].free as u64;
-        self.sched_rx_cred(t, pi, vl, l);
+        self.sched_rx_cred(pi, vl, l);
     }
 
+    /// The hand-off of the head of queue (o, v) to the output's arbiter
+    /// (or the sink). Always inlined into its two callers (`ibuf_flit`,
+    /// `ibuf_sent`): out of line, its call, prologue and epilogue were
+    /// about a fifth of its cost (issue 13).
+    #[inline(always)]
     pub(super) fn ibuf_handoff(&mut self, pi: usize, o: usize, v: usize) {
         let nvl = self.nvl;
         let qi = o * nvl + v;
@@ -210,7 +211,7 @@ impl Fabric {
         if self.ports[pi].hca != NONE {
             let f = self.ports[pi].ib.q[qi].pop_front().unwrap();
             let h = self.ports[pi].hca;
-            self.sched(now, Ev::SinkFlit { h, flit: f });
+            self.sched_now(Ev::SinkFlit { h, flit: f });
             return;
         }
         let op = self.ports[pi].base as usize + o;
@@ -241,8 +242,9 @@ impl Fabric {
         );
     }
 
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn ibuf_sent(&mut self, pi: usize, v: usize, last: bool, o: usize) {
-        let now = self.now;
         let ib = &mut self.ports[pi].ib;
         ib.vl[v].free += 1;
         if ib.vl[v].free > ib.vl[v].max_free {
@@ -254,7 +256,7 @@ impl Fabric {
         } else {
             ib.vl[v].abr + ib.vl[v].free as u64
         };
-        self.sched_rx_cred(now, pi, v as u8, l);
+        self.sched_rx_cred(pi, v as u8, l);
         if self.ports[pi].hca == NONE {
             if last {
                 self.ports[pi].ib.nbs -= 1;

@@ -3,11 +3,9 @@
 //! flit), with the periodic credit timer (`Tcred`) that starts the FC scan
 //! and samples the queue depth; lazy when idle (see `engine/mod.rs`).
 
-use std::collections::VecDeque;
-
 use super::dispatch::Ev;
 use super::fabric::{Fabric, FabricError, NONE, NS};
-use super::flits::FId;
+use super::flits::{FId, FIdQueue};
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
@@ -36,7 +34,7 @@ pub(super) struct Obuf {
     pub(super) fc_vl: u8,
     /// `ObufRxCred` events of this port in the queue (direct.rs)
     pub(super) rx_queued: u32,
-    pub(super) q: VecDeque<FId>,
+    pub(super) q: FIdQueue,
     pub(super) size: usize,
     pub(super) bytes: u64,
     pub(super) data_flits: u64,
@@ -56,7 +54,7 @@ impl Obuf {
     /// scan sends every VL's credits).
     pub(super) fn new(size: usize) -> Obuf {
         Obuf {
-            q: VecDeque::new(),
+            q: FIdQueue::new(),
             size,
             pop_pending: false,
             pop_at: 0,
@@ -165,6 +163,8 @@ impl Fabric {
         }
     }
 
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn obuf_flit(&mut self, pi: usize, flit: FId) {
         if self.ports[pi].ob.dormant {
             self.obuf_wake(pi);
@@ -192,6 +192,9 @@ impl Fabric {
         }
     }
 
+    /// Start the transmission of data flit `id`. Always inlined into its two
+    /// callers (`obuf_flit`, `obuf_pop`; as `ibuf_handoff`, issue 13).
+    #[inline(always)]
     pub(super) fn obuf_transmit_data(&mut self, pi: usize, id: FId) {
         let now = self.now;
         let peer = self.ports[pi].peer;
@@ -228,16 +231,15 @@ impl Fabric {
             self.fail(msg);
             return;
         }
-        self.sched(
-            now,
-            Ev::IbufFlit {
-                port: peer,
-                flit: id,
-            },
-        );
+        self.sched_now(Ev::IbufFlit {
+            port: peer,
+            flit: id,
+        });
         self.sched(now + w, Ev::ObufPop { port: pi as u32 });
     }
 
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn obuf_pop(&mut self, pi: usize) {
         let now = self.now;
         let nvl = self.nvl;
@@ -265,13 +267,10 @@ impl Fabric {
                     ob.pop_at = now + w;
                     ob.prev_data = false;
                     let peer = self.ports[pi].peer;
-                    self.sched(
-                        now,
-                        Ev::IbufFc {
-                            port: peer,
-                            vl: v as u8,
-                        },
-                    );
+                    self.sched_now(Ev::IbufFc {
+                        port: peer,
+                        vl: v as u8,
+                    });
                     self.sched(now + w, Ev::ObufPop { port: pi as u32 });
                     return;
                 }

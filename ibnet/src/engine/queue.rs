@@ -43,6 +43,20 @@ impl Fabric {
         }
     }
 
+    /// A zero-delay event scheduled by a handler: what `sched(self.now, ev)`
+    /// does there, without its test (a handler runs only from `dispatch`,
+    /// so the run has started and the event goes to the now-queue).
+    #[inline(always)]
+    pub(super) fn sched_now(&mut self, ev: Ev) {
+        debug_assert!(self.started);
+        let seq = self.counter << SEQ_SHIFT;
+        self.counter += 1;
+        if ev.background() {
+            self.bg_pending += 1;
+        }
+        self.nowq.push_back(Entry { seq, ev });
+    }
+
     #[inline]
     pub(super) fn peek_time(&mut self) -> Option<u64> {
         self.peek_source().map(|(t, _)| t)

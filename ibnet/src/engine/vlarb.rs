@@ -126,7 +126,8 @@ pub(super) fn dummy_arb() -> Arb {
 
 impl Fabric {
     /// isHoQFree: true iff empty and unreserved; reserves on success.
-    #[inline]
+    /// (Always inlined: a few instructions, called for most flits.)
+    #[inline(always)]
     pub(super) fn hoq_free(&mut self, port: usize, input: usize, v: usize) -> bool {
         let i = input * self.nvl + v;
         let h = &mut self.ports[port].arb.hoq[i];
@@ -138,6 +139,8 @@ impl Fabric {
         }
     }
 
+    // always inlined into `dispatch`, its only caller (see there)
+    #[inline(always)]
     pub(super) fn arb_flit(&mut self, pi: usize, input: usize, id: FId) {
         let nvl = self.nvl;
         let a = &mut self.ports[pi].arb;
@@ -486,18 +489,15 @@ impl Fabric {
         );
         if is_sw {
             let ii = self.ports[pi].base + p as u32;
-            self.sched(
-                now,
-                Ev::IbufSent {
-                    port: ii,
-                    vl: v as u8,
-                    last,
-                    out: self.ports[pi].local,
-                },
-            );
+            self.sched_now(Ev::IbufSent {
+                port: ii,
+                vl: v as u8,
+                last,
+                out: self.ports[pi].local,
+            });
         } else {
             let h = self.ports[pi].hca;
-            self.sched(now, Ev::GenSent { h, vl: v as u8 });
+            self.sched_now(Ev::GenSent { h, vl: v as u8 });
         }
     }
 }
