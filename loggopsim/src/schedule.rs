@@ -5,8 +5,6 @@
 //! attributes that repeat a lot (kind, cpu, nic, size, tag) are interned into
 //! a small `shapes` table, so a node costs 16 bytes plus 4 per dependency edge.
 
-use crate::hash::FastMap;
-
 /// Any-source (as peer) and any-tag, as the binary layout stores them.
 pub const ANY: u32 = u32::MAX;
 
@@ -236,10 +234,80 @@ pub enum BuildError {
     NoSuchOp(u32),
 }
 
+impl Shape {
+    /// The shape as two words (kind, cpu, nic and tag share the first):
+    /// equal shapes have equal words and vice versa.
+    #[inline]
+    fn words(&self) -> (u64, u64) {
+        let a = (self.kind as u64)
+            | (self.cpu as u64) << 8
+            | (self.nic as u64) << 16
+            | (self.tag as u64) << 32;
+        (a, self.size)
+    }
+}
+
+/// Interning table of the builder: shape -> id, open addressing with
+/// linear probing over a power-of-two array of ids (`u32::MAX` = empty);
+/// keys are compared in the packed form of [`Shape::words`], read from a
+/// parallel array. `add_op` runs once per operation of the schedule, and a
+/// general hash map (field-by-field hashing and comparison) was a large
+/// part of the load time of binary schedules.
+#[derive(Default)]
+struct ShapeTable {
+    slots: Vec<u32>,
+    /// packed keys, by shape id
+    keys: Vec<(u64, u64)>,
+}
+
+impl ShapeTable {
+    #[inline]
+    fn home(k: (u64, u64), mask: usize) -> usize {
+        let h = (k.0 ^ k.1.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 32) as usize & mask
+    }
+
+    /// The id of `k`, or `next` after inserting it (ids are dense, in
+    /// order of first appearance).
+    #[inline]
+    fn intern(&mut self, k: (u64, u64), next: u32) -> u32 {
+        if (self.keys.len() + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = Self::home(k, mask);
+        loop {
+            let id = self.slots[i];
+            if id == u32::MAX {
+                self.slots[i] = next;
+                self.keys.push(k);
+                return next;
+            }
+            if self.keys[id as usize] == k {
+                return id;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(64);
+        self.slots = vec![u32::MAX; cap];
+        let mask = cap - 1;
+        for (id, &k) in self.keys.iter().enumerate() {
+            let mut i = Self::home(k, mask);
+            while self.slots[i] != u32::MAX {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = id as u32;
+        }
+    }
+}
+
 /// Builds a [`Schedule`] rank by rank.
 pub struct ScheduleBuilder {
     s: Schedule,
-    shape_ids: FastMap<Shape, u32>,
+    shape_ids: ShapeTable,
     cur_rank_first: u32,
     /// (predecessor local offset, dependent local offset | EDGE_START)
     pending: Vec<(u32, u32)>,
@@ -255,7 +323,7 @@ impl ScheduleBuilder {
         s.rank_start.push(0);
         ScheduleBuilder {
             s,
-            shape_ids: FastMap::default(),
+            shape_ids: ShapeTable::default(),
             cur_rank_first: 0,
             pending: Vec::new(),
             in_rank: false,
@@ -276,6 +344,7 @@ impl ScheduleBuilder {
         self.s.nodes.len() as u32 - self.cur_rank_first
     }
     /// Adds an operation; returns its offset within the rank.
+    #[inline]
     pub fn add_op(&mut self, op: Op) -> Result<u32, BuildError> {
         if self.s.nodes.len() as u64 >= MAX_NODES {
             return Err(BuildError::TooManyNodes);
@@ -288,7 +357,7 @@ impl ScheduleBuilder {
             size: op.size,
         };
         let next = self.s.shapes.len() as u32;
-        let id = *self.shape_ids.entry(sh).or_insert(next);
+        let id = self.shape_ids.intern(sh.words(), next);
         if id == next {
             self.s.shapes.push(sh);
         }
