@@ -326,6 +326,57 @@ impl PartialOrd for Ev {
     }
 }
 
+/// The active queue: events by (time, seq), smallest first.
+///
+/// Most events are pushed in increasing order: a released operation or a
+/// new message gets a fresh (largest) seq, and its time is usually the
+/// current time or later. Such an event goes to the back of a FIFO `lane`
+/// (O(1)) whenever its key is not below the lane's last one, so the lane
+/// stays sorted; any other event (a re-inserted one keeps its old seq, an
+/// arrival may be earlier than the lane's tail) goes to the binary heap.
+/// The next event is the smaller of the two heads, so the order is exactly
+/// the heap-only order: keys are unique (a seq belongs to one event; a
+/// group proxy carries the seq of a member that is not queued itself),
+/// except for identical copies of a stale proxy, whose relative order
+/// cannot matter.
+#[derive(Default)]
+struct EventQueue {
+    lane: std::collections::VecDeque<Ev>,
+    heap: BinaryHeap<Ev>,
+}
+
+impl EventQueue {
+    #[inline]
+    fn push(&mut self, e: Ev) {
+        match self.lane.back() {
+            Some(b) if (e.time, e.seq) < (b.time, b.seq) => self.heap.push(e),
+            _ => self.lane.push_back(e),
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<&Ev> {
+        match (self.lane.front(), self.heap.peek()) {
+            (Some(l), Some(h)) => Some(if (h.time, h.seq) < (l.time, l.seq) {
+                h
+            } else {
+                l
+            }),
+            (l, None) => l,
+            (None, h) => h,
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Ev> {
+        match (self.lane.front(), self.heap.peek()) {
+            (Some(l), Some(h)) if (h.time, h.seq) < (l.time, l.seq) => self.heap.pop(),
+            (Some(_), _) => self.lane.pop_front(),
+            (None, _) => self.heap.pop(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Msg {
     /// what this message is (issue 14: parts of one-sided operations)
@@ -452,7 +503,7 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     key_bits: Option<u32>,
     link: Vec<u32>,
     uq: Vec<MatchQueue>,
-    heap: BinaryHeap<Ev>,
+    heap: EventQueue,
     /// roots are produced host by host (see `peek_root`): the current
     /// host's roots, sorted by kind, and the seq of the first of them
     roots: Vec<u32>,
@@ -572,7 +623,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 Vec::new()
             },
             uq: (0..p).map(|_| MatchQueue::new(uq_ix)).collect(),
-            heap: BinaryHeap::new(),
+            heap: EventQueue::default(),
             events: roots_total,
             roots: Vec::new(),
             root_pos: 0,
