@@ -499,8 +499,9 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     /// wildcards, else the general `rq`
     rq: Vec<MatchQueue>,
     rq_exact: Vec<ExactRq>,
-    /// Some(tag bits) when receive keys are packed into 32 bits
-    key_bits: Option<u32>,
+    /// where the source starts in a receive key: the tag bits when
+    /// (source, tag) is packed into 32 bits, else 32
+    key_shift: u32,
     link: Vec<u32>,
     uq: Vec<MatchQueue>,
     heap: EventQueue,
@@ -616,7 +617,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             } else {
                 Vec::new()
             },
-            key_bits,
+            key_shift: key_bits.unwrap_or(32),
             link: if exact {
                 vec![0; sched.num_nodes() as usize]
             } else {
@@ -834,6 +835,21 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         if self.root_seq0 + self.root_pos as u64 >= self.roots_total {
             return None;
         }
+        if self.root_pos >= self.roots.len() {
+            self.next_root_host();
+        }
+        Some(Ev {
+            time: 0,
+            seq: self.root_seq0 + self.root_pos as u64,
+            host: self.root_host,
+            id: self.roots[self.root_pos],
+        })
+    }
+
+    /// Loads the roots of the next host that has any (once per host, so
+    /// kept out of the per-event path).
+    #[inline(never)]
+    fn next_root_host(&mut self) {
         while self.root_pos >= self.roots.len() {
             self.root_seq0 += self.roots.len() as u64;
             self.roots.clear();
@@ -847,15 +863,12 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             let sched = &self.sched;
             self.roots
                 .extend(sched.rank_nodes(h).filter(|&n| sched.depcount(n) == 0));
-            let sched = &self.sched;
-            self.roots.sort_by_key(|&n| sched.kind(n).order());
+            // a stable sort by kind; schedules often list them in that
+            // order already
+            if !self.roots.is_sorted_by_key(|&n| sched.kind(n).order()) {
+                self.roots.sort_by_key(|&n| sched.kind(n).order());
+            }
         }
-        Some(Ev {
-            time: 0,
-            seq: self.root_seq0 + self.root_pos as u64,
-            host: self.root_host,
-            id: self.roots[self.root_pos],
-        })
     }
 
     /// A blocked event waits for `avail`. The reference re-inserts it at
@@ -1253,7 +1266,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             return Ok(blocked);
         }
         self.start_op(ev.id, ev.host, t);
-        let p = self.params;
+        let p = &self.params;
         let (o, big_o) = p.overheads(op.size);
         let s1 = op.size.saturating_sub(1); // section 9.3: (s-1) is 0 for s = 0
         let ovf = || overflow(ev.host, "send", t);
@@ -1444,10 +1457,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     /// Key of the wildcard-free receive queue (packed, or as `match_key`).
     #[inline]
     fn rq_key(&self, src: u32, tag: u32) -> u64 {
-        match self.key_bits {
-            Some(b) => ((src as u64) << b) | tag as u64,
-            None => ((src as u64) << 32) | tag as u64,
-        }
+        ((src as u64) << self.key_shift) | tag as u64
     }
 
     /// Unmatched receives of a host (FIFO order; for the wildcard-free
@@ -1510,7 +1520,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 class: class_key(2, ev.host, m.cpu, m.nic),
             });
         }
-        let p = self.params;
+        // (a reference: copying all of Params per message costs more)
+        let p = &self.params;
+        let rendezvous = m.size > p.s;
         let (o, big_o) = p.overheads(m.size);
         let s1 = m.size.saturating_sub(1);
         let ovf = || overflow(ev.host, "receive", t);
@@ -1543,7 +1555,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         }
         match matched {
             Some(rnode) => {
-                if m.size > p.s {
+                if rendezvous {
                     self.rendezvous_done(slot, t);
                 }
                 self.free_msg(slot);
