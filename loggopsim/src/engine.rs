@@ -735,27 +735,27 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                     continue;
                 }
             }
-            match (root, self.heap.peek()) {
-                (Some(r), Some(h)) => {
-                    if (h.time, h.seq) < (r.time, r.seq) {
+            match root {
+                Some(r) => match self.heap.peek() {
+                    Some(h) if (h.time, h.seq) < (r.time, r.seq) => {
                         break self.heap.pop().unwrap();
                     }
-                    self.root_pos += 1;
-                    break r;
-                }
-                (Some(r), None) => {
-                    self.root_pos += 1;
-                    break r;
-                }
-                (None, Some(_)) => break self.heap.pop().unwrap(),
-                (None, None) => {
-                    if self.waiting.is_empty() {
-                        self.done = true;
-                        self.net.finish(Time(self.now))?;
-                        return Ok(None);
+                    _ => {
+                        self.root_pos += 1;
+                        break r;
                     }
-                    self.wait_network()?;
-                }
+                },
+                None => match self.heap.pop() {
+                    Some(e) => break e,
+                    None => {
+                        if self.waiting.is_empty() {
+                            self.done = true;
+                            self.net.finish(Time(self.now))?;
+                            return Ok(None);
+                        }
+                        self.wait_network()?;
+                    }
+                },
             }
         };
         self.prefetch_next();

@@ -190,17 +190,19 @@ impl Schedule {
     /// Whether any receive uses any-source / any-tag, any send uses any-tag.
     pub fn wildcard_use(&self) -> WildcardUse {
         let mut w = WildcardUse::default();
-        for n in 0..self.num_nodes() {
-            let op = self.op(n);
-            match op.kind {
-                Kind::Recv => {
-                    w.recv_any_src |= op.peer == ANY;
-                    w.recv_any_tag |= op.tag == ANY;
-                }
-                Kind::Send => w.send_any_tag |= op.tag == ANY,
+        // every shape belongs to some node, so the tags can be read from
+        // the (few) shapes; the source is per node
+        for s in &self.shapes {
+            match s.kind {
+                Kind::Recv => w.recv_any_tag |= s.tag == ANY,
+                Kind::Send => w.send_any_tag |= s.tag == ANY,
                 Kind::Calc | Kind::Put | Kind::Get | Kind::Poll => {}
             }
         }
+        w.recv_any_src = self
+            .nodes
+            .iter()
+            .any(|n| n.peer == ANY && self.shapes[n.shape as usize].kind == Kind::Recv);
         w
     }
     /// Whether the schedule holds a put, get or poll (issue 14): such a
