@@ -861,11 +861,19 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
             let h = self.root_host;
             let sched = &self.sched;
-            self.roots
-                .extend(sched.rank_nodes(h).filter(|&n| sched.depcount(n) == 0));
             // a stable sort by kind; schedules often list them in that
-            // order already
-            if !self.roots.is_sorted_by_key(|&n| sched.kind(n).order()) {
+            // order already, which one pass finds out
+            let mut last = 0;
+            let mut sorted = true;
+            for n in sched.rank_nodes(h) {
+                if sched.depcount(n) == 0 {
+                    let o = sched.kind(n).order();
+                    sorted &= o >= last;
+                    last = o;
+                    self.roots.push(n);
+                }
+            }
+            if !sorted {
                 self.roots.sort_by_key(|&n| sched.kind(n).order());
             }
         }

@@ -374,6 +374,7 @@ impl ScheduleBuilder {
         Ok(self.rank_len() - 1)
     }
     /// `dependent requires pred` (or `irequires` when `immediate`), local offsets.
+    #[inline]
     pub fn add_dep(
         &mut self,
         dependent: u32,
@@ -399,28 +400,46 @@ impl ScheduleBuilder {
         self.in_rank = false;
         let first = self.cur_rank_first;
         let n = self.rank_len() as usize;
-        // counting sort of the pending edges by predecessor (stable: line order kept)
-        let mut count = vec![0u32; n + 1];
-        for &(p, _) in &self.pending {
-            count[p as usize + 1] += 1;
-        }
-        for i in 0..n {
-            count[i + 1] += count[i];
-        }
         let base = self.s.edges.len();
-        self.s.edges.resize(base + self.pending.len(), 0);
-        let mut fill = count.clone();
-        let mut dep = vec![0u32; n];
-        for &(p, d) in &self.pending {
-            let slot = &mut fill[p as usize];
-            self.s.edges[base + *slot as usize] = ((d & !EDGE_START) + first) | (d & EDGE_START);
-            *slot += 1;
-            dep[(d & !EDGE_START) as usize] += 1;
+        let nodes = &mut self.s.nodes[first as usize..];
+        // (add_op leaves depcount at 0)
+        for &(_, d) in &self.pending {
+            nodes[(d & !EDGE_START) as usize].depcount += 1;
         }
-        for i in 0..n {
-            let r = &mut self.s.nodes[first as usize + i];
-            r.edge_start = base as u32 + count[i];
-            r.depcount = dep[i];
+        let global = |d: u32| ((d & !EDGE_START) + first) | (d & EDGE_START);
+        if self.pending.is_sorted_by_key(|e| e.0) {
+            // Already grouped by predecessor (the binary reader adds each
+            // operation's dependents together, in operation order): the
+            // edges are the pending list itself.
+            self.s
+                .edges
+                .extend(self.pending.iter().map(|&(_, d)| global(d)));
+            let mut k = 0;
+            for (i, r) in nodes.iter_mut().enumerate() {
+                r.edge_start = (base + k) as u32;
+                while k < self.pending.len() && self.pending[k].0 as usize == i {
+                    k += 1;
+                }
+            }
+        } else {
+            // counting sort of the pending edges by predecessor (stable: line order kept)
+            let mut count = vec![0u32; n + 1];
+            for &(p, _) in &self.pending {
+                count[p as usize + 1] += 1;
+            }
+            for i in 0..n {
+                count[i + 1] += count[i];
+            }
+            self.s.edges.resize(base + self.pending.len(), 0);
+            let mut fill = count.clone();
+            for &(p, d) in &self.pending {
+                let slot = &mut fill[p as usize];
+                self.s.edges[base + *slot as usize] = global(d);
+                *slot += 1;
+            }
+            for (i, r) in nodes.iter_mut().enumerate() {
+                r.edge_start = base as u32 + count[i];
+            }
         }
         self.pending.clear();
         self.s.rank_start.push(self.s.nodes.len() as u32);
