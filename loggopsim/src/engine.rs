@@ -341,22 +341,26 @@ impl PartialOrd for Ev {
 /// cannot matter.
 #[derive(Default)]
 struct EventQueue {
-    lane: std::collections::VecDeque<Ev>,
+    /// the lane's events are `lane[head..]`; a plain vector with a head
+    /// index is cheaper than a ring buffer (emptied when the head reaches
+    /// the end, compacted when the consumed prefix is the larger half)
+    lane: Vec<Ev>,
+    head: usize,
     heap: BinaryHeap<Ev>,
 }
 
 impl EventQueue {
     #[inline]
     fn push(&mut self, e: Ev) {
-        match self.lane.back() {
+        match self.lane.last() {
             Some(b) if (e.time, e.seq) < (b.time, b.seq) => self.heap.push(e),
-            _ => self.lane.push_back(e),
+            _ => self.lane.push(e),
         }
     }
 
     #[inline]
     fn peek(&self) -> Option<&Ev> {
-        match (self.lane.front(), self.heap.peek()) {
+        match (self.lane.get(self.head), self.heap.peek()) {
             (Some(l), Some(h)) => Some(if (h.time, h.seq) < (l.time, l.seq) {
                 h
             } else {
@@ -369,9 +373,19 @@ impl EventQueue {
 
     #[inline]
     fn pop(&mut self) -> Option<Ev> {
-        match (self.lane.front(), self.heap.peek()) {
+        match (self.lane.get(self.head), self.heap.peek()) {
             (Some(l), Some(h)) if (h.time, h.seq) < (l.time, l.seq) => self.heap.pop(),
-            (Some(_), _) => self.lane.pop_front(),
+            (Some(&l), _) => {
+                self.head += 1;
+                if self.head == self.lane.len() {
+                    self.lane.clear();
+                    self.head = 0;
+                } else if self.head >= 1024 && 2 * self.head >= self.lane.len() {
+                    self.lane.drain(..self.head);
+                    self.head = 0;
+                }
+                Some(l)
+            }
             (None, _) => self.heap.pop(),
         }
     }
