@@ -888,7 +888,17 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 }
             }
             if !sorted {
-                self.roots.sort_by_key(|&n| sched.kind(n).order());
+                // stable sort by a key of three values: one pass per value
+                let mut sorted = Vec::with_capacity(self.roots.len());
+                for o in 1..=3 {
+                    sorted.extend(
+                        self.roots
+                            .iter()
+                            .copied()
+                            .filter(|&n| sched.kind(n).order() == o),
+                    );
+                }
+                self.roots = sorted;
             }
         }
     }
@@ -1414,7 +1424,13 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let op = self.sched.op(ev.id);
         let t = ev.time;
         self.start_op(ev.id, ev.host, t);
-        match self.uq[ev.host as usize].take(op.peer, op.tag) {
+        // (an empty UQ, the common case, is answered without the call)
+        let uq = &mut self.uq[ev.host as usize];
+        match if uq.is_empty() {
+            None
+        } else {
+            uq.take(op.peer, op.tag)
+        } {
             Some((_, _, slot)) => {
                 // the receive's size decides rendezvous here (as the reference does)
                 if op.size > self.params.s {

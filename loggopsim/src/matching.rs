@@ -491,6 +491,7 @@ impl ExactRq {
     }
 
     /// Appends `node` with key (src << 32 | tag); `link` is the shared array.
+    #[inline]
     pub fn push(&mut self, key: u64, node: u32, link: &mut [u32], key_of: impl Fn(u32) -> u64) {
         let h = self.tag32(key);
         match self.find(key, h, &key_of) {
@@ -521,6 +522,7 @@ impl ExactRq {
     }
 
     /// Removes and returns the oldest node with this key.
+    #[inline]
     pub fn take(&mut self, key: u64, link: &mut [u32], key_of: impl Fn(u32) -> u64) -> Option<u32> {
         let i = self.find(key, self.tag32(key), &key_of).ok()?;
         let s = self.slots[i];
