@@ -53,15 +53,15 @@ impl<'a> Cur<'a> {
         self.pos += n;
         Ok(s)
     }
-    fn u8(&mut self) -> Result<u8, LoadError> {
-        Ok(self.take(1)?[0])
-    }
     fn u32(&mut self) -> Result<u32, LoadError> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
     }
-    fn u64(&mut self) -> Result<u64, LoadError> {
-        Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
-    }
+}
+
+/// The little-endian u32 at byte `at` of a node record.
+#[inline]
+fn le32(rec: &[u8; NODE_BYTES], at: usize) -> u32 {
+    u32::from_le_bytes(rec[at..at + 4].try_into().unwrap())
 }
 
 struct RawNode {
@@ -161,20 +161,28 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
             ));
         }
         raw.clear();
+        raw.reserve(n as usize);
         b.begin_rank();
-        for i in 0..n {
-            let at = c.base + c.pos as u64;
-            let depcount = c.u32()?;
-            let ty = c.u8()?;
-            let peer = c.u32()?;
-            let size = c.u64()?;
-            let tag = c.u32()?;
-            let cpu = c.u8()?;
-            let nic = c.u8()?;
-            let n_deps = c.u32()?;
-            let deps_index = c.u32()?;
-            let n_start = c.u32()?;
-            let start_index = c.u32()?;
+        // The records are known to fit (checked above): decode each from a
+        // fixed-size array at constant offsets, without a bounds check and
+        // an error path per field.
+        let app_at = nodes_at + n as usize * NODE_BYTES;
+        let recs = block[nodes_at..app_at].chunks_exact(NODE_BYTES);
+        for (i, rec) in recs.enumerate() {
+            let rec: &[u8; NODE_BYTES] = rec.try_into().unwrap();
+            let i = i as u32;
+            let at = off + (nodes_at + i as usize * NODE_BYTES) as u64;
+            let depcount = le32(rec, 0);
+            let ty = rec[4];
+            let peer = le32(rec, 5);
+            let size = u64::from_le_bytes(rec[9..17].try_into().unwrap());
+            let tag = le32(rec, 17);
+            let cpu = rec[21];
+            let nic = rec[22];
+            let n_deps = le32(rec, 23);
+            let deps_index = le32(rec, 27);
+            let n_start = le32(rec, 31);
+            let start_index = le32(rec, 35);
             let kind = Kind::from_u8(ty)
                 .filter(|k| one_sided_ok || !k.is_one_sided())
                 .ok_or_else(|| {
@@ -226,15 +234,7 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
                 start_index,
             });
         }
-        let app_at = c.pos;
         let app_len = (block.len() - app_at) / 4;
-        let app = |k: usize| {
-            u32::from_le_bytes(
-                block[app_at + 4 * k..app_at + 4 * k + 4]
-                    .try_into()
-                    .unwrap(),
-            )
-        };
         let mut indeg = vec![0u32; n as usize];
         for (i, rn) in raw.iter().enumerate() {
             for (cnt, idx, imm) in [
@@ -248,8 +248,9 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
                         format!("rank {rank} node {i}: dependency list outside the appendix"),
                     ));
                 }
-                for k in 0..cnt as usize {
-                    let d = app(idx as usize + k);
+                let list = &block[app_at + 4 * idx as usize..app_at + 4 * (idx + cnt) as usize];
+                for d in list.chunks_exact(4) {
+                    let d = u32::from_le_bytes(d.try_into().unwrap());
                     if d >= n {
                         return Err(berr(
                             name,

@@ -326,6 +326,71 @@ impl PartialOrd for Ev {
     }
 }
 
+/// The active queue: events by (time, seq), smallest first.
+///
+/// Most events are pushed in increasing order: a released operation or a
+/// new message gets a fresh (largest) seq, and its time is usually the
+/// current time or later. Such an event goes to the back of a FIFO `lane`
+/// (O(1)) whenever its key is not below the lane's last one, so the lane
+/// stays sorted; any other event (a re-inserted one keeps its old seq, an
+/// arrival may be earlier than the lane's tail) goes to the binary heap.
+/// The next event is the smaller of the two heads, so the order is exactly
+/// the heap-only order: keys are unique (a seq belongs to one event; a
+/// group proxy carries the seq of a member that is not queued itself),
+/// except for identical copies of a stale proxy, whose relative order
+/// cannot matter.
+#[derive(Default)]
+struct EventQueue {
+    /// the lane's events are `lane[head..]`; a plain vector with a head
+    /// index is cheaper than a ring buffer (emptied when the head reaches
+    /// the end, compacted when the consumed prefix is the larger half)
+    lane: Vec<Ev>,
+    head: usize,
+    heap: BinaryHeap<Ev>,
+}
+
+impl EventQueue {
+    #[inline]
+    fn push(&mut self, e: Ev) {
+        match self.lane.last() {
+            Some(b) if (e.time, e.seq) < (b.time, b.seq) => self.heap.push(e),
+            _ => self.lane.push(e),
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<&Ev> {
+        match (self.lane.get(self.head), self.heap.peek()) {
+            (Some(l), Some(h)) => Some(if (h.time, h.seq) < (l.time, l.seq) {
+                h
+            } else {
+                l
+            }),
+            (l, None) => l,
+            (None, h) => h,
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Ev> {
+        match (self.lane.get(self.head), self.heap.peek()) {
+            (Some(l), Some(h)) if (h.time, h.seq) < (l.time, l.seq) => self.heap.pop(),
+            (Some(&l), _) => {
+                self.head += 1;
+                if self.head == self.lane.len() {
+                    self.lane.clear();
+                    self.head = 0;
+                } else if self.head >= 1024 && 2 * self.head >= self.lane.len() {
+                    self.lane.drain(..self.head);
+                    self.head = 0;
+                }
+                Some(l)
+            }
+            (None, _) => self.heap.pop(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Msg {
     /// what this message is (issue 14: parts of one-sided operations)
@@ -448,11 +513,12 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     /// wildcards, else the general `rq`
     rq: Vec<MatchQueue>,
     rq_exact: Vec<ExactRq>,
-    /// Some(tag bits) when receive keys are packed into 32 bits
-    key_bits: Option<u32>,
+    /// where the source starts in a receive key: the tag bits when
+    /// (source, tag) is packed into 32 bits, else 32
+    key_shift: u32,
     link: Vec<u32>,
     uq: Vec<MatchQueue>,
-    heap: BinaryHeap<Ev>,
+    heap: EventQueue,
     /// roots are produced host by host (see `peek_root`): the current
     /// host's roots, sorted by kind, and the seq of the first of them
     roots: Vec<u32>,
@@ -565,14 +631,14 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             } else {
                 Vec::new()
             },
-            key_bits,
+            key_shift: key_bits.unwrap_or(32),
             link: if exact {
                 vec![0; sched.num_nodes() as usize]
             } else {
                 Vec::new()
             },
             uq: (0..p).map(|_| MatchQueue::new(uq_ix)).collect(),
-            heap: BinaryHeap::new(),
+            heap: EventQueue::default(),
             events: roots_total,
             roots: Vec::new(),
             root_pos: 0,
@@ -683,27 +749,27 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                     continue;
                 }
             }
-            match (root, self.heap.peek()) {
-                (Some(r), Some(h)) => {
-                    if (h.time, h.seq) < (r.time, r.seq) {
+            match root {
+                Some(r) => match self.heap.peek() {
+                    Some(h) if (h.time, h.seq) < (r.time, r.seq) => {
                         break self.heap.pop().unwrap();
                     }
-                    self.root_pos += 1;
-                    break r;
-                }
-                (Some(r), None) => {
-                    self.root_pos += 1;
-                    break r;
-                }
-                (None, Some(_)) => break self.heap.pop().unwrap(),
-                (None, None) => {
-                    if self.waiting.is_empty() {
-                        self.done = true;
-                        self.net.finish(Time(self.now))?;
-                        return Ok(None);
+                    _ => {
+                        self.root_pos += 1;
+                        break r;
                     }
-                    self.wait_network()?;
-                }
+                },
+                None => match self.heap.pop() {
+                    Some(e) => break e,
+                    None => {
+                        if self.waiting.is_empty() {
+                            self.done = true;
+                            self.net.finish(Time(self.now))?;
+                            return Ok(None);
+                        }
+                        self.wait_network()?;
+                    }
+                },
             }
         };
         self.prefetch_next();
@@ -783,6 +849,21 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         if self.root_seq0 + self.root_pos as u64 >= self.roots_total {
             return None;
         }
+        if self.root_pos >= self.roots.len() {
+            self.next_root_host();
+        }
+        Some(Ev {
+            time: 0,
+            seq: self.root_seq0 + self.root_pos as u64,
+            host: self.root_host,
+            id: self.roots[self.root_pos],
+        })
+    }
+
+    /// Loads the roots of the next host that has any (once per host, so
+    /// kept out of the per-event path).
+    #[inline(never)]
+    fn next_root_host(&mut self) {
         while self.root_pos >= self.roots.len() {
             self.root_seq0 += self.roots.len() as u64;
             self.roots.clear();
@@ -794,17 +875,32 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
             let h = self.root_host;
             let sched = &self.sched;
-            self.roots
-                .extend(sched.rank_nodes(h).filter(|&n| sched.depcount(n) == 0));
-            let sched = &self.sched;
-            self.roots.sort_by_key(|&n| sched.kind(n).order());
+            // a stable sort by kind; schedules often list them in that
+            // order already, which one pass finds out
+            let mut last = 0;
+            let mut sorted = true;
+            for n in sched.rank_nodes(h) {
+                if sched.depcount(n) == 0 {
+                    let o = sched.kind(n).order();
+                    sorted &= o >= last;
+                    last = o;
+                    self.roots.push(n);
+                }
+            }
+            if !sorted {
+                // stable sort by a key of three values: one pass per value
+                let mut sorted = Vec::with_capacity(self.roots.len());
+                for o in 1..=3 {
+                    sorted.extend(
+                        self.roots
+                            .iter()
+                            .copied()
+                            .filter(|&n| sched.kind(n).order() == o),
+                    );
+                }
+                self.roots = sorted;
+            }
         }
-        Some(Ev {
-            time: 0,
-            seq: self.root_seq0 + self.root_pos as u64,
-            host: self.root_host,
-            id: self.roots[self.root_pos],
-        })
     }
 
     /// A blocked event waits for `avail`. The reference re-inserts it at
@@ -1202,7 +1298,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             return Ok(blocked);
         }
         self.start_op(ev.id, ev.host, t);
-        let p = self.params;
+        let p = &self.params;
         let (o, big_o) = p.overheads(op.size);
         let s1 = op.size.saturating_sub(1); // section 9.3: (s-1) is 0 for s = 0
         let ovf = || overflow(ev.host, "send", t);
@@ -1328,7 +1424,13 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let op = self.sched.op(ev.id);
         let t = ev.time;
         self.start_op(ev.id, ev.host, t);
-        match self.uq[ev.host as usize].take(op.peer, op.tag) {
+        // (an empty UQ, the common case, is answered without the call)
+        let uq = &mut self.uq[ev.host as usize];
+        match if uq.is_empty() {
+            None
+        } else {
+            uq.take(op.peer, op.tag)
+        } {
             Some((_, _, slot)) => {
                 // the receive's size decides rendezvous here (as the reference does)
                 if op.size > self.params.s {
@@ -1393,10 +1495,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     /// Key of the wildcard-free receive queue (packed, or as `match_key`).
     #[inline]
     fn rq_key(&self, src: u32, tag: u32) -> u64 {
-        match self.key_bits {
-            Some(b) => ((src as u64) << b) | tag as u64,
-            None => ((src as u64) << 32) | tag as u64,
-        }
+        ((src as u64) << self.key_shift) | tag as u64
     }
 
     /// Unmatched receives of a host (FIFO order; for the wildcard-free
@@ -1459,7 +1558,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 class: class_key(2, ev.host, m.cpu, m.nic),
             });
         }
-        let p = self.params;
+        // (a reference: copying all of Params per message costs more)
+        let p = &self.params;
+        let rendezvous = m.size > p.s;
         let (o, big_o) = p.overheads(m.size);
         let s1 = m.size.saturating_sub(1);
         let ovf = || overflow(ev.host, "receive", t);
@@ -1492,7 +1593,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         }
         match matched {
             Some(rnode) => {
-                if m.size > p.s {
+                if rendezvous {
                     self.rendezvous_done(slot, t);
                 }
                 self.free_msg(slot);

@@ -431,20 +431,22 @@ impl ExactRq {
         self.max_len as usize
     }
 
+    /// Ok(slot of `key`), or Err(the empty slot that ends its probe
+    /// sequence, where `place` would put it; `usize::MAX` if no table).
     #[inline]
-    fn find(&self, key: u64, h: u32, key_of: &impl Fn(u32) -> u64) -> Option<usize> {
+    fn find(&self, key: u64, h: u32, key_of: &impl Fn(u32) -> u64) -> Result<usize, usize> {
         if self.slots.is_empty() {
-            return None;
+            return Err(usize::MAX);
         }
         let mask = self.slots.len() - 1;
         let mut i = self.home(h) & mask;
         loop {
             let s = self.slots[i];
             if s == EMPTY {
-                return None;
+                return Err(i);
             }
             if (s >> 32) as u32 == h && (self.packed || key_of((s & NODE_MASK) as u32) == key) {
-                return Some(i);
+                return Ok(i);
             }
             i = (i + 1) & mask;
         }
@@ -489,10 +491,11 @@ impl ExactRq {
     }
 
     /// Appends `node` with key (src << 32 | tag); `link` is the shared array.
+    #[inline]
     pub fn push(&mut self, key: u64, node: u32, link: &mut [u32], key_of: impl Fn(u32) -> u64) {
         let h = self.tag32(key);
         match self.find(key, h, &key_of) {
-            Some(i) => {
+            Ok(i) => {
                 let s = self.slots[i];
                 let tail = (s & NODE_MASK) as u32;
                 if s & MULTI == 0 {
@@ -502,11 +505,15 @@ impl ExactRq {
                 link[tail as usize] = node;
                 self.slots[i] = ((h as u64) << 32) | MULTI | node as u64;
             }
-            None => {
+            Err(empty) => {
+                let v = ((h as u64) << 32) | node as u64;
                 if (self.buckets as usize + 1) * 4 > self.slots.len() * 3 {
                     self.grow();
+                    self.place(v);
+                } else {
+                    // the probe that missed ended where `place` would put it
+                    self.slots[empty] = v;
                 }
-                self.place(((h as u64) << 32) | node as u64);
                 self.buckets += 1;
             }
         }
@@ -515,8 +522,9 @@ impl ExactRq {
     }
 
     /// Removes and returns the oldest node with this key.
+    #[inline]
     pub fn take(&mut self, key: u64, link: &mut [u32], key_of: impl Fn(u32) -> u64) -> Option<u32> {
-        let i = self.find(key, self.tag32(key), &key_of)?;
+        let i = self.find(key, self.tag32(key), &key_of).ok()?;
         let s = self.slots[i];
         let tail = (s & NODE_MASK) as u32;
         let head = if s & MULTI == 0 {

@@ -5,8 +5,6 @@
 //! attributes that repeat a lot (kind, cpu, nic, size, tag) are interned into
 //! a small `shapes` table, so a node costs 16 bytes plus 4 per dependency edge.
 
-use crate::hash::FastMap;
-
 /// Any-source (as peer) and any-tag, as the binary layout stores them.
 pub const ANY: u32 = u32::MAX;
 
@@ -192,17 +190,19 @@ impl Schedule {
     /// Whether any receive uses any-source / any-tag, any send uses any-tag.
     pub fn wildcard_use(&self) -> WildcardUse {
         let mut w = WildcardUse::default();
-        for n in 0..self.num_nodes() {
-            let op = self.op(n);
-            match op.kind {
-                Kind::Recv => {
-                    w.recv_any_src |= op.peer == ANY;
-                    w.recv_any_tag |= op.tag == ANY;
-                }
-                Kind::Send => w.send_any_tag |= op.tag == ANY,
+        // every shape belongs to some node, so the tags can be read from
+        // the (few) shapes; the source is per node
+        for s in &self.shapes {
+            match s.kind {
+                Kind::Recv => w.recv_any_tag |= s.tag == ANY,
+                Kind::Send => w.send_any_tag |= s.tag == ANY,
                 Kind::Calc | Kind::Put | Kind::Get | Kind::Poll => {}
             }
         }
+        w.recv_any_src = self
+            .nodes
+            .iter()
+            .any(|n| n.peer == ANY && self.shapes[n.shape as usize].kind == Kind::Recv);
         w
     }
     /// Whether the schedule holds a put, get or poll (issue 14): such a
@@ -236,10 +236,80 @@ pub enum BuildError {
     NoSuchOp(u32),
 }
 
+impl Shape {
+    /// The shape as two words (kind, cpu, nic and tag share the first):
+    /// equal shapes have equal words and vice versa.
+    #[inline]
+    fn words(&self) -> (u64, u64) {
+        let a = (self.kind as u64)
+            | (self.cpu as u64) << 8
+            | (self.nic as u64) << 16
+            | (self.tag as u64) << 32;
+        (a, self.size)
+    }
+}
+
+/// Interning table of the builder: shape -> id, open addressing with
+/// linear probing over a power-of-two array of ids (`u32::MAX` = empty);
+/// keys are compared in the packed form of [`Shape::words`], read from a
+/// parallel array. `add_op` runs once per operation of the schedule, and a
+/// general hash map (field-by-field hashing and comparison) was a large
+/// part of the load time of binary schedules.
+#[derive(Default)]
+struct ShapeTable {
+    slots: Vec<u32>,
+    /// packed keys, by shape id
+    keys: Vec<(u64, u64)>,
+}
+
+impl ShapeTable {
+    #[inline]
+    fn home(k: (u64, u64), mask: usize) -> usize {
+        let h = (k.0 ^ k.1.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 32) as usize & mask
+    }
+
+    /// The id of `k`, or `next` after inserting it (ids are dense, in
+    /// order of first appearance).
+    #[inline]
+    fn intern(&mut self, k: (u64, u64), next: u32) -> u32 {
+        if (self.keys.len() + 1) * 2 > self.slots.len() {
+            self.grow();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = Self::home(k, mask);
+        loop {
+            let id = self.slots[i];
+            if id == u32::MAX {
+                self.slots[i] = next;
+                self.keys.push(k);
+                return next;
+            }
+            if self.keys[id as usize] == k {
+                return id;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(64);
+        self.slots = vec![u32::MAX; cap];
+        let mask = cap - 1;
+        for (id, &k) in self.keys.iter().enumerate() {
+            let mut i = Self::home(k, mask);
+            while self.slots[i] != u32::MAX {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = id as u32;
+        }
+    }
+}
+
 /// Builds a [`Schedule`] rank by rank.
 pub struct ScheduleBuilder {
     s: Schedule,
-    shape_ids: FastMap<Shape, u32>,
+    shape_ids: ShapeTable,
     cur_rank_first: u32,
     /// (predecessor local offset, dependent local offset | EDGE_START)
     pending: Vec<(u32, u32)>,
@@ -255,7 +325,7 @@ impl ScheduleBuilder {
         s.rank_start.push(0);
         ScheduleBuilder {
             s,
-            shape_ids: FastMap::default(),
+            shape_ids: ShapeTable::default(),
             cur_rank_first: 0,
             pending: Vec::new(),
             in_rank: false,
@@ -276,6 +346,7 @@ impl ScheduleBuilder {
         self.s.nodes.len() as u32 - self.cur_rank_first
     }
     /// Adds an operation; returns its offset within the rank.
+    #[inline]
     pub fn add_op(&mut self, op: Op) -> Result<u32, BuildError> {
         if self.s.nodes.len() as u64 >= MAX_NODES {
             return Err(BuildError::TooManyNodes);
@@ -288,7 +359,7 @@ impl ScheduleBuilder {
             size: op.size,
         };
         let next = self.s.shapes.len() as u32;
-        let id = *self.shape_ids.entry(sh).or_insert(next);
+        let id = self.shape_ids.intern(sh.words(), next);
         if id == next {
             self.s.shapes.push(sh);
         }
@@ -303,6 +374,7 @@ impl ScheduleBuilder {
         Ok(self.rank_len() - 1)
     }
     /// `dependent requires pred` (or `irequires` when `immediate`), local offsets.
+    #[inline]
     pub fn add_dep(
         &mut self,
         dependent: u32,
@@ -328,28 +400,46 @@ impl ScheduleBuilder {
         self.in_rank = false;
         let first = self.cur_rank_first;
         let n = self.rank_len() as usize;
-        // counting sort of the pending edges by predecessor (stable: line order kept)
-        let mut count = vec![0u32; n + 1];
-        for &(p, _) in &self.pending {
-            count[p as usize + 1] += 1;
-        }
-        for i in 0..n {
-            count[i + 1] += count[i];
-        }
         let base = self.s.edges.len();
-        self.s.edges.resize(base + self.pending.len(), 0);
-        let mut fill = count.clone();
-        let mut dep = vec![0u32; n];
-        for &(p, d) in &self.pending {
-            let slot = &mut fill[p as usize];
-            self.s.edges[base + *slot as usize] = ((d & !EDGE_START) + first) | (d & EDGE_START);
-            *slot += 1;
-            dep[(d & !EDGE_START) as usize] += 1;
+        let nodes = &mut self.s.nodes[first as usize..];
+        // (add_op leaves depcount at 0)
+        for &(_, d) in &self.pending {
+            nodes[(d & !EDGE_START) as usize].depcount += 1;
         }
-        for i in 0..n {
-            let r = &mut self.s.nodes[first as usize + i];
-            r.edge_start = base as u32 + count[i];
-            r.depcount = dep[i];
+        let global = |d: u32| ((d & !EDGE_START) + first) | (d & EDGE_START);
+        if self.pending.is_sorted_by_key(|e| e.0) {
+            // Already grouped by predecessor (the binary reader adds each
+            // operation's dependents together, in operation order): the
+            // edges are the pending list itself.
+            self.s
+                .edges
+                .extend(self.pending.iter().map(|&(_, d)| global(d)));
+            let mut k = 0;
+            for (i, r) in nodes.iter_mut().enumerate() {
+                r.edge_start = (base + k) as u32;
+                while k < self.pending.len() && self.pending[k].0 as usize == i {
+                    k += 1;
+                }
+            }
+        } else {
+            // counting sort of the pending edges by predecessor (stable: line order kept)
+            let mut count = vec![0u32; n + 1];
+            for &(p, _) in &self.pending {
+                count[p as usize + 1] += 1;
+            }
+            for i in 0..n {
+                count[i + 1] += count[i];
+            }
+            self.s.edges.resize(base + self.pending.len(), 0);
+            let mut fill = count.clone();
+            for &(p, d) in &self.pending {
+                let slot = &mut fill[p as usize];
+                self.s.edges[base + *slot as usize] = global(d);
+                *slot += 1;
+            }
+            for (i, r) in nodes.iter_mut().enumerate() {
+                r.edge_start = base as u32 + count[i];
+            }
         }
         self.pending.clear();
         self.s.rank_start.push(self.s.nodes.len() as u32);
