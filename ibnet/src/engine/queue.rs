@@ -31,14 +31,11 @@ pub(super) struct Entry {
 impl Fabric {
     #[inline(always)]
     pub(super) fn sched(&mut self, at: u64, ev: Ev) {
-        let seq = self.counter << SEQ_SHIFT;
-        self.counter += 1;
         if at == self.now && self.started {
-            if ev.background() {
-                self.bg_pending += 1;
-            }
-            self.nowq.push_back(Entry { seq, ev });
+            self.sched_now(ev);
         } else {
+            let seq = self.counter << SEQ_SHIFT;
+            self.counter += 1;
             self.push_key(at, seq, ev);
         }
     }
