@@ -875,8 +875,8 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
             let h = self.root_host;
             let sched = &self.sched;
-            // a stable sort by kind; schedules often list them in that
-            // order already, which one pass finds out
+            // a stable sort by kind, only when needed: schedules often
+            // list them in that order already, which this pass finds out
             let mut last = 0;
             let mut sorted = true;
             for n in sched.rank_nodes(h) {
@@ -888,17 +888,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 }
             }
             if !sorted {
-                // stable sort by a key of three values: one pass per value
-                let mut sorted = Vec::with_capacity(self.roots.len());
-                for o in 1..=3 {
-                    sorted.extend(
-                        self.roots
-                            .iter()
-                            .copied()
-                            .filter(|&n| sched.kind(n).order() == o),
-                    );
-                }
-                self.roots = sorted;
+                self.roots.sort_by_key(|&n| sched.kind(n).order());
             }
         }
     }
@@ -1424,13 +1414,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let op = self.sched.op(ev.id);
         let t = ev.time;
         self.start_op(ev.id, ev.host, t);
-        // (an empty UQ, the common case, is answered without the call)
-        let uq = &mut self.uq[ev.host as usize];
-        match if uq.is_empty() {
-            None
-        } else {
-            uq.take(op.peer, op.tag)
-        } {
+        match self.uq[ev.host as usize].take(op.peer, op.tag) {
             Some((_, _, slot)) => {
                 // the receive's size decides rendezvous here (as the reference does)
                 if op.size > self.params.s {

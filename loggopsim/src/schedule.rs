@@ -5,6 +5,8 @@
 //! attributes that repeat a lot (kind, cpu, nic, size, tag) are interned into
 //! a small `shapes` table, so a node costs 16 bytes plus 4 per dependency edge.
 
+use crate::hash::FastMap;
+
 /// Any-source (as peer) and any-tag, as the binary layout stores them.
 pub const ANY: u32 = u32::MAX;
 
@@ -249,67 +251,12 @@ impl Shape {
     }
 }
 
-/// Interning table of the builder: shape -> id, open addressing with
-/// linear probing over a power-of-two array of ids (`u32::MAX` = empty);
-/// keys are compared in the packed form of [`Shape::words`], read from a
-/// parallel array. `add_op` runs once per operation of the schedule, and a
-/// general hash map (field-by-field hashing and comparison) was a large
-/// part of the load time of binary schedules.
-#[derive(Default)]
-struct ShapeTable {
-    slots: Vec<u32>,
-    /// packed keys, by shape id
-    keys: Vec<(u64, u64)>,
-}
-
-impl ShapeTable {
-    #[inline]
-    fn home(k: (u64, u64), mask: usize) -> usize {
-        let h = (k.0 ^ k.1.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> 32) as usize & mask
-    }
-
-    /// The id of `k`, or `next` after inserting it (ids are dense, in
-    /// order of first appearance).
-    #[inline]
-    fn intern(&mut self, k: (u64, u64), next: u32) -> u32 {
-        if (self.keys.len() + 1) * 2 > self.slots.len() {
-            self.grow();
-        }
-        let mask = self.slots.len() - 1;
-        let mut i = Self::home(k, mask);
-        loop {
-            let id = self.slots[i];
-            if id == u32::MAX {
-                self.slots[i] = next;
-                self.keys.push(k);
-                return next;
-            }
-            if self.keys[id as usize] == k {
-                return id;
-            }
-            i = (i + 1) & mask;
-        }
-    }
-
-    fn grow(&mut self) {
-        let cap = (self.slots.len() * 2).max(64);
-        self.slots = vec![u32::MAX; cap];
-        let mask = cap - 1;
-        for (id, &k) in self.keys.iter().enumerate() {
-            let mut i = Self::home(k, mask);
-            while self.slots[i] != u32::MAX {
-                i = (i + 1) & mask;
-            }
-            self.slots[i] = id as u32;
-        }
-    }
-}
-
 /// Builds a [`Schedule`] rank by rank.
 pub struct ScheduleBuilder {
     s: Schedule,
-    shape_ids: ShapeTable,
+    /// shape (packed by [`Shape::words`]) -> id: hashing two words instead
+    /// of the five fields (`add_op` runs once per operation)
+    shape_ids: FastMap<(u64, u64), u32>,
     cur_rank_first: u32,
     /// (predecessor local offset, dependent local offset | EDGE_START)
     pending: Vec<(u32, u32)>,
@@ -325,7 +272,7 @@ impl ScheduleBuilder {
         s.rank_start.push(0);
         ScheduleBuilder {
             s,
-            shape_ids: ShapeTable::default(),
+            shape_ids: FastMap::default(),
             cur_rank_first: 0,
             pending: Vec::new(),
             in_rank: false,
@@ -359,7 +306,7 @@ impl ScheduleBuilder {
             size: op.size,
         };
         let next = self.s.shapes.len() as u32;
-        let id = self.shape_ids.intern(sh.words(), next);
+        let id = *self.shape_ids.entry(sh.words()).or_insert(next);
         if id == next {
             self.s.shapes.push(sh);
         }
