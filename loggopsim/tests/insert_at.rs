@@ -44,14 +44,21 @@ fn finish_times(net: &[&str], insert_at: &str, goal: &std::path::Path) -> Vec<u6
         .collect()
 }
 
-fn goal() -> std::path::PathBuf {
-    let p = std::env::temp_dir().join(format!("insert-at-{}.goal", std::process::id()));
+/// The one-message schedule, in a file of its own per test: the tests of
+/// this binary run in parallel threads of one process, and a file named
+/// after the pid was rewritten (truncated) by one while another read it.
+fn goal() -> tempfile::NamedTempFile {
+    let f = tempfile::Builder::new()
+        .prefix("insert-at-")
+        .suffix(".goal")
+        .tempfile()
+        .unwrap();
     std::fs::write(
-        &p,
+        f.path(),
         "num_ranks 2\nrank 0 {\ns: send 1000b to 1 tag 3\n}\nrank 1 {\nr: recv 1000b from 0 tag 3\n}\n",
     )
     .unwrap();
-    p
+    f
 }
 
 #[test]
@@ -92,8 +99,8 @@ fn after_o_delays_the_arrival_by_o_on_every_fabric_backend_and_protocol() {
         ],
         &["--network", "flow", "--topology", "H8_S1"],
     ] {
-        let start = finish_times(net, "start", &g);
-        let after = finish_times(net, "after-o", &g);
+        let start = finish_times(net, "start", g.path());
+        let after = finish_times(net, "after-o", g.path());
         assert_eq!(start.len(), 2, "{net:?}");
         // the sender: its overhead, either way
         assert_eq!(start[0], O, "{net:?}");
@@ -108,8 +115,8 @@ fn after_o_delays_the_arrival_by_o_on_every_fabric_backend_and_protocol() {
 fn loggp_is_the_same_either_way() {
     let g = goal();
     let net = &["--network", "loggp"][..];
-    let start = finish_times(net, "start", &g);
-    assert_eq!(start, finish_times(net, "after-o", &g));
+    let start = finish_times(net, "start", g.path());
+    assert_eq!(start, finish_times(net, "after-o", g.path()));
     // LogGP with L = 0: arrival at o, received after another o
     assert_eq!(start, vec![O, 2 * O]);
 }
