@@ -18,8 +18,16 @@ fn json(args: &[&str]) -> serde_json::Value {
 }
 
 /// Four switches in a ring, one host each, every route clockwise.
-fn ring(unroutable: bool) -> std::path::PathBuf {
-    let p = std::env::temp_dir().join(format!("ring-{}-{unroutable}.toml", std::process::id()));
+/// The ring in a file of its own per call: the tests run in parallel
+/// threads of one process, and a pid-named file could be truncated by one
+/// test's write while another's ibnet read it.
+fn ring(unroutable: bool) -> tempfile::TempPath {
+    let p = tempfile::Builder::new()
+        .prefix("ring-")
+        .suffix(".toml")
+        .tempfile()
+        .unwrap()
+        .into_temp_path();
     let s1 = if unroutable {
         "[255, 0, 1, 255, 1]"
     } else {
