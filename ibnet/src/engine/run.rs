@@ -101,25 +101,32 @@ impl Fabric {
         let mark = self.completions.len();
         let points = self.rdma.points;
         let mut found: Option<u64> = None;
+        // One look at the queue per event: `step_until(bound)` processes
+        // the next event if it is due by `bound`, the latest time up to
+        // which this run must go on: the completion instant once one is
+        // found (finish that instant), else the limit, and with no
+        // foreground event pending also the end of the quiet window (an
+        // event beyond it means deadlock, decided below without processing
+        // it). The same events in the same order as peeking at each event's
+        // time first and deciding on it, which this loop did until 27 Nov
+        // 2026.
         loop {
             if self.fatal.is_some() {
                 break;
             }
-            let Some(t) = self.peek_time() else { break };
-            if let Some(ft) = found {
-                if t > ft {
-                    break;
-                }
-            } else {
-                if t > limit.0 {
-                    break;
-                }
-                if self.fg_pending() == 0 && t > self.last_fg.saturating_add(self.quiet_window()) {
-                    return RunOutcome::Deadlock;
-                }
+            let bound = match found {
+                Some(ft) => ft,
+                None if self.fg_pending() == 0 => limit
+                    .0
+                    .min(self.last_fg.saturating_add(self.quiet_window())),
+                None => limit.0,
+            };
+            // (`step_until` needs a bound not before now; every event is
+            // at or after now, so none is due by an earlier bound)
+            if bound < self.now || !self.step_until(bound) {
+                break;
             }
-            // `t` is the next event's time: process exactly that event
-            self.step_to(t);
+            self.count_pulse();
             if found.is_none() && self.rdma.points > points {
                 found = Some(self.now);
             }
@@ -128,9 +135,13 @@ impl Fabric {
             if self.fatal.is_some() {
                 return RunOutcome::Fatal;
             }
-            if self.peek_time().is_none() {
+            match self.peek_time() {
                 // nothing at all is left: the timers cannot be running
-                return RunOutcome::Deadlock;
+                None => return RunOutcome::Deadlock,
+                // due by the limit but not by the bound: beyond the quiet
+                // window with no foreground event pending
+                Some(t) if t <= limit.0 => return RunOutcome::Deadlock,
+                Some(_) => {}
             }
             if limit.0 > self.now {
                 self.advance_to(limit.0);
@@ -204,9 +215,9 @@ impl Fabric {
         self.events
     }
 
-    /// Process the next event, whose time `t` the caller has just peeked.
-    pub(super) fn step_to(&mut self, t: u64) {
-        self.step_until(t);
+    /// Count an event towards the pulse (after each processed event).
+    #[inline(always)]
+    fn count_pulse(&mut self) {
         // `>=`, not a multiple: events applied where they were scheduled
         // (direct.rs) count too, so the counter may step over a multiple
         if self.events >= self.next_pulse {
