@@ -202,18 +202,24 @@ impl<T: Copy> Wheel<T> {
     fn put(&mut self, e: (u64, u64, T)) {
         let s = slot_of(e.0);
         if s == self.bslot {
-            let v = &mut self.cur;
-            // sorted insert; new items usually have the largest key
-            let key = (e.0, e.1);
-            let mut pos = v.len();
-            while pos > self.head && (v[pos - 1].0, v[pos - 1].1) > key {
-                pos -= 1;
-            }
-            v.insert(pos, e);
+            self.insert_base(e);
         } else {
             self.push_slot(s, e);
         }
         self.set_occ(s);
+    }
+
+    /// Sorted insert into the base slot's vector (from `head` on); new
+    /// items usually have the largest key, so the scan starts at the end.
+    #[inline(always)]
+    fn insert_base(&mut self, e: (u64, u64, T)) {
+        let v = &mut self.cur;
+        let key = (e.0, e.1);
+        let mut pos = v.len();
+        while pos > self.head && (v[pos - 1].0, v[pos - 1].1) > key {
+            pos -= 1;
+        }
+        v.insert(pos, e);
     }
 
     /// Append to a slot other than the base slot, noting whether it is
@@ -274,15 +280,10 @@ impl<T: Copy> Wheel<T> {
     /// 27 Nov 2026 this rebuilt the whole wheel with a sort of every item:
     /// 3 % of a closed-loop or co-simulation run's instructions, where
     /// each injection after a completion may come after such a peek.)
-    #[cold]
+    /// Out of line: rare within a run, so `push` stays small.
+    #[inline(never)]
     fn push_early(&mut self, e: (u64, u64, T)) {
-        let key = (e.0, e.1);
-        let v = &mut self.cur;
-        let mut pos = v.len();
-        while pos > self.head && (v[pos - 1].0, v[pos - 1].1) > key {
-            pos -= 1;
-        }
-        v.insert(pos, e);
+        self.insert_base(e);
         self.len += 1;
         self.set_occ(self.bslot);
     }
