@@ -274,8 +274,11 @@ impl ShmTransport {
                     self.geo.slot_size
                 )));
             }
-            let mut v = vec![0u8; len];
-            unsafe { std::ptr::copy_nonoverlapping(p.add(8), v.as_mut_ptr(), len) };
+            // Copied straight into a new buffer (no zeroing first: the
+            // copy writes every byte).
+            // SAFETY: `len` <= slot_size bytes of payload follow the
+            // 8-byte slot header inside the mapped ring (checked above).
+            let v = unsafe { std::slice::from_raw_parts(p.add(8), len) }.to_vec();
             self.head(r).store(head.wrapping_add(1), SeqCst);
             let lane = r.lane;
             self.ring_peer(true);

@@ -5,7 +5,7 @@
 //! for a FECN-marked head. Marking is in `vlarb.rs`, detection in
 //! `ibuf.rs`, the paced injection interval in `gen.rs` (`push_period`).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE};
@@ -23,7 +23,7 @@ impl Cc {
     /// Every CCT index at 0, no timer armed.
     pub(super) fn new() -> Cc {
         Cc {
-            ccti: HashMap::new(),
+            ccti: HashMap::default(),
             ccti_max: 0,
             first_inj: None,
             timer_pending: false,

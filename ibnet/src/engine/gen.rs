@@ -5,7 +5,8 @@
 //! the injection time `Tgpop` later. CNPs of the HCA's sink are served
 //! first.
 
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE};
@@ -39,7 +40,7 @@ impl Gen {
             vlq: (0..nvl).map(|_| VecDeque::new()).collect(),
             cnpq: VecDeque::new(),
             push_pending: false,
-            serial: HashMap::new(),
+            serial: HashMap::default(),
             bytes_sent: 0,
             flits_sent: 0,
             first_flit: None,

@@ -24,7 +24,8 @@
 //! - Payload bytes are the message's bytes (headers are not DMA'd): every
 //!   packet but the last carries `msg_mtu` bytes.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::BTreeMap;
 
 use super::dispatch::Ev;
 use super::fabric::{Fabric, MAX_TIME_PS};
@@ -97,7 +98,7 @@ impl HostModel {
         HostModel {
             tm,
             hcas: vec![h; nhcas],
-            msgs: HashMap::new(),
+            msgs: HashMap::default(),
             pending: BTreeMap::new(),
         }
     }

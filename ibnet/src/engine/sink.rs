@@ -4,7 +4,8 @@
 //! latency, out-of-order and bandwidth statistics; message completion.
 //! A CNP (congestion control) is handed to `cc.rs` on arrival.
 
-use std::collections::{HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::VecDeque;
 
 use super::dispatch::Ev;
 use super::fabric::{Fabric, FabricError, NS};
