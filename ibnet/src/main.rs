@@ -327,13 +327,16 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     /// Progress on stderr: a bar on a terminal, plain periodic lines
-    /// (about one per second) otherwise. Default: on when stderr is a
-    /// terminal and --json is not given.
+    /// (about one per second) otherwise. Default: the bar when stderr is a
+    /// terminal and --json is not given; when stderr is not a terminal (a
+    /// log), one plain line every 30 s of wall time, so that a long batch
+    /// run shows how far it got and a short one prints nothing.
     #[arg(long)]
     progress: bool,
-    /// Wall-clock seconds between two plain progress lines.
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
-    progress_interval: f64,
+    /// Wall-clock seconds between two plain progress lines [default: 1
+    /// with --progress, 30 for the lines of a log without it].
+    #[arg(long, value_name = "SECONDS")]
+    progress_interval: Option<f64>,
     /// Link statistics over time: one CSV row per link direction per
     /// window (flits, bytes, busy time, utilisation, mean queue depth; see
     /// docs/observe.md).
@@ -522,10 +525,12 @@ fn params_from(a: &RunArgs) -> Result<Params> {
 
 fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let u = |e: anyhow::Error| UserError(e);
-    if !(a.progress_interval.is_finite() && a.progress_interval >= 0.0) {
+    if let Some(i) = a
+        .progress_interval
+        .filter(|i| !(i.is_finite() && *i >= 0.0))
+    {
         return Err(u(anyhow::anyhow!(
-            "--progress-interval {}: expected seconds >= 0",
-            a.progress_interval
+            "--progress-interval {i}: expected seconds >= 0"
         )));
     }
     let params = params_from(a).map_err(u)?;
@@ -583,11 +588,20 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     });
     let tty = std::io::stderr().is_terminal();
     let show_progress = a.progress || (tty && !a.json);
+    // Without --progress a log (stderr not a terminal) still gets a plain
+    // line now and then: a run of the 1944-node network for 2 ms takes a
+    // quarter of an hour, and its log should say it is alive and how far.
+    let log_lines = !show_progress && !tty;
+    let every = a.progress_interval.unwrap_or(if show_progress {
+        1.0
+    } else {
+        LOG_PROGRESS_EVERY_S
+    });
     let t0 = Instant::now();
     let mut closed_summary = None;
     let mut run_error: Option<String> = None;
     if let Some(spec) = closed.first() {
-        let mut lines = PlainProgress::new(show_progress, until, a.progress_interval);
+        let mut lines = PlainProgress::new(show_progress || log_lines, until, every);
         let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
         let r = ibnet::traffic::run_closed_loop_observed(
             &mut fabric,
@@ -606,7 +620,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             Err(e) => run_error = Some(e.to_string()),
         }
     } else if let Some(limit) = until {
-        let mut lines = PlainProgress::new(show_progress && !tty, until, a.progress_interval);
+        let mut lines = PlainProgress::new((show_progress && !tty) || log_lines, until, every);
         let pb = (show_progress && tty).then(|| {
             let pb = indicatif::ProgressBar::new(100);
             pb.set_style(
@@ -617,7 +631,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             );
             pb
         });
-        let steps = if show_progress { 1000 } else { 1 };
+        let steps = if show_progress || log_lines { 1000 } else { 1 };
         for i in 1..=steps {
             let step_end = Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
             // observers: stop at every window end inside this step
@@ -714,6 +728,10 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
 fn params_start_stat_ps(p: &Params) -> u64 {
     ibnet::params::ps(p.start_stat_col_ns)
 }
+
+/// Seconds of wall time between two plain progress lines when stderr is
+/// not a terminal and --progress was not given.
+const LOG_PROGRESS_EVERY_S: f64 = 30.0;
 
 /// Plain progress lines on stderr (no terminal control), at most one per
 /// second of wall time: simulated time, events, messages completed.

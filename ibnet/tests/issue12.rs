@@ -604,6 +604,46 @@ fn progress_prints_plain_lines_when_stderr_is_not_a_terminal() {
     }
 }
 
+/// Without --progress, a log (stderr not a terminal) gets a plain line
+/// every 30 s of wall time: none for a short run; with the interval set
+/// (here 0 s) the lines come without --progress too, and --json on stdout
+/// stays one document.
+#[test]
+fn a_log_gets_plain_progress_lines_without_the_flag() {
+    let base = [
+        "run",
+        "--topology",
+        "H8_S1",
+        "--traffic",
+        "shift:1",
+        "--until",
+        "30us",
+    ];
+    let o = ibnet(&base);
+    assert!(o.status.success(), "{}", err(&o));
+    assert!(!err(&o).contains("ibnet: progress:"), "{}", err(&o));
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--progress-interval", "0", "--json"]);
+    let o = ibnet(&args);
+    assert!(o.status.success(), "{}", err(&o));
+    let e = err(&o);
+    let lines = e
+        .lines()
+        .filter(|l| l.starts_with("ibnet: progress: simulated ") && l.contains(" of 30 us ("))
+        .count();
+    assert!(lines >= 5, "{e}");
+    let v: Value = serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    assert!(v["run"]["events_processed"].as_u64().unwrap() > 0);
+    // a negative interval is refused with the usage code
+    let o = ibnet(&["run", "--topology", "H8_S1", "--progress-interval=-1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains("--progress-interval -1: expected seconds >= 0"),
+        "{}",
+        err(&o)
+    );
+}
+
 /// Every string value in the report is text, never a number in disguise.
 fn no_numeric_strings(v: &Value, path: &str) {
     match v {
