@@ -219,7 +219,7 @@ impl Fabric {
                         base: ports.len() as u32,
                         nports: 1,
                         peer: NONE,
-                        ob: Obuf::new(p.obuf_size_hca as usize),
+                        ob: Obuf::new(p.obuf_size_hca as usize, nvl),
                         ib: Ibuf::new(1, nvl, &statics),
                         arb: Arb::new(1, nvl, high, low, high_left),
                     });
@@ -237,7 +237,7 @@ impl Fabric {
                             base,
                             nports: *np,
                             peer: NONE,
-                            ob: Obuf::new(p.obuf_size_switch as usize),
+                            ob: Obuf::new(p.obuf_size_switch as usize, nvl),
                             ib: Ibuf::new(*np as usize, nvl, &statics),
                             arb: Arb::new(*np, nvl, high, low, high_left),
                         });

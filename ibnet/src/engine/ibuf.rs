@@ -7,6 +7,7 @@
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE, NS};
 use super::flits::{FId, FIdQueue, F_CAND, F_CNP, F_FECN, F_NOSW};
+use super::pervl::PerVl;
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
@@ -34,7 +35,7 @@ pub(super) struct Ibuf {
     pub(super) last: u64,
     /// Q[out * nvl + vl]
     pub(super) q: Vec<FIdQueue>,
-    pub(super) vl: [IbVl; 8],
+    pub(super) vl: PerVl<IbVl>,
     pub(super) drops: u64,
 }
 
@@ -42,7 +43,7 @@ impl Ibuf {
     /// An ibuf with `nout` outputs (1 at an HCA) and the static credits
     /// `statics[v]` per VL.
     pub(super) fn new(nout: usize, nvl: usize, statics: &[i64]) -> Ibuf {
-        let mut vl = [IbVl::default(); 8];
+        let mut vl = PerVl::new(nvl, IbVl::default());
         for (x, &s) in vl.iter_mut().zip(&statics[..nvl]) {
             x.free = s;
             x.max_free = s;

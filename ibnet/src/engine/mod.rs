@@ -68,6 +68,7 @@
 //! | `queue.rs`    | scheduling into the future-event queue                |
 //! | `wheel.rs`    | the timing wheel and the now-FIFO behind `queue.rs`   |
 //! | `flits.rs`    | the flit type and the flit store (slab)               |
+//! | `pervl.rs`    | per-VL state: VL 0 inline, the others boxed           |
 //! | `run.rs`      | run loops, deadlock rule, completions                 |
 //! | `report.rs`   | the statistics report                                 |
 //! | `trace.rs`    | optional per-flit trace                               |
@@ -88,6 +89,7 @@ mod loss;
 mod nic;
 mod obuf;
 mod pcie;
+mod pervl;
 mod qp;
 mod queue;
 mod rdma;

@@ -6,6 +6,7 @@
 use super::dispatch::Ev;
 use super::fabric::{Fabric, FabricError, NONE, NS};
 use super::flits::{FId, FIdQueue};
+use super::pervl::PerVl;
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
@@ -41,7 +42,7 @@ pub(super) struct Obuf {
     pub(super) busy: u64,
     pub(super) first_tx: Option<u64>,
     pub(super) sources: Stat,
-    pub(super) vl: [ObVl; 8],
+    pub(super) vl: PerVl<ObVl>,
     // credit timer and report
     pub(super) last_tick: u64,
     pub(super) fc_pkts: u64,
@@ -50,9 +51,9 @@ pub(super) struct Obuf {
 }
 
 impl Obuf {
-    /// An empty obuf of `size` flits; nothing advertised yet (the first
-    /// scan sends every VL's credits).
-    pub(super) fn new(size: usize) -> Obuf {
+    /// An empty obuf of `size` flits on a network of `nvl` data VLs;
+    /// nothing advertised yet (the first scan sends every VL's credits).
+    pub(super) fn new(size: usize, nvl: usize) -> Obuf {
         Obuf {
             q: FIdQueue::new(),
             size,
@@ -60,12 +61,15 @@ impl Obuf {
             pop_at: 0,
             rx_queued: 0,
             inside: false,
-            vl: [ObVl {
-                fctbs: 0,
-                fccl: 0,
-                sent_fctbs: u64::MAX,
-                sent_fccl: u64::MAX,
-            }; 8],
+            vl: PerVl::new(
+                nvl,
+                ObVl {
+                    fctbs: 0,
+                    fccl: 0,
+                    sent_fctbs: u64::MAX,
+                    sent_fccl: u64::MAX,
+                },
+            ),
             fc_vl: 0,
             prev_data: false,
             dormant: false,

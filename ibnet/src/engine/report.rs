@@ -118,10 +118,7 @@ impl Fabric {
             ibufs.push(IbufReport {
                 node: self.node_names[port.node as usize].clone(),
                 port: port.local,
-                free_credits: port.ib.vl[..self.nvl]
-                    .iter()
-                    .map(|x| x.free_stat.summary())
-                    .collect(),
+                free_credits: port.ib.vl.iter().map(|x| x.free_stat.summary()).collect(),
                 dropped_flits: port.ib.drops,
             });
         }

@@ -8,6 +8,7 @@
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE, NS};
 use super::flits::{FId, Flit, F_CAND, F_FECN};
+use super::pervl::PerVl;
 use crate::params::ArbEntry;
 
 /// One head-of-queue slot of an arbiter, per (input, VL). The four fields
@@ -57,7 +58,7 @@ pub(super) struct Arb {
     pub(super) last_port: [u16; 8],
     /// per (input, VL), index `input * nvl + vl`
     pub(super) hoq: Vec<Hoq>,
-    pub(super) vl: [ArbVl; 8],
+    pub(super) vl: PerVl<ArbVl>,
     // table arbitration (maxVL > 0)
     pub(super) high_left: i64,
     pub(super) idx_high: usize,
@@ -81,7 +82,7 @@ impl Arb {
         Arb {
             inputs,
             hoq: vec![HOQ_EMPTY; inputs as usize * nvl],
-            vl: [ArbVl::default(); 8],
+            vl: PerVl::new(nvl, ArbVl::default()),
             pop_pending: false,
             pop_at: 0,
             inside: false,
@@ -105,7 +106,7 @@ pub(super) fn dummy_arb() -> Arb {
     Arb {
         inputs: 0,
         hoq: Vec::new(),
-        vl: [ArbVl::default(); 8],
+        vl: PerVl::new(1, ArbVl::default()),
         pop_pending: false,
         pop_at: 0,
         inside: false,
