@@ -59,7 +59,14 @@ pub(super) struct Arb {
     /// per (input, VL), index `input * nvl + vl`
     pub(super) hoq: Vec<Hoq>,
     pub(super) vl: PerVl<ArbVl>,
-    // table arbitration (maxVL > 0)
+    /// table arbitration, on a network with more than one data VL only
+    /// (a one-VL network never reads it: 208 bytes less per port)
+    pub(super) tables: Option<Box<VlTables>>,
+}
+
+/// The high/low VL arbitration tables of an arbiter and their state
+/// (maxVL > 0).
+pub(super) struct VlTables {
     pub(super) high_left: i64,
     pub(super) idx_high: usize,
     pub(super) idx_low: usize,
@@ -89,39 +96,20 @@ impl Arb {
             last_vl: 0,
             last_port: [0; 8],
             last: 0,
-            high,
-            low,
-            used_high: [0; 8],
-            used_low: [0; 8],
-            idx_high: 0,
-            idx_low: 0,
+            tables: (nvl > 1).then(|| {
+                Box::new(VlTables {
+                    high,
+                    low,
+                    used_high: [0; 8],
+                    used_low: [0; 8],
+                    idx_high: 0,
+                    idx_low: 0,
+                    high_left,
+                })
+            }),
             last_high: false,
-            high_left,
             mark_ctr: 0,
         }
-    }
-}
-
-pub(super) fn dummy_arb() -> Arb {
-    Arb {
-        inputs: 0,
-        hoq: Vec::new(),
-        vl: PerVl::new(1, ArbVl::default()),
-        pop_pending: false,
-        pop_at: 0,
-        inside: false,
-        last_vl: 0,
-        last_port: [0; 8],
-        last: 0,
-        high: [ArbEntry::default(); 8],
-        low: [ArbEntry::default(); 8],
-        used_high: [0; 8],
-        used_low: [0; 8],
-        idx_high: 0,
-        idx_low: 0,
-        last_high: false,
-        high_left: 0,
-        mark_ctr: 0,
     }
 }
 
@@ -234,19 +222,21 @@ impl Fabric {
             return self.table_select_iba(pi);
         }
         let n = self.nvl;
-        let high_first = self.ports[pi].arb.high_left > 0;
-        for pass in 0..2 {
+        // the tables are taken out while `pick` reads the rest of the arbiter
+        let mut t = self.ports[pi].arb.tables.take()?;
+        let high_first = t.high_left > 0;
+        let mut out = None;
+        'passes: for pass in 0..2 {
             let use_high = high_first == (pass == 0);
-            let mut a = std::mem::replace(&mut self.ports[pi].arb, dummy_arb());
+            let a = &self.ports[pi].arb;
             let start = a.last_port[a.last_vl as usize];
-            let idx = if use_high { a.idx_high } else { a.idx_low };
-            let mut res = None;
+            let idx = if use_high { t.idx_high } else { t.idx_low };
             for i in 0..=n {
                 let e = (idx + i) % n;
                 let (ent, used) = if use_high {
-                    (a.high[e], &mut a.used_high[e])
+                    (t.high[e], &mut t.used_high[e])
                 } else {
-                    (a.low[e], &mut a.used_low[e])
+                    (t.low[e], &mut t.used_low[e])
                 };
                 if i >= 1 {
                     *used = 0;
@@ -255,72 +245,69 @@ impl Fabric {
                     continue;
                 }
                 let v = ent.vl as usize;
-                if let Some(p) = self.pick(&a, v, start) {
-                    res = Some((p, v, e));
-                    break;
+                if let Some(p) = self.pick(a, v, start) {
+                    if use_high {
+                        t.idx_high = e;
+                    } else {
+                        t.idx_low = e;
+                    }
+                    out = Some((p, v, use_high));
+                    break 'passes;
                 }
             }
-            if let Some((p, v, e)) = res {
-                if use_high {
-                    a.idx_high = e;
-                } else {
-                    a.idx_low = e;
-                }
-                a.last_high = use_high;
-                self.ports[pi].arb = a;
-                return Some((p, v));
-            }
-            self.ports[pi].arb = a;
         }
-        None
+        let a = &mut self.ports[pi].arb;
+        a.tables = Some(t);
+        let (p, v, use_high) = out?;
+        a.last_high = use_high;
+        Some((p, v))
     }
 
     pub(super) fn table_select_iba(&mut self, pi: usize) -> Option<(usize, usize)> {
         let nvl = self.nvl;
-        let high_first = self.ports[pi].arb.high_left > 0;
-        for pass in 0..2 {
+        let mut t = self.ports[pi].arb.tables.take()?;
+        let high_first = t.high_left > 0;
+        let mut out = None;
+        'passes: for pass in 0..2 {
             let use_high = high_first == (pass == 0);
-            let mut a = std::mem::replace(&mut self.ports[pi].arb, dummy_arb());
+            let a = &self.ports[pi].arb;
             let start = a.last_port[a.last_vl as usize];
-            let idx = if use_high { a.idx_high } else { a.idx_low };
-            let mut res = None;
+            let idx = if use_high { t.idx_high } else { t.idx_low };
             for i in 0..=8 {
                 let e = (idx + i) % 8;
                 let (ent, used) = if use_high {
-                    (a.high[e], a.used_high[e])
+                    (t.high[e], t.used_high[e])
                 } else {
-                    (a.low[e], a.used_low[e])
+                    (t.low[e], t.used_low[e])
                 };
                 let used = if i == 0 { used } else { 0 };
                 if ent.weight == 0 || used >= ent.weight || ent.vl as usize >= nvl {
                     continue;
                 }
                 let v = ent.vl as usize;
-                if let Some(p) = self.pick(&a, v, start) {
-                    res = Some((p, v, e, i));
-                    break;
-                }
-            }
-            if let Some((p, v, e, i)) = res {
-                if i > 0 {
-                    if use_high {
-                        a.used_high[e] = 0;
-                    } else {
-                        a.used_low[e] = 0;
+                if let Some(p) = self.pick(a, v, start) {
+                    if i > 0 {
+                        if use_high {
+                            t.used_high[e] = 0;
+                        } else {
+                            t.used_low[e] = 0;
+                        }
                     }
+                    if use_high {
+                        t.idx_high = e;
+                    } else {
+                        t.idx_low = e;
+                    }
+                    out = Some((p, v, use_high));
+                    break 'passes;
                 }
-                if use_high {
-                    a.idx_high = e;
-                } else {
-                    a.idx_low = e;
-                }
-                a.last_high = use_high;
-                self.ports[pi].arb = a;
-                return Some((p, v));
             }
-            self.ports[pi].arb = a;
         }
-        None
+        let a = &mut self.ports[pi].arb;
+        a.tables = Some(t);
+        let (p, v, use_high) = out?;
+        a.last_high = use_high;
+        Some((p, v))
     }
 
     /// The arbiter's own pop timer (`Tarb` after it sent a flit).
@@ -375,12 +362,13 @@ impl Fabric {
             if is_last {
                 a.inside = false;
             }
-            if nvl > 1 && !self.p.iba_vl_arb {
+            // (the tables exist iff nvl > 1)
+            if let (false, Some(t)) = (self.p.iba_vl_arb, a.tables.as_deref_mut()) {
                 // Q6 reproduced: only continuation flits count
                 if a.last_high {
-                    a.high_left -= 1;
-                } else if is_last && a.high_left == 0 {
-                    a.high_left = self.p.vl_high_limit as i64 * 64;
+                    t.high_left -= 1;
+                } else if is_last && t.high_left == 0 {
+                    t.high_left = self.p.vl_high_limit as i64 * 64;
                 }
             }
             first = false;
@@ -434,18 +422,19 @@ impl Fabric {
         let id = h.id;
         let flit = &mut self.fl[id as usize];
         let t_arr = h.t_arr;
-        if nvl > 1 {
+        // (the tables exist iff nvl > 1)
+        if let Some(t) = a.tables.as_deref_mut() {
             if a.last_high {
-                a.used_high[a.idx_high] += 1;
+                t.used_high[t.idx_high] += 1;
             } else {
-                a.used_low[a.idx_low] += 1;
+                t.used_low[t.idx_low] += 1;
             }
             if self.p.iba_vl_arb {
                 // every High flit counts; a Low packet ends the Low turn
                 if a.last_high {
-                    a.high_left -= 1;
-                } else if flit.last() && a.high_left <= 0 {
-                    a.high_left = self.p.vl_high_limit as i64 * 64;
+                    t.high_left -= 1;
+                } else if flit.last() && t.high_left <= 0 {
+                    t.high_left = self.p.vl_high_limit as i64 * 64;
                 }
             }
         }
