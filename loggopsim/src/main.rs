@@ -244,11 +244,11 @@ fn main() {
         None => simulate(&cli.sim),
     };
     match r {
-        Ok(code) => std::process::exit(code),
+        Ok(code) => ipc_proto::signals::exit(code),
         Err(e) => {
             let code = e.downcast_ref::<Exit>().map(|x| x.0).unwrap_or(2);
             eprintln!("loggopsim: error: {e:#}");
-            std::process::exit(code);
+            ipc_proto::signals::exit(code);
         }
     }
 }

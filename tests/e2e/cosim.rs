@@ -1155,8 +1155,8 @@ fn ibnet_serve_started_in_the_background_cleans_up_on_signals() {
     let _ipc = ipc_budget();
     let ibnet = bin("ibnet");
     let script = r#"
-k=$1; t=$2; sig=$3; wrap=$4
-$wrap "$IBNET" serve --key "$k" --protocol query --topology H8_S1 --transport "$t" 2>/dev/null &
+k=$1; t=$2; sig=$3; wrap=$4; errf=$5
+$wrap "$IBNET" serve --key "$k" --protocol query --topology H8_S1 --transport "$t" 2>"$errf" &
 pid=$!
 i=0; while [ ! -e "/dev/shm/$k.ctl" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
 sleep 0.2
@@ -1176,16 +1176,29 @@ echo "status=$?"
             ("HUP", 143, "nohup"),
         ] {
             let key = fresh_key();
+            // ibnet's own stderr, for the message if the status is wrong
+            let errf = std::env::temp_dir().join(format!("{key}.serve-stderr"));
             let o = Command::new("sh")
-                .args(["-c", script, "sh", &key, transport, sig, wrap])
+                .args([
+                    "-c",
+                    script,
+                    "sh",
+                    &key,
+                    transport,
+                    sig,
+                    wrap,
+                    errf.to_str().unwrap(),
+                ])
                 .env("IBNET", &ibnet)
                 .current_dir(std::env::temp_dir())
                 .output()
                 .unwrap();
             let out = text(&o.stdout);
+            let serve_err = std::fs::read_to_string(&errf).unwrap_or_default();
+            let _ = std::fs::remove_file(&errf);
             assert!(
                 out.contains(&format!("status={code}")),
-                "{transport} {wrap} {sig}: {out} {}",
+                "{transport} {wrap} {sig}: {out} {} (ibnet serve's stderr: {serve_err})",
                 text(&o.stderr)
             );
             assert_eq!(

@@ -537,12 +537,10 @@ mod tests {
     /// slot in turn from `start_after + 1`, wrapping.
     fn scan(a: &Arb, nvl: usize, v: usize, start_after: u16, credits: i64) -> Option<usize> {
         let n = a.inputs as usize;
-        (1..=n)
-            .map(|k| (start_after as usize + k) % n)
-            .find(|&p| {
-                let len = a.hoq[p * nvl + v].first;
-                len != 0 && len as i64 <= credits
-            })
+        (1..=n).map(|k| (start_after as usize + k) % n).find(|&p| {
+            let len = a.hoq[p * nvl + v].first;
+            len != 0 && len as i64 <= credits
+        })
     }
 
     proptest! {
