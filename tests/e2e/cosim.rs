@@ -10,6 +10,7 @@
 
 use crate::util::{bin, repo_root, shared_dir};
 use serde_json::Value;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -1178,21 +1179,34 @@ echo "status=$?"
             let key = fresh_key();
             // ibnet's own stderr, for the message if the status is wrong
             let errf = std::env::temp_dir().join(format!("{key}.serve-stderr"));
-            let o = Command::new("sh")
-                .args([
-                    "-c",
-                    script,
-                    "sh",
-                    &key,
-                    transport,
-                    sig,
-                    wrap,
-                    errf.to_str().unwrap(),
-                ])
-                .env("IBNET", &ibnet)
-                .current_dir(std::env::temp_dir())
-                .output()
-                .unwrap();
+            let mut cmd = Command::new("sh");
+            cmd.args([
+                "-c",
+                script,
+                "sh",
+                &key,
+                transport,
+                sig,
+                wrap,
+                errf.to_str().unwrap(),
+            ])
+            .env("IBNET", &ibnet)
+            .current_dir(std::env::temp_dir());
+            // The script starts from default dispositions whatever this
+            // test inherited: run under nohup (SIGHUP ignored), the whole
+            // suite would otherwise start every ibnet with SIGHUP ignored,
+            // and ibnet rightly keeps it so (the nohup case below); a
+            // non-interactive shell cannot undo an inherited "ignore".
+            // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+            unsafe {
+                cmd.pre_exec(|| {
+                    for s in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                        libc::signal(s, libc::SIG_DFL);
+                    }
+                    Ok(())
+                });
+            }
+            let o = cmd.output().unwrap();
             let out = text(&o.stdout);
             let serve_err = std::fs::read_to_string(&errf).unwrap_or_default();
             let _ = std::fs::remove_file(&errf);
