@@ -247,97 +247,57 @@ impl Fabric {
         }
     }
 
-    /// Table arbitration (maxVL > 0), Q6 reproduced; with `iba_vl_arb` the
+    /// Table arbitration (maxVL > 0), Q6 reproduced: the first nvl
+    /// entries, an entry's `used` restarts as soon as the scan moves past
+    /// it and it may send while `used <= weight`. With `iba_vl_arb` the
     /// IBA-style variant: all 8 entries, an entry keeps sending while
     /// `used < weight`, `used` restarts only when the index moves to it.
     pub(super) fn table_select(&mut self, pi: usize) -> Option<(usize, usize)> {
-        if self.p.iba_vl_arb {
-            return self.table_select_iba(pi);
-        }
-        let n = self.nvl;
-        // the tables are taken out while `pick` reads the rest of the arbiter
-        let mut t = self.ports[pi].arb.tables.take()?;
-        let high_first = t.high_left > 0;
-        let mut out = None;
-        'passes: for pass in 0..2 {
-            let use_high = high_first == (pass == 0);
-            let a = &self.ports[pi].arb;
-            let start = a.last_port[a.last_vl as usize];
-            let idx = if use_high { t.idx_high } else { t.idx_low };
-            for i in 0..=n {
-                let e = (idx + i) % n;
-                let (ent, used) = if use_high {
-                    (t.high[e], &mut t.used_high[e])
-                } else {
-                    (t.low[e], &mut t.used_low[e])
-                };
-                if i >= 1 {
-                    *used = 0;
-                }
-                if ent.weight == 0 || *used > ent.weight || ent.vl as usize >= n {
-                    continue;
-                }
-                let v = ent.vl as usize;
-                if let Some(p) = self.pick(a, v, start) {
-                    if use_high {
-                        t.idx_high = e;
-                    } else {
-                        t.idx_low = e;
-                    }
-                    out = Some((p, v, use_high));
-                    break 'passes;
-                }
-            }
-        }
-        let a = &mut self.ports[pi].arb;
-        a.tables = Some(t);
-        let (p, v, use_high) = out?;
-        a.last_high = use_high;
-        Some((p, v))
-    }
-
-    pub(super) fn table_select_iba(&mut self, pi: usize) -> Option<(usize, usize)> {
+        let iba = self.p.iba_vl_arb;
         let nvl = self.nvl;
-        let mut t = self.ports[pi].arb.tables.take()?;
+        let len = if iba { 8 } else { nvl };
+        // the tables are taken out while `pick` reads the rest of the arbiter
+        let mut boxed = self.ports[pi].arb.tables.take()?;
+        let t = &mut *boxed;
         let high_first = t.high_left > 0;
         let mut out = None;
         'passes: for pass in 0..2 {
             let use_high = high_first == (pass == 0);
             let a = &self.ports[pi].arb;
             let start = a.last_port[a.last_vl as usize];
-            let idx = if use_high { t.idx_high } else { t.idx_low };
-            for i in 0..=8 {
-                let e = (idx + i) % 8;
-                let (ent, used) = if use_high {
-                    (t.high[e], t.used_high[e])
+            let (table, used, idx) = if use_high {
+                (&t.high, &mut t.used_high, &mut t.idx_high)
+            } else {
+                (&t.low, &mut t.used_low, &mut t.idx_low)
+            };
+            for i in 0..=len {
+                let e = (*idx + i) % len;
+                let ent = table[e];
+                let u = if i == 0 {
+                    used[e]
                 } else {
-                    (t.low[e], t.used_low[e])
+                    if !iba {
+                        used[e] = 0;
+                    }
+                    0
                 };
-                let used = if i == 0 { used } else { 0 };
-                if ent.weight == 0 || used >= ent.weight || ent.vl as usize >= nvl {
+                let over = if iba { u >= ent.weight } else { u > ent.weight };
+                if ent.weight == 0 || over || ent.vl as usize >= nvl {
                     continue;
                 }
                 let v = ent.vl as usize;
                 if let Some(p) = self.pick(a, v, start) {
-                    if i > 0 {
-                        if use_high {
-                            t.used_high[e] = 0;
-                        } else {
-                            t.used_low[e] = 0;
-                        }
+                    if iba && i > 0 {
+                        used[e] = 0;
                     }
-                    if use_high {
-                        t.idx_high = e;
-                    } else {
-                        t.idx_low = e;
-                    }
+                    *idx = e;
                     out = Some((p, v, use_high));
                     break 'passes;
                 }
             }
         }
         let a = &mut self.ports[pi].arb;
-        a.tables = Some(t);
+        a.tables = Some(boxed);
         let (p, v, use_high) = out?;
         a.last_high = use_high;
         Some((p, v))
