@@ -33,10 +33,6 @@ pub(crate) fn creating() -> std::sync::MutexGuard<'static, ()> {
     CREATING.lock().unwrap_or_else(|e| e.into_inner())
 }
 static INSTALL: Once = Once::new();
-/// Set by the signal thread as soon as it has a signal: from then on the
-/// process ends with 128 + signal, whatever its other threads do (see
-/// [`exit`]).
-static CAUGHT: AtomicBool = AtomicBool::new(false);
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 /// Whether our signal handling is active in this process.
@@ -98,7 +94,6 @@ pub(crate) fn install() {
             .name("ipc-signals".into())
             .spawn(move || {
                 if let Some(sig) = signals.forever().next() {
-                    CAUGHT.store(true, Ordering::SeqCst);
                     let _c = CREATING.lock().unwrap_or_else(|e| e.into_inner());
                     let removed = unlink_registered();
                     // Not eprintln!: when the supervisor was killed, stderr
@@ -116,23 +111,6 @@ pub(crate) fn install() {
             follow_supervisor();
         }
     });
-}
-
-/// End the process with `code`, as `std::process::exit` does, unless a
-/// caught SIGINT/SIGTERM/SIGHUP is being handled: then wait for the signal
-/// thread, which removes the objects and ends the process with
-/// 128 + signal. Why: removing the session's objects can make the main
-/// thread fail (an object it was about to use is gone), and its exit with
-/// "failed" (1) could otherwise win the race against the signal thread's
-/// exit and misreport a clean, signalled stop. The binaries end through
-/// this function.
-pub fn exit(code: i32) -> ! {
-    if CAUGHT.load(Ordering::SeqCst) {
-        loop {
-            std::thread::park();
-        }
-    }
-    std::process::exit(code)
 }
 
 /// Set the object names guard `id` is responsible for.

@@ -244,11 +244,11 @@ fn main() {
         None => simulate(&cli.sim),
     };
     match r {
-        Ok(code) => ipc_proto::signals::exit(code),
+        Ok(code) => std::process::exit(code),
         Err(e) => {
             let code = e.downcast_ref::<Exit>().map(|x| x.0).unwrap_or(2);
             eprintln!("loggopsim: error: {e:#}");
-            ipc_proto::signals::exit(code);
+            std::process::exit(code);
         }
     }
 }

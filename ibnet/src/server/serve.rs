@@ -304,5 +304,5 @@ pub struct ServeCli {
 pub fn main_serve() -> ! {
     use clap::Parser;
     let cli = ServeCli::parse_from(std::env::args().skip(1));
-    ipc_proto::signals::exit(run_serve(&cli.args))
+    std::process::exit(run_serve(&cli.args))
 }
