@@ -19,7 +19,8 @@
 //! Direct events (`direct.rs`): the ibuf's credit update to its own obuf
 //! (`ObufRxCred`, a quarter of all events) is applied where it is
 //! scheduled, and an arbiter kick that cannot do anything (`ArbKick` while
-//! the arbiter's pop is pending beyond this instant) is dropped, whenever
+//! the arbiter's pop is pending beyond this instant, while it is inside a
+//! packet, or while none of its HoQ slots is used) is dropped, whenever
 //! that is provably the same run; both still take their seq and count as
 //! processed events, so reports, event counts and the same-instant order
 //! are unchanged. The proofs are in `direct.rs`.

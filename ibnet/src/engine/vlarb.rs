@@ -53,6 +53,11 @@ pub(super) struct Arb {
     pub(super) last_high: bool,
     pub(super) last_vl: u8,
     pub(super) inputs: u16,
+    /// HoQ slots that hold a flit or are reserved for one on its way
+    /// (`hoq_free` .. the send that empties the slot): 0 means no flit can
+    /// reach this arbiter before an `ArbFlit` scheduled from now on
+    /// (direct.rs, the idle kick)
+    pub(super) slots: u16,
     // CC marking
     pub(super) mark_ctr: u32,
     pub(super) last_port: [u16; 8],
@@ -95,6 +100,7 @@ impl Arb {
     ) -> Arb {
         Arb {
             inputs,
+            slots: 0,
             hoq: vec![HOQ_EMPTY; inputs as usize * nvl],
             heads: PerVl::new(nvl, 0),
             vl: PerVl::new(nvl, ArbVl::default()),
@@ -127,9 +133,11 @@ impl Fabric {
     #[inline(always)]
     pub(super) fn hoq_free(&mut self, port: usize, input: usize, v: usize) -> bool {
         let i = input * self.nvl + v;
-        let h = &mut self.ports[port].arb.hoq[i];
+        let a = &mut self.ports[port].arb;
+        let h = &mut a.hoq[i];
         if h.id == NONE && !h.res {
             h.res = true;
+            a.slots += 1;
             true
         } else {
             false
@@ -412,6 +420,7 @@ impl Fabric {
         }
         let i = p * nvl + v;
         let h = std::mem::replace(&mut a.hoq[i], HOQ_EMPTY);
+        a.slots -= 1;
         if h.first != 0 && p < 64 {
             a.heads[v] &= !(1u64 << p);
         }
