@@ -57,7 +57,7 @@ pub(super) struct Arb {
     /// (`hoq_free` .. the send that empties the slot): 0 means no flit can
     /// reach this arbiter before an `ArbFlit` scheduled from now on
     /// (direct.rs, the idle kick)
-    pub(super) slots: u16,
+    pub(super) slots: u32,
     // CC marking
     pub(super) mark_ctr: u32,
     pub(super) last_port: [u16; 8],
