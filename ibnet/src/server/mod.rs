@@ -33,6 +33,7 @@
 //! Arrival = the last flit of the message consumed by the destination sink
 //! (what `Fabric` reports as completion).
 
+mod book;
 mod setup;
 mod stats;
 
@@ -45,8 +46,6 @@ pub use stats::{ServerStats, SummaryJson};
 use crate::engine::{Fabric, FabricError, MsgId, RunOutcome};
 use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
 use rustc_hash::FxHashMap as HashMap;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::Write;
 
 /// Settings of one served session.
@@ -164,13 +163,13 @@ struct Slot {
 pub struct FabricServer {
     fabric: Fabric,
     cfg: ServerConfig,
-    slots: Vec<Slot>,
-    by_handle: HashMap<u64, MsgId>,
+    slots: book::Window<Slot>,
+    by_handle: book::HandleMap,
     /// Route length in switches per (src HCA, dst HCA).
-    hops_cache: HashMap<(usize, usize), usize>,
-    /// Version 2: (t_insert + base, id) of messages possibly in flight
-    /// (stale entries of completed messages are skipped lazily).
-    earliest: BinaryHeap<Reverse<(u64, MsgId)>>,
+    hops_cache: book::HopsCache,
+    /// Version 2: t_insert + lower bound of the messages possibly in
+    /// flight (completed ones are dropped lazily).
+    earliest: book::EarliestBound,
     /// Version 2: the Config record was received.
     configured: bool,
     /// The fixed latency of one switch on the route: ISW + VSW delay.
@@ -188,6 +187,17 @@ pub struct FabricServer {
     /// completion point), and puts' ack handles -> op id.
     ops: bool,
     ack_handles: HashMap<u64, MsgId>,
+    /// Reused buffer of one wait's arrivals (record path).
+    arrivals_buf: Vec<(u64, Time)>,
+}
+
+/// The answer to a version-2 wait ([`FabricServer::wait_exact`]): the
+/// arrivals of one instant and the grant after it (ArrivalBatchEnd), or a
+/// grant beyond the horizon (Grant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExactAnswer {
+    Batch { time: Time, grant: Time },
+    Grant(Time),
 }
 
 impl FabricServer {
@@ -236,15 +246,16 @@ impl FabricServer {
             min_latency: None,
             fabric,
             cfg,
-            slots: Vec::new(),
-            by_handle: HashMap::default(),
-            hops_cache: HashMap::default(),
-            earliest: BinaryHeap::new(),
+            slots: book::Window::default(),
+            by_handle: book::HandleMap::default(),
+            hops_cache: book::HopsCache::new(n),
+            earliest: book::EarliestBound::default(),
             configured: false,
             stats: ServerStats::default(),
             insert_log: None,
             arrival_log: None,
             finished: false,
+            arrivals_buf: Vec::new(),
         })
     }
 
@@ -466,8 +477,8 @@ impl FabricServer {
         // Fabric ids are dense over the messages it creates; with
         // one-sided operations it also creates acks and responses, whose
         // ids get placeholder slots (never reported).
-        debug_assert!(id as usize >= self.slots.len(), "fabric ids increase");
-        while self.slots.len() < id as usize {
+        debug_assert!(id >= self.slots.next_id(), "fabric ids increase");
+        while self.slots.next_id() < id {
             self.slots.push(Slot::placeholder());
         }
         // (one route lookup per insert: it is on the per-message path)
@@ -476,8 +487,7 @@ impl FabricServer {
         // a get's first packet is its (header-only) read request
         let lb = self.lower_bound_sw(sw, if op == OP_GET { 1 } else { bytes });
         if self.cfg.version >= 2 && self.cfg.protocol == Protocol::Notify {
-            self.earliest
-                .push(Reverse((time.0.saturating_add(lb.0), id)));
+            self.earliest.push(time.0, lb.0, id);
         }
         self.slots.push(Slot {
             handle,
@@ -517,7 +527,7 @@ impl FabricServer {
             return self.collect_points().map(|_| ());
         }
         for (id, t) in self.fabric.take_completions() {
-            let Some(slot) = self.slots.get_mut(id as usize) else {
+            let Some(slot) = self.slots.get_mut(id) else {
                 continue;
             };
             slot.arrived = Some(t);
@@ -538,7 +548,7 @@ impl FabricServer {
         self.stats.queries += 1;
         // (a put's ack handle names its local completion point)
         let (id, ack) = match self.by_handle.get(&handle) {
-            Some(&id) => (id, false),
+            Some(id) => (id, false),
             None => match self.ack_handles.get(&handle) {
                 Some(&id) => (id, true),
                 None => {
@@ -560,7 +570,7 @@ impl FabricServer {
         self.collect_completions()?;
         let q = self.cfg.quantum;
         let estimate = self.cfg.estimate;
-        let slot = &self.slots[id as usize];
+        let slot = self.slot(id);
         if let Some(ta) = slot.point_time(ack) {
             self.stats.replies_arrived += 1;
             self.stats.query_lateness_ps += t.0 - ta.0;
@@ -569,6 +579,7 @@ impl FabricServer {
             } else {
                 self.by_handle.remove(&handle);
             }
+            self.trim_slots();
             return Ok(Record::Reply {
                 handle,
                 time: ta,
@@ -591,12 +602,12 @@ impl FabricServer {
                 );
                 if est > next {
                     next = est;
-                    self.slots[id as usize].promised = Some(est);
+                    self.slot_mut(id).promised = Some(est);
                     self.stats.estimates += 1;
                 }
             }
         }
-        self.slots[id as usize].queried = true;
+        self.slot_mut(id).queried = true;
         self.stats.replies_not_yet += 1;
         Ok(Record::Reply {
             handle,
@@ -608,11 +619,11 @@ impl FabricServer {
     /// Route length in switches (cached); 0 when there is no route (the
     /// insert itself reports that).
     fn hops(&mut self, src_hca: usize, dst_hca: usize) -> usize {
-        if let Some(&n) = self.hops_cache.get(&(src_hca, dst_hca)) {
+        if let Some(n) = self.hops_cache.get(src_hca, dst_hca) {
             return n;
         }
         let n = self.fabric.switches_between(src_hca, dst_hca).unwrap_or(0);
-        self.hops_cache.insert((src_hca, dst_hca), n);
+        self.hops_cache.set(src_hca, dst_hca, n);
         n
     }
 
@@ -683,7 +694,7 @@ impl FabricServer {
             }
         }
         let t = Time(m.max(1));
-        self.hops_cache.clear();
+        self.hops_cache.trim();
         self.min_latency = Some(t);
         t
     }
@@ -736,7 +747,7 @@ impl FabricServer {
 
     /// Close a batch of `count` arrivals at `ta`: count it and grant up to
     /// the lookahead (everything, when nothing is left in flight).
-    fn end_arrival_batch(&mut self, ta: Time, count: usize, out: &mut Vec<Record>) {
+    fn end_arrival_batch(&mut self, ta: Time, count: usize) -> ExactAnswer {
         self.stats.arrivals += count as u64;
         self.stats.arrival_batches += 1;
         let grant = if self.fabric.in_flight() == 0 {
@@ -744,24 +755,20 @@ impl FabricServer {
         } else {
             self.lookahead().max(ta.0 + 1)
         };
-        out.push(Record::ArrivalBatchEnd {
+        ExactAnswer::Batch {
             time: ta,
-            count: count as u32,
             grant: Time(grant),
-        });
+        }
     }
 
     /// Version 2: a lower bound on the next completion of every message in
     /// flight, from their insert times and bases and the engine's bound.
     fn lookahead(&mut self) -> u64 {
-        while let Some(&Reverse((_, id))) = self.earliest.peek() {
-            if self.slots[id as usize].arrived.is_some() {
-                self.earliest.pop();
-            } else {
-                break;
-            }
-        }
-        let by_base = self.earliest.peek().map(|r| r.0 .0).unwrap_or(u64::MAX);
+        let slots = &self.slots;
+        let by_base = self
+            .earliest
+            .min(|id| slots.get(id).is_none_or(|s| s.arrived.is_some()))
+            .unwrap_or(u64::MAX);
         let by_engine = self
             .fabric
             .completion_lower_bound()
@@ -770,13 +777,96 @@ impl FabricServer {
         by_base.max(by_engine)
     }
 
-    /// Version 2 NoMoreInserts{time, horizon} (cosim-protocol.md 3a).
+    /// Version 2 NoMoreInserts{time, horizon} (cosim-protocol.md 3a): the
+    /// answer of [`FabricServer::wait_exact`] as records.
     fn wait_v2(
         &mut self,
         t: Time,
         horizon: Time,
         out: &mut Vec<Record>,
     ) -> Result<(), ServerError> {
+        let mut arrivals = std::mem::take(&mut self.arrivals_buf);
+        arrivals.clear();
+        let r = self.wait_exact_inner(t, horizon, &mut arrivals);
+        self.trim_slots();
+        if let Ok(answer) = &r {
+            match *answer {
+                ExactAnswer::Batch { time, grant } => {
+                    for &(handle, time) in &arrivals {
+                        out.push(Record::Arrival { handle, time });
+                    }
+                    out.push(Record::ArrivalBatchEnd {
+                        time,
+                        count: arrivals.len() as u32,
+                        grant,
+                    });
+                }
+                ExactAnswer::Grant(time) => out.push(Record::Grant { time }),
+            }
+        }
+        self.arrivals_buf = arrivals;
+        r.map(|_| ())
+    }
+
+    /// Version 2 NoMoreInserts{time, horizon} without records (one-piece
+    /// mode, `loggopsim --network onepiece`): what [`FabricServer::handle`]
+    /// does with that record, the arrivals appended to `arrivals` as
+    /// (handle, time) and the batch end or grant returned. The same checks
+    /// and counters as the record.
+    pub fn wait_exact(
+        &mut self,
+        t: Time,
+        horizon: Time,
+        arrivals: &mut Vec<(u64, Time)>,
+    ) -> Result<ExactAnswer, ServerError> {
+        self.check_direct("NoMoreInserts")?;
+        if self.cfg.protocol != Protocol::Notify || self.cfg.version < 2 {
+            return Err(ServerError::Violation(format!(
+                "NoMoreInserts with a horizon in the {} protocol, version {}",
+                self.cfg.protocol, self.cfg.version
+            )));
+        }
+        let r = self.wait_exact_inner(t, horizon, arrivals);
+        self.trim_slots();
+        r
+    }
+
+    /// An Insert without a record (one-piece mode): what
+    /// [`FabricServer::handle`] does with `Insert{handle, time, src, dst,
+    /// size}`.
+    pub fn insert_message(
+        &mut self,
+        handle: u64,
+        time: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+    ) -> Result<(), ServerError> {
+        self.check_direct("Insert")?;
+        self.insert(handle, time, src, dst, size)
+    }
+
+    /// The state checks `handle` makes before any record of a configured
+    /// session.
+    fn check_direct(&self, what: &str) -> Result<(), ServerError> {
+        if self.finished {
+            return Err(ServerError::Violation(format!("{what} after Finish")));
+        }
+        if self.cfg.version >= 2 && !self.configured {
+            return Err(ServerError::Violation(format!(
+                "version 2: the scheduler's first record must be Config, not {what}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The body of [`FabricServer::wait_exact`] and of the record's handler.
+    fn wait_exact_inner(
+        &mut self,
+        t: Time,
+        horizon: Time,
+        out: &mut Vec<(u64, Time)>,
+    ) -> Result<ExactAnswer, ServerError> {
         self.stats.no_more_inserts += 1;
         // The scheduler's clock may be behind the fabric's (the fabric ran
         // to an arrival the scheduler processes later, at t + o + L); its
@@ -810,8 +900,7 @@ impl FabricServer {
         if horizon.0 != u64::MAX && la > horizon.0 {
             self.stats.grants += 1;
             self.stats.grants_without_simulation += 1;
-            out.push(Record::Grant { time: Time(la) });
-            return Ok(());
+            return Ok(ExactAnswer::Grant(Time(la)));
         }
         match self.fabric.run_until_completion_or(horizon) {
             RunOutcome::Completed(ta, _) if self.ops => {
@@ -822,39 +911,34 @@ impl FabricServer {
                         t.0, ta.0
                     )));
                 }
-                for &(handle, time) in &points {
-                    out.push(Record::Arrival { handle, time });
-                }
-                self.end_arrival_batch(ta, points.len(), out);
-                Ok(())
+                out.extend_from_slice(&points);
+                Ok(self.end_arrival_batch(ta, points.len()))
             }
             RunOutcome::Completed(ta, ids) => {
                 for id in &ids {
-                    let slot = &mut self.slots[*id as usize];
+                    let slot = self
+                        .slots
+                        .get_mut(*id)
+                        .expect("the slot of a message in flight");
                     slot.arrived = Some(ta);
                     let handle = slot.handle;
                     self.by_handle.remove(&handle);
-                    out.push(Record::Arrival { handle, time: ta });
+                    out.push((handle, ta));
                     if let Some(w) = &mut self.arrival_log {
                         writeln!(w, "{handle} {}", ta.0)
                             .map_err(|e| ServerError::Log(e.to_string()))?;
                     }
                 }
-                self.end_arrival_batch(ta, ids.len(), out);
-                Ok(())
+                Ok(self.end_arrival_batch(ta, ids.len()))
             }
             RunOutcome::Limit => {
                 let grant = self.lookahead().max(horizon.0 + 1);
                 self.stats.grants += 1;
-                out.push(Record::Grant { time: Time(grant) });
-                Ok(())
+                Ok(ExactAnswer::Grant(Time(grant)))
             }
             RunOutcome::Idle => {
                 // nothing in flight (checked above; kept for completeness)
-                out.push(Record::Grant {
-                    time: Time(u64::MAX),
-                });
-                Ok(())
+                Ok(ExactAnswer::Grant(Time(u64::MAX)))
             }
             RunOutcome::Fatal => {
                 self.check_fabric()?;
@@ -875,11 +959,36 @@ impl FabricServer {
         }
     }
 
+    /// The slot of a message the scheduler may still ask about (a bug
+    /// otherwise: slots are dropped only once reported).
+    fn slot(&self, id: MsgId) -> &Slot {
+        self.slots
+            .get(id)
+            .expect("the slot of a message not yet reported")
+    }
+
+    fn slot_mut(&mut self, id: MsgId) -> &mut Slot {
+        self.slots
+            .get_mut(id)
+            .expect("the slot of a message not yet reported")
+    }
+
+    /// Drop the slots at the front whose messages have arrived and been
+    /// reported under every handle they have (`book::Window`).
+    fn trim_slots(&mut self) {
+        let (by_handle, acks) = (&self.by_handle, &self.ack_handles);
+        self.slots.trim(|s| {
+            s.arrived.is_some()
+                && !by_handle.contains_key(&s.handle)
+                && (s.op != OP_PUT || !acks.contains_key(&s.ack_handle))
+        });
+    }
+
     fn stuck_handles(&self) -> Vec<u64> {
         self.fabric
             .in_flight_ids()
             .into_iter()
-            .filter_map(|id| self.slots.get(id as usize))
+            .filter_map(|id| self.slots.get(id))
             .map(|s| s.handle)
             .collect()
     }
@@ -898,7 +1007,10 @@ impl FabricServer {
         match self.fabric.run_until_completion() {
             Some((ta, ids)) => {
                 for id in &ids {
-                    let slot = &mut self.slots[*id as usize];
+                    let slot = self
+                        .slots
+                        .get_mut(*id)
+                        .expect("the slot of a message in flight");
                     slot.arrived = Some(ta);
                     let handle = slot.handle;
                     self.by_handle.remove(&handle);
@@ -915,6 +1027,7 @@ impl FabricServer {
                     count: ids.len() as u32,
                     grant: Time(0),
                 });
+                self.trim_slots();
                 Ok(())
             }
             None => {

@@ -53,7 +53,7 @@ impl FabricServer {
         let events = self.fabric.take_op_events();
         let mut out = Vec::with_capacity(events.len());
         for (id, point, t) in events {
-            let Some(slot) = self.slots.get_mut(id as usize) else {
+            let Some(slot) = self.slots.get_mut(id) else {
                 continue;
             };
             let handle = match point {

@@ -10,8 +10,8 @@
 use super::fabric::{CosimArgs, CosimNetwork, Link};
 use super::inproc::report_fabric;
 use super::NetError;
-use ibnet::server::{FabricServer, ServerError, Step};
-use ipc_proto::{ChannelStats, ProtoError, Protocol, Record};
+use ibnet::server::{ExactAnswer, FabricServer, ServerError, Step};
+use ipc_proto::{ChannelStats, ProtoError, Protocol, Record, Time};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
@@ -47,6 +47,21 @@ impl Direct {
     pub fn server(&self) -> &FabricServer {
         &self.server
     }
+
+    /// The fabric failed: keep its full message, and queue its Error
+    /// record for the scheduler's next `recv` (a peer's own Error is not
+    /// echoed).
+    fn failed(&mut self, e: ServerError) {
+        if let ServerError::Deadlock { handles, .. } = &e {
+            if !handles.is_empty() {
+                eprintln!("fabric: messages in flight (scheduler handles): {handles:?}");
+            }
+        }
+        self.error = Some(e.to_string());
+        if !matches!(e, ServerError::Peer { .. }) {
+            self.out.push_back(e.to_record());
+        }
+    }
 }
 
 impl Link for Direct {
@@ -74,18 +89,56 @@ impl Link for Direct {
             }
             Err(e) => {
                 self.out.extend(self.buf.drain(..));
-                if let ServerError::Deadlock { handles, .. } = &e {
-                    if !handles.is_empty() {
-                        eprintln!("fabric: messages in flight (scheduler handles): {handles:?}");
-                    }
-                }
-                self.error = Some(e.to_string());
-                if !matches!(e, ServerError::Peer { .. }) {
-                    self.out.push_back(e.to_record());
-                }
+                self.failed(e);
             }
         }
         Ok(())
+    }
+
+    fn insert_direct(
+        &mut self,
+        handle: u64,
+        time: Time,
+        src: u32,
+        dst: u32,
+        size: u64,
+    ) -> Option<Result<(), ProtoError>> {
+        if self.error.is_some() {
+            // (the record path says what to do after an error)
+            return None;
+        }
+        self.inserts += 1;
+        self.stats.records_sent += 1;
+        if let Err(e) = self.server.insert_message(handle, time, src, dst, size) {
+            self.failed(e);
+        }
+        Some(Ok(()))
+    }
+
+    fn wait_exact_direct(
+        &mut self,
+        now: Time,
+        horizon: Time,
+        batch: &mut Vec<(u64, Time)>,
+    ) -> Option<ExactAnswer> {
+        if self.error.is_some() {
+            return None;
+        }
+        let mark = batch.len();
+        match self.server.wait_exact(now, horizon, batch) {
+            Ok(answer) => {
+                self.stats.records_sent += 1;
+                // the arrivals and the batch end, or the grant
+                self.stats.records_received += (batch.len() - mark) as u64 + 1;
+                Some(answer)
+            }
+            Err(e) => {
+                // as the record path: the Error record waits at `recv`
+                batch.truncate(mark);
+                self.failed(e);
+                None
+            }
+        }
     }
 
     fn recv(&mut self) -> Result<Record, ProtoError> {
