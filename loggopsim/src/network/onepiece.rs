@@ -4,8 +4,12 @@
 //! sans-I/O [`FabricServer::handle`] as they are produced and its answer
 //! records are read back from a queue, so the protocol logic and every
 //! check (query, notify-v1, exact notify) are exactly those of the other
-//! transports; only the transport is gone. With exact notify the results
-//! equal polling at 1 ps (cosim-protocol.md 3a).
+//! transports; only the transport is gone. The two records of the
+//! per-message path, Insert and the exact wait (NoMoreInserts and its
+//! answer), do not even become records: they call the server's
+//! [`FabricServer::insert_message`] and [`FabricServer::wait_exact`], the
+//! functions its record handler calls (same checks, same counters). With
+//! exact notify the results equal polling at 1 ps (cosim-protocol.md 3a).
 
 use super::fabric::{CosimArgs, CosimNetwork, Link};
 use super::inproc::report_fabric;
