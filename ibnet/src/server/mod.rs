@@ -298,13 +298,7 @@ impl FabricServer {
     /// Handle one record from the scheduler; the answer records (if any) are
     /// appended to `out` in the order they must be sent.
     pub fn handle(&mut self, rec: Record, out: &mut Vec<Record>) -> Result<Step, ServerError> {
-        if self.finished {
-            return Err(ServerError::Violation(format!(
-                "{} after Finish",
-                rec.kind_name()
-            )));
-        }
-        if self.cfg.version >= 2 && !self.configured {
+        if self.cfg.version >= 2 && !self.configured && !self.finished {
             return match rec {
                 Record::Config {
                     quantum,
@@ -318,12 +312,10 @@ impl FabricServer {
                     code,
                     detail: rec.error_detail().unwrap_or_default(),
                 }),
-                other => Err(ServerError::Violation(format!(
-                    "version 2: the scheduler's first record must be Config, not {}",
-                    other.kind_name()
-                ))),
+                other => Err(not_configured(other.kind_name())),
             };
         }
+        self.check_direct(rec.kind_name())?;
         match rec {
             Record::Insert {
                 handle,
@@ -333,7 +325,7 @@ impl FabricServer {
                 size,
                 ..
             } => {
-                self.insert(handle, time, src, dst, size)?;
+                self.insert_any(handle, time, src, dst, size, 0, 0)?;
                 Ok(Step::Continue)
             }
             Record::InsertOp { .. } if self.cfg.version < 3 => {
@@ -405,17 +397,6 @@ impl FabricServer {
                 self.fabric.num_hcas()
             ))
         })
-    }
-
-    fn insert(
-        &mut self,
-        handle: u64,
-        time: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-    ) -> Result<(), ServerError> {
-        self.insert_any(handle, time, src, dst, size, 0, 0)
     }
 
     /// A message (`op` 0) or a one-sided operation (`OP_PUT`, `OP_GET`).
@@ -843,19 +824,18 @@ impl FabricServer {
         size: u64,
     ) -> Result<(), ServerError> {
         self.check_direct("Insert")?;
-        self.insert(handle, time, src, dst, size)
+        self.insert_any(handle, time, src, dst, size, 0, 0)
     }
 
-    /// The state checks `handle` makes before any record of a configured
-    /// session.
+    /// The state checks before a record (or its direct call): none after
+    /// Finish; in version 2 none before Config (whose own handling is in
+    /// `handle`).
     fn check_direct(&self, what: &str) -> Result<(), ServerError> {
         if self.finished {
             return Err(ServerError::Violation(format!("{what} after Finish")));
         }
         if self.cfg.version >= 2 && !self.configured {
-            return Err(ServerError::Violation(format!(
-                "version 2: the scheduler's first record must be Config, not {what}"
-            )));
+            return Err(not_configured(what));
         }
         Ok(())
     }
@@ -1071,6 +1051,13 @@ impl FabricServer {
     pub fn summary_json(&self) -> stats::SummaryJson<'_> {
         stats::summary_json(self)
     }
+}
+
+/// A record other than Config first in a version-2 session.
+fn not_configured(what: &str) -> ServerError {
+    ServerError::Violation(format!(
+        "version 2: the scheduler's first record must be Config, not {what}"
+    ))
 }
 
 mod one_sided;

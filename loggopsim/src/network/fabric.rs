@@ -27,6 +27,7 @@
 //! Handles are the scheduler's: 0, 1, 2, ... in insert order.
 
 use super::{Answer, Handle, NetError, Network, OneSidedOp, OpHandles, SyncMode};
+use ibnet::server::ExactAnswer;
 use ipc_proto::{
     Channel, ChannelStats, ErrorCode, EstimateBase, ProtoError, Protocol, ProtocolSpec, Record,
     Time,
@@ -81,7 +82,7 @@ pub trait Link {
         now: Time,
         horizon: Time,
         batch: &mut Vec<(Handle, Time)>,
-    ) -> Option<ibnet::server::ExactAnswer> {
+    ) -> Option<ExactAnswer> {
         let _ = (now, horizon, batch);
         None
     }
@@ -403,6 +404,49 @@ impl CosimNetwork {
     }
 }
 
+/// The checks of a version-2 wait's answer (cosim-protocol.md 3a): the
+/// arrivals all at the batch's time, which is not past the horizon and is
+/// before the grant; a Grant alone and past the horizon.
+fn check_exact_answer(
+    batch: &[(Handle, Time)],
+    answer: ExactAnswer,
+    horizon: Time,
+) -> Result<(), NetError> {
+    match answer {
+        ExactAnswer::Batch { time, grant } => {
+            if let Some((h, t)) = batch.iter().find(|(_, t)| *t != time) {
+                return Err(NetError::Protocol(format!(
+                    "Arrival {h} at {} ps inside a batch ending at {} ps",
+                    t.0, time.0
+                )));
+            }
+            if time > horizon {
+                return Err(NetError::Protocol(format!(
+                    "arrivals at {} ps answer a wait whose horizon is {} ps (the fabric must stop at the horizon and grant)",
+                    time.0, horizon.0
+                )));
+            }
+            if grant <= time {
+                return Err(NetError::Protocol(format!(
+                    "ArrivalBatchEnd at {} ps grants {} ps (must be later)",
+                    time.0, grant.0
+                )));
+            }
+        }
+        ExactAnswer::Grant(time) => {
+            if !batch.is_empty() || time <= horizon {
+                return Err(NetError::Protocol(format!(
+                    "Grant of {} ps for the horizon {} ps{} (it must be later than the horizon and come alone)",
+                    time.0,
+                    horizon.0,
+                    if batch.is_empty() { "" } else { " after Arrivals" }
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Handles from an Error detail "N stuck: a,b,c,..." (best effort).
 fn parse_stuck(detail: &str) -> Vec<Handle> {
     detail
@@ -601,95 +645,48 @@ impl Network for CosimNetwork {
             )));
         }
         self.batch.clear();
-        if let Some(answer) = self.ch.wait_exact_direct(now, horizon, &mut self.batch) {
-            // one-piece: the fabric server's own answer, without records
-            // (the checks of the record path below, but the batch's times,
-            // which the server sets to the batch's time itself)
-            self.c.waits += 1;
-            let bad = match answer {
-                ibnet::server::ExactAnswer::Batch { time, grant } => {
-                    time > horizon || grant <= time
+        // one-piece: the fabric server's own answer, without records
+        let answer = match self.ch.wait_exact_direct(now, horizon, &mut self.batch) {
+            Some(answer) => answer,
+            None => {
+                self.send(Record::NoMoreInserts { time: now, horizon })?;
+                loop {
+                    match self.recv()? {
+                        Record::Arrival { handle, time } => self.batch.push((handle, time)),
+                        Record::ArrivalBatchEnd { time, grant, .. } => {
+                            break ExactAnswer::Batch { time, grant }
+                        }
+                        Record::Grant { time } => break ExactAnswer::Grant(time),
+                        other => {
+                            return Err(NetError::Protocol(format!(
+                                "expected Arrival, ArrivalBatchEnd or Grant, got {other:?}"
+                            )))
+                        }
+                    }
                 }
-                ibnet::server::ExactAnswer::Grant(grant) => {
-                    !self.batch.is_empty() || grant <= horizon
-                }
-            };
-            if bad {
-                self.done = true;
-                return Err(NetError::Protocol(format!(
-                    "the fabric answered the wait for horizon {} ps with {answer:?}",
-                    horizon.0
-                )));
             }
-            return Ok(match answer {
-                ibnet::server::ExactAnswer::Batch { grant, .. } => {
-                    self.c.arrivals += self.batch.len() as u64;
-                    Answer {
-                        arrivals: std::mem::take(&mut self.batch),
-                        grant,
-                    }
-                }
-                ibnet::server::ExactAnswer::Grant(grant) => {
-                    self.c.grants += 1;
-                    Answer {
-                        arrivals: Vec::new(),
-                        grant,
-                    }
-                }
-            });
-        }
-        self.send(Record::NoMoreInserts { time: now, horizon })?;
+        };
         self.c.waits += 1;
-        loop {
-            match self.recv()? {
-                Record::Arrival { handle, time } => self.batch.push((handle, time)),
-                Record::ArrivalBatchEnd { time, grant, .. } => {
-                    if let Some((h, t)) = self.batch.iter().find(|(_, t)| *t != time) {
-                        return Err(NetError::Protocol(format!(
-                            "Arrival {h} at {} ps inside a batch ending at {} ps",
-                            t.0, time.0
-                        )));
-                    }
-                    if time > horizon {
-                        return Err(NetError::Protocol(format!(
-                            "arrivals at {} ps answer a wait whose horizon is {} ps (the fabric must stop at the horizon and grant)",
-                            time.0, horizon.0
-                        )));
-                    }
-                    if grant <= time {
-                        return Err(NetError::Protocol(format!(
-                            "ArrivalBatchEnd at {} ps grants {} ps (must be later)",
-                            time.0, grant.0
-                        )));
-                    }
-                    self.c.arrivals += self.batch.len() as u64;
-                    return Ok(Answer {
-                        arrivals: std::mem::take(&mut self.batch),
-                        grant,
-                    });
-                }
-                Record::Grant { time } => {
-                    if !self.batch.is_empty() || time <= horizon {
-                        return Err(NetError::Protocol(format!(
-                            "Grant of {} ps for the horizon {} ps{} (it must be later than the horizon and come alone)",
-                            time.0,
-                            horizon.0,
-                            if self.batch.is_empty() { "" } else { " after Arrivals" }
-                        )));
-                    }
-                    self.c.grants += 1;
-                    return Ok(Answer {
-                        arrivals: Vec::new(),
-                        grant: time,
-                    });
-                }
-                other => {
-                    return Err(NetError::Protocol(format!(
-                        "expected Arrival, ArrivalBatchEnd or Grant, got {other:?}"
-                    )))
+        if let Err(e) = check_exact_answer(&self.batch, answer, horizon) {
+            self.done = true;
+            return Err(e);
+        }
+        Ok(match answer {
+            ExactAnswer::Batch { grant, .. } => {
+                self.c.arrivals += self.batch.len() as u64;
+                Answer {
+                    arrivals: std::mem::take(&mut self.batch),
+                    grant,
                 }
             }
-        }
+            ExactAnswer::Grant(grant) => {
+                self.c.grants += 1;
+                Answer {
+                    arrivals: Vec::new(),
+                    grant,
+                }
+            }
+        })
     }
 
     fn finish(&mut self, end: Time) -> Result<(), NetError> {
