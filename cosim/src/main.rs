@@ -358,6 +358,13 @@ impl Supervisor {
         // was started on one CPU already, e.g. under `taskset -c 1`: there
         // is nothing to choose then, but the sides share that CPU all the
         // same and must not spin on it.)
+        // How the sides wait (`--wait`): set in every case, so that a value
+        // left in the user's environment cannot contradict the option.
+        env.push((ipc_proto::transport::WAIT_ENV, s.wait.name().to_string()));
+        if s.wait == ipc_proto::transport::WaitMode::Poll && placement::allowed_cpus().len() < 2 {
+            say("--wait poll needs two CPUs (each side polls on its own) but this process may use only one; use --wait block");
+            return 2;
+        }
         if s.same_cpu {
             let cpu = placement::shared_cpu();
             if let Some(c) = cpu {

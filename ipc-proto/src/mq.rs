@@ -115,12 +115,13 @@ impl MqTransport {
 
     /// Poll the incoming queues with non-blocking receives for up to
     /// [`crate::transport::spin_budget`] (bounded by `max`); between attempts
-    /// yield the CPU after the first 30 us, or always when pinned to a single
-    /// CPU (the peer must be able to run).
+    /// yield the CPU after the first 30 us (never in `--wait poll`), or
+    /// always when pinned to a single CPU (the peer must be able to run).
     fn spin_receive(&mut self, max: Duration) -> Result<Option<(Lane, Vec<u8>)>> {
         let spin = self.policy.spin().min(max);
         let start = Instant::now();
         let mut n = 0u32;
+        let busy = crate::transport::busy_limit();
         while start.elapsed() < spin {
             crate::liveness::beat();
             if let Some(m) = self.try_receive()? {
@@ -128,7 +129,7 @@ impl MqTransport {
             }
             n += 1;
             if n > 2 {
-                let yield_cpu = self.yield_cpu || start.elapsed() >= crate::transport::PURE_SPIN;
+                let yield_cpu = self.yield_cpu || start.elapsed() >= busy;
                 crate::transport::spin_pause(yield_cpu);
             }
         }

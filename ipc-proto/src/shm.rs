@@ -309,6 +309,7 @@ impl ShmTransport {
         let spin = self.policy.spin().min(max);
         let mut n = 0u32;
         let mut yield_cpu = self.yield_cpu;
+        let busy = crate::transport::busy_limit();
         loop {
             crate::liveness::beat();
             if ready(self) {
@@ -321,7 +322,7 @@ impl ShmTransport {
                 if e >= spin {
                     break;
                 }
-                yield_cpu |= e >= crate::transport::PURE_SPIN;
+                yield_cpu |= e >= busy;
             }
         }
         let left = max.saturating_sub(start.elapsed());

@@ -56,6 +56,78 @@ pub fn spin_budget() -> std::time::Duration {
     })
 }
 
+/// How a waiting side waits: the environment variable `IBCOSIM_WAIT`
+/// (`block`, the default, or `poll`), set by the supervisor's `--wait`.
+pub const WAIT_ENV: &str = "IBCOSIM_WAIT";
+
+/// A side's way of waiting for its peer ([`WAIT_ENV`]).
+///
+/// - `Block` (the default): poll briefly, then sleep on the doorbell
+///   (adaptive, see [`LONG_WAIT`]). Each round trip then costs the peer a
+///   wake-up and both sides a context switch; on a machine where that is
+///   dear (this project's 2-vCPU VM: about 40-50 us per round with both
+///   sides on one CPU, docs/cosim.md) that is most of the coupling's cost.
+/// - `Poll`: a side polls its incoming ring or queue without yielding,
+///   for up to [`POLL_BUDGET`] per wait, and only then sleeps. Meant for
+///   sides on CPUs of their own (the supervisor's `--wait poll` lets the
+///   kernel place them): no wake-up and no switch on the critical path, at
+///   the price of a second CPU kept busy while the peer works. A side that
+///   is the only one on its CPU set (one allowed CPU, or the shared CPU of
+///   `--placement same-cpu`) still yields between polls, as in `Block`.
+///
+/// The mode only changes when a side sleeps, never what it receives:
+/// results are identical under both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    Block,
+    Poll,
+}
+
+impl WaitMode {
+    /// Parse a `--wait` / `IBCOSIM_WAIT` value.
+    pub fn parse(s: &str) -> Option<WaitMode> {
+        match s.trim() {
+            "block" => Some(WaitMode::Block),
+            "poll" => Some(WaitMode::Poll),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitMode::Block => "block",
+            WaitMode::Poll => "poll",
+        }
+    }
+}
+
+/// This process's [`WaitMode`] (from [`WAIT_ENV`]; an unset or unknown
+/// value means `Block`, the supervisor having checked what it sets).
+pub fn wait_mode() -> WaitMode {
+    static MODE: std::sync::OnceLock<WaitMode> = std::sync::OnceLock::new();
+    *MODE.get_or_init(|| {
+        std::env::var(WAIT_ENV)
+            .ok()
+            .and_then(|v| WaitMode::parse(&v))
+            .unwrap_or(WaitMode::Block)
+    })
+}
+
+/// How long a side in [`WaitMode::Poll`] polls before it sleeps: long
+/// enough to cover a round of the fabric (the 648-rank dissemination's
+/// rounds take ~0.4 ms, the 128-rank chain's ~0.25 ms), short enough that
+/// a side whose peer is stopped or gone soon stops burning its CPU (and
+/// checks the peer's liveness, every [`LIVENESS_INTERVAL`], as before).
+pub const POLL_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// How long a poll loop spins before it starts yielding the CPU between
+/// polls: [`PURE_SPIN`] when blocking, the whole budget when polling.
+pub(crate) fn busy_limit() -> std::time::Duration {
+    match wait_mode() {
+        WaitMode::Block => PURE_SPIN,
+        WaitMode::Poll => std::time::Duration::MAX,
+    }
+}
+
 /// The default of [`spin_budget`].
 pub const DEFAULT_SPIN: std::time::Duration = std::time::Duration::from_micros(1000);
 /// The busy-loop part of the spin (see [`spin_budget`]).
@@ -110,7 +182,15 @@ pub(crate) struct SpinPolicy {
 
 impl SpinPolicy {
     pub(crate) fn new() -> SpinPolicy {
-        SpinPolicy::with(spin_budget(), spin_adaptive())
+        SpinPolicy::for_mode(wait_mode())
+    }
+
+    /// The policy of a side waiting in `mode`.
+    pub(crate) fn for_mode(mode: WaitMode) -> SpinPolicy {
+        match mode {
+            WaitMode::Block => SpinPolicy::with(spin_budget(), spin_adaptive()),
+            WaitMode::Poll => SpinPolicy::with(POLL_BUDGET, false),
+        }
     }
 
     pub(crate) fn with(budget: std::time::Duration, adaptive: bool) -> SpinPolicy {
@@ -231,6 +311,24 @@ mod tests {
         }
         assert!(p.mean() < LONG_WAIT);
         assert_eq!(p.spin(), budget);
+    }
+
+    #[test]
+    fn poll_mode_polls_the_whole_budget_however_long_the_waits() {
+        assert_eq!(WaitMode::parse("poll"), Some(WaitMode::Poll));
+        assert_eq!(WaitMode::parse(" block "), Some(WaitMode::Block));
+        assert_eq!(WaitMode::parse("spin"), None);
+        let mut p = SpinPolicy::for_mode(WaitMode::Poll);
+        for _ in 0..50 {
+            p.record(Duration::from_millis(2));
+        }
+        // the adaptive rule would have cut a blocking side's spin to 5 us
+        assert_eq!(p.spin(), POLL_BUDGET);
+        let mut b = SpinPolicy::with(DEFAULT_SPIN, true);
+        for _ in 0..50 {
+            b.record(Duration::from_millis(2));
+        }
+        assert_eq!(b.spin(), SHORT_SPIN);
     }
 
     #[test]

@@ -124,6 +124,30 @@ const MODES: &[(&str, &[&str])] = &[
         "notify/onepiece",
         &["--protocol", "notify", "--transport", "onepiece"],
     ),
+    // each side polling on a CPU of its own (`--wait poll`; the CI
+    // machine has two): only when a side sleeps changes, never a result
+    (
+        "notify/shm/poll",
+        &[
+            "--protocol",
+            "notify",
+            "--transport",
+            "shm",
+            "--wait",
+            "poll",
+        ],
+    ),
+    (
+        "notify/mq/poll",
+        &[
+            "--protocol",
+            "notify",
+            "--transport",
+            "mq",
+            "--wait",
+            "poll",
+        ],
+    ),
 ];
 
 /// Per-rank finish times of every mode; all must be identical.
@@ -186,6 +210,31 @@ fn ltest_identical_in_every_mode() {
     assert_eq!(t.len(), 2);
     // rank 1 ends with the last receive: it finishes after rank 0.
     assert!(t[1] > t[0], "{t:?}");
+}
+
+/// `--wait poll` needs a CPU per side: refused (exit 2, saying so) when the
+/// supervisor may use one CPU only, and with `--placement same-cpu`.
+#[test]
+fn wait_poll_needs_two_cpus() {
+    let g = ltest();
+    let mut c = Command::new("taskset");
+    c.args(["-c", "0", "bash"])
+        .arg(cosim_script())
+        .args(["-f", g.to_str().unwrap(), "-t", "H8_S6", "--wait", "poll"])
+        .env("IBCOSIM_BIN_DIR", bin_dir());
+    let o = run_limited(c, Duration::from_secs(60));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("--wait poll needs two CPUs"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = run_limited(
+        cosim_cmd(&["--wait", "poll", "--placement", "same-cpu"]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("cannot be combined with --placement same-cpu"));
 }
 
 #[test]
