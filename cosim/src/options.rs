@@ -86,8 +86,9 @@ pub struct Args {
     pub placement: Option<String>,
     /// How a side waits for the other: block (default: poll briefly, then sleep; one CPU per
     /// session) | poll (each side polls on a CPU of its own and never sleeps while its peer
-    /// works: no wake-up per round trip, 10-15% faster coupling on this project's VM, but two
-    /// CPUs busy per session; for dedicated machines, not parameter sweeps; needs 2 CPUs)
+    /// works: no wake-up or context switch per round trip; on this project's VM the 648-rank
+    /// dissemination's coupling costs 3-18% of the fabric's time instead of 15-35%, small runs
+    /// gain nothing; two CPUs busy per session: for dedicated machines, not parameter sweeps)
     #[arg(long, value_name = "W", default_value = "block")]
     pub wait: String,
     /// Query protocol precision, e.g. 1ns, 100ps, 1ps
