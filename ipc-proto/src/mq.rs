@@ -266,6 +266,7 @@ impl Transport for MqTransport {
             }
             let elapsed = start.elapsed();
             if elapsed >= wait {
+                self.policy.nothing_came(elapsed);
                 return Ok(None);
             }
             if let Some(m) = self.spin_receive(wait - elapsed)? {
@@ -274,6 +275,7 @@ impl Transport for MqTransport {
             }
             let elapsed = start.elapsed();
             if elapsed >= wait {
+                self.policy.nothing_came(elapsed);
                 return Ok(None);
             }
             self.poll(None, (wait - elapsed).min(LIVENESS_INTERVAL))?;

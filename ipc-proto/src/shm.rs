@@ -420,6 +420,7 @@ impl Transport for ShmTransport {
             }
             let elapsed = start.elapsed();
             if elapsed >= wait {
+                self.policy.nothing_came(elapsed);
                 return Ok(None);
             }
             self.wait(None, (wait - elapsed).min(LIVENESS_INTERVAL));

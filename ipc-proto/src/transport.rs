@@ -114,9 +114,11 @@ pub fn wait_mode() -> WaitMode {
 
 /// How long a side in [`WaitMode::Poll`] polls before it sleeps: long
 /// enough to cover a round of the fabric (the 648-rank dissemination's
-/// rounds take ~0.4 ms, the 128-rank chain's ~0.25 ms), short enough that
-/// a side whose peer is stopped or gone soon stops burning its CPU (and
-/// checks the peer's liveness, every [`LIVENESS_INTERVAL`], as before).
+/// rounds take ~0.4 ms, the 128-rank chain's ~0.25 ms). A wait that
+/// polled this long without a message makes the side sleep (after
+/// [`SHORT_SPIN`]) until a message comes again, so that a side whose
+/// peer is stopped or hung does not keep its CPU busy; it still checks
+/// the peer's liveness every [`LIVENESS_INTERVAL`], as before.
 pub const POLL_BUDGET: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How long a poll loop spins before it starts yielding the CPU between
@@ -178,6 +180,13 @@ pub(crate) struct SpinPolicy {
     mean_ns: u64,
     budget: std::time::Duration,
     adaptive: bool,
+    /// [`WaitMode::Poll`]: after a whole wait without a message (the
+    /// peer stopped, hung, or simply busy for longer than a round), spin
+    /// only [`SHORT_SPIN`] and sleep, until a message comes again.
+    /// Without it a side whose peer is stopped would poll forever, since
+    /// each wait of [`LIVENESS_INTERVAL`] is spent spinning.
+    sleep_when_idle: bool,
+    idle: bool,
 }
 
 impl SpinPolicy {
@@ -189,7 +198,10 @@ impl SpinPolicy {
     pub(crate) fn for_mode(mode: WaitMode) -> SpinPolicy {
         match mode {
             WaitMode::Block => SpinPolicy::with(spin_budget(), spin_adaptive()),
-            WaitMode::Poll => SpinPolicy::with(POLL_BUDGET, false),
+            WaitMode::Poll => SpinPolicy {
+                sleep_when_idle: true,
+                ..SpinPolicy::with(POLL_BUDGET, false)
+            },
         }
     }
 
@@ -198,12 +210,14 @@ impl SpinPolicy {
             mean_ns: 0,
             budget,
             adaptive,
+            sleep_when_idle: false,
+            idle: false,
         }
     }
 
     /// How long to poll before sleeping, for the next wait.
     pub(crate) fn spin(&self) -> std::time::Duration {
-        if self.adaptive && self.mean_ns > LONG_WAIT.as_nanos() as u64 {
+        if self.idle || (self.adaptive && self.mean_ns > LONG_WAIT.as_nanos() as u64) {
             SHORT_SPIN.min(self.budget)
         } else {
             self.budget
@@ -211,7 +225,17 @@ impl SpinPolicy {
     }
 
     /// A wait that ended (a message came) after `waited`.
+    /// A wait of `waited` ended without a message (its timeout passed):
+    /// idle if that was at least the whole budget (not a zero-timeout
+    /// probe).
+    pub(crate) fn nothing_came(&mut self, waited: std::time::Duration) {
+        if self.sleep_when_idle && waited >= self.budget {
+            self.idle = true;
+        }
+    }
+
     pub(crate) fn record(&mut self, waited: std::time::Duration) {
+        self.idle = false;
         let w = waited.as_nanos().min(u64::MAX as u128 / 2) as u64;
         // mean += (w - mean) / 8, in integers without overflow
         self.mean_ns = self.mean_ns - self.mean_ns / 8 + w / 8;
@@ -324,6 +348,22 @@ mod tests {
         }
         // the adaptive rule would have cut a blocking side's spin to 5 us
         assert_eq!(p.spin(), POLL_BUDGET);
+        // a whole wait without a message: sleep after a short spin until
+        // one comes (a stopped peer does not keep this side's CPU busy)
+        p.nothing_came(Duration::ZERO);
+        assert_eq!(
+            p.spin(),
+            POLL_BUDGET,
+            "a probe without waiting is no idle period"
+        );
+        p.nothing_came(POLL_BUDGET);
+        assert_eq!(p.spin(), SHORT_SPIN);
+        p.record(Duration::from_millis(150));
+        assert_eq!(p.spin(), POLL_BUDGET);
+        // a blocking side keeps its rule
+        let mut f = SpinPolicy::with(DEFAULT_SPIN, false);
+        f.nothing_came(Duration::from_secs(1));
+        assert_eq!(f.spin(), DEFAULT_SPIN);
         let mut b = SpinPolicy::with(DEFAULT_SPIN, true);
         for _ in 0..50 {
             b.record(Duration::from_millis(2));
