@@ -582,9 +582,17 @@ fn start_long_run(
     transport: &str,
     env: &[(&str, &str)],
 ) -> (std::process::Child, u32, u32, String) {
+    start_long_run_with(transport, env, &[])
+}
+
+fn start_long_run_with(
+    transport: &str,
+    env: &[(&str, &str)],
+    extra: &[&str],
+) -> (std::process::Child, u32, u32, String) {
     let key = fresh_key();
     let g = ltest();
-    let mut c = cosim_cmd(&[
+    let mut args = vec![
         "-f",
         g.to_str().unwrap(),
         "-p",
@@ -595,7 +603,9 @@ fn start_long_run(
         transport,
         "--key",
         &key,
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let mut c = cosim_cmd(&args);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -751,6 +761,54 @@ fn sigstop_of_either_side_is_detected_within_the_stall_limit() {
     let _ipc = ipc_budget();
     stopped_side_is_detected("ibnet", "shm");
     stopped_side_is_detected("loggopsim", "mq");
+}
+
+/// CPU time (user + system) of a process so far, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // fields after the command's closing parenthesis: utime and stime are
+    // the 12th and 13th of them
+    let rest = &st[st.rfind(')').unwrap() + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+/// `--wait poll`: the scheduler polls while the fabric works, but once its
+/// peer is stopped it sleeps after one budget of polling (100 ms) instead
+/// of keeping its CPU busy until the stall limit; the stall is still
+/// detected and named, and nothing is left behind.
+#[test]
+fn a_polling_side_sleeps_while_its_peer_is_stopped() {
+    let _ipc = ipc_budget();
+    let (child, f, s, key) = start_long_run_with(
+        "shm",
+        &[("IBCOSIM_STALL_TIMEOUT", "4")],
+        &["--wait", "poll"],
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(Command::new("kill")
+        .args(["-STOP", &f.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    std::thread::sleep(Duration::from_millis(500));
+    let c0 = cpu_ticks(s);
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_ticks(s) - c0;
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    // polling throughout would be 2 s; sleeping, a few liveness checks
+    assert!(
+        used * 10 < 3 * hz,
+        "the scheduler used {used} ticks of {hz}/s in 2 s while its peer was stopped"
+    );
+    let out = run_wait(child, Duration::from_secs(15));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the fabric (ibnet) failed first: it was stopped"),
+        "{err}"
+    );
+    assert_eq!(session_objects_left(&key), Vec::<String>::new());
 }
 
 /// A side that is alive and scheduled but makes no progress (here the
