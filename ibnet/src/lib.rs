@@ -14,6 +14,7 @@ pub use simtime::Time;
 pub mod engine;
 pub mod flowlevel;
 pub mod hostparams;
+pub mod hugepages;
 pub mod input;
 pub mod observe;
 pub mod params;

@@ -471,6 +471,8 @@ fn export(a: &ExportArgs) -> Result<i32> {
 struct UserError(anyhow::Error);
 
 fn main() {
+    // a large network may run itself again with its heap on huge pages
+    ibnet::hugepages::allow_reexec();
     #[cfg(feature = "server")]
     if std::env::args().nth(1).as_deref() == Some("serve") {
         ibnet::server::serve::main_serve();
@@ -536,6 +538,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let params = params_from(a).map_err(u)?;
     let topo = topology::open_with(&a.topology, a.lfts.as_deref())
         .map_err(|e| UserError(anyhow::anyhow!("topology {}: {e}", a.topology)))?;
+    // a large network: run again with the heap on huge pages (hugepages.rs)
+    ibnet::hugepages::use_for(topo.hcas().len(), "ibnet");
     if let Some(note) = topology::explain(&a.topology) {
         eprintln!("ibnet: {note}");
     }

@@ -171,3 +171,47 @@ fn text_summary_and_closed_loop() {
         "{s}"
     );
 }
+
+/// A run on huge pages (`IBNET_HUGEPAGES=on`: the binary executes itself
+/// again with glibc's `glibc.malloc.hugetlb=1`; by default only networks of
+/// 1024 HCAs or more) says so once and gives a report identical byte for
+/// byte to the ordinary heap's. (Where the system's THP mode is not
+/// `madvise` nothing is re-executed; the note is then absent.)
+#[test]
+fn huge_pages_change_nothing_but_the_speed() {
+    let args = [
+        "run",
+        "--topology",
+        "H8_S2",
+        "--traffic",
+        "dissemination:180:3",
+        "--json",
+        "--no-wall-time",
+    ];
+    let off = ibnet()
+        .args(args)
+        .env("IBNET_HUGEPAGES", "off")
+        .output()
+        .unwrap();
+    let on = ibnet()
+        .args(args)
+        .env("IBNET_HUGEPAGES", "on")
+        .env_remove("GLIBC_TUNABLES")
+        .output()
+        .unwrap();
+    assert!(on.status.success() && off.status.success());
+    assert_eq!(on.stdout, off.stdout);
+    let note = "the heap on transparent huge pages";
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let err_on = String::from_utf8_lossy(&on.stderr);
+    assert_eq!(
+        err_on.matches(note).count(),
+        usize::from(thp.contains("[madvise]")),
+        "{thp}: {err_on}"
+    );
+    assert!(!String::from_utf8_lossy(&off.stderr).contains(note));
+    // the default leaves an 8-HCA network alone
+    let dflt = ibnet().args(args).output().unwrap();
+    assert!(!String::from_utf8_lossy(&dflt.stderr).contains(note));
+}

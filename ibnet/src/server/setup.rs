@@ -56,6 +56,9 @@ impl FabricSetup {
     pub fn build(a: &SetupArgs) -> Result<FabricSetup, String> {
         let topology =
             topology::open(&a.topology).map_err(|e| format!("topology {}: {e}", a.topology))?;
+        // a large network: run again with the heap on huge pages (before
+        // any IPC object exists; hugepages.rs)
+        crate::hugepages::use_for(topology.hcas().len(), "ibnet serve");
         let mut params =
             Params::preset(&a.preset).map_err(|e| format!("--preset {}: {e}", a.preset))?;
         for kv in &a.set {
