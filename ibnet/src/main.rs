@@ -55,6 +55,10 @@ JSON keys carry the unit (`_ps`, `_s`, `_mbps`) and values are numbers.
 The sink and queue statistics of the reference start at start_stat_col_ns (100 us); a run that
 ends earlier computes the sink bandwidth from t = 0 and warns (stderr and JSON `warnings`).
 
+Memory: a network of 1024 HCAs or more runs with its heap on transparent huge pages (it executes
+itself once with GLIBC_TUNABLES glibc.malloc.hugetlb=1 and says so on stderr; the 1944-node
+network runs about 1.25x faster, results identical). IBNET_HUGEPAGES=on|off|auto (default auto).
+
 Exit codes: 0 success; 1 fatal model condition or deadlock; 2 bad options, files or parameters.")]
     Run(RunArgs),
     /// Co-simulation server (see `ibnet serve --help`).

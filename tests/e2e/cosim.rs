@@ -1519,3 +1519,29 @@ fn one_sided_schedule_needs_and_runs_protocol_v3() {
         "{err}"
     );
 }
+
+/// `ibnet serve` on huge pages (`IBNET_HUGEPAGES=on`; by default only for
+/// networks of 1024 HCAs or more): the fabric executes itself again before
+/// it creates the session, under the supervisor, and the per-rank times
+/// are those of the ordinary heap.
+#[test]
+fn a_fabric_on_huge_pages_gives_the_same_times() {
+    let _ipc = ipc_budget();
+    let g = ltest();
+    let base = finish_times(&cosim_json(&["-f", g.to_str().unwrap(), "-t", "H8_S6"]).0);
+    let mut c = cosim_cmd(&["-f", g.to_str().unwrap(), "-t", "H8_S6", "--json"]);
+    c.env("IBNET_HUGEPAGES", "on").env_remove("GLIBC_TUNABLES");
+    let o = run_limited(c, Duration::from_secs(120));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(finish_times(&v["scheduler"]), base);
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[madvise]") {
+        assert!(
+            text(&o.stderr).contains("ibnet serve: 8 HCAs, the heap on transparent huge pages"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}

@@ -16,6 +16,8 @@ the scheduler failed/died/stopped; 2 bad options or input files; 3 a system reso
 (the per-user message-queue budget RLIMIT_MSGQUEUE, or /dev/shm): the message names the limit and \
 the remedy (e.g. --transport shm, fewer concurrent sessions, `ipc-proto cleanup KEY`); 128+N killed \
 by signal N (the session's objects are removed on SIGINT, SIGTERM and SIGHUP).\n\n\
+Memory: a network of 1024 HCAs or more runs with its heap on transparent huge pages (the process \
+executes itself once, before creating the session; IBNET_HUGEPAGES=on|off|auto, `ibnet run --help`).\n\n\
 Example (what scripts/cosim runs):\n  ibnet serve --key cosim-42 --protocol notify --topology H8_S6 &\n  \
 loggopsim -f app.goal -L 0 -o 0 -g 0 -G 0 -O 0 --network ipc --protocol notify --key cosim-42"
 )]
