@@ -406,6 +406,10 @@ struct RunInfo {
     events_per_sec: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sim_time_per_wall_s: Option<f64>,
+    /// The heap was on transparent huge pages (hugepages.rs): reported
+    /// with the wall time, since it changes only the speed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    huge_pages: Option<bool>,
     lazy_credit_timer: bool,
 }
 
@@ -700,6 +704,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         wall_s: wall_opt,
         events_per_sec: wall_opt.map(|w| fabric.events_processed() as f64 / w.max(1e-9)),
         sim_time_per_wall_s: wall_opt.map(|w| fabric.now().as_secs_f64() / w.max(1e-9)),
+        huge_pages: wall_opt.map(|_| ibnet::hugepages::active()),
         lazy_credit_timer: fabric.lazy_credit_timer_active(),
     };
     let out = JsonOut {

@@ -214,4 +214,22 @@ fn huge_pages_change_nothing_but_the_speed() {
     // the default leaves an 8-HCA network alone
     let dflt = ibnet().args(args).output().unwrap();
     assert!(!String::from_utf8_lossy(&dflt.stderr).contains(note));
+    // with the wall time, the report says whether the heap was on huge pages
+    let timed = |mode: &str| {
+        let o = ibnet()
+            .args(&args[..args.len() - 1])
+            .env("IBNET_HUGEPAGES", mode)
+            .env_remove("GLIBC_TUNABLES")
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["run"]["huge_pages"].as_bool().expect("run.huge_pages")
+    };
+    assert!(!timed("off"));
+    assert_eq!(timed("on"), thp.contains("[madvise]"));
+    let v: serde_json::Value = serde_json::from_slice(&off.stdout).unwrap();
+    assert!(
+        v["run"].get("huge_pages").is_none(),
+        "not with --no-wall-time"
+    );
 }
