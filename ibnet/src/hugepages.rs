@@ -8,7 +8,9 @@
 //! 1944-node network ran 1.16-1.31x faster (docs/scaling.md section 1.10);
 //! networks of a few hundred HCAs (M9: 648) and small ones (OneHot) gained
 //! nothing measurable, so only networks of at least [`MIN_HCAS`] HCAs use
-//! them by default.
+//! them by default. Not every large run gains: regular traffic
+//! (`fattree:64` with `shift:7`) ran 6-17 % slower, paying for the huge
+//! page faults without a TLB to save; `IBNET_HUGEPAGES=off` then.
 //!
 //! How: glibc's malloc (2.35 and later) puts its heap on transparent huge
 //! pages when the tunable `glibc.malloc.hugetlb=1` is set (it advises the

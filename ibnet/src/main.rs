@@ -57,7 +57,8 @@ ends earlier computes the sink bandwidth from t = 0 and warns (stderr and JSON `
 
 Memory: a network of 1024 HCAs or more runs with its heap on transparent huge pages (it executes
 itself once with GLIBC_TUNABLES glibc.malloc.hugetlb=1 and says so on stderr; the 1944-node
-network runs about 1.25x faster, results identical). IBNET_HUGEPAGES=on|off|auto (default auto).
+network runs about 1.25x faster, results identical; regular patterns such as shift on a fat tree
+may run slower: IBNET_HUGEPAGES=off). IBNET_HUGEPAGES=on|off|auto (default auto).
 
 Exit codes: 0 success; 1 fatal model condition or deadlock; 2 bad options, files or parameters.")]
     Run(RunArgs),
