@@ -94,14 +94,13 @@ pub fn use_for(hcas: usize, note: &str) {
     let mut args = std::env::args_os();
     let arg0: OsString = args.next().unwrap_or_else(|| exe.clone().into_os_string());
     use std::os::unix::process::CommandExt;
-    let err = std::process::Command::new(&exe)
+    // exec returns only on failure: then go on with the ordinary heap
+    let _ = std::process::Command::new(&exe)
         .arg0(arg0)
         .args(args)
         .env("GLIBC_TUNABLES", t)
         .env(MARK, "1")
         .exec();
-    // exec returns only on failure: go on with the ordinary heap
-    let _ = err;
 }
 
 #[cfg(test)]

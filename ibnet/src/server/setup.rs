@@ -56,9 +56,6 @@ impl FabricSetup {
     pub fn build(a: &SetupArgs) -> Result<FabricSetup, String> {
         let topology =
             topology::open(&a.topology).map_err(|e| format!("topology {}: {e}", a.topology))?;
-        // a large network: run again with the heap on huge pages (before
-        // any IPC object exists; hugepages.rs)
-        crate::hugepages::use_for(topology.hcas().len(), "ibnet serve");
         let mut params =
             Params::preset(&a.preset).map_err(|e| format!("--preset {}: {e}", a.preset))?;
         for kv in &a.set {
@@ -67,6 +64,10 @@ impl FabricSetup {
                 .map_err(|e| format!("--set {kv}: {e}"))?;
         }
         let hcas = topology.hcas();
+        // a large network: run again with the heap on huge pages (the
+        // inputs read so far are valid; no IPC object exists yet;
+        // hugepages.rs)
+        crate::hugepages::use_for(hcas.len(), "ibnet serve");
         let rank_nodes: Vec<usize> = match &a.map {
             Some(path) => topology::load_rank_file(path, &topology).map_err(|e| e.to_string())?,
             None => (0..topology.num_ranks())
