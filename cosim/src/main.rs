@@ -425,7 +425,7 @@ impl Supervisor {
         sa.extend(s.extra.iter().cloned());
         // The scheduler first (it waits for the fabric's ready flag), so
         // that the fabric can watch its pid while it waits for it to attach.
-        let sched = match sides::spawn(&s.loggopsim, &sa, &env, tx.clone()) {
+        let sched = match sides::start(&s.loggopsim, &sa, &env) {
             Ok(c) => c,
             Err(e) => {
                 say(&format!("cannot start {}: {e}", s.loggopsim.display()));
@@ -441,7 +441,7 @@ impl Supervisor {
             "--transport".into(),
             s.transport.name().into(),
             "--scheduler-pid".into(),
-            sched.pid.to_string(),
+            sched.id().to_string(),
         ];
         fa.extend(s.proto_args.iter().cloned());
         fa.extend(fabric_args);
@@ -449,10 +449,11 @@ impl Supervisor {
             fa.push("--json".into());
         }
         fa.extend(s.log_args.iter().cloned());
-        let fabric = sides::spawn(&s.ibnet, &fa, &env, tx);
-        self.sched = Some(sched);
+        // Both started before either's threads (sides::start says why).
+        let fabric = sides::start(&s.ibnet, &fa, &env);
+        self.sched = Some(sides::watch(sched, tx.clone()));
         match fabric {
-            Ok(c) => self.fabric = Some(c),
+            Ok(c) => self.fabric = Some(sides::watch(c, tx)),
             Err(e) => {
                 say(&format!("cannot start {}: {e}", self.s.ibnet.display()));
                 self.kill_all(libc::SIGTERM);

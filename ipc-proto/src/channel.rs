@@ -31,6 +31,21 @@ pub struct ChannelStats {
     pub messages_received: u64,
 }
 
+/// How long a side waited for its peer: the wall-clock time `recv` spent
+/// with no record to hand (polling or asleep until the peer's next message
+/// came), and how many times it had to. On a co-simulation this is the
+/// coupling's cost as the waiting side sees it: for the fabric, the
+/// scheduler's work per round plus the hand-over both ways (docs/cosim.md,
+/// "Where the time of a round goes"). Kept apart from [`ChannelStats`],
+/// whose counters are deterministic.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PeerWait {
+    /// wall-clock time without a record to hand
+    pub waited: Duration,
+    /// receives that found no record ready and got one by waiting
+    pub waits: u64,
+}
+
 /// What the peer said in its Hello.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerHello {
@@ -61,6 +76,7 @@ pub struct Channel {
     arrivals_unterminated_recv: u32,
     timeout: Option<Duration>,
     stats: ChannelStats,
+    peer_wait: PeerWait,
     failed: bool,
 }
 
@@ -105,6 +121,7 @@ impl Channel {
             arrivals_unterminated_recv: 0,
             timeout: None,
             stats: ChannelStats::default(),
+            peer_wait: PeerWait::default(),
             failed: false,
         };
         let hello = Record::Hello {
@@ -130,6 +147,10 @@ impl Channel {
     }
     pub fn stats(&self) -> ChannelStats {
         self.stats
+    }
+    /// Time spent waiting for the peer so far ([`PeerWait`]).
+    pub fn peer_wait(&self) -> PeerWait {
+        self.peer_wait
     }
     /// Number of Insert records sent so far (what a Query must carry).
     pub fn inserts_sent(&self) -> u64 {
@@ -274,6 +295,8 @@ impl Channel {
         let start = Instant::now();
         loop {
             if let Some(r) = self.next_ready()? {
+                self.peer_wait.waited += start.elapsed();
+                self.peer_wait.waits += 1;
                 return Ok(Some(r));
             }
             let wait = match timeout {
@@ -289,6 +312,7 @@ impl Channel {
                 Ok(None) => {
                     if let Some(t) = timeout {
                         if start.elapsed() >= t {
+                            self.peer_wait.waited += start.elapsed();
                             return Ok(None);
                         }
                     }

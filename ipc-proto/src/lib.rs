@@ -75,7 +75,7 @@ pub mod signals;
 pub mod time;
 pub mod transport;
 
-pub use channel::{Channel, ChannelStats, FabricEnd, PeerHello, SchedulerEnd};
+pub use channel::{Channel, ChannelStats, FabricEnd, PeerHello, PeerWait, SchedulerEnd};
 pub use error::{ProtoError, EXIT_RESOURCE};
 pub use names::{Lane, SessionKey};
 pub use record::{

@@ -433,3 +433,47 @@ fn query_roundtrips_over_mq_threads() {
     selftest::scheduler_roundtrips(&mut s, 2000, true).unwrap();
     assert_eq!(t.join().unwrap(), 2000);
 }
+
+/// `Channel::peer_wait`: a receive that finds its record already decoded
+/// costs no wait; one that must wait for the peer counts once, for at
+/// least as long as the peer took to send.
+fn peer_wait_counts_only_real_waits(mq: bool) {
+    let (mut s, mut f) = pair(mq, Protocol::Notify);
+    // Hello only, nothing waited for yet
+    assert_eq!(f.peer_wait().waits, 0);
+    s.send(insert(1)).unwrap();
+    s.send(insert(2)).unwrap();
+    s.flush().unwrap();
+    assert_eq!(f.recv().unwrap(), insert(1));
+    let after_first = f.peer_wait();
+    // the second record came in the same message: no wait at all
+    assert_eq!(f.recv().unwrap(), insert(2));
+    assert_eq!(f.peer_wait().waits, after_first.waits);
+    assert_eq!(f.peer_wait().waited, after_first.waited);
+    let sender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(60));
+        s.send(insert(3)).unwrap();
+        s.flush().unwrap();
+        s
+    });
+    assert_eq!(f.recv().unwrap(), insert(3));
+    let w = f.peer_wait();
+    assert_eq!(w.waits, after_first.waits + 1);
+    assert!(
+        w.waited - after_first.waited >= Duration::from_millis(50),
+        "waited only {:?} for a record sent 60 ms later",
+        w.waited - after_first.waited
+    );
+    drop(sender.join().unwrap());
+}
+
+#[test]
+fn peer_wait_inproc() {
+    peer_wait_counts_only_real_waits(false);
+}
+
+#[test]
+fn peer_wait_mq() {
+    let _l = mq_lock();
+    peer_wait_counts_only_real_waits(true);
+}

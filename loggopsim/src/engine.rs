@@ -453,6 +453,9 @@ pub struct Report {
     pub max_rq: Vec<u64>,
     pub max_uq: Vec<u64>,
     pub network_stats: Vec<(String, u64)>,
+    /// Wall clock: how long the scheduler waited for a fabric in another
+    /// process or thread (None for the other backends).
+    pub waited_for_network: Option<std::time::Duration>,
 }
 
 impl Report {
@@ -1642,6 +1645,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             incomplete_ops: self.sched.num_nodes() as u64 - self.completed,
             max_rq: (0..p).map(|h| self.rq_len(h).1 as u64).collect(),
             max_uq: self.uq.iter().map(|q| q.max_len() as u64).collect(),
+            waited_for_network: self.net.peer_wait(),
             network_stats: {
                 let mut v = self.net.stats();
                 if self.mode == SyncMode::Exact {

@@ -211,6 +211,11 @@ struct JsonReport<'a> {
     incomplete_ops: u64,
     leftovers: &'a [crate::engine::HostLeftovers],
     network_stats: std::collections::BTreeMap<&'a str, u64>,
+    /// wall-clock seconds spent waiting for a fabric in another process or
+    /// thread (per round: the fabric's simulation and the hand-over both
+    /// ways); only for such a fabric
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waited_for_network_s: Option<f64>,
 }
 
 pub fn json(net: &str, r: &Report, p: &Params, wall_secs: f64, cpu_secs: f64) -> String {
@@ -257,6 +262,7 @@ pub fn json(net: &str, r: &Report, p: &Params, wall_secs: f64, cpu_secs: f64) ->
             .iter()
             .map(|(k, v)| (k.as_str(), *v))
             .collect(),
+        waited_for_network_s: r.waited_for_network.map(|d| d.as_secs_f64()),
     };
     serde_json::to_string_pretty(&j).unwrap() + "\n"
 }

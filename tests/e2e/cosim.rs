@@ -158,7 +158,9 @@ fn all_modes_agree(base: &[&str]) -> Vec<u64> {
         let mut args: Vec<&str> = base.to_vec();
         args.extend_from_slice(m);
         args.extend_from_slice(&["--key", &key]);
+        let started = std::time::Instant::now();
         let (s, f) = cosim_json(&args);
+        let elapsed = started.elapsed().as_secs_f64();
         let t = finish_times(&s);
         assert!(t.iter().any(|&x| x > 0), "{name}: all finish times are 0");
         assert_eq!(
@@ -169,12 +171,49 @@ fn all_modes_agree(base: &[&str]) -> Vec<u64> {
             f["server"]["causality_errors"], 0,
             "{name}: causality errors with F = 1"
         );
+        coupling_reported(name, &s, &f, elapsed);
         match &first {
             None => first = Some((name.to_string(), t)),
             Some((n0, t0)) => assert_eq!(&t, t0, "{base:?}: {name} differs from {n0}"),
         }
     }
     first.unwrap().1
+}
+
+/// Both sides report how long they waited for each other: the scheduler
+/// `waited_for_network_s` (a channel to another process or thread), the
+/// fabric served over a channel `coupling` with at most one wait per
+/// message the scheduler sent (a wait ends when a message comes). Both
+/// within the `elapsed` seconds the whole run took (the scheduler's count
+/// starts at the handshake, before its own `wall_time_s`).
+fn coupling_reported(name: &str, s: &Value, f: &Value, elapsed: f64) {
+    let sw = s["waited_for_network_s"].as_f64();
+    let one_piece = s["network"]
+        .as_str()
+        .is_some_and(|n| n.contains("onepiece"));
+    if one_piece {
+        assert_eq!(sw, None, "{name}: one-piece has no channel to wait on");
+        return;
+    }
+    let sw = sw.unwrap_or_else(|| panic!("{name}: no waited_for_network_s in {s}"));
+    assert!(
+        (0.0..elapsed).contains(&sw),
+        "{name}: waited {sw} s in a run of {elapsed} s"
+    );
+    if f["coupling"].is_null() {
+        return; // the fabric on a thread of the scheduler's process
+    }
+    let waits = f["coupling"]["waits"].as_u64().unwrap();
+    let sent = s["network_stats"]["messages_sent"].as_u64().unwrap();
+    assert!(
+        (1..=sent).contains(&waits),
+        "{name}: the fabric waited {waits} times for {sent} messages"
+    );
+    let fw = f["coupling"]["waited_for_scheduler_s"].as_f64().unwrap();
+    assert!(
+        (0.0..elapsed).contains(&fw),
+        "{name}: the fabric waited {fw} s in a run of {elapsed} s"
+    );
 }
 
 fn gen(pattern: &str, ranks: u32, bytes: u64, dir: &Path) -> PathBuf {
@@ -1010,6 +1049,16 @@ fn default_run_prints_finish_times_and_fabric_summary() {
         out.contains("protocol: 20 inserts, 20 NoMoreInserts"),
         "{out}"
     );
+    // the coupling's wall-clock cost as the fabric saw it, with its rounds
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("coupling: the fabric waited "))
+        .unwrap_or_else(|| panic!("no coupling line in {out}"));
+    assert!(
+        line.contains(" ms (wall clock) for the scheduler: "),
+        "{line}"
+    );
+    assert!(line.ends_with(", 20 rounds"), "{line}");
 }
 
 #[test]

@@ -189,6 +189,9 @@ pub struct FabricServer {
     ack_handles: HashMap<u64, MsgId>,
     /// Reused buffer of one wait's arrivals (record path).
     arrivals_buf: Vec<(u64, Time)>,
+    /// Over a channel: how long this side waited for the scheduler
+    /// (reported, never used by the model).
+    peer_wait: Option<ipc_proto::PeerWait>,
 }
 
 /// The answer to a version-2 wait ([`FabricServer::wait_exact`]): the
@@ -256,6 +259,7 @@ impl FabricServer {
             arrival_log: None,
             finished: false,
             arrivals_buf: Vec::new(),
+            peer_wait: None,
         })
     }
 
@@ -1043,6 +1047,16 @@ impl FabricServer {
     }
 
     /// Text statistics printed at the end of the run.
+    /// The wall-clock time the serving loop waited for the scheduler, for
+    /// the report's "coupling" line (serve.rs sets it at the end).
+    pub fn set_peer_wait(&mut self, w: ipc_proto::PeerWait) {
+        self.peer_wait = Some(w);
+    }
+
+    pub fn peer_wait(&self) -> Option<ipc_proto::PeerWait> {
+        self.peer_wait
+    }
+
     pub fn summary(&self) -> String {
         stats::summary_text(self)
     }

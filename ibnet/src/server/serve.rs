@@ -265,6 +265,7 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    server.set_peer_wait(ch.peer_wait());
     // Drop the channel (unlinks the session's objects) before printing.
     drop(ch);
     match r {

@@ -49,6 +49,11 @@ pub trait Link {
     fn stats(&self) -> ChannelStats {
         ChannelStats::default()
     }
+    /// Wall-clock time spent waiting for the fabric's records (a channel to
+    /// another process or thread; None in one-piece mode).
+    fn peer_wait(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// The full text of the fabric's last error, when the link knows more
     /// than the 48 bytes of an Error record (one-piece mode).
     fn error_text(&self) -> Option<String> {
@@ -109,6 +114,9 @@ impl Link for Channel {
     }
     fn stats(&self) -> ChannelStats {
         Channel::stats(self)
+    }
+    fn peer_wait(&self) -> Option<std::time::Duration> {
+        Some(Channel::peer_wait(self).waited)
     }
 }
 
@@ -700,6 +708,9 @@ impl Network for CosimNetwork {
         Ok(())
     }
 
+    fn peer_wait(&self) -> Option<std::time::Duration> {
+        self.ch.peer_wait()
+    }
     fn stats(&self) -> Vec<(String, u64)> {
         let mut v = vec![("inserts".to_string(), self.c.inserts)];
         v.push(("protocol_version".into(), self.spec.version as u64));

@@ -152,6 +152,11 @@ pub trait Network {
     fn stats(&self) -> Vec<(String, u64)> {
         vec![]
     }
+    /// A fabric in another process: the wall-clock time this side waited
+    /// for its records (None for every in-process backend).
+    fn peer_wait(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// Issue 14: true when the backend carries put/get itself
     /// ([`Network::insert_op`]; the fabric, which generates the
     /// acknowledgement, read request and response packets). When false the
@@ -229,6 +234,9 @@ impl<N: Network + ?Sized> Network for Box<N> {
     }
     fn stats(&self) -> Vec<(String, u64)> {
         (**self).stats()
+    }
+    fn peer_wait(&self) -> Option<std::time::Duration> {
+        (**self).peer_wait()
     }
     fn native_one_sided(&self) -> bool {
         (**self).native_one_sided()
