@@ -189,9 +189,20 @@ pub struct FabricServer {
     ack_handles: HashMap<u64, MsgId>,
     /// Reused buffer of one wait's arrivals (record path).
     arrivals_buf: Vec<(u64, Time)>,
-    /// Over a channel: how long this side waited for the scheduler
-    /// (reported, never used by the model).
+    /// Over a channel: how long this side waited for the scheduler, and
+    /// how its rounds split (reported, never used by the model).
     peer_wait: Option<ipc_proto::PeerWait>,
+    round_split: Option<RoundSplit>,
+}
+
+/// Wall-clock split of the fabric's rounds over a channel (serve.rs):
+/// taking in the scheduler's records of a round up to its NoMoreInserts or
+/// Query, then simulating and writing the answer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RoundSplit {
+    pub inserting: std::time::Duration,
+    pub answering: std::time::Duration,
+    pub rounds: u64,
 }
 
 /// The answer to a version-2 wait ([`FabricServer::wait_exact`]): the
@@ -260,6 +271,7 @@ impl FabricServer {
             finished: false,
             arrivals_buf: Vec::new(),
             peer_wait: None,
+            round_split: None,
         })
     }
 
@@ -1055,6 +1067,15 @@ impl FabricServer {
 
     pub fn peer_wait(&self) -> Option<ipc_proto::PeerWait> {
         self.peer_wait
+    }
+
+    /// How the rounds split (serve.rs sets it when the session ends).
+    pub fn set_round_split(&mut self, s: RoundSplit) {
+        self.round_split = Some(s);
+    }
+
+    pub fn round_split(&self) -> Option<RoundSplit> {
+        self.round_split
     }
 
     pub fn summary(&self) -> String {

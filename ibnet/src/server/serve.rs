@@ -1,7 +1,8 @@
 //! The transport loop around [`FabricServer`] and the `ibnet serve` command.
 
+use super::RoundSplit;
 use super::{parse_quantum, FabricServer, FabricSetup, ServerConfig, ServerError, SetupArgs, Step};
-use ipc_proto::{Channel, ProtoError, ProtocolSpec};
+use ipc_proto::{Channel, ProtoError, ProtocolSpec, Record};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -101,8 +102,27 @@ pub fn serve_channel(
     // Fault injection for the supervision tests: IBCOSIM_TEST_FAULT=hang-fabric
     // makes this side loop forever (busy, no progress) after its first record.
     let hang = std::env::var("IBCOSIM_TEST_FAULT").is_ok_and(|v| v == "hang-fabric");
+    // Where the fabric's time goes per round (reported, never used by the
+    // model): from the round's first record to its NoMoreInserts or Query
+    // it takes in the scheduler's inserts (less any wait for the rest of
+    // them, which `peer_wait` counts); from there to its answer it
+    // simulates. Three clock reads per round, none per insert.
+    let mut round_start: Option<(std::time::Instant, Duration)> = None;
+    let mut split = RoundSplit::default();
     loop {
         let rec = ch.recv()?;
+        if round_start.is_none() {
+            round_start = Some((std::time::Instant::now(), ch.peer_wait().waited));
+        }
+        let answered =
+            matches!(rec, Record::NoMoreInserts { .. } | Record::Query { .. }).then(|| {
+                let t = std::time::Instant::now();
+                if let Some((t0, w0)) = round_start {
+                    let waited = ch.peer_wait().waited.saturating_sub(w0);
+                    split.inserting += (t - t0).saturating_sub(waited);
+                }
+                t
+            });
         if hang && n > 0 {
             loop {
                 std::hint::spin_loop();
@@ -113,7 +133,13 @@ pub fn serve_channel(
                 for r in out.drain(..) {
                     ch.send(r)?;
                 }
+                if let Some(t) = answered {
+                    split.answering += t.elapsed();
+                    split.rounds += 1;
+                    round_start = None;
+                }
                 if step == Step::Finished {
+                    server.set_round_split(split);
                     ch.flush()?;
                     return Ok(());
                 }

@@ -98,7 +98,11 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
         )),
     }
     if let Some(w) = s.peer_wait() {
-        out.push_str(&coupling_line(w, st.no_more_inserts + st.queries));
+        out.push_str(&coupling_line(
+            w,
+            s.round_split(),
+            st.no_more_inserts + st.queries,
+        ));
     }
     // Sinks: aggregate over the HCAs that received something.
     let active: Vec<_> = r
@@ -199,9 +203,14 @@ pub struct SummaryJson<'a> {
 pub(crate) fn summary_json(s: &FabricServer) -> SummaryJson<'_> {
     let cfg = s.config();
     SummaryJson {
-        coupling: s.peer_wait().map(|w| CouplingJson {
-            waited_for_scheduler_s: w.waited.as_secs_f64(),
-            waits: w.waits,
+        coupling: s.peer_wait().map(|w| {
+            let r = s.round_split().unwrap_or_default();
+            CouplingJson {
+                waited_for_scheduler_s: w.waited.as_secs_f64(),
+                waits: w.waits,
+                inserting_s: r.inserting.as_secs_f64(),
+                answering_s: r.answering.as_secs_f64(),
+            }
         }),
         estimate: cfg.estimate,
         fabric: s.fabric().report(),
@@ -222,20 +231,29 @@ pub struct CouplingJson {
     waited_for_scheduler_s: f64,
     /// how many times it had to wait
     waits: u64,
+    /// wall-clock seconds from each round's first record to its
+    /// NoMoreInserts or Query: taking in the scheduler's inserts
+    inserting_s: f64,
+    /// wall-clock seconds from each NoMoreInserts or Query to its answer:
+    /// simulating, and writing the arrivals
+    answering_s: f64,
 }
 
 /// "coupling: the fabric waited 25.3 ms for the scheduler (1,141 waits,
 /// 22.2 us each; 1,139 rounds)": the wall-clock cost of the coupling as the
 /// fabric sees it. Rounds are the NoMoreInserts and Queries.
-fn coupling_line(w: ipc_proto::PeerWait, rounds: u64) -> String {
+fn coupling_line(w: ipc_proto::PeerWait, split: Option<super::RoundSplit>, rounds: u64) -> String {
     let ms = w.waited.as_secs_f64() * 1e3;
     let each = if w.waits > 0 {
         w.waited.as_secs_f64() * 1e6 / w.waits as f64
     } else {
         0.0
     };
+    let r = split.unwrap_or_default();
     format!(
-        "coupling: the fabric waited {ms:.1} ms (wall clock) for the scheduler: {} waits of {each:.1} us on average, {rounds} rounds\n",
-        w.waits
+        "coupling: the fabric waited {ms:.1} ms (wall clock) for the scheduler: {} waits of {each:.1} us on average, {rounds} rounds; took in inserts for {:.1} ms, simulated and answered for {:.1} ms\n",
+        w.waits,
+        r.inserting.as_secs_f64() * 1e3,
+        r.answering.as_secs_f64() * 1e3
     )
 }
