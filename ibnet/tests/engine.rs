@@ -87,7 +87,27 @@ fn assert_direct_equals_queued(
     for (i, (a, b)) in ta.iter().zip(&tb).enumerate() {
         assert_eq!(a, b, "trace record {i} differs");
     }
-    assert_eq!(ra, rb, "reports differ (events_processed included)");
+    if ea == "None" {
+        assert_eq!(ra, rb, "reports differ (events_processed included)");
+    } else {
+        // A fatal model error stops the run in the middle of an instant.
+        // The fully queued engine never reaches the events queued behind
+        // the failing one, while the direct engine has already counted
+        // the no-op kicks it dropped at this instant (direct.rs: counted
+        // when dropped). Only that count may differ; the trace above and
+        // every other figure may not.
+        let (mut xa, mut xb) = (ra.clone(), rb.clone());
+        assert!(
+            xa.events_processed >= xb.events_processed
+                && xa.events_processed - xb.events_processed <= na,
+            "after {ea}: direct {} events, queued {}",
+            xa.events_processed,
+            xb.events_processed
+        );
+        xa.events_processed = 0;
+        xb.events_processed = 0;
+        assert_eq!(xa, xb, "reports differ beyond events_processed after {ea}");
+    }
     assert_eq!(nb, 0);
     // a quarter of all events are credit updates; most go direct
     assert!(
