@@ -139,6 +139,9 @@ pub fn serve_channel(
                     round_start = None;
                 }
                 if step == Step::Finished {
+                    // the coupling's wall-clock figures for the report
+                    // (also when the fabric is a thread of the scheduler)
+                    server.set_peer_wait(ch.peer_wait());
                     server.set_round_split(split);
                     ch.flush()?;
                     return Ok(());
@@ -291,7 +294,6 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    server.set_peer_wait(ch.peer_wait());
     // Drop the channel (unlinks the session's objects) before printing.
     drop(ch);
     match r {
