@@ -189,20 +189,20 @@ pub struct FabricServer {
     ack_handles: HashMap<u64, MsgId>,
     /// Reused buffer of one wait's arrivals (record path).
     arrivals_buf: Vec<(u64, Time)>,
-    /// Over a channel: how long this side waited for the scheduler, and
-    /// how its rounds split (reported, never used by the model).
-    peer_wait: Option<ipc_proto::PeerWait>,
-    round_split: Option<RoundSplit>,
+    /// Over a channel: where the fabric's wall-clock time went (reported,
+    /// never used by the model).
+    coupling: Option<Coupling>,
 }
 
-/// Wall-clock split of the fabric's rounds over a channel (serve.rs):
-/// taking in the scheduler's records of a round up to its NoMoreInserts or
-/// Query, then simulating and writing the answer.
+/// The wall-clock figures of a session served over a channel (serve.rs):
+/// waiting for the scheduler, taking in each round's records up to its
+/// NoMoreInserts or Query, then simulating and writing the answer. The
+/// three are disjoint.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RoundSplit {
+pub struct Coupling {
+    pub wait: ipc_proto::PeerWait,
     pub inserting: std::time::Duration,
     pub answering: std::time::Duration,
-    pub rounds: u64,
 }
 
 /// The answer to a version-2 wait ([`FabricServer::wait_exact`]): the
@@ -270,8 +270,7 @@ impl FabricServer {
             arrival_log: None,
             finished: false,
             arrivals_buf: Vec::new(),
-            peer_wait: None,
-            round_split: None,
+            coupling: None,
         })
     }
 
@@ -1058,26 +1057,17 @@ impl FabricServer {
         Ok(())
     }
 
+    /// The coupling's wall-clock figures for the report's "coupling" line
+    /// (serve.rs sets them when the session ends).
+    pub fn set_coupling(&mut self, c: Coupling) {
+        self.coupling = Some(c);
+    }
+
+    pub fn coupling(&self) -> Option<Coupling> {
+        self.coupling
+    }
+
     /// Text statistics printed at the end of the run.
-    /// The wall-clock time the serving loop waited for the scheduler, for
-    /// the report's "coupling" line (serve.rs sets it at the end).
-    pub fn set_peer_wait(&mut self, w: ipc_proto::PeerWait) {
-        self.peer_wait = Some(w);
-    }
-
-    pub fn peer_wait(&self) -> Option<ipc_proto::PeerWait> {
-        self.peer_wait
-    }
-
-    /// How the rounds split (serve.rs sets it when the session ends).
-    pub fn set_round_split(&mut self, s: RoundSplit) {
-        self.round_split = Some(s);
-    }
-
-    pub fn round_split(&self) -> Option<RoundSplit> {
-        self.round_split
-    }
-
     pub fn summary(&self) -> String {
         stats::summary_text(self)
     }

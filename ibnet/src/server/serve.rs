@@ -1,6 +1,6 @@
 //! The transport loop around [`FabricServer`] and the `ibnet serve` command.
 
-use super::RoundSplit;
+use super::Coupling;
 use super::{parse_quantum, FabricServer, FabricSetup, ServerConfig, ServerError, SetupArgs, Step};
 use ipc_proto::{Channel, ProtoError, ProtocolSpec, Record};
 use std::io::Write;
@@ -108,7 +108,7 @@ pub fn serve_channel(
     // them, which `peer_wait` counts); from there to its answer it
     // simulates. Three clock reads per round, none per insert.
     let mut round_start: Option<(std::time::Instant, Duration)> = None;
-    let mut split = RoundSplit::default();
+    let mut split = Coupling::default();
     loop {
         let rec = ch.recv()?;
         if round_start.is_none() {
@@ -135,14 +135,13 @@ pub fn serve_channel(
                 }
                 if let Some(t) = answered {
                     split.answering += t.elapsed();
-                    split.rounds += 1;
                     round_start = None;
                 }
                 if step == Step::Finished {
                     // the coupling's wall-clock figures for the report
                     // (also when the fabric is a thread of the scheduler)
-                    server.set_peer_wait(ch.peer_wait());
-                    server.set_round_split(split);
+                    split.wait = ch.peer_wait();
+                    server.set_coupling(split);
                     ch.flush()?;
                     return Ok(());
                 }

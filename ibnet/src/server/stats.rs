@@ -97,12 +97,8 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
             st.inserts, st.no_more_inserts, st.arrival_batches, st.arrivals
         )),
     }
-    if let Some(w) = s.peer_wait() {
-        out.push_str(&coupling_line(
-            w,
-            s.round_split(),
-            st.no_more_inserts + st.queries,
-        ));
+    if let Some(c) = s.coupling() {
+        out.push_str(&coupling_line(c, st.no_more_inserts + st.queries));
     }
     // Sinks: aggregate over the HCAs that received something.
     let active: Vec<_> = r
@@ -203,14 +199,11 @@ pub struct SummaryJson<'a> {
 pub(crate) fn summary_json(s: &FabricServer) -> SummaryJson<'_> {
     let cfg = s.config();
     SummaryJson {
-        coupling: s.peer_wait().map(|w| {
-            let r = s.round_split().unwrap_or_default();
-            CouplingJson {
-                waited_for_scheduler_s: w.waited.as_secs_f64(),
-                waits: w.waits,
-                inserting_s: r.inserting.as_secs_f64(),
-                answering_s: r.answering.as_secs_f64(),
-            }
+        coupling: s.coupling().map(|c| CouplingJson {
+            waited_for_scheduler_s: c.wait.waited.as_secs_f64(),
+            waits: c.wait.waits,
+            inserting_s: c.inserting.as_secs_f64(),
+            answering_s: c.answering.as_secs_f64(),
         }),
         estimate: cfg.estimate,
         fabric: s.fabric().report(),
@@ -239,21 +232,22 @@ pub struct CouplingJson {
     answering_s: f64,
 }
 
-/// "coupling: the fabric waited 25.3 ms for the scheduler (1,141 waits,
-/// 22.2 us each; 1,139 rounds)": the wall-clock cost of the coupling as the
-/// fabric sees it. Rounds are the NoMoreInserts and Queries.
-fn coupling_line(w: ipc_proto::PeerWait, split: Option<super::RoundSplit>, rounds: u64) -> String {
+/// "coupling: the fabric waited 35.0 ms (wall clock) for the scheduler:
+/// 1142 waits of 30.6 us on average, 1139 rounds; took in inserts for
+/// 13.4 ms, simulated and answered for 351.4 ms": the coupling's wall-clock
+/// cost as the fabric sees it. Rounds are the NoMoreInserts and Queries.
+fn coupling_line(c: super::Coupling, rounds: u64) -> String {
+    let w = c.wait;
     let ms = w.waited.as_secs_f64() * 1e3;
     let each = if w.waits > 0 {
         w.waited.as_secs_f64() * 1e6 / w.waits as f64
     } else {
         0.0
     };
-    let r = split.unwrap_or_default();
     format!(
         "coupling: the fabric waited {ms:.1} ms (wall clock) for the scheduler: {} waits of {each:.1} us on average, {rounds} rounds; took in inserts for {:.1} ms, simulated and answered for {:.1} ms\n",
         w.waits,
-        r.inserting.as_secs_f64() * 1e3,
-        r.answering.as_secs_f64() * 1e3
+        c.inserting.as_secs_f64() * 1e3,
+        c.answering.as_secs_f64() * 1e3
     )
 }
