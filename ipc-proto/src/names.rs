@@ -133,7 +133,9 @@ impl Lane {
                 | kind::CONFIG,
             ) => Some(Lane::Ins),
             (Scheduler, Query, kind::QUERY) => Some(Lane::Qry),
-            (Scheduler, Notify, kind::NO_MORE_INSERTS) => Some(Lane::Ins),
+            (Scheduler, Notify, kind::NO_MORE_INSERTS | kind::TRIGGER | kind::DISARM) => {
+                Some(Lane::Ins)
+            }
             (Fabric, Query, kind::HELLO | kind::REPLY | kind::ERROR | kind::CONFIG_ACK) => {
                 Some(Lane::Rep)
             }
@@ -145,7 +147,8 @@ impl Lane {
                 | kind::ARRIVAL_BATCH_END
                 | kind::ERROR
                 | kind::CONFIG_ACK
-                | kind::GRANT,
+                | kind::GRANT
+                | kind::FIRED,
             ) => Some(Lane::Arr),
             _ => None,
         }

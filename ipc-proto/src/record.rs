@@ -16,8 +16,10 @@ use std::fmt;
 /// number or a rule. Version 2 adds exact notification (the horizon in
 /// NoMoreInserts, Grant, the grant in ArrivalBatchEnd) and the
 /// configuration exchange (Config / ConfigAck); version 3 adds one-sided
-/// operations (InsertOp, issue 14); see docs/protocol.md.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// operations (InsertOp, issue 14); version 4 adds triggered inserts
+/// (Trigger, Disarm, Fired: fewer rounds, same results); see
+/// docs/protocol.md.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The version of a session when nobody asks for another one (`notify`,
 /// `query`): version 3 is version 2 plus InsertOp, so sessions without
@@ -113,6 +115,11 @@ impl ProtocolSpec {
         protocol: Protocol::Query,
         version: 3,
     };
+    /// Version 4: version 3 plus triggered inserts (exact notify only).
+    pub const NOTIFY_V4: ProtocolSpec = ProtocolSpec {
+        protocol: Protocol::Notify,
+        version: 4,
+    };
     /// All four, in the order of the table above.
     pub const ALL: [ProtocolSpec; 4] = [
         ProtocolSpec::QUERY,
@@ -152,6 +159,21 @@ impl ProtocolSpec {
             self
         }
     }
+    /// Triggered inserts (Trigger, Disarm, Fired) are part of the session:
+    /// exact notify at version 4.
+    pub fn has_triggers(self) -> bool {
+        self.protocol == Protocol::Notify && self.version >= 4
+    }
+    /// Exact notify at version 4 when this is exact notify at version 2
+    /// or 3 (a session between two peers of this implementation, which
+    /// both speak it); other specs unchanged.
+    pub fn with_triggers(self) -> ProtocolSpec {
+        if self.protocol == Protocol::Notify && (self.version == 2 || self.version == 3) {
+            ProtocolSpec::NOTIFY_V4
+        } else {
+            self
+        }
+    }
 }
 
 impl fmt::Display for ProtocolSpec {
@@ -170,8 +192,9 @@ impl std::str::FromStr for ProtocolSpec {
             "query-v1" => Ok(ProtocolSpec::QUERY_V1),
             "notify-v3" => Ok(ProtocolSpec::NOTIFY_V3),
             "query-v3" => Ok(ProtocolSpec::QUERY_V3),
+            "notify-v4" => Ok(ProtocolSpec::NOTIFY_V4),
             _ => Err(format!(
-                "unknown protocol {s:?} (expected query, notify, notify-v1, query-v1, notify-v3 or query-v3)"
+                "unknown protocol {s:?} (expected query, notify, notify-v1, query-v1, notify-v3, query-v3 or notify-v4)"
             )),
         }
     }
@@ -359,10 +382,15 @@ pub mod kind {
     pub const GRANT: u8 = 12;
     /// Version 3 only (issue 14).
     pub const INSERT_OP: u8 = 13;
+    /// Version 4 only (triggered inserts).
+    pub const TRIGGER: u8 = 14;
+    pub const DISARM: u8 = 15;
+    pub const FIRED: u8 = 16;
     /// The largest kind number of each version.
     pub const LAST_V1: u8 = ERROR;
     pub const LAST_V2: u8 = GRANT;
     pub const LAST_V3: u8 = INSERT_OP;
+    pub const LAST_V4: u8 = FIRED;
 }
 
 /// The first protocol version that has record kind `k`.
@@ -371,8 +399,10 @@ pub fn kind_version(k: u8) -> u32 {
         1
     } else if k <= kind::LAST_V2 {
         2
-    } else {
+    } else if k <= kind::LAST_V3 {
         3
+    } else {
+        4
     }
 }
 
@@ -481,6 +511,34 @@ pub enum Record {
         op: OpKind,
         ack_handle: u64,
     },
+    /// Version 4, scheduler -> fabric: message `handle` (in flight to rank
+    /// `src`, not yet reported) is armed. When it completes at t_a and the
+    /// fabric reaches t_ins = max(t_a, `time`) + `delay` with no unarmed
+    /// completion before and short of the scheduler's horizon, the fabric
+    /// itself inserts message `new_handle` (`src` -> `dst`, `size` bytes)
+    /// at t_ins, exactly as the scheduler would have, and goes on instead
+    /// of stopping at t_a. `seq` orders the triggers firing at one instant
+    /// (by max(t_a, time), then seq). docs/protocol.md, "Triggered inserts".
+    Trigger {
+        handle: u64,
+        time: Time,
+        delay: u64,
+        new_handle: u64,
+        size: u64,
+        seq: u64,
+        dst: u32,
+        src: u32,
+    },
+    /// Version 4, scheduler -> fabric: the Trigger armed on `handle` is
+    /// withdrawn (the scheduler is about to change that rank's state).
+    Disarm { handle: u64 },
+    /// Version 4, fabric -> scheduler, inside an arrival batch: the Trigger
+    /// armed on `handle` fired; message `new_handle` was inserted at `time`.
+    Fired {
+        handle: u64,
+        time: Time,
+        new_handle: u64,
+    },
 }
 
 impl Record {
@@ -524,6 +582,9 @@ impl Record {
             Record::ConfigAck { .. } => kind::CONFIG_ACK,
             Record::Grant { .. } => kind::GRANT,
             Record::InsertOp { .. } => kind::INSERT_OP,
+            Record::Trigger { .. } => kind::TRIGGER,
+            Record::Disarm { .. } => kind::DISARM,
+            Record::Fired { .. } => kind::FIRED,
         }
     }
 
@@ -618,6 +679,35 @@ impl Record {
             Record::Error { code, detail } => {
                 put_u32(&mut b, 8, code);
                 b[16..16 + ERROR_DETAIL_LEN].copy_from_slice(&detail);
+            }
+            Record::Trigger {
+                handle,
+                time,
+                delay,
+                new_handle,
+                size,
+                seq,
+                dst,
+                src,
+            } => {
+                put_u64(&mut b, 8, handle);
+                put_u64(&mut b, 16, time.0);
+                put_u64(&mut b, 24, delay);
+                put_u64(&mut b, 32, new_handle);
+                put_u64(&mut b, 40, size);
+                put_u64(&mut b, 48, seq);
+                put_u32(&mut b, 56, dst);
+                put_u32(&mut b, 60, src);
+            }
+            Record::Disarm { handle } => put_u64(&mut b, 8, handle),
+            Record::Fired {
+                handle,
+                time,
+                new_handle,
+            } => {
+                put_u64(&mut b, 8, handle);
+                put_u64(&mut b, 16, time.0);
+                put_u64(&mut b, 24, new_handle);
             }
         }
         b
@@ -720,6 +810,22 @@ impl Record {
             },
             kind::CONFIG_ACK => Record::ConfigAck { min_latency: time },
             kind::GRANT => Record::Grant { time },
+            kind::TRIGGER => Record::Trigger {
+                handle,
+                time,
+                delay: get_u64(b, 24),
+                new_handle: get_u64(b, 32),
+                size: get_u64(b, 40),
+                seq: get_u64(b, 48),
+                dst: get_u32(b, 56),
+                src: get_u32(b, 60),
+            },
+            kind::DISARM => Record::Disarm { handle },
+            kind::FIRED => Record::Fired {
+                handle,
+                time,
+                new_handle: get_u64(b, 24),
+            },
             kind::FINISH => Record::Finish { time },
             kind::ERROR => {
                 let mut detail = [0u8; ERROR_DETAIL_LEN];
@@ -767,6 +873,9 @@ pub fn kind_name(k: u8) -> &'static str {
         kind::CONFIG_ACK => "ConfigAck",
         kind::GRANT => "Grant",
         kind::INSERT_OP => "InsertOp",
+        kind::TRIGGER => "Trigger",
+        kind::DISARM => "Disarm",
+        kind::FIRED => "Fired",
         _ => "unknown",
     }
 }
@@ -854,6 +963,36 @@ mod tests {
             },
             "02000000 00000000 8877665544332211 40420f0000000000 03000000 d0c0b0a0 0000010000000000 2a000000",
         );
+    }
+
+    /// Version 4: Trigger (14), Disarm (15), Fired (16).
+    #[test]
+    fn golden_triggers() {
+        golden(
+            Record::Trigger {
+                handle: 0x1122_3344_5566_7788,
+                time: Time(1_000_000),
+                delay: 1500,
+                new_handle: 9,
+                size: 65536,
+                seq: 0x0102,
+                dst: 0xA0B0C0D0,
+                src: 3,
+            },
+            "0e000000 00000000 8877665544332211 40420f0000000000 dc05000000000000 0900000000000000 0000010000000000 0201000000000000 d0c0b0a0 03000000",
+        );
+        golden(Record::Disarm { handle: 7 }, "0f000000 00000000 0700000000000000");
+        golden(
+            Record::Fired {
+                handle: 7,
+                time: Time(1_000_000),
+                new_handle: 9,
+            },
+            "10000000 00000000 0700000000000000 40420f0000000000 0900000000000000",
+        );
+        assert_eq!(kind_version(kind::TRIGGER), 4);
+        assert_eq!(kind_version(kind::FIRED), 4);
+        assert_eq!(kind_version(kind::INSERT_OP), 3);
     }
 
     /// Version 3: InsertOp (kind 13), op at 44, ack_handle at 48.
@@ -1040,6 +1179,7 @@ mod tests {
             ("query-v1", ProtocolSpec::QUERY_V1),
             ("notify-v3", ProtocolSpec::NOTIFY_V3),
             ("query-v3", ProtocolSpec::QUERY_V3),
+            ("notify-v4", ProtocolSpec::NOTIFY_V4),
         ] {
             assert_eq!(name.parse::<ProtocolSpec>().unwrap(), spec);
             assert_eq!(spec.name(), name);
@@ -1047,7 +1187,14 @@ mod tests {
         assert!(ProtocolSpec::NOTIFY.exact_notify());
         assert!(!ProtocolSpec::NOTIFY_V1.exact_notify());
         assert!(!ProtocolSpec::QUERY.exact_notify());
-        assert!("notify-v4".parse::<ProtocolSpec>().is_err());
+        assert!("notify-v5".parse::<ProtocolSpec>().is_err());
+        assert!("query-v4".parse::<ProtocolSpec>().is_err());
+        assert!(ProtocolSpec::NOTIFY_V4.has_triggers() && ProtocolSpec::NOTIFY_V4.has_one_sided());
+        assert!(!ProtocolSpec::NOTIFY_V3.has_triggers());
+        assert_eq!(ProtocolSpec::NOTIFY.with_triggers(), ProtocolSpec::NOTIFY_V4);
+        assert_eq!(ProtocolSpec::NOTIFY_V3.with_triggers(), ProtocolSpec::NOTIFY_V4);
+        assert_eq!(ProtocolSpec::NOTIFY_V1.with_triggers(), ProtocolSpec::NOTIFY_V1);
+        assert_eq!(ProtocolSpec::QUERY.with_triggers(), ProtocolSpec::QUERY);
         assert!(ProtocolSpec::NOTIFY_V3.exact_notify() && ProtocolSpec::NOTIFY_V3.has_one_sided());
         assert!(!ProtocolSpec::NOTIFY.has_one_sided());
         assert_eq!(ProtocolSpec::QUERY.with_one_sided(), ProtocolSpec::QUERY_V3);
@@ -1075,11 +1222,12 @@ mod tests {
 
     #[test]
     fn constants_frozen() {
-        assert_eq!(PROTOCOL_VERSION, 3);
+        assert_eq!(PROTOCOL_VERSION, 4);
         assert_eq!(DEFAULT_PROTOCOL_VERSION, 2);
         assert_eq!(MIN_PROTOCOL_VERSION, 1);
         assert!(version_supported(1) && version_supported(2) && version_supported(3));
-        assert!(!version_supported(0) && !version_supported(4));
+        assert!(version_supported(4));
+        assert!(!version_supported(0) && !version_supported(5));
         assert_eq!(kind::INSERT_OP, 13);
         assert_eq!(kind_version(kind::GRANT), 2);
         assert_eq!(kind_version(kind::INSERT_OP), 3);
@@ -1193,6 +1341,30 @@ mod tests {
             }),
             (any::<u32>(), "[a-z ]{0,60}")
                 .prop_map(|(c, s)| Record::error(ErrorCode::from_u32(c), &s)),
+            (
+                (any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()),
+                (any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>())
+            )
+                .prop_map(|((handle, time, delay, new_handle), (size, seq, dst, src))| {
+                    Record::Trigger {
+                        handle,
+                        time: Time(time),
+                        delay,
+                        new_handle,
+                        size,
+                        seq,
+                        dst,
+                        src,
+                    }
+                }),
+            any::<u64>().prop_map(|handle| Record::Disarm { handle }),
+            (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(handle, time, new_handle)| {
+                Record::Fired {
+                    handle,
+                    time: Time(time),
+                    new_handle,
+                }
+            }),
         ]
     }
 

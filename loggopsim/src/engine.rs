@@ -59,7 +59,7 @@
 
 use crate::hash::FastMap;
 use crate::matching::{ExactRq, Indexes, MatchQueue};
-use crate::network::{Handle, NetError, Network, SyncMode};
+use crate::network::{Handle, NetError, Network, SyncMode, Trigger};
 use crate::noise::Noise;
 use crate::schedule::{Kind, Schedule, ANY};
 use crate::Time;
@@ -258,11 +258,19 @@ pub enum SimError {
         what: &'static str,
         at: u64,
     },
+    /// Triggered inserts (protocol version 4): the network's reaction to
+    /// an armed message differs from the engine's own. A bug on one side;
+    /// never silently accepted.
+    #[error("triggered insert: {0}")]
+    Trigger(String),
 }
 
 #[path = "engine_one_sided.rs"]
 mod one_sided;
 pub use one_sided::OneSidedTimes;
+
+#[path = "engine_triggers.rs"]
+mod triggers;
 
 const MSG_FLAG: u32 = 1 << 31;
 /// In `Ev::host`: the event is a group proxy and `id` a group slot.
@@ -563,6 +571,8 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     group_free: Vec<u32>,
     grouping: bool,
     done: bool,
+    /// triggered inserts (protocol version 4, `engine_triggers.rs`)
+    trig: triggers::Triggers,
 }
 
 impl<N: Network> Sim<N, NoTrace> {
@@ -612,7 +622,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         }
         let mode = net.mode();
         let min_lat = net.min_latency().0.max(1);
+        let trig_on = mode == SyncMode::Exact && net.triggers() && exact && !sched.uses_one_sided();
         Ok(Sim {
+            trig: triggers::Triggers::new(trig_on, &sched),
             partial_ready: FastMap::default(),
             params,
             net,
@@ -781,11 +793,18 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         } else {
             self.processed += 1;
             self.now = self.now.max(ev.time);
-            if let Outcome::Blocked { avail, class } = self.dispatch(ev)? {
-                if self.grouping {
-                    self.join_group(class, avail, ev);
-                } else {
-                    self.reinsert(ev, avail, class_name(class));
+            match self.dispatch(ev)? {
+                Outcome::Blocked { avail, class } => {
+                    if self.grouping {
+                        self.join_group(class, avail, ev);
+                    } else {
+                        self.reinsert(ev, avail, class_name(class));
+                    }
+                }
+                Outcome::Done => {
+                    if self.trig.on {
+                        self.trig.live[ev.host as usize] -= 1;
+                    }
                 }
             }
         }
@@ -982,6 +1001,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         self.now = self.now.max(ev.time);
         match self.dispatch(mev)? {
             Outcome::Done => {
+                if self.trig.on {
+                    self.trig.live[host as usize] -= 1;
+                }
                 let g = &mut self.groups[gi as usize];
                 g.members.pop_front();
                 if let Some(&(s, _)) = g.members.front() {
@@ -1066,7 +1088,13 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     /// first look at it, with its original seq, so both modes process the
     /// same events in the same order.
     fn wait_exact(&mut self, horizon: u64) -> Result<(), SimError> {
+        if self.trig.on {
+            self.arm_candidates()?;
+        }
         let ans = self.net.wait_exact(Time(self.now), Time(horizon))?;
+        for &(h, t_ins, new) in &ans.fired {
+            self.trig_fired(h, t_ins, new)?;
+        }
         if T::ACTIVE {
             self.tracer.event(&TraceEvent::Wait {
                 now: self.now,
@@ -1098,12 +1126,17 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             let at = t.0.max(m.arrival);
             m.arrived = true;
             m.arrival = t.0;
+            let dst = m.dst;
             self.heap.push(Ev {
                 time: at,
                 seq,
-                host: m.dst,
+                host: dst,
                 id: slot | MSG_FLAG,
             });
+            if self.trig.on {
+                self.trig.live[dst as usize] += 1;
+                self.trig_arrived(dst, h);
+            }
         }
         self.granted = ans.grant.0;
         Ok(())
@@ -1234,6 +1267,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             });
             self.seq += 1;
             self.events += 1;
+            if self.trig.on {
+                self.trig.live[h as usize] += 1;
+            }
         }
         rel.clear();
         self.released = rel;
@@ -1309,9 +1345,18 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         } else {
             t
         };
-        let handle = self
-            .net
-            .insert(Time(t_ins), ev.host, op.peer, op.size, op.tag)?;
+        // version 4: the network may have made this insert already
+        let prefired = if self.trig.on {
+            self.take_prefired(ev.host, t_ins, op.peer, op.size)?
+        } else {
+            None
+        };
+        let handle = match prefired {
+            Some(h) => h,
+            None => self
+                .net
+                .insert(Time(t_ins), ev.host, op.peer, op.size, op.tag)?,
+        };
         if T::ACTIVE {
             self.tracer.event(&TraceEvent::Send {
                 host: ev.host,
@@ -1325,7 +1370,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 handle,
             });
         }
-        let eager = op.size <= p.s;
+        let eager = op.size <= self.params.s;
         let m = Msg {
             role: one_sided::Role::Data,
             src: ev.host,
@@ -1347,9 +1392,11 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             arrived: false,
             send_done: eager,
         };
-        self.track_message(m, msg_time, t_ins);
+        self.track_message(m, msg_time, t_ins, prefired.is_some())?;
         if eager {
             self.complete_op(ev.id, ev.host, end);
+        } else if self.trig.on {
+            self.trig.rdv_open[ev.host as usize] += 1;
         }
         Ok(Outcome::Done)
     }
@@ -1360,7 +1407,13 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     /// network reports it; exact: also lower the granted horizon to the
     /// insert time `t_ins` plus the network's minimum latency). Two-sided
     /// sends and every part of a one-sided operation go through here.
-    fn track_message(&mut self, m: Msg, earliest: u64, t_ins: u64) -> u32 {
+    fn track_message(
+        &mut self,
+        m: Msg,
+        earliest: u64,
+        t_ins: u64,
+        prefired: bool,
+    ) -> Result<u32, SimError> {
         let (host, handle) = (m.dst, m.handle);
         let slot = match self.msg_free.pop() {
             Some(s) => {
@@ -1388,11 +1441,17 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             SyncMode::Exact => {
                 self.waiting.insert(handle, (slot, seq));
                 // the new message arrives no earlier than its insert time
-                // plus the network's minimum latency
-                self.granted = self.granted.min(t_ins.saturating_add(self.min_lat));
+                // plus the network's minimum latency (a message the network
+                // inserted itself is covered by its grant already)
+                if !prefired {
+                    self.granted = self.granted.min(t_ins.saturating_add(self.min_lat));
+                }
+                if self.trig.on {
+                    self.trig_insert(host, handle, prefired)?;
+                }
             }
         }
-        slot
+        Ok(slot)
     }
 
     /// Completes the rendezvous send of message `m` at match time `t` and
@@ -1405,6 +1464,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         self.nextgs[ni] = self.nextgs[ni].max(t);
         if !m.send_done {
             self.msgs[slot as usize].send_done = true;
+            if self.trig.on {
+                self.trig.rdv_open[m.src as usize] -= 1;
+            }
             self.complete_op(m.send_node, m.src, t);
         }
     }
@@ -1535,6 +1597,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let busy = self.nexto[ci].max(self.nextgr[ni]);
         if ef > t {
             // not there yet: re-check (and query) at that time, individually
+            if self.trig.on {
+                self.trig.live[ev.host as usize] += 1; // still queued
+            }
             self.reinsert(ev, busy.max(ef), "msg");
             return Ok(Outcome::Done);
         }

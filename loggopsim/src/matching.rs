@@ -528,6 +528,19 @@ impl ExactRq {
         self.max_len = self.max_len.max(self.len);
     }
 
+    /// The oldest node with this key, left in place (what `take` would
+    /// return).
+    pub fn peek(&self, key: u64, link: &[u32], key_of: impl Fn(u32) -> u64) -> Option<u32> {
+        let i = self.find(key, self.tag32(key), &key_of).ok()?;
+        let s = self.slots[i];
+        let tail = (s & NODE_MASK) as u32;
+        Some(if s & MULTI == 0 {
+            tail
+        } else {
+            link[tail as usize]
+        })
+    }
+
     /// Removes and returns the oldest node with this key.
     #[inline]
     pub fn take(&mut self, key: u64, link: &mut [u32], key_of: impl Fn(u32) -> u64) -> Option<u32> {

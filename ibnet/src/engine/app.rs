@@ -370,3 +370,24 @@ impl Fabric {
         }
     }
 }
+
+impl Fabric {
+    /// Does a message injected at time t behave the same whatever the
+    /// fabric processed before the call (only the times and the order of
+    /// the injections themselves matter)? True with the single send queue
+    /// and no host model: `app_inject` only appends to the HCA's FIFO and
+    /// starts an idle app, and an idle app's `app_next` on an empty queue
+    /// schedules nothing (co-simulation HCAs have no traffic mode), so
+    /// an AppInject at t gives the same result before or after any other
+    /// event at t. The co-simulation server's triggered inserts rely on it
+    /// (they inject where the scheduler's own insert would have come later
+    /// in the fabric's processing).
+    pub fn inject_order_free(&self) -> bool {
+        !self.host_model_on()
+            && self.qp.is_none()
+            && self
+                .hcas
+                .iter()
+                .all(|h| matches!(h.app.mode, None | Some(TrafficMode::Silent)))
+    }
+}

@@ -28,6 +28,16 @@
 //!   the messages in flight (base: the per-hop fixed latencies, a lower
 //!   bound of any travel time), and the engine's own bound
 //!   (`Fabric::completion_lower_bound`).
+//! - Version 4 (triggered inserts, docs/protocol.md): Trigger arms a
+//!   message in flight with the scheduler's reaction to its arrival. A
+//!   completion instant t_a below the horizon whose completions are all
+//!   armed, each reaction's insert time max(t_a, not_before) + delay below
+//!   the grant this instant's batch would carry, is passed: the reactions
+//!   are inserted then and there (ordered by max(t_a, not_before), then
+//!   seq), reported as Fired, and the fabric runs on; the batch ends at
+//!   the first instant that cannot be passed (or at the horizon). Every
+//!   other armed trigger of a reported message is dropped. Disarm
+//!   withdraws a trigger.
 //! - Finish (4): the run is over; the caller prints [`FabricServer::summary`].
 //!
 //! Arrival = the last flit of the message consumed by the destination sink
@@ -136,6 +146,18 @@ impl ServerError {
     }
 }
 
+/// Version 4: a trigger armed on a message in flight (Trigger record).
+#[derive(Clone, Copy, Debug)]
+struct Armed {
+    not_before: u64,
+    delay: u64,
+    new_handle: u64,
+    size: u64,
+    seq: u64,
+    dst: u32,
+    src: u32,
+}
+
 /// Per-message bookkeeping of the server (indexed by the fabric's MsgId).
 #[derive(Clone, Debug)]
 struct Slot {
@@ -192,6 +214,16 @@ pub struct FabricServer {
     /// Over a channel: where the fabric's wall-clock time went (reported,
     /// never used by the model).
     coupling: Option<Coupling>,
+    /// Version 4: triggers armed on messages in flight, by handle, and
+    /// by the rank the message goes to (at most one per rank).
+    armed: HashMap<u64, Armed>,
+    armed_rank: HashMap<u32, u64>,
+    /// Version 4: the triggers fired in the current wait: (handle armed
+    /// on, insert time, new handle).
+    fired: Vec<(u64, Time, u64)>,
+    /// Version 4: may a trigger fire here (`Fabric::inject_order_free`)?
+    /// Otherwise every armed instant stops as in version 2.
+    triggers_ok: bool,
 }
 
 /// The wall-clock figures of a session served over a channel (serve.rs):
@@ -246,6 +278,7 @@ impl FabricServer {
             .map_err(|e| ServerError::Config(format!("fabric parameters: {e}")))?;
         let switch_fixed = tm.isw + tm.vsw;
         let ops = cfg.version >= 3;
+        let triggers_ok = fabric.inject_order_free();
         let mut fabric = fabric;
         if ops {
             // start recording completion points (issue 14)
@@ -271,6 +304,10 @@ impl FabricServer {
             finished: false,
             arrivals_buf: Vec::new(),
             coupling: None,
+            armed: HashMap::default(),
+            armed_rank: HashMap::default(),
+            fired: Vec::new(),
+            triggers_ok,
         })
     }
 
@@ -383,6 +420,36 @@ impl FabricServer {
                     }
                     self.no_more_inserts(time, out)?;
                 }
+                Ok(Step::Continue)
+            }
+            Record::Trigger {
+                handle,
+                time,
+                delay,
+                new_handle,
+                size,
+                seq,
+                dst,
+                src,
+            } if self.cfg.version >= 4 && self.cfg.protocol == Protocol::Notify => {
+                self.arm(
+                    handle,
+                    Armed {
+                        not_before: time.0,
+                        delay,
+                        new_handle,
+                        size,
+                        seq,
+                        dst,
+                        src,
+                    },
+                )?;
+                Ok(Step::Continue)
+            }
+            Record::Disarm { handle }
+                if self.cfg.version >= 4 && self.cfg.protocol == Protocol::Notify =>
+            {
+                self.disarm(handle)?;
                 Ok(Step::Continue)
             }
             Record::Config { .. } => {
@@ -788,6 +855,13 @@ impl FabricServer {
         if let Ok(answer) = &r {
             match *answer {
                 ExactAnswer::Batch { time, grant } => {
+                    for &(handle, time, new_handle) in &self.fired {
+                        out.push(Record::Fired {
+                            handle,
+                            time,
+                            new_handle,
+                        });
+                    }
                     for &(handle, time) in &arrivals {
                         out.push(Record::Arrival { handle, time });
                     }
@@ -897,20 +971,221 @@ impl FabricServer {
             self.stats.grants_without_simulation += 1;
             return Ok(ExactAnswer::Grant(Time(la)));
         }
-        match self.fabric.run_until_completion_or(horizon) {
-            RunOutcome::Completed(ta, _) if self.ops => {
-                let points = self.collect_points()?;
-                if let Some(&(h, t)) = points.iter().find(|p| p.1 != ta) {
-                    return Err(ServerError::Fabric(format!(
-                        "internal: point of handle {h} at {} ps in the batch of {} ps",
-                        t.0, ta.0
-                    )));
+        self.fired.clear();
+        let first = out.len();
+        // Version 4: the last instant passed on triggers, if any.
+        let mut passed: Option<Time> = None;
+        loop {
+            let from = out.len();
+            match self.fabric.run_until_completion_or(horizon) {
+                RunOutcome::Completed(ta, ids) => {
+                    self.report_completions(ta, ids, out)?;
+                    if ta < horizon && self.pass_on_triggers(ta, from, out)? {
+                        passed = Some(ta);
+                        continue;
+                    }
+                    return Ok(self.end_arrival_batch(ta, out.len() - first));
                 }
-                out.extend_from_slice(&points);
-                Ok(self.end_arrival_batch(ta, points.len()))
+                RunOutcome::Limit | RunOutcome::Idle if passed.is_some() => {
+                    // instants passed on triggers, then nothing more up to
+                    // the horizon: one batch of what was passed
+                    let ta = passed.unwrap();
+                    self.stats.arrivals += (out.len() - first) as u64;
+                    self.stats.arrival_batches += 1;
+                    let grant = if self.fabric.in_flight() == 0 {
+                        u64::MAX
+                    } else {
+                        self.lookahead().max(horizon.0.saturating_add(1))
+                    };
+                    return Ok(ExactAnswer::Batch {
+                        time: ta,
+                        grant: Time(grant),
+                    });
+                }
+                other => return self.end_wait(other, horizon),
             }
-            RunOutcome::Completed(ta, ids) => {
-                for id in &ids {
+        }
+    }
+
+    /// Version 4: may the completion instant `ta`, whose points are
+    /// `out[from..]`, be passed? Only when every point is armed and each
+    /// reaction's insert time lies below the grant this instant's batch
+    /// would carry (so the scheduler would have made that insert before
+    /// asking again, and no later stop can come before it). Then the
+    /// reactions are inserted, in the scheduler's order (reaction instant,
+    /// then seq). Either way the triggers of these points are used up.
+    fn pass_on_triggers(
+        &mut self,
+        ta: Time,
+        from: usize,
+        out: &[(u64, Time)],
+    ) -> Result<bool, ServerError> {
+        if self.armed.is_empty() {
+            return Ok(false);
+        }
+        let pts = &out[from..];
+        let all = self.triggers_ok && pts.iter().all(|(h, _)| self.armed.contains_key(h));
+        let mut fire: Vec<(u64, u64, u64, u64, Armed)> = Vec::with_capacity(pts.len());
+        for &(h, _) in pts {
+            if let Some(a) = self.armed.remove(&h) {
+                self.armed_rank.remove(&a.src);
+                fire.push((0, a.seq, 0, h, a));
+            }
+        }
+        if !all {
+            return Ok(false);
+        }
+        let grant = self.lookahead().max(ta.0 + 1);
+        for f in &mut fire {
+            let a = f.4;
+            let tproc = ta.0.max(a.not_before);
+            match tproc.checked_add(a.delay) {
+                Some(t_ins) if t_ins < grant => {
+                    f.0 = tproc;
+                    f.2 = t_ins;
+                }
+                _ => return Ok(false),
+            }
+        }
+        // A reaction f that sends to a rank g reacting at this same
+        // instant: g was armed as the only message in flight there. f's
+        // message arrives no earlier than f's insert time plus the minimum
+        // latency; g's reaction is decided (its insert made) by g's insert
+        // time. Later than that, f's message could change g's reaction:
+        // stop instead.
+        let min_lat = self.min_latency().0;
+        if fire.iter().any(|f| {
+            fire.iter()
+                .any(|g| g.4.src == f.4.dst && g.2 >= f.2.saturating_add(min_lat))
+        }) {
+            return Ok(false);
+        }
+        fire.sort_by_key(|f| (f.0, f.1));
+        for (_, _, t_ins, h, a) in fire {
+            // the destination's own armed message (still in flight) no
+            // longer is the only one there: its trigger is dropped, as
+            // the scheduler's insert would have disarmed it
+            if let Some(h0) = self.armed_rank.remove(&a.dst) {
+                self.armed.remove(&h0);
+            }
+            self.insert_any(a.new_handle, Time(t_ins), a.src, a.dst, a.size, 0, 0)?;
+            self.fired.push((h, Time(t_ins), a.new_handle));
+            self.stats.triggers_fired += 1;
+        }
+        self.stats.instants_passed += 1;
+        Ok(true)
+    }
+
+    /// Version 4 Trigger: arm message `handle` (in flight, not armed).
+    fn arm(&mut self, handle: u64, a: Armed) -> Result<(), ServerError> {
+        if !self.by_handle.contains_key(&handle) {
+            return Err(ServerError::Violation(format!(
+                "Trigger on handle {handle}, which is not in flight"
+            )));
+        }
+        if self.by_handle.contains_key(&a.new_handle) || self.ack_handles.contains_key(&a.new_handle)
+        {
+            return Err(ServerError::Violation(format!(
+                "Trigger on {handle} would insert handle {}, which is still in flight",
+                a.new_handle
+            )));
+        }
+        self.hca_of(a.src, "source", a.new_handle)?;
+        self.hca_of(a.dst, "destination", a.new_handle)?;
+        if self.armed.contains_key(&handle) {
+            return Err(ServerError::Violation(format!(
+                "a second Trigger on handle {handle}"
+            )));
+        }
+        if let Some(h0) = self.armed_rank.get(&a.src) {
+            return Err(ServerError::Violation(format!(
+                "Trigger on handle {handle} for rank {}, which has a trigger armed already (on handle {h0})",
+                a.src
+            )));
+        }
+        self.armed.insert(handle, a);
+        self.armed_rank.insert(a.src, handle);
+        self.stats.triggers_armed += 1;
+        Ok(())
+    }
+
+    /// Version 4 Disarm: withdraw the trigger armed on `handle`.
+    fn disarm(&mut self, handle: u64) -> Result<(), ServerError> {
+        let Some(a) = self.armed.remove(&handle) else {
+            return Err(ServerError::Violation(format!(
+                "Disarm of handle {handle}, which has no trigger armed"
+            )));
+        };
+        self.armed_rank.remove(&a.src);
+        self.stats.triggers_disarmed += 1;
+        Ok(())
+    }
+
+    /// Version 4, direct path (one-piece mode): what a Trigger record does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn arm_trigger(
+        &mut self,
+        handle: u64,
+        not_before: Time,
+        delay: u64,
+        new_handle: u64,
+        size: u64,
+        seq: u64,
+        dst: u32,
+        src: u32,
+    ) -> Result<(), ServerError> {
+        self.check_direct("Trigger")?;
+        if self.cfg.version < 4 {
+            return Err(ServerError::Violation(format!(
+                "Trigger in a version-{} session (triggers need version 4)",
+                self.cfg.version
+            )));
+        }
+        self.arm(
+            handle,
+            Armed {
+                not_before: not_before.0,
+                delay,
+                new_handle,
+                size,
+                seq,
+                dst,
+                src,
+            },
+        )
+    }
+
+    /// Version 4, direct path: what a Disarm record does.
+    pub fn disarm_trigger(&mut self, handle: u64) -> Result<(), ServerError> {
+        self.check_direct("Disarm")?;
+        self.disarm(handle)
+    }
+
+    /// Version 4: the triggers fired in the last wait (handle armed on,
+    /// insert time, new handle), as the Fired records carry them.
+    pub fn fired(&self) -> &[(u64, Time, u64)] {
+        &self.fired
+    }
+
+    /// The points of completion instant `ta` into `out`, the slots marked.
+    fn report_completions(
+        &mut self,
+        ta: Time,
+        ids: Vec<MsgId>,
+        out: &mut Vec<(u64, Time)>,
+    ) -> Result<(), ServerError> {
+        if self.ops {
+            let points = self.collect_points()?;
+            if let Some(&(h, t)) = points.iter().find(|p| p.1 != ta) {
+                return Err(ServerError::Fabric(format!(
+                    "internal: point of handle {h} at {} ps in the batch of {} ps",
+                    t.0, ta.0
+                )));
+            }
+            out.extend_from_slice(&points);
+            return Ok(());
+        }
+        for id in &ids {
                     let slot = self
                         .slots
                         .get_mut(*id)
@@ -923,9 +1198,15 @@ impl FabricServer {
                         writeln!(w, "{handle} {}", ta.0)
                             .map_err(|e| ServerError::Log(e.to_string()))?;
                     }
-                }
-                Ok(self.end_arrival_batch(ta, ids.len()))
-            }
+        }
+        Ok(())
+    }
+
+    /// A wait that ends without a completion: the grant at the horizon,
+    /// or the fabric's failure.
+    fn end_wait(&mut self, outcome: RunOutcome, horizon: Time) -> Result<ExactAnswer, ServerError> {
+        match outcome {
+            RunOutcome::Completed(..) => unreachable!("completions are handled by the caller"),
             RunOutcome::Limit => {
                 let grant = self.lookahead().max(horizon.0 + 1);
                 self.stats.grants += 1;

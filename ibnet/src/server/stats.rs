@@ -28,6 +28,12 @@ pub struct ServerStats {
     pub grants_without_simulation: u64,
     pub arrival_batches: u64,
     pub arrivals: u64,
+    /// Version 4: Trigger records taken, triggers fired, Disarm records,
+    /// and completion instants passed on triggers instead of a stop.
+    pub triggers_armed: u64,
+    pub triggers_fired: u64,
+    pub triggers_disarmed: u64,
+    pub instants_passed: u64,
     pub max_in_flight: u64,
     pub in_flight_at_finish: u64,
     pub finish_time: Option<u64>,
@@ -96,6 +102,12 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
             "protocol: {} inserts, {} NoMoreInserts, {} arrival batches, {} arrivals\n",
             st.inserts, st.no_more_inserts, st.arrival_batches, st.arrivals
         )),
+    }
+    if cfg.protocol == Protocol::Notify && cfg.version >= 4 {
+        out.push_str(&format!(
+            "triggers: {} armed, {} fired, {} disarmed; {} completion instants passed without a round trip\n",
+            st.triggers_armed, st.triggers_fired, st.triggers_disarmed, st.instants_passed
+        ));
     }
     if let Some(c) = s.coupling() {
         out.push_str(&coupling_line(c, st.no_more_inserts + st.queries));

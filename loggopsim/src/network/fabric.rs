@@ -87,8 +87,9 @@ pub trait Link {
         now: Time,
         horizon: Time,
         batch: &mut Vec<(Handle, Time)>,
+        fired: &mut Vec<(Handle, Time, Handle)>,
     ) -> Option<ExactAnswer> {
-        let _ = (now, horizon, batch);
+        let _ = (now, horizon, batch, fired);
         None
     }
 }
@@ -224,6 +225,9 @@ struct Counters {
     waits: u64,
     arrivals: u64,
     grants: u64,
+    armed: u64,
+    fired: u64,
+    disarmed: u64,
 }
 
 /// The co-simulation backend.
@@ -238,6 +242,7 @@ pub struct CosimNetwork {
     next_handle: u64,
     c: Counters,
     batch: Vec<(Handle, Time)>,
+    fired: Vec<(Handle, Time, Handle)>,
     on_finish: Option<FinishHook>,
     extra_stats: Vec<(String, u64)>,
     /// Finish was sent, or the peer already failed: nothing to tell it on drop.
@@ -284,6 +289,7 @@ impl CosimNetwork {
             next_handle: 0,
             c: Counters::default(),
             batch: Vec::new(),
+            fired: Vec::new(),
             on_finish,
             extra_stats: Vec::new(),
             done: false,
@@ -419,10 +425,15 @@ fn check_exact_answer(
     batch: &[(Handle, Time)],
     answer: ExactAnswer,
     horizon: Time,
+    triggers: bool,
 ) -> Result<(), NetError> {
     match answer {
         ExactAnswer::Batch { time, grant } => {
-            if let Some((h, t)) = batch.iter().find(|(_, t)| *t != time) {
+            // version 4: instants passed on triggers come before the last
+            if let Some((h, t)) = batch
+                .iter()
+                .find(|(_, t)| *t > time || (*t < time && !triggers))
+            {
                 return Err(NetError::Protocol(format!(
                     "Arrival {h} at {} ps inside a batch ending at {} ps",
                     t.0, time.0
@@ -505,6 +516,32 @@ impl Network for CosimNetwork {
         }
         self.c.inserts += 1;
         Ok(handle)
+    }
+
+    fn triggers(&self) -> bool {
+        self.spec.has_triggers()
+    }
+
+    fn arm(&mut self, h: Handle, trig: super::Trigger) -> Result<Handle, NetError> {
+        let new_handle = self.fresh_handle();
+        self.send(Record::Trigger {
+            handle: h,
+            time: trig.not_before,
+            delay: trig.delay,
+            new_handle,
+            size: trig.size,
+            seq: trig.seq,
+            dst: trig.dst,
+            src: trig.src,
+        })?;
+        self.c.armed += 1;
+        Ok(new_handle)
+    }
+
+    fn disarm(&mut self, h: Handle) -> Result<(), NetError> {
+        self.send(Record::Disarm { handle: h })?;
+        self.c.disarmed += 1;
+        Ok(())
     }
 
     /// Issue 14: the fabric carries put/get itself (protocol version 3,
@@ -653,14 +690,25 @@ impl Network for CosimNetwork {
             )));
         }
         self.batch.clear();
+        self.fired.clear();
         // one-piece: the fabric server's own answer, without records
-        let answer = match self.ch.wait_exact_direct(now, horizon, &mut self.batch) {
+        let answer = match self
+            .ch
+            .wait_exact_direct(now, horizon, &mut self.batch, &mut self.fired)
+        {
             Some(answer) => answer,
             None => {
                 self.send(Record::NoMoreInserts { time: now, horizon })?;
                 loop {
                     match self.recv()? {
                         Record::Arrival { handle, time } => self.batch.push((handle, time)),
+                        Record::Fired {
+                            handle,
+                            time,
+                            new_handle,
+                        } if self.spec.has_triggers() => {
+                            self.fired.push((handle, time, new_handle))
+                        }
                         Record::ArrivalBatchEnd { time, grant, .. } => {
                             break ExactAnswer::Batch { time, grant }
                         }
@@ -675,16 +723,19 @@ impl Network for CosimNetwork {
             }
         };
         self.c.waits += 1;
-        if let Err(e) = check_exact_answer(&self.batch, answer, horizon) {
+        if let Err(e) = check_exact_answer(&self.batch, answer, horizon, self.spec.has_triggers())
+        {
             self.done = true;
             return Err(e);
         }
         Ok(match answer {
             ExactAnswer::Batch { grant, .. } => {
                 self.c.arrivals += self.batch.len() as u64;
+                self.c.fired += self.fired.len() as u64;
                 Answer {
                     arrivals: std::mem::take(&mut self.batch),
                     grant,
+                    fired: std::mem::take(&mut self.fired),
                 }
             }
             ExactAnswer::Grant(grant) => {
@@ -692,6 +743,7 @@ impl Network for CosimNetwork {
                 Answer {
                     arrivals: Vec::new(),
                     grant,
+                    fired: Vec::new(),
                 }
             }
         })
@@ -726,6 +778,11 @@ impl Network for CosimNetwork {
                 if self.spec.exact_notify() {
                     v.push(("grants".into(), self.c.grants));
                     v.push(("min_latency_ps".into(), self.min_latency.0));
+                }
+                if self.spec.has_triggers() {
+                    v.push(("triggers_armed".into(), self.c.armed));
+                    v.push(("triggers_fired".into(), self.c.fired));
+                    v.push(("triggers_disarmed".into(), self.c.disarmed));
                 }
             }
         }

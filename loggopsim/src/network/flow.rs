@@ -975,6 +975,7 @@ impl Network for FlowNet {
                 Ok(Answer {
                     arrivals,
                     grant: Time(self.next_event()),
+                    fired: Vec::new(),
                 })
             }
             None => {
@@ -983,6 +984,7 @@ impl Network for FlowNet {
                 Ok(Answer {
                     arrivals: Vec::new(),
                     grant: Time(g),
+                    fired: Vec::new(),
                 })
             }
         }

@@ -49,6 +49,27 @@ pub enum SyncMode {
 pub struct Answer {
     pub arrivals: Vec<(Handle, Time)>,
     pub grant: Time,
+    /// Version 4: the armed messages whose reactions the network inserted
+    /// itself: (message, insert time, handle of the inserted message).
+    /// Their arrivals are in `arrivals` and may lie before the batch's
+    /// last instant.
+    pub fired: Vec<(Handle, Time, Handle)>,
+}
+
+/// Exact mode with triggers (protocol version 4): the engine's reaction to
+/// the arrival of an armed message, which the network may carry out
+/// itself instead of stopping at that arrival: when the message arrives
+/// at t_a, insert a message `src` -> `dst` of `size` bytes at
+/// max(t_a, `not_before`) + `delay`. `seq` orders the reactions of one
+/// instant as the engine would process them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Trigger {
+    pub not_before: Time,
+    pub delay: u64,
+    pub size: u64,
+    pub seq: u64,
+    pub src: u32,
+    pub dst: u32,
 }
 
 /// Errors a network backend reports; the run fails with them.
@@ -143,6 +164,28 @@ pub trait Network {
     fn min_latency(&self) -> Time {
         Time(1)
     }
+    /// Exact mode: does this network take triggers ([`Network::arm`])?
+    fn triggers(&self) -> bool {
+        false
+    }
+    /// Arm message `h` (in flight, not yet reported) with the engine's
+    /// reaction to its arrival; returns the handle the reaction's message
+    /// will have.
+    fn arm(&mut self, h: Handle, trig: Trigger) -> Result<Handle, NetError> {
+        let _ = (h, trig);
+        Err(NetError::Unsupported(format!(
+            "{}: triggered inserts are not implemented",
+            self.name()
+        )))
+    }
+    /// Withdraw the trigger armed on `h` (not reported yet).
+    fn disarm(&mut self, h: Handle) -> Result<(), NetError> {
+        let _ = h;
+        Err(NetError::Unsupported(format!(
+            "{}: triggered inserts are not implemented",
+            self.name()
+        )))
+    }
     /// The last event has been processed at `end`.
     fn finish(&mut self, end: Time) -> Result<(), NetError> {
         let _ = end;
@@ -228,6 +271,15 @@ impl<N: Network + ?Sized> Network for Box<N> {
     }
     fn min_latency(&self) -> Time {
         (**self).min_latency()
+    }
+    fn triggers(&self) -> bool {
+        (**self).triggers()
+    }
+    fn arm(&mut self, h: Handle, trig: Trigger) -> Result<Handle, NetError> {
+        (**self).arm(h, trig)
+    }
+    fn disarm(&mut self, h: Handle) -> Result<(), NetError> {
+        (**self).disarm(h)
     }
     fn finish(&mut self, end: Time) -> Result<(), NetError> {
         (**self).finish(end)

@@ -124,6 +124,7 @@ impl Link for Direct {
         now: Time,
         horizon: Time,
         batch: &mut Vec<(u64, Time)>,
+        fired: &mut Vec<(u64, Time, u64)>,
     ) -> Option<ExactAnswer> {
         if self.error.is_some() {
             return None;
@@ -131,6 +132,7 @@ impl Link for Direct {
         let mark = batch.len();
         match self.server.wait_exact(now, horizon, batch) {
             Ok(answer) => {
+                fired.extend_from_slice(self.server.fired());
                 self.stats.records_sent += 1;
                 // the arrivals and the batch end, or the grant
                 self.stats.records_received += (batch.len() - mark) as u64 + 1;
