@@ -333,11 +333,15 @@ impl CosimNetwork {
         let session = ipc_proto::open_scheduler(key, timeout)
             .map_err(|e| format!("cannot attach to the fabric: {e}"))?;
         let served = ProtocolSpec::new(session.protocol(), session.version());
-        // version 3 is version 2 plus one-sided operations (issue 14): a
-        // version-2 request accepts a version-3 fabric
+        // version 3 is version 2 plus one-sided operations (issue 14), and
+        // version 4 (notify) version 3 plus triggered inserts: a version-2
+        // request accepts a version-3 fabric, a version-2 or -3 notify
+        // request a version-4 one
         let compatible = served.protocol == args.protocol.protocol
-            && served.version == 3
-            && args.protocol.version == 2;
+            && ((served.version == 3 && args.protocol.version == 2)
+                || (served.version == 4
+                    && served.protocol == Protocol::Notify
+                    && (args.protocol.version == 2 || args.protocol.version == 3)));
         if served != args.protocol && !compatible {
             return Err(format!(
                 "the fabric of session {key} serves {served} (the {} protocol, wire version {}), but --protocol {} (version {}) was given: start both sides with the same --protocol (notify-v1 / query-v1 talk to version-1 peers)",
