@@ -981,7 +981,10 @@ mod tests {
             },
             "0e000000 00000000 8877665544332211 40420f0000000000 dc05000000000000 0900000000000000 0000010000000000 0201000000000000 d0c0b0a0 03000000",
         );
-        golden(Record::Disarm { handle: 7 }, "0f000000 00000000 0700000000000000");
+        golden(
+            Record::Disarm { handle: 7 },
+            "0f000000 00000000 0700000000000000",
+        );
         golden(
             Record::Fired {
                 handle: 7,
@@ -1191,9 +1194,18 @@ mod tests {
         assert!("query-v4".parse::<ProtocolSpec>().is_err());
         assert!(ProtocolSpec::NOTIFY_V4.has_triggers() && ProtocolSpec::NOTIFY_V4.has_one_sided());
         assert!(!ProtocolSpec::NOTIFY_V3.has_triggers());
-        assert_eq!(ProtocolSpec::NOTIFY.with_triggers(), ProtocolSpec::NOTIFY_V4);
-        assert_eq!(ProtocolSpec::NOTIFY_V3.with_triggers(), ProtocolSpec::NOTIFY_V4);
-        assert_eq!(ProtocolSpec::NOTIFY_V1.with_triggers(), ProtocolSpec::NOTIFY_V1);
+        assert_eq!(
+            ProtocolSpec::NOTIFY.with_triggers(),
+            ProtocolSpec::NOTIFY_V4
+        );
+        assert_eq!(
+            ProtocolSpec::NOTIFY_V3.with_triggers(),
+            ProtocolSpec::NOTIFY_V4
+        );
+        assert_eq!(
+            ProtocolSpec::NOTIFY_V1.with_triggers(),
+            ProtocolSpec::NOTIFY_V1
+        );
         assert_eq!(ProtocolSpec::QUERY.with_triggers(), ProtocolSpec::QUERY);
         assert!(ProtocolSpec::NOTIFY_V3.exact_notify() && ProtocolSpec::NOTIFY_V3.has_one_sided());
         assert!(!ProtocolSpec::NOTIFY.has_one_sided());
@@ -1345,18 +1357,20 @@ mod tests {
                 (any::<u64>(), any::<u64>(), any::<u64>(), any::<u64>()),
                 (any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>())
             )
-                .prop_map(|((handle, time, delay, new_handle), (size, seq, dst, src))| {
-                    Record::Trigger {
-                        handle,
-                        time: Time(time),
-                        delay,
-                        new_handle,
-                        size,
-                        seq,
-                        dst,
-                        src,
+                .prop_map(
+                    |((handle, time, delay, new_handle), (size, seq, dst, src))| {
+                        Record::Trigger {
+                            handle,
+                            time: Time(time),
+                            delay,
+                            new_handle,
+                            size,
+                            seq,
+                            dst,
+                            src,
+                        }
                     }
-                }),
+                ),
             any::<u64>().prop_map(|handle| Record::Disarm { handle }),
             (any::<u64>(), any::<u64>(), any::<u64>()).prop_map(|(handle, time, new_handle)| {
                 Record::Fired {

@@ -1121,6 +1121,22 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                     now: self.now,
                 });
             }
+            if self.trig.on && !self.waiting.contains_key(&h) && ans.fired.iter().any(|f| f.2 == h)
+            {
+                // a message the network inserted for a trigger, which the
+                // engine will insert itself when it reaches the reaction
+                self.trig.early.insert(h, t.0);
+                continue;
+            }
+            self.arrive(h, t)?;
+        }
+        self.granted = ans.grant.0;
+        Ok(())
+    }
+
+    /// Exact mode: the network reported message `h` as arrived at `t`.
+    fn arrive(&mut self, h: Handle, t: Time) -> Result<(), SimError> {
+        {
             let (slot, seq) = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))?;
             let m = &mut self.msgs[slot as usize];
             let at = t.0.max(m.arrival);
@@ -1138,7 +1154,6 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 self.trig_arrived(dst, h);
             }
         }
-        self.granted = ans.grant.0;
         Ok(())
     }
 
@@ -1448,6 +1463,10 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 }
                 if self.trig.on {
                     self.trig_insert(host, handle, prefired)?;
+                    if let Some(t) = self.trig.early.remove(&handle) {
+                        // reported in the batch that fired it
+                        self.arrive(handle, Time(t))?;
+                    }
                 }
             }
         }

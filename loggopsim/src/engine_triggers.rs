@@ -62,6 +62,9 @@ pub(super) struct Triggers {
     pub armed: Vec<Option<(Handle, Trigger, Handle)>>,
     /// reactions the network made, per source rank
     pub prefired: Vec<Option<Prefired>>,
+    /// arrivals of messages the network inserted for a trigger, reported
+    /// before the engine made the insert itself (handle -> time)
+    pub early: FastMap<Handle, u64>,
     /// ranks to look at before the next wait
     pub candidates: Vec<u32>,
     pub seen: Vec<bool>,
@@ -89,6 +92,7 @@ impl Triggers {
             rdv_open: vec![0; ranks],
             armed: vec![None; ranks],
             prefired: vec![None; ranks],
+            early: FastMap::default(),
             candidates: Vec::new(),
             seen: vec![false; ranks],
         }
@@ -237,7 +241,12 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     /// A message `handle` enters the network to `dst` (exact mode). The
     /// network carried it out already when `prefired`: the fabric then
     /// also dropped any trigger armed on `dst`.
-    pub(super) fn trig_insert(&mut self, dst: u32, handle: Handle, prefired: bool) -> Result<(), SimError> {
+    pub(super) fn trig_insert(
+        &mut self,
+        dst: u32,
+        handle: Handle,
+        prefired: bool,
+    ) -> Result<(), SimError> {
         let di = dst as usize;
         if let Some((h0, _, _)) = self.trig.armed[di].take() {
             if !prefired {
@@ -263,7 +272,12 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 
     /// The network fired the trigger armed on `handle` (to rank r): r's
     /// next insert must be that one.
-    pub(super) fn trig_fired(&mut self, handle: Handle, t_ins: Time, new: Handle) -> Result<(), SimError> {
+    pub(super) fn trig_fired(
+        &mut self,
+        handle: Handle,
+        t_ins: Time,
+        new: Handle,
+    ) -> Result<(), SimError> {
         let Some(&(slot, _)) = self.waiting.get(&handle) else {
             return Err(SimError::Trigger(format!(
                 "the network fired the trigger of message {handle}, which is not in flight"

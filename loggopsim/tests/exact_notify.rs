@@ -350,6 +350,7 @@ proptest! {
         for (spec, mode) in [
             (ProtocolSpec::NOTIFY, Mode::Inproc),
             (ProtocolSpec::NOTIFY, Mode::OnePiece),
+            (ProtocolSpec::NOTIFY_V4, Mode::OnePiece),
         ] {
             let r = run(&goal, p, topo, &[], spec, mode);
             prop_assert_eq!(
@@ -357,9 +358,160 @@ proptest! {
                 "{} {:?} on {} with {:?}\n{}", spec, mode, topo, p, goal
             );
             prop_assert_eq!(r.incomplete_ops, reference.incomplete_ops);
-            if spec == ProtocolSpec::NOTIFY {
+            if spec.exact_notify() {
                 prop_assert_eq!(stat(&r, "late_arrivals"), Some(0));
             }
+        }
+    }
+}
+
+/// A wildcard-free pipeline for the triggered inserts (protocol version
+/// 4): each of `ranks` ranks sends `iters` messages to rank + `stride`,
+/// each send after the previous receive (the first without), with calcs
+/// of `calc` ps between receive and send on every `calc_every`-th
+/// iteration (0: none), sizes cycling through `sizes`.
+fn pipeline(
+    ranks: u32,
+    stride: u32,
+    iters: u32,
+    sizes: &[u64],
+    calc: u64,
+    calc_every: u32,
+) -> String {
+    let mut s = format!("num_ranks {ranks}\n");
+    for r in 0..ranks {
+        let to = (r + stride) % ranks;
+        let from = (r + ranks - stride % ranks) % ranks;
+        s.push_str(&format!("rank {r} {{\n"));
+        for k in 0..iters {
+            let b = sizes[k as usize % sizes.len()];
+            s.push_str(&format!("s{k}: send {b}b to {to} tag {k}\n"));
+            s.push_str(&format!("r{k}: recv {b}b from {from} tag {k}\n"));
+            if k > 0 {
+                if calc_every > 0 && k % calc_every == 0 {
+                    s.push_str(&format!(
+                        "c{k}: calc {calc}\nc{k} requires r{}\ns{k} requires c{k}\n",
+                        k - 1
+                    ));
+                } else {
+                    s.push_str(&format!("s{k} requires r{}\n", k - 1));
+                }
+            }
+        }
+        s.push_str("}\n");
+    }
+    s
+}
+
+/// The chain of the benchmark in small: version 4 fires triggers, saves
+/// round trips, and gives version 2's (and polling's) finish times.
+#[test]
+fn triggers_fire_and_change_nothing() {
+    let goal = pipeline(8, 1, 12, &[1000], 0, 0);
+    let reference = run(
+        &goal,
+        zero(),
+        "H8_S2",
+        &[],
+        ProtocolSpec::QUERY,
+        Mode::OnePiece,
+    );
+    let v2 = run(
+        &goal,
+        zero(),
+        "H8_S2",
+        &[],
+        ProtocolSpec::NOTIFY,
+        Mode::OnePiece,
+    );
+    assert_eq!(v2.finish_times, reference.finish_times);
+    for mode in [Mode::OnePiece, Mode::Inproc] {
+        let v4 = run(&goal, zero(), "H8_S2", &[], ProtocolSpec::NOTIFY_V4, mode);
+        assert_eq!(v4.finish_times, reference.finish_times, "{mode:?}");
+        let fired = stat(&v4, "triggers_fired").unwrap();
+        assert!(fired > 0, "{mode:?}: no trigger fired");
+        assert!(
+            stat(&v4, "no_more_inserts").unwrap() < stat(&v2, "no_more_inserts").unwrap(),
+            "{mode:?}: triggers saved no round trip"
+        );
+        assert_eq!(stat(&v4, "late_arrivals"), Some(0));
+    }
+}
+
+fn arb_pipeline() -> impl Strategy<Value = (String, Params, &'static str)> {
+    let topo = prop_oneof![
+        Just("H8_S1"),
+        Just("H8_S2"),
+        Just("H8_S4"),
+        Just("H8_S6"),
+        Just("fattree:4"),
+    ];
+    (
+        topo,
+        2u32..=8,
+        1u32..4,
+        1u32..10,
+        prop::collection::vec(
+            prop_oneof![Just(0u64), Just(1), Just(64), Just(1000), Just(5000)],
+            1..4,
+        ),
+        (0u64..300_000, 0u32..3),
+        (
+            0u64..50_000,
+            0u64..200_000,
+            0u64..300_000,
+            0u64..20,
+            0u64..20,
+            prop_oneof![Just(65_535u64), Just(500)],
+        ),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(
+                topo,
+                ranks,
+                stride,
+                iters,
+                sizes,
+                (calc, every),
+                (l, o, g, big_g, big_o, s),
+                zero_costs,
+            )| {
+                let p = if zero_costs {
+                    zero()
+                } else {
+                    Params {
+                        l,
+                        o,
+                        g,
+                        big_g,
+                        big_o,
+                        s,
+                        ..Params::default()
+                    }
+                };
+                (pipeline(ranks, stride, iters, &sizes, calc, every), p, topo)
+            },
+        )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 40, max_shrink_iters: 100, ..ProptestConfig::default() })]
+
+    /// Triggered inserts (version 4) on wildcard-free pipelines, where
+    /// they fire: the finish times of polling at 1 ps, to the ps, in both
+    /// in-process transports, with no late arrival.
+    #[test]
+    fn triggers_equal_polling((goal, p, topo) in arb_pipeline()) {
+        let reference = run(&goal, p, topo, &[], ProtocolSpec::QUERY, Mode::OnePiece);
+        for mode in [Mode::OnePiece, Mode::Inproc] {
+            let r = run(&goal, p, topo, &[], ProtocolSpec::NOTIFY_V4, mode);
+            prop_assert_eq!(
+                &r.finish_times, &reference.finish_times,
+                "v4 {:?} on {} with {:?}\n{}", mode, topo, p, goal
+            );
+            prop_assert_eq!(&r.incomplete_ops, &reference.incomplete_ops);
+            prop_assert_eq!(stat(&r, "late_arrivals"), Some(0));
         }
     }
 }

@@ -1083,7 +1083,8 @@ impl FabricServer {
                 "Trigger on handle {handle}, which is not in flight"
             )));
         }
-        if self.by_handle.contains_key(&a.new_handle) || self.ack_handles.contains_key(&a.new_handle)
+        if self.by_handle.contains_key(&a.new_handle)
+            || self.ack_handles.contains_key(&a.new_handle)
         {
             return Err(ServerError::Violation(format!(
                 "Trigger on {handle} would insert handle {}, which is still in flight",
@@ -1186,18 +1187,17 @@ impl FabricServer {
             return Ok(());
         }
         for id in &ids {
-                    let slot = self
-                        .slots
-                        .get_mut(*id)
-                        .expect("the slot of a message in flight");
-                    slot.arrived = Some(ta);
-                    let handle = slot.handle;
-                    self.by_handle.remove(&handle);
-                    out.push((handle, ta));
-                    if let Some(w) = &mut self.arrival_log {
-                        writeln!(w, "{handle} {}", ta.0)
-                            .map_err(|e| ServerError::Log(e.to_string()))?;
-                    }
+            let slot = self
+                .slots
+                .get_mut(*id)
+                .expect("the slot of a message in flight");
+            slot.arrived = Some(ta);
+            let handle = slot.handle;
+            self.by_handle.remove(&handle);
+            out.push((handle, ta));
+            if let Some(w) = &mut self.arrival_log {
+                writeln!(w, "{handle} {}", ta.0).map_err(|e| ServerError::Log(e.to_string()))?;
+            }
         }
         Ok(())
     }

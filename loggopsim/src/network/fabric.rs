@@ -727,8 +727,7 @@ impl Network for CosimNetwork {
             }
         };
         self.c.waits += 1;
-        if let Err(e) = check_exact_answer(&self.batch, answer, horizon, self.spec.has_triggers())
-        {
+        if let Err(e) = check_exact_answer(&self.batch, answer, horizon, self.spec.has_triggers()) {
             self.done = true;
             return Err(e);
         }
