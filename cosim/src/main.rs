@@ -601,16 +601,17 @@ impl Supervisor {
 }
 
 /// The protocol the supervisor asks of its fabric. Version 3 is version 2
-/// plus the one-sided record (InsertOp), version 4 (notify only) adds the
-/// triggered inserts; both are record for record version 2 unless the
-/// schedule has put/get or the scheduler arms triggers, and our scheduler
-/// asked for version 2 accepts a version-3 or -4 fabric (docs/protocol.md
-/// sec. 10). So the fabric always serves the highest version of the
-/// chosen protocol: a schedule with put/get runs under plain `-p
-/// notify`/`-p query`, and notify saves round trips with triggers.
+/// plus the one-sided record (InsertOp), record for record the same when a
+/// schedule has no put/get, and our scheduler asked for version 2 accepts a
+/// version-3 fabric (docs/protocol.md sec. 10). So the fabric serves
+/// version 3 for the chosen protocol: a schedule with put/get runs under
+/// plain `-p notify`/`-p query`. Version 4 (triggered inserts) is served
+/// only when asked for (`-p notify-v4`): on this machine it saves round
+/// trips but costs more per message than they do (docs/cosim.md, session
+/// 15).
 fn fabric_protocol(p: &str) -> &str {
     match p {
-        "notify" | "notify-v3" => "notify-v4",
+        "notify" => "notify-v3",
         "query" => "query-v3",
         other => other,
     }
@@ -622,11 +623,11 @@ mod fabric_protocol_tests {
 
     #[test]
     fn version_2_names_serve_version_3_and_the_others_stay() {
-        assert_eq!(fabric_protocol("notify"), "notify-v4");
+        assert_eq!(fabric_protocol("notify"), "notify-v3");
         assert_eq!(fabric_protocol("query"), "query-v3");
         assert_eq!(fabric_protocol("notify-v1"), "notify-v1");
         assert_eq!(fabric_protocol("query-v1"), "query-v1");
-        assert_eq!(fabric_protocol("notify-v3"), "notify-v4");
+        assert_eq!(fabric_protocol("notify-v3"), "notify-v3");
         assert_eq!(fabric_protocol("notify-v4"), "notify-v4");
         assert_eq!(fabric_protocol("query-v3"), "query-v3");
     }

@@ -71,8 +71,8 @@ pub struct Args {
     #[arg(long = "job", value_name = "FILE[:PL]")]
     pub jobs: Vec<String>,
     /// notify | query (protocol version 2, exact) | notify-v1 | query-v1 (version 1: the
-    /// thesis's run-ahead notify) | notify-v3 | query-v3 (version 3: with put/get); the
-    /// fabric serves notify as version 4 (triggered inserts: fewer round trips, same results)
+    /// thesis's run-ahead notify) | notify-v3 | query-v3 (version 3: with put/get) | notify-v4
+    /// (version 4: triggered inserts, fewer round trips, same results)
     #[arg(short = 'p', long, value_name = "P", default_value = "notify")]
     pub protocol: String,
     /// shm | mq (two processes over shared-memory rings or POSIX message queues; ipc = shm)
