@@ -131,7 +131,8 @@ struct ConformanceArgs {
     key: Option<String>,
     /// Protocol and wire version the peer speaks: query, notify (both
     /// version 2), notify-v1 or query-v1 (version 1), notify-v3 or
-    /// query-v3 (version 3: with one-sided operations).
+    /// query-v3 (version 3: with one-sided operations), notify-v4
+    /// (version 4: with triggered inserts).
     #[arg(long, default_value = "notify")]
     protocol: ipc_proto::ProtocolSpec,
     /// Start the peer for each scenario: COMMAND with {key} (and

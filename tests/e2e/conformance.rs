@@ -86,12 +86,15 @@ fn fabric_scenarios(protocol: &str) -> Vec<&'static str> {
     } else {
         v.extend(["query-before-after", "quantum"]);
     }
-    if protocol == "notify" || protocol == "notify-v3" {
+    if protocol == "notify" || protocol == "notify-v3" || protocol == "notify-v4" {
         // version 2 and later
         v.push("grant");
     }
-    if protocol == "notify-v3" {
+    if protocol == "notify-v3" || protocol == "notify-v4" {
         v.push("one-sided");
+    }
+    if protocol == "notify-v4" {
+        v.push("triggers");
     }
     v
 }
@@ -118,6 +121,7 @@ fn ibnet_serve_conforms_as_a_fabric() {
         ("notify", vec![], ""),
         ("notify-v1", vec![], ""),
         ("notify-v3", vec![], ""),
+        ("notify-v4", vec![], ""),
         ("query", vec!["--quantum", "1ns"], ""),
         ("query", vec!["--estimate"], ""),
         ("query-v1", vec!["--quantum", "1ns"], "--quantum 1ns"),

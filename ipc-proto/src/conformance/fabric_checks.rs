@@ -289,6 +289,162 @@ fn one_sided(ctx: &mut Ctx) -> Result<(), String> {
     Ok(())
 }
 
+/// The version-4 fabric scenario (triggered inserts), listed last.
+pub fn triggers_scenario() -> Scenario {
+    Scenario {
+        name: "triggers",
+        role: Role::Fabric,
+        protocol: Some(Protocol::Notify),
+        min_version: 4,
+        about: "version 4: a fired Trigger (Fired, both arrivals in one batch, the reaction after the armed arrival), a disarmed one (no Fired), a Trigger on an unknown handle refused (Error code 1)",
+        run: triggers,
+    }
+}
+
+/// Version 4 (docs/protocol.md 6, "Triggered inserts"): message 0 (0 -> 1)
+/// armed with the reaction "message 1 (1 -> 2) at the arrival"; message 2
+/// (3 -> 4, at 10 us) armed and then disarmed. Expected: Fired{0, t_0, 1} in a batch
+/// that also reports 0 (at t_0) and ends with message 1's or message 2's
+/// arrival, every handle once, message 1 after t_0, no Fired for 2. Then a
+/// Trigger on a handle never inserted: Error code 1 (or exit).
+fn triggers(ctx: &mut Ctx) -> Result<(), String> {
+    let (mut ch, pid, n) = attach_connect(ctx)?;
+    if n < 5 {
+        ctx.fail(
+            "trigger-fired",
+            format!("the fabric maps {n} endpoints; this scenario needs 5 (e.g. H8_S1)"),
+        );
+        return Ok(());
+    }
+    let insert = |handle, src, dst| Record::Insert {
+        handle,
+        time: Time(0),
+        src,
+        dst,
+        size: 1000,
+        tag: 0,
+    };
+    let trigger = |handle, new_handle, src, dst| Record::Trigger {
+        handle,
+        time: Time(0),
+        delay: 0,
+        new_handle,
+        size: 1000,
+        seq: handle,
+        dst,
+        src,
+    };
+    // message 2 goes later (10 us), so that message 0's instant holds
+    // only armed arrivals
+    for rec in [
+        insert(0, 0, 1),
+        Record::Insert {
+            handle: 2,
+            time: Time(10_000_000),
+            src: 3,
+            dst: 4,
+            size: 1000,
+            tag: 0,
+        },
+        trigger(0, 1, 1, 2),
+        trigger(2, 3, 4, 0),
+        Record::Disarm { handle: 2 },
+    ] {
+        ch.send(rec).map_err(err)?;
+    }
+    let mut seen: HashMap<u64, Time> = HashMap::new();
+    let mut fired: Vec<(u64, Time, u64)> = Vec::new();
+    let mut problems: Vec<String> = Vec::new();
+    let mut clock = Time(0);
+    let mut waits = 0;
+    while seen.len() < 3 && waits < 8 && problems.is_empty() {
+        waits += 1;
+        ch.send(Record::NoMoreInserts {
+            time: clock,
+            horizon: Time(u64::MAX),
+        })
+        .map_err(err)?;
+        let mut count = 0u32;
+        loop {
+            match ch.recv().map_err(err)? {
+                Record::Arrival { handle, time } => {
+                    count += 1;
+                    if handle > 2 {
+                        problems.push(format!("Arrival for unknown handle {handle}"));
+                    } else if seen.insert(handle, time).is_some() {
+                        problems.push(format!("handle {handle} reported twice"));
+                    }
+                }
+                Record::Fired {
+                    handle,
+                    time,
+                    new_handle,
+                } => fired.push((handle, time, new_handle)),
+                Record::ArrivalBatchEnd { time, count: c, .. } => {
+                    if c != count {
+                        problems.push(format!("ArrivalBatchEnd count {c} after {count} Arrivals"));
+                    }
+                    if seen.values().any(|&t| t > time) {
+                        problems.push(format!("an Arrival after its batch's end ({time})"));
+                    }
+                    clock = time;
+                    break;
+                }
+                Record::Grant { .. } => break,
+                other => {
+                    problems.push(format!("unexpected {other:?}"));
+                    break;
+                }
+            }
+        }
+    }
+    if problems.is_empty() && seen.len() < 3 {
+        problems.push(format!(
+            "after {waits} waits only {} of 3 handles were reported",
+            seen.len()
+        ));
+    }
+    if problems.is_empty() {
+        let t0 = seen[&0];
+        match fired.as_slice() {
+            [(0, t, 1)] if *t == t0 && seen[&1] > t0 => {}
+            _ => problems.push(format!(
+                "expected exactly Fired{{0, {t0}, 1}} with message 1 after it, got {fired:?} (arrivals {seen:?})"
+            )),
+        }
+    }
+    ctx.rule(
+        "trigger-fired",
+        problems.is_empty(),
+        if problems.is_empty() {
+            format!(
+                "message 0 at {}, its reaction 1 at {}, message 2 (disarmed) at {}",
+                seen[&0], seen[&1], seen[&2]
+            )
+        } else {
+            problems.join("; ")
+        },
+    );
+    // a Trigger on a handle that was never inserted: a violation
+    ch.send(trigger(99, 100, 1, 2)).map_err(err)?;
+    expect_refusal_or_exit(ctx, &mut ch, pid, "trigger-unknown-refused");
+    Ok(())
+}
+
+/// After a violation the fabric answers Error code 1 or exits.
+fn expect_refusal_or_exit(ctx: &mut Ctx, ch: &mut Channel, pid: u32, rule: &'static str) {
+    let _ = pid;
+    match ch.recv() {
+        Ok(Record::Error { code, .. }) => ctx.rule(
+            rule,
+            code == crate::record::ErrorCode::Violation.as_u32(),
+            format!("Error code {code}"),
+        ),
+        Ok(other) => ctx.rule(rule, false, format!("answered {other:?}")),
+        Err(e) => ctx.rule(rule, true, format!("the fabric ended the session ({e})")),
+    }
+}
+
 /// Attach as the scheduler (claiming `as_pid`, default our own pid).
 fn attach(ctx: &mut Ctx, as_pid: Option<u32>) -> Result<SchedulerSession, String> {
     ctx.start_peer()?;

@@ -135,6 +135,8 @@ pub fn scenarios() -> Vec<Scenario> {
     v.extend(scheduler_checks::scenarios());
     // version 3 (issue 14), last: the older numbers stay as they were
     v.push(fabric_checks::one_sided_scenario());
+    // version 4 (triggered inserts), after it for the same reason
+    v.push(fabric_checks::triggers_scenario());
     v
 }
 
@@ -415,7 +417,7 @@ mod tests {
     #[test]
     fn scenario_table_is_stable_and_unambiguous() {
         let all = scenarios();
-        assert_eq!(all.len(), 20);
+        assert_eq!(all.len(), 21);
         // KEY-n numbering: scenario 1 is the fabric handshake, 13 the
         // (version-2) grant, 14 the scheduler run (documented in --list
         // and docs/protocol.md).
@@ -423,6 +425,7 @@ mod tests {
         assert_eq!((all[12].name, all[12].role), ("grant", Role::Fabric));
         assert_eq!((all[13].name, all[13].role), ("run", Role::Scheduler));
         assert_eq!((all[19].name, all[19].role), ("one-sided", Role::Fabric));
+        assert_eq!((all[20].name, all[20].role), ("triggers", Role::Fabric));
         for (i, a) in all.iter().enumerate() {
             for b in &all[i + 1..] {
                 assert!(
@@ -435,6 +438,7 @@ mod tests {
         let count = |r, p| all.iter().filter(|s| s.applies(r, p)).count();
         assert_eq!(count(Role::Fabric, ProtocolSpec::NOTIFY), 11);
         assert_eq!(count(Role::Fabric, ProtocolSpec::NOTIFY_V3), 12);
+        assert_eq!(count(Role::Fabric, ProtocolSpec::NOTIFY_V4), 13);
         assert_eq!(count(Role::Fabric, ProtocolSpec::QUERY_V3), 11);
         assert_eq!(count(Role::Fabric, ProtocolSpec::NOTIFY_V1), 10);
         assert_eq!(count(Role::Fabric, ProtocolSpec::QUERY), 11);
