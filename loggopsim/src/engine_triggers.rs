@@ -160,28 +160,30 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let s1 = m.size.saturating_sub(1);
         let cpu_work = o.checked_add(s1.checked_mul(big_o)?.max(s1.checked_mul(p.big_g)?))?;
         let end_lb = lb.checked_add(cpu_work)?;
-        // the dependency counts this reaction takes off (node, count)
-        let mut dec: Vec<(u32, u32)> = Vec::new();
-        let take = |n: u32, dec: &mut Vec<(u32, u32)>| -> bool {
+        // the dependency counts this reaction takes off (node, count); a
+        // reaction touching more nodes than this is simply not armed (no
+        // allocation on this per-message path)
+        let mut dec = Small::<(u32, u32), 16>::new();
+        let mut take = |n: u32| -> Option<bool> {
             let c = match dec.iter_mut().find(|e| e.0 == n) {
                 Some(e) => {
                     e.1 += 1;
                     e.1
                 }
                 None => {
-                    dec.push((n, 1));
+                    dec.push((n, 1))?;
                     1
                 }
             };
-            sched.depcount(n) == c // released by this
+            Some(sched.depcount(n) == c) // released by this
         };
         let mut send = None;
-        let mut recvs: Vec<u32> = Vec::new();
+        let mut recvs = Small::<u32, 8>::new();
         for d in sched.requires_dependents(rnode) {
-            if take(d, &mut dec) {
+            if take(d)? {
                 match sched.kind(d) {
                     Kind::Send if send.is_none() => send = Some(d),
-                    Kind::Recv => recvs.push(d),
+                    Kind::Recv => recvs.push(d)?,
                     _ => return None,
                 }
             }
@@ -191,9 +193,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         if op.size > p.s {
             return None;
         }
-        for &rv in &recvs {
+        for &rv in recvs.as_slice() {
             for d in sched.irequires_dependents(rv) {
-                if take(d, &mut dec) {
+                if take(d)? {
                     return None;
                 }
             }
@@ -202,7 +204,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             .irequires_dependents(s)
             .chain(sched.requires_dependents(s))
         {
-            if take(d, &mut dec) {
+            if take(d)? {
                 return None;
             }
         }
@@ -319,5 +321,31 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             )));
         }
         Ok(Some(p.handle))
+    }
+}
+
+/// A fixed-capacity list on the stack (`push` fails when full).
+struct Small<T: Copy + Default, const N: usize> {
+    v: [T; N],
+    n: usize,
+}
+
+impl<T: Copy + Default, const N: usize> Small<T, N> {
+    fn new() -> Self {
+        Small {
+            v: [T::default(); N],
+            n: 0,
+        }
+    }
+    fn push(&mut self, x: T) -> Option<()> {
+        *self.v.get_mut(self.n)? = x;
+        self.n += 1;
+        Some(())
+    }
+    fn as_slice(&self) -> &[T] {
+        &self.v[..self.n]
+    }
+    fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.v[..self.n].iter_mut()
     }
 }
