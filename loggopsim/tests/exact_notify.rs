@@ -515,3 +515,24 @@ proptest! {
         }
     }
 }
+
+/// Regression (found by `triggers_equal_polling`): an armed message that
+/// completes at the scheduler's horizon is reported without firing; its
+/// trigger must be used up in the fabric too, or arming that rank again
+/// is refused ("has a trigger armed already").
+#[test]
+fn trigger_reported_at_the_horizon_is_used_up() {
+    let goal = pipeline(5, 1, 6, &[0], 0, 2);
+    let p = Params {
+        l: 23_893,
+        o: 169_489,
+        g: 0,
+        big_g: 0,
+        big_o: 0,
+        ..Params::default()
+    };
+    let reference = run(&goal, p, "H8_S2", &[], ProtocolSpec::QUERY, Mode::OnePiece);
+    let r = run(&goal, p, "H8_S2", &[], ProtocolSpec::NOTIFY_V4, Mode::OnePiece);
+    assert_eq!(r.finish_times, reference.finish_times);
+    assert_eq!(*r.finish_times.iter().max().unwrap(), 2_248_905);
+}

@@ -984,6 +984,9 @@ impl FabricServer {
                         passed = Some(ta);
                         continue;
                     }
+                    // reported without firing: their triggers are used up
+                    // (also at or past the horizon, where none is tried)
+                    self.drop_triggers(&out[from..]);
                     return Ok(self.end_arrival_batch(ta, out.len() - first));
                 }
                 RunOutcome::Limit | RunOutcome::Idle if passed.is_some() => {
@@ -1074,6 +1077,18 @@ impl FabricServer {
         }
         self.stats.instants_passed += 1;
         Ok(true)
+    }
+
+    /// Version 4: the triggers armed on these reported points are gone.
+    fn drop_triggers(&mut self, pts: &[(u64, Time)]) {
+        if self.armed.is_empty() {
+            return;
+        }
+        for (h, _) in pts {
+            if let Some(a) = self.armed.remove(h) {
+                self.armed_rank.remove(&a.src);
+            }
+        }
     }
 
     /// Version 4 Trigger: arm message `handle` (in flight, not armed).
