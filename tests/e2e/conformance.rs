@@ -418,7 +418,8 @@ fn conformance_usage_errors() {
     let o = run(&["--list"]);
     assert!(o.status.success());
     let list = text(&o.stdout);
-    assert_eq!(list.lines().count(), 20, "{list}");
+    assert_eq!(list.lines().count(), 21, "{list}");
+    assert!(list.contains("21 fabric    notify-v4+ triggers"), "{list}");
     assert!(list.contains("13 fabric    notify-v2+ grant"), "{list}");
     assert!(
         list.lines()
