@@ -532,7 +532,14 @@ fn trigger_reported_at_the_horizon_is_used_up() {
         ..Params::default()
     };
     let reference = run(&goal, p, "H8_S2", &[], ProtocolSpec::QUERY, Mode::OnePiece);
-    let r = run(&goal, p, "H8_S2", &[], ProtocolSpec::NOTIFY_V4, Mode::OnePiece);
+    let r = run(
+        &goal,
+        p,
+        "H8_S2",
+        &[],
+        ProtocolSpec::NOTIFY_V4,
+        Mode::OnePiece,
+    );
     assert_eq!(r.finish_times, reference.finish_times);
     assert_eq!(*r.finish_times.iter().max().unwrap(), 2_248_905);
 }

@@ -30,7 +30,9 @@ pub struct ServeArgs {
     /// notification, version 2), query (polling, version 2), notify-v3 /
     /// query-v3 (version 3: version 2 plus put/get, issue 14), notify-v1
     /// (the thesis's run-ahead notification, version 1, for v1 peers),
-    /// query-v1 (polling with v1 peers).
+    /// query-v1 (polling with v1 peers), notify-v4 (version 4: version 3
+    /// plus triggered inserts; loggopsim asked for notify version 2 or 3
+    /// accepts it and then arms triggers).
     #[arg(long, default_value = "notify")]
     pub protocol: ProtocolSpec,
     /// Query protocol: precision q of "not yet" replies (1ns, 100ps, 1ps, ...).

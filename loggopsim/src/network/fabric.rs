@@ -130,7 +130,9 @@ pub struct CosimArgs {
     /// unchanged), notify-v1 (the thesis's run-ahead notification, version
     /// 1: may process events past an arrival still in flight; for the
     /// efficiency study and version-1 peers), query-v1 (polling with
-    /// version-1 peers).
+    /// version-1 peers), notify-v3 / query-v3 (version 3: with put/get),
+    /// notify-v4 (version 4: triggered inserts, fewer round trips, the
+    /// same results; docs/protocol.md).
     #[arg(
         long,
         default_value = "notify",
