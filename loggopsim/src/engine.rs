@@ -1136,23 +1136,21 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 
     /// Exact mode: the network reported message `h` as arrived at `t`.
     fn arrive(&mut self, h: Handle, t: Time) -> Result<(), SimError> {
-        {
-            let (slot, seq) = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))?;
-            let m = &mut self.msgs[slot as usize];
-            let at = t.0.max(m.arrival);
-            m.arrived = true;
-            m.arrival = t.0;
-            let dst = m.dst;
-            self.heap.push(Ev {
-                time: at,
-                seq,
-                host: dst,
-                id: slot | MSG_FLAG,
-            });
-            if self.trig.on {
-                self.trig.live[dst as usize] += 1;
-                self.trig_arrived(dst, h);
-            }
+        let (slot, seq) = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))?;
+        let m = &mut self.msgs[slot as usize];
+        let at = t.0.max(m.arrival);
+        m.arrived = true;
+        m.arrival = t.0;
+        let dst = m.dst;
+        self.heap.push(Ev {
+            time: at,
+            seq,
+            host: dst,
+            id: slot | MSG_FLAG,
+        });
+        if self.trig.on {
+            self.trig.live[dst as usize] += 1;
+            self.trig_arrived(dst, h);
         }
         Ok(())
     }

@@ -255,14 +255,19 @@ fn goal_text(ranks: u32, msgs: &[Msg], steps: &[(bool, usize, u8, u64)], deps: &
     s
 }
 
-fn arb_case() -> impl Strategy<Value = (String, Params, &'static str)> {
-    let topo = prop_oneof![
+/// The topologies the property tests draw from.
+fn arb_topology() -> impl Strategy<Value = &'static str> {
+    prop_oneof![
         Just("H8_S1"),
         Just("H8_S2"),
         Just("H8_S4"),
         Just("H8_S6"),
         Just("fattree:4"),
-    ];
+    ]
+}
+
+fn arb_case() -> impl Strategy<Value = (String, Params, &'static str)> {
+    let topo = arb_topology();
     (topo, 2u32..=5)
         .prop_flat_map(|(topo, ranks)| {
             let msg = (
@@ -439,15 +444,8 @@ fn triggers_fire_and_change_nothing() {
 }
 
 fn arb_pipeline() -> impl Strategy<Value = (String, Params, &'static str)> {
-    let topo = prop_oneof![
-        Just("H8_S1"),
-        Just("H8_S2"),
-        Just("H8_S4"),
-        Just("H8_S6"),
-        Just("fattree:4"),
-    ];
     (
-        topo,
+        arb_topology(),
         2u32..=8,
         1u32..4,
         1u32..10,

@@ -1137,46 +1137,6 @@ impl FabricServer {
         Ok(())
     }
 
-    /// Version 4, direct path (one-piece mode): what a Trigger record does.
-    #[allow(clippy::too_many_arguments)]
-    pub fn arm_trigger(
-        &mut self,
-        handle: u64,
-        not_before: Time,
-        delay: u64,
-        new_handle: u64,
-        size: u64,
-        seq: u64,
-        dst: u32,
-        src: u32,
-    ) -> Result<(), ServerError> {
-        self.check_direct("Trigger")?;
-        if self.cfg.version < 4 {
-            return Err(ServerError::Violation(format!(
-                "Trigger in a version-{} session (triggers need version 4)",
-                self.cfg.version
-            )));
-        }
-        self.arm(
-            handle,
-            Armed {
-                not_before: not_before.0,
-                delay,
-                new_handle,
-                size,
-                seq,
-                dst,
-                src,
-            },
-        )
-    }
-
-    /// Version 4, direct path: what a Disarm record does.
-    pub fn disarm_trigger(&mut self, handle: u64) -> Result<(), ServerError> {
-        self.check_direct("Disarm")?;
-        self.disarm(handle)
-    }
-
     /// Version 4: the triggers fired in the last wait (handle armed on,
     /// insert time, new handle), as the Fired records carry them.
     pub fn fired(&self) -> &[(u64, Time, u64)] {
@@ -1297,27 +1257,22 @@ impl FabricServer {
         }
         match self.fabric.run_until_completion() {
             Some((ta, ids)) => {
-                for id in &ids {
-                    let slot = self
-                        .slots
-                        .get_mut(*id)
-                        .expect("the slot of a message in flight");
-                    slot.arrived = Some(ta);
-                    let handle = slot.handle;
-                    self.by_handle.remove(&handle);
-                    out.push(Record::Arrival { handle, time: ta });
-                    if let Some(w) = &mut self.arrival_log {
-                        writeln!(w, "{handle} {}", ta.0)
-                            .map_err(|e| ServerError::Log(e.to_string()))?;
-                    }
-                }
-                self.stats.arrivals += ids.len() as u64;
+                let mut points = std::mem::take(&mut self.arrivals_buf);
+                points.clear();
+                self.report_completions(ta, ids, &mut points)?;
+                out.extend(
+                    points
+                        .iter()
+                        .map(|&(handle, time)| Record::Arrival { handle, time }),
+                );
+                self.stats.arrivals += points.len() as u64;
                 self.stats.arrival_batches += 1;
                 out.push(Record::ArrivalBatchEnd {
                     time: ta,
-                    count: ids.len() as u32,
+                    count: points.len() as u32,
                     grant: Time(0),
                 });
+                self.arrivals_buf = points;
                 self.trim_slots();
                 Ok(())
             }

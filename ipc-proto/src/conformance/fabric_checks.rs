@@ -210,48 +210,13 @@ fn one_sided(ctx: &mut Ctx) -> Result<(), String> {
     ] {
         ch.send(rec).map_err(err)?;
     }
-    let mut seen: HashMap<u64, Time> = HashMap::new();
-    let mut problems: Vec<String> = Vec::new();
-    let mut clock = Time(0);
-    let mut batches = 0;
-    while seen.len() < 4 && batches < 16 && problems.is_empty() {
-        batches += 1;
-        ch.send(Record::NoMoreInserts {
-            time: clock,
-            horizon: Time(u64::MAX),
-        })
-        .map_err(err)?;
-        let mut count = 0u32;
-        loop {
-            match ch.recv().map_err(err)? {
-                Record::Arrival { handle, time } => {
-                    count += 1;
-                    if handle > 3 {
-                        problems.push(format!("Arrival for unknown handle {handle}"));
-                    } else if seen.insert(handle, time).is_some() {
-                        problems.push(format!("handle {handle} reported twice"));
-                    }
-                    if time < clock {
-                        problems.push(format!(
-                            "Arrival {handle} at {time}, before the previous batch ({clock})"
-                        ));
-                    }
-                }
-                Record::ArrivalBatchEnd { time, count: c, .. } => {
-                    if c != count {
-                        problems.push(format!("ArrivalBatchEnd count {c} after {count} Arrivals"));
-                    }
-                    clock = time;
-                    break;
-                }
-                Record::Grant { .. } => break,
-                other => {
-                    problems.push(format!("unexpected {other:?}"));
-                    break;
-                }
-            }
-        }
-    }
+    let Waited {
+        seen,
+        mut problems,
+        clock,
+        waits: batches,
+        ..
+    } = wait_for_handles(&mut ch, 4, 16)?;
     if seen.len() < 4 && problems.is_empty() {
         problems.push(format!(
             "after {batches} waits only handles {:?} were reported (expected 0, 1, 2, 3)",
@@ -287,6 +252,83 @@ fn one_sided(ctx: &mut Ctx) -> Result<(), String> {
     ch.send(Record::Finish { time: clock }).map_err(err)?;
     ch.flush().map_err(err)?;
     Ok(())
+}
+
+/// What [`wait_for_handles`] collected.
+struct Waited {
+    /// handle -> arrival time
+    seen: HashMap<u64, Time>,
+    /// Fired records (version 4): (armed handle, insert time, new handle)
+    fired: Vec<(u64, Time, u64)>,
+    problems: Vec<String>,
+    /// the last batch's time
+    clock: Time,
+    waits: u32,
+}
+
+/// Notify: wait (NoMoreInserts, horizon never) until handles 0..n have
+/// all arrived, at most `max_waits` times or until a rule is broken: each
+/// handle once, no Arrival after its batch's end or before the previous
+/// batch, batch counts right.
+fn wait_for_handles(ch: &mut Channel, n: u64, max_waits: u32) -> Result<Waited, String> {
+    let mut w = Waited {
+        seen: HashMap::new(),
+        fired: Vec::new(),
+        problems: Vec::new(),
+        clock: Time(0),
+        waits: 0,
+    };
+    while (w.seen.len() as u64) < n && w.waits < max_waits && w.problems.is_empty() {
+        w.waits += 1;
+        ch.send(Record::NoMoreInserts {
+            time: w.clock,
+            horizon: Time(u64::MAX),
+        })
+        .map_err(err)?;
+        let mut count = 0u32;
+        loop {
+            match ch.recv().map_err(err)? {
+                Record::Arrival { handle, time } => {
+                    count += 1;
+                    if handle >= n {
+                        w.problems
+                            .push(format!("Arrival for unknown handle {handle}"));
+                    } else if w.seen.insert(handle, time).is_some() {
+                        w.problems.push(format!("handle {handle} reported twice"));
+                    }
+                    if time < w.clock {
+                        w.problems.push(format!(
+                            "Arrival {handle} at {time}, before the previous batch ({})",
+                            w.clock
+                        ));
+                    }
+                }
+                Record::Fired {
+                    handle,
+                    time,
+                    new_handle,
+                } => w.fired.push((handle, time, new_handle)),
+                Record::ArrivalBatchEnd { time, count: c, .. } => {
+                    if c != count {
+                        w.problems
+                            .push(format!("ArrivalBatchEnd count {c} after {count} Arrivals"));
+                    }
+                    if w.seen.values().any(|&t| t > time) {
+                        w.problems
+                            .push(format!("an Arrival after its batch's end ({time})"));
+                    }
+                    w.clock = time;
+                    break;
+                }
+                Record::Grant { .. } => break,
+                other => {
+                    w.problems.push(format!("unexpected {other:?}"));
+                    break;
+                }
+            }
+        }
+    }
+    Ok(w)
 }
 
 /// The version-4 fabric scenario (triggered inserts), listed last.
@@ -352,52 +394,13 @@ fn triggers(ctx: &mut Ctx) -> Result<(), String> {
     ] {
         ch.send(rec).map_err(err)?;
     }
-    let mut seen: HashMap<u64, Time> = HashMap::new();
-    let mut fired: Vec<(u64, Time, u64)> = Vec::new();
-    let mut problems: Vec<String> = Vec::new();
-    let mut clock = Time(0);
-    let mut waits = 0;
-    while seen.len() < 3 && waits < 8 && problems.is_empty() {
-        waits += 1;
-        ch.send(Record::NoMoreInserts {
-            time: clock,
-            horizon: Time(u64::MAX),
-        })
-        .map_err(err)?;
-        let mut count = 0u32;
-        loop {
-            match ch.recv().map_err(err)? {
-                Record::Arrival { handle, time } => {
-                    count += 1;
-                    if handle > 2 {
-                        problems.push(format!("Arrival for unknown handle {handle}"));
-                    } else if seen.insert(handle, time).is_some() {
-                        problems.push(format!("handle {handle} reported twice"));
-                    }
-                }
-                Record::Fired {
-                    handle,
-                    time,
-                    new_handle,
-                } => fired.push((handle, time, new_handle)),
-                Record::ArrivalBatchEnd { time, count: c, .. } => {
-                    if c != count {
-                        problems.push(format!("ArrivalBatchEnd count {c} after {count} Arrivals"));
-                    }
-                    if seen.values().any(|&t| t > time) {
-                        problems.push(format!("an Arrival after its batch's end ({time})"));
-                    }
-                    clock = time;
-                    break;
-                }
-                Record::Grant { .. } => break,
-                other => {
-                    problems.push(format!("unexpected {other:?}"));
-                    break;
-                }
-            }
-        }
-    }
+    let Waited {
+        seen,
+        fired,
+        mut problems,
+        waits,
+        ..
+    } = wait_for_handles(&mut ch, 3, 8)?;
     if problems.is_empty() && seen.len() < 3 {
         problems.push(format!(
             "after {waits} waits only {} of 3 handles were reported",
@@ -427,22 +430,15 @@ fn triggers(ctx: &mut Ctx) -> Result<(), String> {
     );
     // a Trigger on a handle that was never inserted: a violation
     ch.send(trigger(99, 100, 1, 2)).map_err(err)?;
-    expect_refusal_or_exit(ctx, &mut ch, pid, "trigger-unknown-refused");
+    expect_refusal(
+        ctx,
+        &mut ch,
+        "trigger-unknown-refused",
+        ErrorCode::Violation,
+        pid,
+        false,
+    );
     Ok(())
-}
-
-/// After a violation the fabric answers Error code 1 or exits.
-fn expect_refusal_or_exit(ctx: &mut Ctx, ch: &mut Channel, pid: u32, rule: &'static str) {
-    let _ = pid;
-    match ch.recv() {
-        Ok(Record::Error { code, .. }) => ctx.rule(
-            rule,
-            code == crate::record::ErrorCode::Violation.as_u32(),
-            format!("Error code {code}"),
-        ),
-        Ok(other) => ctx.rule(rule, false, format!("answered {other:?}")),
-        Err(e) => ctx.rule(rule, true, format!("the fabric ended the session ({e})")),
-    }
 }
 
 /// Attach as the scheduler (claiming `as_pid`, default our own pid).
