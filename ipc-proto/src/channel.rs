@@ -15,11 +15,14 @@
 
 use crate::error::{ProtoError, Result};
 use crate::names::Lane;
-use crate::record::{
-    decode_message, kind_version, Protocol, Record, Role, DEFAULT_PROTOCOL_VERSION, RECORD_SIZE,
-};
+use crate::record::{kind_version, Protocol, Record, Role, DEFAULT_PROTOCOL_VERSION, RECORD_SIZE};
 use crate::transport::{Transport, LIVENESS_INTERVAL};
 use std::collections::VecDeque;
+
+/// Record kinds the channel's tables cover (kinds are below 32).
+const KINDS: usize = 32;
+/// "Not sent by this side" in `Channel::out_lane_of`.
+const NO_LANE: u8 = u8::MAX;
 use std::time::{Duration, Instant};
 
 /// Counters of one channel.
@@ -75,6 +78,16 @@ pub struct Channel {
     arrivals_unterminated_sent: u32,
     arrivals_unterminated_recv: u32,
     timeout: Option<Duration>,
+    /// Per record kind (< 32), the index in `out_lanes` of the lane this
+    /// side sends it on, or [`NO_LANE`] when it may not send it (wrong
+    /// protocol, role or a later version): computed once from
+    /// [`Lane::route`] and [`kind_version`], which stay the definition and
+    /// word the error; the table only keeps the check off the
+    /// per-record path.
+    out_lane_of: [u8; KINDS],
+    /// Per incoming lane, the kinds (bit k) the peer may send on it in
+    /// this session.
+    in_allowed: Vec<u32>,
     stats: ChannelStats,
     peer_wait: PeerWait,
     failed: bool,
@@ -104,6 +117,23 @@ impl Channel {
         }
         let out_lanes = Lane::outgoing(protocol, role);
         let in_lanes = Lane::incoming(protocol, role);
+        let mut out_lane_of = [NO_LANE; KINDS];
+        let mut in_allowed = vec![0u32; in_lanes.len()];
+        for k in 0..KINDS as u8 {
+            if kind_version(k) > version {
+                continue;
+            }
+            if let Some(l) = Lane::route(protocol, role, k) {
+                if let Some(i) = out_lanes.iter().position(|&o| o == l) {
+                    out_lane_of[k as usize] = i as u8;
+                }
+            }
+            if let Some(l) = Lane::route(protocol, role.peer(), k) {
+                if let Some(i) = in_lanes.iter().position(|&o| o == l) {
+                    in_allowed[i] |= 1 << k;
+                }
+            }
+        }
         let mut ch = Channel {
             transport,
             protocol,
@@ -120,6 +150,8 @@ impl Channel {
             arrivals_unterminated_sent: 0,
             arrivals_unterminated_recv: 0,
             timeout: None,
+            out_lane_of,
+            in_allowed,
             stats: ChannelStats::default(),
             peer_wait: PeerWait::default(),
             failed: false,
@@ -175,27 +207,10 @@ impl Channel {
     /// Buffer one record; ships the buffer first if the record does not fit.
     pub fn send(&mut self, rec: Record) -> Result<()> {
         let k = rec.kind();
-        if matches!(rec, Record::Hello { .. }) {
-            return Err(ProtoError::Violation(
-                "Hello is sent by the channel itself, not by the caller".into(),
-            ));
+        let lane_i = self.out_lane_of.get(k as usize).copied().unwrap_or(NO_LANE);
+        if lane_i == NO_LANE || matches!(rec, Record::Hello { .. }) {
+            return Err(self.refusal(&rec));
         }
-        if kind_version(k) > self.version {
-            return Err(ProtoError::Violation(format!(
-                "{} is a version-{} record; this session speaks version {}",
-                rec.kind_name(),
-                kind_version(k),
-                self.version
-            )));
-        }
-        let lane = Lane::route(self.protocol, self.role, k).ok_or_else(|| {
-            ProtoError::Violation(format!(
-                "the {} may not send {} in the {} protocol",
-                self.role,
-                rec.kind_name(),
-                self.protocol
-            ))
-        })?;
         match rec {
             Record::Insert { .. } | Record::InsertOp { .. } => self.inserts_sent += 1,
             Record::Query { inserts_sent, .. } if inserts_sent != self.inserts_sent => {
@@ -216,11 +231,40 @@ impl Channel {
             }
             _ => {}
         }
-        self.push(lane, &rec)
+        self.push_at(lane_i as usize, &rec)
+    }
+
+    /// Why `send` refuses `rec` (the table said no; this words it).
+    #[cold]
+    fn refusal(&self, rec: &Record) -> ProtoError {
+        let k = rec.kind();
+        if matches!(rec, Record::Hello { .. }) {
+            return ProtoError::Violation(
+                "Hello is sent by the channel itself, not by the caller".into(),
+            );
+        }
+        if kind_version(k) > self.version {
+            return ProtoError::Violation(format!(
+                "{} is a version-{} record; this session speaks version {}",
+                rec.kind_name(),
+                kind_version(k),
+                self.version
+            ));
+        }
+        ProtoError::Violation(format!(
+            "the {} may not send {} in the {} protocol",
+            self.role,
+            rec.kind_name(),
+            self.protocol
+        ))
     }
 
     fn push(&mut self, lane: Lane, rec: &Record) -> Result<()> {
         let i = self.out_lanes.iter().position(|&l| l == lane).unwrap();
+        self.push_at(i, rec)
+    }
+
+    fn push_at(&mut self, i: usize, rec: &Record) -> Result<()> {
         if self.out_bufs[i].len() + RECORD_SIZE > self.max_msg {
             self.flush_lane(i)?;
         }
@@ -343,10 +387,29 @@ impl Channel {
                     self.role
                 ))
             })?;
+        // each record's kind checked against the lane's table as it is
+        // decoded; the wording of a refusal comes from the rules below
+        if msg.is_empty() || !msg.len().is_multiple_of(RECORD_SIZE) {
+            return Err(ProtoError::Violation(format!(
+                "message of {} bytes is not a non-zero multiple of {RECORD_SIZE}",
+                msg.len()
+            )));
+        }
+        let allowed = self.in_allowed[i];
         let before = self.in_queues[i].len();
-        let n = decode_message(msg, &mut self.in_queues[i])?;
+        let q = &mut self.in_queues[i];
+        let mut refused = false;
+        for chunk in msg.chunks_exact(RECORD_SIZE) {
+            let rec = Record::decode(chunk)?;
+            refused |= allowed & (1u32 << (rec.kind() as u32 & 31)) == 0 || rec.kind() >= 32;
+            q.push_back(rec);
+        }
+        let n = q.len() - before;
         self.stats.messages_received += 1;
         self.stats.records_received += n as u64;
+        if !refused {
+            return Ok(());
+        }
         let peer = self.role.peer();
         for rec in self.in_queues[i].range(before..) {
             if kind_version(rec.kind()) > self.version {
@@ -366,7 +429,10 @@ impl Channel {
                 )));
             }
         }
-        Ok(())
+        Err(ProtoError::Violation(format!(
+            "a record refused on queue .{} (kind table)",
+            lane.suffix()
+        )))
     }
 
     /// The next record in protocol order, if one is complete.

@@ -477,3 +477,186 @@ fn peer_wait_mq() {
     let _l = mq_lock();
     peer_wait_counts_only_real_waits(true);
 }
+
+/// One record of every kind (Hello aside).
+fn one_of_each_kind() -> Vec<Record> {
+    use ipc_proto::record::{EstimateBase, OpKind};
+    vec![
+        insert(5),
+        Record::NoMoreInserts {
+            time: Time(1),
+            horizon: Time(2),
+        },
+        Record::Query {
+            handle: 5,
+            time: Time(3),
+            inserts_sent: 0,
+        },
+        Record::Reply {
+            handle: 5,
+            time: Time(3),
+            arrived: false,
+        },
+        Record::Arrival {
+            handle: 5,
+            time: Time(4),
+        },
+        Record::ArrivalBatchEnd {
+            time: Time(4),
+            count: 0,
+            grant: Time(0),
+        },
+        Record::Finish { time: Time(9) },
+        Record::error(ErrorCode::Abort, "x"),
+        Record::Config {
+            quantum: Time(1),
+            estimate_milli: 1000,
+            estimate_base: EstimateBase::Hops,
+        },
+        Record::ConfigAck {
+            min_latency: Time(1),
+        },
+        Record::Grant { time: Time(7) },
+        Record::InsertOp {
+            handle: 6,
+            time: Time(5),
+            src: 1,
+            dst: 2,
+            size: 8,
+            tag: 0,
+            op: OpKind::Get,
+            ack_handle: 0,
+        },
+        Record::Trigger {
+            handle: 5,
+            time: Time(5),
+            delay: 0,
+            new_handle: 7,
+            size: 8,
+            seq: 0,
+            dst: 2,
+            src: 1,
+        },
+        Record::Disarm { handle: 5 },
+        Record::Fired {
+            handle: 5,
+            time: Time(5),
+            new_handle: 7,
+        },
+    ]
+}
+
+/// The channel keeps per-kind tables of what a side may send and receive
+/// (so that the per-record checks are a table lookup); they must say
+/// exactly what the routing rules (`Lane::route`) and the version rules
+/// (`kind_version`) say, for every protocol, version, role and kind, both
+/// when sending and when receiving.
+#[test]
+fn kind_tables_follow_the_routing_and_version_rules() {
+    use ipc_proto::record::kind_version;
+    let recs = one_of_each_kind();
+    let mut kinds: Vec<u8> = recs.iter().map(|r| r.kind()).collect();
+    kinds.sort();
+    kinds.dedup();
+    assert_eq!(kinds.len(), recs.len(), "one record per kind");
+    assert_eq!(kinds.len() as u32 + 1, 16, "every kind but Hello is listed");
+    let (mut sent_ok, mut sent_refused, mut recv_ok, mut recv_refused) = (0, 0, 0, 0);
+    for protocol in [Protocol::Query, Protocol::Notify] {
+        for version in ipc_proto::MIN_PROTOCOL_VERSION..=ipc_proto::PROTOCOL_VERSION {
+            for role in [Role::Scheduler, Role::Fabric] {
+                for rec in &recs {
+                    let k = rec.kind();
+                    let allowed =
+                        kind_version(k) <= version && Lane::route(protocol, role, k).is_some();
+                    // sending
+                    let (s, f) = inproc::pair_versioned(protocol, version).unwrap();
+                    let mut me = if role == Role::Scheduler { s } else { f };
+                    let r = me.send(*rec);
+                    assert_eq!(
+                        r.is_ok(),
+                        allowed,
+                        "{protocol} v{version}: {role} sending {rec:?}: {r:?}"
+                    );
+                    if allowed {
+                        sent_ok += 1;
+                    } else {
+                        sent_refused += 1;
+                        let e = r.unwrap_err().to_string();
+                        assert!(
+                            e.contains("may not send") || e.contains("is a version-"),
+                            "{e}"
+                        );
+                    }
+                    // receiving the same record from a raw peer of `role`,
+                    // on every lane the receiver reads (a fresh channel per
+                    // lane: a violation ends a channel)
+                    for lane in Lane::incoming(protocol, role.peer()) {
+                        let (st, ft) = transport_pair();
+                        let (mut raw, mut rx): (InprocTransport, Channel) =
+                            if role == Role::Scheduler {
+                                (
+                                    st,
+                                    Channel::with_version(
+                                        Box::new(ft),
+                                        protocol,
+                                        Role::Fabric,
+                                        version,
+                                    )
+                                    .unwrap(),
+                                )
+                            } else {
+                                (
+                                    ft,
+                                    Channel::with_version(
+                                        Box::new(st),
+                                        protocol,
+                                        Role::Scheduler,
+                                        version,
+                                    )
+                                    .unwrap(),
+                                )
+                            };
+                        {
+                            let mut m = Record::Hello {
+                                version,
+                                protocol,
+                                role,
+                                pid: 1,
+                            }
+                            .encode()
+                            .to_vec();
+                            let hello_lane = Lane::route(protocol, role, 1).unwrap();
+                            if lane != hello_lane {
+                                raw.send_message(hello_lane, &m).unwrap();
+                                m.clear();
+                            }
+                            m.extend_from_slice(&rec.encode());
+                            raw.send_message(lane, &m).unwrap();
+                            let ok_here = allowed && Lane::route(protocol, role, k) == Some(lane);
+                            rx.set_timeout(Some(Duration::from_millis(50)));
+                            let got = rx.recv();
+                            if ok_here {
+                                recv_ok += 1;
+                                assert!(
+                                got.as_ref().is_ok_and(|g| g == rec),
+                                "{protocol} v{version}: {rec:?} from the {role} on .{}: {got:?}",
+                                lane.suffix()
+                            );
+                            } else {
+                                recv_refused += 1;
+                                let e = got.expect_err("refused").to_string();
+                                assert!(
+                                    e.contains("not allowed there") || e.contains("is a version-"),
+                                    "{protocol} v{version}: {rec:?} on .{}: {e}",
+                                    lane.suffix()
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // the grid holds both outcomes on both paths
+    assert!(sent_ok > 0 && sent_refused > 0 && recv_ok > 0 && recv_refused > 0);
+}

@@ -244,9 +244,10 @@ impl Fabric {
     }
 
     pub(super) fn check_route(&self, h: usize, lid: u16) -> Result<usize, FabricError> {
-        let src = self.node_names[self.hcas[h].node as usize].clone();
+        // (the name is cloned only for an error: this runs once per
+        // injected message, on the co-simulation's per-message path)
         let err = |d: String| FabricError::Unroutable {
-            src: src.clone(),
+            src: self.node_names[self.hcas[h].node as usize].clone(),
             lid,
             detail: d,
         };
