@@ -16,6 +16,7 @@
 use crate::error::{ProtoError, Result};
 use crate::names::Lane;
 use crate::record::{kind_version, Protocol, Record, Role, DEFAULT_PROTOCOL_VERSION, RECORD_SIZE};
+use crate::time::Time;
 use crate::transport::{Transport, LIVENESS_INTERVAL};
 use std::collections::VecDeque;
 
@@ -268,7 +269,11 @@ impl Channel {
         if self.out_bufs[i].len() + RECORD_SIZE > self.max_msg {
             self.flush_lane(i)?;
         }
-        self.out_bufs[i].extend_from_slice(&rec.encode());
+        let buf = &mut self.out_bufs[i];
+        let n = buf.len();
+        buf.resize(n + RECORD_SIZE, 0);
+        let slot: &mut [u8; RECORD_SIZE] = (&mut buf[n..]).try_into().expect("64 bytes");
+        rec.encode_into(slot);
         self.stats.records_sent += 1;
         Ok(())
     }
@@ -316,6 +321,46 @@ impl Channel {
             waited: t.unwrap_or_default(),
             what: format!("a record from the {}", self.role.peer()),
         })
+    }
+
+    /// Notify protocol, scheduler side: move the Arrival records already
+    /// received and at the head of the queue into `out` as (handle, time),
+    /// stopping at the first other record; returns how many. The same
+    /// records, in the same order and with the same checks, as calling
+    /// [`Channel::recv`] for each (an arrival batch's end still counts
+    /// them), without the per-record call chain: an arrival batch holds up
+    /// to one record per message in flight, and this is the co-simulation's
+    /// per-message path (docs/cosim.md, session 16).
+    pub fn take_arrivals(&mut self, out: &mut Vec<(u64, Time)>) -> usize {
+        if self.peer_hello.is_none() || self.in_queues.len() != 1 {
+            return 0;
+        }
+        let q = &mut self.in_queues[0];
+        let mut n = 0;
+        while let Some(&Record::Arrival { handle, time }) = q.front() {
+            q.pop_front();
+            out.push((handle, time));
+            n += 1;
+        }
+        self.arrivals_unterminated_recv += n as u32;
+        n
+    }
+
+    /// Notify protocol, fabric side: the next record if it is an Insert
+    /// already received, else None (then [`Channel::recv`] gives the next
+    /// record). The same record and checks as `recv` would give, without
+    /// its call chain (the per-message path; see `take_arrivals`).
+    pub fn take_insert(&mut self) -> Option<Record> {
+        if self.peer_hello.is_none() || self.in_queues.len() != 1 {
+            return None;
+        }
+        match self.in_queues[0].front() {
+            Some(Record::Insert { .. }) => {
+                self.inserts_delivered += 1;
+                self.in_queues[0].pop_front()
+            }
+            _ => None,
+        }
     }
 
     /// Receive with an explicit bound; `Ok(None)` when it runs out.

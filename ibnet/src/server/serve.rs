@@ -112,7 +112,11 @@ pub fn serve_channel(
     let mut round_start: Option<(std::time::Instant, Duration)> = None;
     let mut split = Coupling::default();
     loop {
-        let rec = ch.recv()?;
+        // (an Insert already received is taken without recv's call chain)
+        let rec = match ch.take_insert() {
+            Some(r) => r,
+            None => ch.recv()?,
+        };
         if round_start.is_none() {
             round_start = Some((std::time::Instant::now(), ch.peer_wait().waited));
         }

@@ -40,6 +40,13 @@ pub trait Link {
     fn send(&mut self, r: Record) -> Result<(), ProtoError>;
     /// The next answer (blocking for a channel).
     fn recv(&mut self) -> Result<Record, ProtoError>;
+    /// The Arrival records already received and next in line, moved into
+    /// `out` (a fast path for arrival batches; a link without one takes
+    /// none and `recv` delivers them one by one).
+    fn take_arrivals(&mut self, out: &mut Vec<(Handle, Time)>) -> usize {
+        let _ = out;
+        0
+    }
     fn flush(&mut self) -> Result<(), ProtoError>;
     /// Inserts sent so far (what a Query carries).
     fn inserts_sent(&self) -> u64;
@@ -100,6 +107,9 @@ impl Link for Channel {
     }
     fn recv(&mut self) -> Result<Record, ProtoError> {
         Channel::recv(self)
+    }
+    fn take_arrivals(&mut self, out: &mut Vec<(Handle, Time)>) -> usize {
+        Channel::take_arrivals(self, out)
     }
     fn flush(&mut self) -> Result<(), ProtoError> {
         Channel::flush(self)
@@ -706,6 +716,8 @@ impl Network for CosimNetwork {
             None => {
                 self.send(Record::NoMoreInserts { time: now, horizon })?;
                 loop {
+                    // the batch's arrivals already received, in one go
+                    self.ch.take_arrivals(&mut self.batch);
                     match self.recv()? {
                         Record::Arrival { handle, time } => self.batch.push((handle, time)),
                         Record::Fired {
