@@ -71,7 +71,12 @@ impl HandleMap {
                     self.base = h;
                 }
                 let len = (h - self.base) as usize + 1;
-                self.dense.resize(len, 0);
+                if len == self.dense.len() + 1 {
+                    // the common case: the next handle in sequence
+                    self.dense.push_back(0);
+                } else {
+                    self.dense.resize(len, 0);
+                }
             }
             let i = (h - self.base) as usize;
             self.dense[i] = id as u32 + 1;
