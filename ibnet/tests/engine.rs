@@ -437,6 +437,13 @@ fn configuration_errors() {
     let mut f = Fabric::new(&t2, &Params::qdr()).unwrap();
     let e = f.inject(Time(0), 0, 1, 64).unwrap_err().to_string();
     assert!(e.contains("no route") && e.contains("SW_1"), "{e}");
+    // routes are remembered once checked (Fabric::routes_ok), failures
+    // never: the same unroutable pair fails again, the routable direction
+    // works every time
+    f.inject(Time(0), 1, 0, 64).unwrap();
+    f.inject(Time(0), 1, 0, 64).unwrap();
+    let again = f.inject(Time(0), 0, 1, 64).unwrap_err().to_string();
+    assert_eq!(again, e);
     // legacy packet count: a message below the MTU cannot be sent (Q1)
     let mut p = Params::qdr();
     p.legacy_packet_count = true;

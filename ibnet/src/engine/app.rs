@@ -171,7 +171,7 @@ impl Fabric {
             return Err(FabricError::NoSuchHca(dst_hca, n));
         }
         let lid = self.hcas[dst_hca].lid;
-        self.check_route(src_hca, lid)?;
+        self.check_route_once(src_hca, dst_hca)?;
         let id = self
             .new_msg(src_hca as u32, lid, bytes, at.0)
             .map_err(FabricError::BadMessage)?;

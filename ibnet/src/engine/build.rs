@@ -262,6 +262,7 @@ impl Fabric {
             fl: Vec::new(),
             fl_free: Vec::new(),
             lfts,
+            routes_ok: Vec::new(),
             lid_to_hca,
             route_sl: topo.sl.clone(),
             msgs: Vec::new(),

@@ -139,6 +139,14 @@ pub struct Fabric {
     pub(super) fl_free: Vec<FId>,
     /// forwarding table per switch (LID -> output port)
     pub(super) lfts: Vec<Vec<u16>>,
+    /// Routes already checked by `inject`, one bit per (source HCA,
+    /// destination HCA), allocated at the first injection on networks of
+    /// up to [`ROUTE_BITS_MAX_HCAS`] HCAs (2 MiB at most): the forwarding
+    /// tables and links never change during a run, so a route that was
+    /// checked once stays valid, and the walk over its switches (a few
+    /// cold cache lines per message on the co-simulation's per-message
+    /// path) is done once per pair.
+    pub(super) routes_ok: Vec<u64>,
     pub(super) lid_to_hca: Vec<u32>,
     /// SL (= VL) per route, `src_lid * (max_lid + 1) + dst_lid`
     /// (`Topology::sl`); empty: messages use their sender's send queue.
@@ -200,6 +208,10 @@ pub struct Fabric {
     pub(super) rdma: super::rdma::RdmaState,
 }
 
+/// Networks up to this many HCAs remember their checked routes
+/// (`Fabric::routes_ok`: n^2 bits, 2 MiB at 4096 HCAs).
+pub(super) const ROUTE_BITS_MAX_HCAS: usize = 4096;
+
 impl Fabric {
     /// Current simulated time.
     pub fn now(&self) -> Time {
@@ -241,6 +253,29 @@ impl Fabric {
     /// The fatal error that stopped the simulation, if any.
     pub fn error(&self) -> Option<&FabricError> {
         self.fatal.as_ref()
+    }
+
+    /// [`Fabric::check_route`] of `h` to HCA `dst`, each pair walked once.
+    #[inline]
+    pub(super) fn check_route_once(&mut self, h: usize, dst: usize) -> Result<(), FabricError> {
+        let n = self.hcas.len();
+        if n > ROUTE_BITS_MAX_HCAS {
+            return self.check_route(h, self.hcas[dst].lid).map(|_| ());
+        }
+        let bit = h * n + dst;
+        if self
+            .routes_ok
+            .get(bit / 64)
+            .is_some_and(|w| w >> (bit % 64) & 1 == 1)
+        {
+            return Ok(());
+        }
+        self.check_route(h, self.hcas[dst].lid)?;
+        if self.routes_ok.is_empty() {
+            self.routes_ok = vec![0; (n * n).div_ceil(64)];
+        }
+        self.routes_ok[bit / 64] |= 1 << (bit % 64);
+        Ok(())
     }
 
     pub(super) fn check_route(&self, h: usize, lid: u16) -> Result<usize, FabricError> {
