@@ -15,16 +15,23 @@
 
 use crate::error::{ProtoError, Result};
 use crate::names::Lane;
-use crate::record::{kind_version, Protocol, Record, Role, DEFAULT_PROTOCOL_VERSION, RECORD_SIZE};
+use crate::record::{
+    decode_message, kind_version, Protocol, Record, Role, DEFAULT_PROTOCOL_VERSION, RECORD_SIZE,
+};
 use crate::time::Time;
 use crate::transport::{Transport, LIVENESS_INTERVAL};
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// Record kinds the channel's tables cover (kinds are below 32).
 const KINDS: usize = 32;
 /// "Not sent by this side" in `Channel::out_lane_of`.
 const NO_LANE: u8 = u8::MAX;
-use std::time::{Duration, Instant};
+
+/// Bit `k` of a kind set (none for a kind beyond the tables).
+fn kind_bit(k: u8) -> u32 {
+    1u32.checked_shl(k as u32).unwrap_or(0)
+}
 
 /// Counters of one channel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,7 +138,7 @@ impl Channel {
             }
             if let Some(l) = Lane::route(protocol, role.peer(), k) {
                 if let Some(i) = in_lanes.iter().position(|&o| o == l) {
-                    in_allowed[i] |= 1 << k;
+                    in_allowed[i] |= kind_bit(k);
                 }
             }
         }
@@ -432,27 +439,17 @@ impl Channel {
                     self.role
                 ))
             })?;
-        // each record's kind checked against the lane's table as it is
-        // decoded; the wording of a refusal comes from the rules below
-        if msg.is_empty() || !msg.len().is_multiple_of(RECORD_SIZE) {
-            return Err(ProtoError::Violation(format!(
-                "message of {} bytes is not a non-zero multiple of {RECORD_SIZE}",
-                msg.len()
-            )));
-        }
-        let allowed = self.in_allowed[i];
         let before = self.in_queues[i].len();
-        let q = &mut self.in_queues[i];
-        let mut refused = false;
-        for chunk in msg.chunks_exact(RECORD_SIZE) {
-            let rec = Record::decode(chunk)?;
-            refused |= allowed & (1u32 << (rec.kind() as u32 & 31)) == 0 || rec.kind() >= 32;
-            q.push_back(rec);
-        }
-        let n = q.len() - before;
+        let n = decode_message(msg, &mut self.in_queues[i])?;
         self.stats.messages_received += 1;
         self.stats.records_received += n as u64;
-        if !refused {
+        // the lane's table says whether all are allowed; the rules below
+        // word the refusal
+        let allowed = self.in_allowed[i];
+        if self.in_queues[i]
+            .range(before..)
+            .all(|r| allowed & kind_bit(r.kind()) != 0)
+        {
             return Ok(());
         }
         let peer = self.role.peer();
