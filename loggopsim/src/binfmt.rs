@@ -73,12 +73,134 @@ struct RawNode {
 }
 
 pub fn read_file(path: &Path) -> Result<Schedule, LoadError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    read_file_threads(path, threads.min(MAX_THREADS), PARALLEL_MIN_BYTES)
+}
+
+/// A file at least this large is read by several threads (on one of a
+/// few hundred kilobytes a thread's start costs about what it saves).
+pub const PARALLEL_MIN_BYTES: u64 = 1 << 20;
+/// At most this many reading threads (the blocks are read from the page
+/// cache; more threads mostly wait on each other's memory traffic).
+const MAX_THREADS: usize = 4;
+
+/// [`read_file`] with up to `threads` threads when the file has at least
+/// `min_bytes` bytes. Each thread decodes a run of consecutive ranks into
+/// a schedule of its own, and the runs are joined in rank order
+/// ([`Schedule::join`]): the result is the schedule the sequential reader
+/// builds, field for field. Any problem (a damaged block, a limit) sends
+/// the whole file through the sequential reader, which reports the first
+/// error in file order exactly as before (tests: `parallel_read_*`).
+pub fn read_file_threads(
+    path: &Path,
+    threads: usize,
+    min_bytes: u64,
+) -> Result<Schedule, LoadError> {
     let name = path.display().to_string();
     let (f, len) = schedgen::input::open_regular(path).map_err(|msg| LoadError::Io {
         file: name.clone(),
         msg,
     })?;
-    read(&name, std::io::BufReader::new(f), len)
+    if threads > 1 && len >= min_bytes {
+        if let Some(s) = read_parallel(&name, &f, len, threads) {
+            return Ok(s);
+        }
+    }
+    let mut r = std::io::BufReader::new(f);
+    r.seek(SeekFrom::Start(0)).map_err(|e| LoadError::Io {
+        file: name.clone(),
+        msg: e.to_string(),
+    })?;
+    read(&name, r, len)
+}
+
+/// The parallel read alone, with `threads` threads, whatever the file's
+/// size: `None` where [`read_file_threads`] falls back to the sequential
+/// reader (tests: the parallel path must have run).
+#[doc(hidden)]
+pub fn read_file_parallel(path: &Path, threads: usize) -> Option<Schedule> {
+    let (f, len) = schedgen::input::open_regular(path).ok()?;
+    read_parallel(&path.display().to_string(), &f, len, threads)
+}
+
+/// The parallel read of [`read_file_threads`]; `None` for anything but a
+/// clean file (the caller then reads it sequentially).
+fn read_parallel(name: &str, f: &std::fs::File, len: u64, threads: usize) -> Option<Schedule> {
+    use std::os::unix::fs::FileExt;
+    let mut head = [0u8; 14];
+    f.read_exact_at(&mut head, 0).ok()?;
+    let magic = u64::from_le_bytes(head[0..8].try_into().unwrap());
+    if magic != MAGIC && magic != MAGIC_ONE_SIDED {
+        return None;
+    }
+    let one_sided_ok = magic == MAGIC_ONE_SIDED;
+    let p = u32::from_le_bytes(head[8..12].try_into().unwrap());
+    let table_bytes = 16u64 * p as u64;
+    if p < 2 || 14 + table_bytes > len {
+        return None;
+    }
+    let mut tb = vec![0u8; table_bytes as usize];
+    f.read_exact_at(&mut tb, 14).ok()?;
+    let table: Vec<u64> = tb
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    drop(tb);
+    let mut data_end = 14 + table_bytes;
+    let mut total = 0u64;
+    for rank in 0..p {
+        let (off, n) = block_of(name, &table, rank, len).ok()?;
+        data_end = data_end.max(off + n as u64);
+        total += n as u64;
+    }
+    if data_end < len {
+        return None;
+    }
+    // runs of consecutive ranks with about the same number of bytes each
+    let k = threads.min(p as usize);
+    let mut cuts = vec![0u32];
+    let mut acc = 0u64;
+    for rank in 0..p {
+        acc += block_of(name, &table, rank, len).ok()?.1 as u64;
+        if cuts.len() < k && acc * k as u64 >= total * cuts.len() as u64 && rank + 1 < p {
+            cuts.push(rank + 1);
+        }
+    }
+    cuts.push(p);
+    let run = |a: u32, b: u32| -> Option<Schedule> {
+        let mut sb = ScheduleBuilder::new(p);
+        let mut block = Vec::new();
+        let mut raw = Vec::new();
+        for rank in a..b {
+            let (off, n) = block_of(name, &table, rank, len).ok()?;
+            block.resize(n, 0);
+            f.read_exact_at(&mut block, off).ok()?;
+            parse_rank(name, &block, off, rank, p, one_sided_ok, &mut sb, &mut raw).ok()?;
+        }
+        Some(sb.finish())
+    };
+    let parts: Vec<Option<Schedule>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = cuts[1..cuts.len() - 1]
+            .iter()
+            .zip(&cuts[2..])
+            .map(|(&a, &b)| {
+                std::thread::Builder::new()
+                    .name("schedule-read".into())
+                    .spawn_scoped(sc, move || run(a, b))
+            })
+            .collect();
+        let mut parts = vec![run(cuts[0], cuts[1])];
+        for h in hs {
+            parts.push(match h {
+                Ok(h) => h.join().ok().flatten(),
+                // no thread to be had: the sequential reader takes over
+                Err(_) => None,
+            });
+        }
+        parts
+    });
+    let parts: Option<Vec<Schedule>> = parts.into_iter().collect();
+    Schedule::join(p, parts?)
 }
 
 /// Reads the binary layout from a seekable reader of total length `len`.
@@ -130,153 +252,12 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
     let mut raw: Vec<RawNode> = Vec::new();
     let mut data_end = 14 + table_bytes;
     for rank in 0..p {
-        let (s, e) = (table[2 * rank as usize], table[2 * rank as usize + 1]);
-        if e < s || e > len.saturating_sub(8) {
-            return Err(berr(
-                name,
-                14 + 16 * rank as u64,
-                format!("rank {rank}: block [{s}, {e}) lies outside the file"),
-            ));
-        }
-        let off = 8 + s;
-        data_end = data_end.max(8 + e);
-        block.resize((e - s) as usize, 0);
+        let (off, n) = block_of(name, &table, rank, len)?;
+        data_end = data_end.max(off + n as u64);
+        block.resize(n, 0);
         r.seek(SeekFrom::Start(off)).map_err(io)?;
         r.read_exact(&mut block).map_err(io)?;
-        let mut c = Cur {
-            b: &block,
-            pos: 0,
-            base: off,
-            file: name,
-        };
-        let n = c.u32()?;
-        let nroots = c.u32()?;
-        c.take(4 * nroots as usize)?;
-        let nodes_at = c.pos;
-        if (block.len() - nodes_at) / NODE_BYTES < n as usize {
-            return Err(berr(
-                name,
-                off,
-                format!("rank {rank}: {n} nodes do not fit in the block"),
-            ));
-        }
-        raw.clear();
-        raw.reserve(n as usize);
-        b.begin_rank();
-        // The records are known to fit (checked above): decode each from a
-        // fixed-size array at constant offsets, without a bounds check and
-        // an error path per field.
-        let app_at = nodes_at + n as usize * NODE_BYTES;
-        let recs = block[nodes_at..app_at].chunks_exact(NODE_BYTES);
-        for (i, rec) in recs.enumerate() {
-            let rec: &[u8; NODE_BYTES] = rec.try_into().unwrap();
-            let i = i as u32;
-            let at = off + (nodes_at + i as usize * NODE_BYTES) as u64;
-            let depcount = le32(rec, 0);
-            let ty = rec[4];
-            let peer = le32(rec, 5);
-            let size = u64::from_le_bytes(rec[9..17].try_into().unwrap());
-            let tag = le32(rec, 17);
-            let cpu = rec[21];
-            let nic = rec[22];
-            let n_deps = le32(rec, 23);
-            let deps_index = le32(rec, 27);
-            let n_start = le32(rec, 31);
-            let start_index = le32(rec, 35);
-            let kind = Kind::from_u8(ty)
-                .filter(|k| one_sided_ok || !k.is_one_sided())
-                .ok_or_else(|| {
-                    berr(
-                        name,
-                        at,
-                        if (4..=6).contains(&ty) {
-                            format!("rank {rank} node {i}: type {ty} (put/get/poll) in a file with magic 4223; such schedules carry magic 4224")
-                        } else {
-                            format!("rank {rank} node {i}: bad type {ty}")
-                        },
-                    )
-                })?;
-            if kind.is_one_sided() && tag == ANY {
-                return Err(berr(
-                    name,
-                    at,
-                    format!("rank {rank} node {i}: a put/get/poll with any-tag ({ANY})"),
-                ));
-            }
-            if kind != Kind::Calc {
-                let ok = peer < p || (kind == Kind::Recv && peer == ANY);
-                if !ok {
-                    return Err(berr(
-                        name,
-                        at,
-                        format!("rank {rank} node {i}: peer {peer} outside 0..{}", p - 1),
-                    ));
-                }
-            }
-            let op = Op {
-                kind,
-                size,
-                peer: if kind == Kind::Calc { 0 } else { peer },
-                tag: if kind == Kind::Calc { 0 } else { tag },
-                cpu,
-                nic: if matches!(kind, Kind::Calc | Kind::Poll) {
-                    0
-                } else {
-                    nic
-                },
-            };
-            b.add_op(op).map_err(|e| berr(name, at, e.to_string()))?;
-            raw.push(RawNode {
-                depcount,
-                n_deps,
-                deps_index,
-                n_start,
-                start_index,
-            });
-        }
-        let app_len = (block.len() - app_at) / 4;
-        let mut indeg = vec![0u32; n as usize];
-        for (i, rn) in raw.iter().enumerate() {
-            for (cnt, idx, imm) in [
-                (rn.n_deps, rn.deps_index, false),
-                (rn.n_start, rn.start_index, true),
-            ] {
-                if idx as u64 + cnt as u64 > app_len as u64 {
-                    return Err(berr(
-                        name,
-                        off,
-                        format!("rank {rank} node {i}: dependency list outside the appendix"),
-                    ));
-                }
-                let list = &block[app_at + 4 * idx as usize..app_at + 4 * (idx + cnt) as usize];
-                for d in list.chunks_exact(4) {
-                    let d = u32::from_le_bytes(d.try_into().unwrap());
-                    if d >= n {
-                        return Err(berr(
-                            name,
-                            off,
-                            format!("rank {rank} node {i}: dependent {d} does not exist"),
-                        ));
-                    }
-                    indeg[d as usize] += 1;
-                    b.add_dep(d, i as u32, imm)
-                        .map_err(|e| berr(name, off, e.to_string()))?;
-                }
-            }
-        }
-        for (i, rn) in raw.iter().enumerate() {
-            if rn.depcount != indeg[i] {
-                return Err(berr(
-                    name,
-                    off,
-                    format!(
-                        "rank {rank} node {i}: depcount {} but {} dependency edges point to it",
-                        rn.depcount, indeg[i]
-                    ),
-                ));
-            }
-        }
-        b.end_rank();
+        parse_rank(name, &block, off, rank, p, one_sided_ok, &mut b, &mut raw)?;
     }
     // Nothing may follow the last block: trailing bytes mean a damaged or
     // concatenated file (they used to be ignored, issue 12 item 12).
@@ -291,6 +272,170 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         ));
     }
     Ok(b.finish())
+}
+
+/// Rank `rank`'s block from the rank table: its file offset and length,
+/// checked against the file's length `len`.
+fn block_of(name: &str, table: &[u64], rank: u32, len: u64) -> Result<(u64, usize), LoadError> {
+    let (s, e) = (table[2 * rank as usize], table[2 * rank as usize + 1]);
+    if e < s || e > len.saturating_sub(8) {
+        return Err(berr(
+            name,
+            14 + 16 * rank as u64,
+            format!("rank {rank}: block [{s}, {e}) lies outside the file"),
+        ));
+    }
+    Ok((8 + s, (e - s) as usize))
+}
+
+/// Decode rank `rank`'s block (read from file offset `off`) into `b`
+/// (`raw`: scratch space, reused from rank to rank).
+#[allow(clippy::too_many_arguments)]
+fn parse_rank(
+    name: &str,
+    block: &[u8],
+    off: u64,
+    rank: u32,
+    p: u32,
+    one_sided_ok: bool,
+    b: &mut ScheduleBuilder,
+    raw: &mut Vec<RawNode>,
+) -> Result<(), LoadError> {
+    let mut c = Cur {
+        b: block,
+        pos: 0,
+        base: off,
+        file: name,
+    };
+    let n = c.u32()?;
+    let nroots = c.u32()?;
+    c.take(4 * nroots as usize)?;
+    let nodes_at = c.pos;
+    if (block.len() - nodes_at) / NODE_BYTES < n as usize {
+        return Err(berr(
+            name,
+            off,
+            format!("rank {rank}: {n} nodes do not fit in the block"),
+        ));
+    }
+    raw.clear();
+    raw.reserve(n as usize);
+    b.begin_rank();
+    // The records are known to fit (checked above): decode each from a
+    // fixed-size array at constant offsets, without a bounds check and
+    // an error path per field.
+    let app_at = nodes_at + n as usize * NODE_BYTES;
+    let recs = block[nodes_at..app_at].chunks_exact(NODE_BYTES);
+    for (i, rec) in recs.enumerate() {
+        let rec: &[u8; NODE_BYTES] = rec.try_into().unwrap();
+        let i = i as u32;
+        let at = off + (nodes_at + i as usize * NODE_BYTES) as u64;
+        let depcount = le32(rec, 0);
+        let ty = rec[4];
+        let peer = le32(rec, 5);
+        let size = u64::from_le_bytes(rec[9..17].try_into().unwrap());
+        let tag = le32(rec, 17);
+        let cpu = rec[21];
+        let nic = rec[22];
+        let n_deps = le32(rec, 23);
+        let deps_index = le32(rec, 27);
+        let n_start = le32(rec, 31);
+        let start_index = le32(rec, 35);
+        let kind = Kind::from_u8(ty)
+            .filter(|k| one_sided_ok || !k.is_one_sided())
+            .ok_or_else(|| {
+                berr(
+                    name,
+                    at,
+                    if (4..=6).contains(&ty) {
+                        format!("rank {rank} node {i}: type {ty} (put/get/poll) in a file with magic 4223; such schedules carry magic 4224")
+                    } else {
+                        format!("rank {rank} node {i}: bad type {ty}")
+                    },
+                )
+            })?;
+        if kind.is_one_sided() && tag == ANY {
+            return Err(berr(
+                name,
+                at,
+                format!("rank {rank} node {i}: a put/get/poll with any-tag ({ANY})"),
+            ));
+        }
+        if kind != Kind::Calc {
+            let ok = peer < p || (kind == Kind::Recv && peer == ANY);
+            if !ok {
+                return Err(berr(
+                    name,
+                    at,
+                    format!("rank {rank} node {i}: peer {peer} outside 0..{}", p - 1),
+                ));
+            }
+        }
+        let op = Op {
+            kind,
+            size,
+            peer: if kind == Kind::Calc { 0 } else { peer },
+            tag: if kind == Kind::Calc { 0 } else { tag },
+            cpu,
+            nic: if matches!(kind, Kind::Calc | Kind::Poll) {
+                0
+            } else {
+                nic
+            },
+        };
+        b.add_op(op).map_err(|e| berr(name, at, e.to_string()))?;
+        raw.push(RawNode {
+            depcount,
+            n_deps,
+            deps_index,
+            n_start,
+            start_index,
+        });
+    }
+    let app_len = (block.len() - app_at) / 4;
+    let mut indeg = vec![0u32; n as usize];
+    for (i, rn) in raw.iter().enumerate() {
+        for (cnt, idx, imm) in [
+            (rn.n_deps, rn.deps_index, false),
+            (rn.n_start, rn.start_index, true),
+        ] {
+            if idx as u64 + cnt as u64 > app_len as u64 {
+                return Err(berr(
+                    name,
+                    off,
+                    format!("rank {rank} node {i}: dependency list outside the appendix"),
+                ));
+            }
+            let list = &block[app_at + 4 * idx as usize..app_at + 4 * (idx + cnt) as usize];
+            for d in list.chunks_exact(4) {
+                let d = u32::from_le_bytes(d.try_into().unwrap());
+                if d >= n {
+                    return Err(berr(
+                        name,
+                        off,
+                        format!("rank {rank} node {i}: dependent {d} does not exist"),
+                    ));
+                }
+                indeg[d as usize] += 1;
+                b.add_dep(d, i as u32, imm)
+                    .map_err(|e| berr(name, off, e.to_string()))?;
+            }
+        }
+    }
+    for (i, rn) in raw.iter().enumerate() {
+        if rn.depcount != indeg[i] {
+            return Err(berr(
+                name,
+                off,
+                format!(
+                    "rank {rank} node {i}: depcount {} but {} dependency edges point to it",
+                    rn.depcount, indeg[i]
+                ),
+            ));
+        }
+    }
+    b.end_rank();
+    Ok(())
 }
 
 /// Writes the binary layout.

@@ -93,7 +93,7 @@ pub(crate) const EDGE_START: u32 = 1 << 31;
 /// Largest number of nodes (global ids must leave the flag bit free).
 pub const MAX_NODES: u64 = (1 << 31) - 1;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Schedule {
     num_ranks: u32,
     max_cpu: u8,
@@ -107,7 +107,7 @@ pub struct Schedule {
     shapes: Vec<Shape>,
 }
 
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct NodeRec {
     shape: u32,
     peer: u32,
@@ -396,6 +396,65 @@ impl ScheduleBuilder {
         self.s.nodes.shrink_to_fit();
         self.s.edges.shrink_to_fit();
         self.s
+    }
+}
+
+impl Schedule {
+    /// Join schedules built from consecutive runs of ranks (by several
+    /// threads, `binfmt::read_file`) into the one schedule that building
+    /// them one after the other gives: node and edge indices shifted by
+    /// what precedes them, and shape ids given in order of first
+    /// appearance (the parts' own shape lists are in that order, so
+    /// interning them part after part assigns the ids the sequential
+    /// builder assigns). `None` when the whole would come near the node or
+    /// edge limit: the sequential builder then words the error at the
+    /// operation where it occurs.
+    pub(crate) fn join(num_ranks: u32, parts: Vec<Schedule>) -> Option<Schedule> {
+        let nodes: u64 = parts.iter().map(|p| p.nodes.len() as u64).sum();
+        let edges: u64 = parts.iter().map(|p| p.edges.len() as u64).sum();
+        if nodes >= MAX_NODES || edges >= u32::MAX as u64 - 1 {
+            return None;
+        }
+        let mut it = parts.into_iter();
+        let mut s = it.next()?;
+        s.num_ranks = num_ranks;
+        s.nodes.reserve(nodes as usize - s.nodes.len());
+        s.edges.reserve(edges as usize - s.edges.len());
+        let mut ids: FastMap<(u64, u64), u32> = s
+            .shapes
+            .iter()
+            .enumerate()
+            .map(|(i, sh)| (sh.words(), i as u32))
+            .collect();
+        let mut map = Vec::new();
+        for part in it {
+            let node_base = s.nodes.len() as u32;
+            let edge_base = s.edges.len() as u32;
+            map.clear();
+            for sh in &part.shapes {
+                let next = s.shapes.len() as u32;
+                let id = *ids.entry(sh.words()).or_insert(next);
+                if id == next {
+                    s.shapes.push(*sh);
+                }
+                map.push(id);
+            }
+            s.nodes.extend(part.nodes.iter().map(|n| NodeRec {
+                shape: map[n.shape as usize],
+                edge_start: n.edge_start + edge_base,
+                ..*n
+            }));
+            s.edges.extend(
+                part.edges
+                    .iter()
+                    .map(|&e| ((e & !EDGE_START) + node_base) | (e & EDGE_START)),
+            );
+            s.rank_start
+                .extend(part.rank_start[1..].iter().map(|&r| r + node_base));
+            s.max_cpu = s.max_cpu.max(part.max_cpu);
+            s.max_nic = s.max_nic.max(part.max_nic);
+        }
+        Some(s)
     }
 }
 

@@ -61,6 +61,11 @@ impl Lcg {
 fn random_text(seed: u64) -> String {
     let mut r = Lcg(seed);
     let p = 1 + r.next(4);
+    text_of(&mut r, p)
+}
+
+/// Arbitrary schedule text of `p` ranks.
+fn text_of(r: &mut Lcg, p: u64) -> String {
     let mut out = format!("num_ranks {p}\n");
     for rank in 0..p {
         out += &format!("rank {rank} {{\n");
@@ -483,4 +488,39 @@ fn grouping_on_pipelined_ring() {
     assert!(r1.ok());
     assert_eq!(r1.finish_times, r2.finish_times);
     assert!(t1 == t2);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// A binary schedule read by several threads (runs of ranks joined in
+    /// rank order) is the schedule the sequential reader builds, shape ids
+    /// and all; a damaged one gets the sequential reader's error.
+    #[test]
+    fn parallel_read_equals_sequential(seed in any::<u64>(), p in 2u64..24, threads in 2usize..5,
+                                       edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..3)) {
+        let s = parse_str("r.goal", &text_of(&mut Lcg(seed), p)).unwrap();
+        let mut b = Vec::new();
+        binfmt::write(&s, &mut b).unwrap();
+        for &(pos, byte) in &edits {
+            let i = 8 + pos % (b.len() - 8);
+            b[i] = byte;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.bin");
+        std::fs::write(&path, &b).unwrap();
+        let name = path.display().to_string();
+        let seq = binfmt::read(&name, std::io::Cursor::new(&b), b.len() as u64);
+        if edits.is_empty() {
+            // the parallel path itself, not the fallback, made it
+            let par = binfmt::read_file_parallel(&path, threads);
+            prop_assert!(par.is_some(), "the parallel read refused a clean file");
+            prop_assert!(par.unwrap() == *seq.as_ref().unwrap());
+        }
+        match (seq, binfmt::read_file_threads(&path, threads, 0)) {
+            (Ok(a), Ok(b)) => prop_assert!(a == b),
+            (Err(a), Err(b)) => prop_assert_eq!(a.to_string(), b.to_string()),
+            (a, b) => prop_assert!(false, "sequential {:?}, parallel {:?}", a.is_ok(), b.is_ok()),
+        }
+    }
 }
