@@ -183,13 +183,27 @@ impl ControlSegment {
         self.u32_at(offset::MESSAGE_SIZE).store(message_size, r);
         self.u32_at(offset::QUEUE_DEPTH).store(queue_depth, r);
         self.u32_at(offset::READY).store(1, r);
+        // a scheduler of this build waiting for it wakes at once
+        crate::futex::wake(self.u32_at(offset::READY));
+    }
+
+    /// Sleep until the fabric marks the segment ready (or `timeout`).
+    pub(crate) fn wait_ready(&self, timeout: std::time::Duration) {
+        crate::futex::wait(self.u32_at(offset::READY), 0, timeout);
+    }
+
+    /// Sleep until a scheduler claims the session (or `timeout`).
+    pub(crate) fn wait_scheduler(&self, timeout: std::time::Duration) {
+        crate::futex::wait(self.u32_at(offset::SCHEDULER_PID), 0, timeout);
     }
 
     /// Scheduler: claim the session. Fails with the pid already there.
     pub(crate) fn claim_scheduler(&self, pid: u32) -> std::result::Result<(), u32> {
-        self.u32_at(offset::SCHEDULER_PID)
-            .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)
-            .map(|_| ())
+        let w = self.u32_at(offset::SCHEDULER_PID);
+        w.compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire)?;
+        // a fabric of this build waiting for it wakes at once
+        crate::futex::wake(w);
+        Ok(())
     }
 
     /// Test hook: overwrite the version field (to simulate an old peer).

@@ -64,6 +64,7 @@ pub mod channel;
 pub mod conformance;
 pub mod control;
 pub mod error;
+mod futex;
 pub mod inproc;
 pub mod liveness;
 pub mod mq;

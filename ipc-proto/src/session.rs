@@ -521,7 +521,7 @@ impl FabricSession {
                     what: format!("a scheduler to attach to session {}", self.key),
                 });
             }
-            std::thread::sleep(start_up_poll(n));
+            self.seg.wait_scheduler(start_up_poll(n));
         }
     }
     /// The fabric's channel (sends its Hello). The channel now owns the
@@ -561,11 +561,15 @@ pub fn open_scheduler(key: &str, timeout: Duration) -> Result<SchedulerSession> 
 /// The pause between two polls while the sides meet (the scheduler for
 /// the fabric's ready flag, the fabric for the scheduler's pid): 50 us,
 /// doubling up to 1 ms. The sides usually meet within a few ms of each
-/// other, and with both on one CPU (the supervisor's default) every
-/// sleep past the moment the peer got ready is start-up time of the run:
-/// a flat 1 ms poll cost about 1 ms per side and run, the back-off a tenth
-/// of that, and it still polls only 1000 times a second while it waits
-/// long.
+/// other, and every sleep past the moment the peer got ready is start-up
+/// time of the run: a flat 1 ms poll cost about 1 ms per side and run.
+/// Where there is a word to wait on (the scheduler's pid, the ready flag
+/// of a segment that exists), the pause is a futex wait that the peer
+/// ends when it writes the word, so the sides of this build meet at once;
+/// the timeout only bounds the wait for a peer that does not wake (an
+/// earlier build, another implementation of the protocol), and a
+/// scheduler started before the fabric has created the segment still
+/// polls for it.
 fn start_up_poll(polls: u64) -> Duration {
     Duration::from_micros(50 << polls.min(5)).min(Duration::from_millis(1))
 }
@@ -581,6 +585,7 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
     let start = Instant::now();
     let mut polls = 0u64;
     let (seg, fd, seg_len) = loop {
+        let mut waited = false;
         let state = match shm_open(ctl.as_str(), OFlag::O_RDWR, Mode::empty()) {
             Ok(fd) => {
                 let st =
@@ -600,12 +605,21 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
                         if seg.ready() {
                             break (seg, fd, st.st_size as usize);
                         }
+                        // woken when the fabric marks it ready
+                        seg.wait_ready(start_up_poll(polls + 1));
+                        waited = true;
+                        if seg.ready() {
+                            break (seg, fd, st.st_size as usize);
+                        }
                         "exists but is not ready"
                     } else if magic != 0 {
                         return Err(ProtoError::Violation(format!(
                             "{ctl} is not an ipc-proto control segment (magic {magic:#018x})"
                         )));
                     } else {
+                        // being initialised: ready (and woken) soon
+                        seg.wait_ready(start_up_poll(polls + 1));
+                        waited = true;
                         "exists but is not initialised"
                     }
                 }
@@ -620,7 +634,9 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
             });
         }
         polls += 1;
-        std::thread::sleep(start_up_poll(polls));
+        if !waited {
+            std::thread::sleep(start_up_poll(polls));
+        }
     };
     let protocol = u8::try_from(seg.protocol_raw())
         .ok()
@@ -744,5 +760,77 @@ impl SchedulerSession {
         let (protocol, version) = (self.protocol, self.version);
         let t = self.into_transport()?;
         Channel::with_version(t, protocol, Role::Scheduler, version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(tag: &str) -> String {
+        format!("s17-{tag}-{}", std::process::id())
+    }
+
+    /// The fabric waiting for the scheduler's pid is woken when the
+    /// scheduler claims the session, not at the end of its poll: a wait of
+    /// 20 s ends within a few seconds (in practice microseconds). Without
+    /// the wake-up it would last the whole 20 s.
+    #[test]
+    fn a_waiting_fabric_is_woken_when_the_scheduler_attaches() {
+        let k = key("wake");
+        let fab = create_fabric(&k, Protocol::Notify, 2).unwrap();
+        std::thread::scope(|sc| {
+            let seg = fab.segment();
+            let h = sc.spawn(move || {
+                let t = Instant::now();
+                seg.wait_scheduler(Duration::from_secs(20));
+                t.elapsed()
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            let sched = open_scheduler(&k, Duration::from_secs(5)).unwrap();
+            let waited = h.join().unwrap();
+            assert!(
+                waited < Duration::from_secs(5),
+                "woken only after {waited:?}"
+            );
+            drop(sched);
+        });
+        let _ = cleanup(&k);
+    }
+
+    /// Likewise the scheduler waiting on a segment that exists but is not
+    /// ready yet is woken when the fabric publishes it.
+    #[test]
+    fn a_waiting_scheduler_is_woken_when_the_segment_is_ready() {
+        let k = key("ready");
+        let fab = create_fabric(&k, Protocol::Notify, 2).unwrap();
+        let seg = fab.segment();
+        // back to "not ready", as between creation and publication
+        seg.atomic_u32(crate::control::offset::READY)
+            .store(0, std::sync::atomic::Ordering::Release);
+        std::thread::scope(|sc| {
+            let h = sc.spawn(move || {
+                let t = Instant::now();
+                seg.wait_ready(Duration::from_secs(20));
+                (t.elapsed(), seg.ready())
+            });
+            std::thread::sleep(Duration::from_millis(100));
+            seg.publish(
+                PROTOCOL_VERSION,
+                Protocol::Notify,
+                2,
+                std::process::id(),
+                seg.message_size(),
+                seg.queue_depth(),
+            );
+            let (waited, ready) = h.join().unwrap();
+            assert!(ready);
+            assert!(
+                waited < Duration::from_secs(5),
+                "woken only after {waited:?}"
+            );
+        });
+        drop(fab);
+        let _ = cleanup(&k);
     }
 }

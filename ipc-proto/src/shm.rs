@@ -104,41 +104,6 @@ impl RingGeometry {
 const WAITING_ANY: u32 = 1;
 const WAITING_INCOMING: u32 = 2;
 
-fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
-    let ts = libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
-    };
-    // SAFETY: `word` is a valid, aligned u32 in a shared mapping; the kernel
-    // only reads it. Shared (not PRIVATE) futex: the waker is another process.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAIT,
-            expected,
-            &ts as *const libc::timespec,
-            std::ptr::null::<u32>(),
-            0u32,
-        );
-    }
-}
-
-fn futex_wake(word: &AtomicU32) {
-    // SAFETY: as above.
-    unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE,
-            i32::MAX,
-            std::ptr::null::<libc::timespec>(),
-            std::ptr::null::<u32>(),
-            0u32,
-        );
-    }
-}
-
 /// One ring as seen from this process.
 struct Ring {
     lane: Lane,
@@ -244,7 +209,7 @@ impl ShmTransport {
         let w = waiting.load(SeqCst);
         if w != 0 && !(freed_slot && w == WAITING_INCOMING) {
             bell.fetch_add(1, SeqCst);
-            futex_wake(bell);
+            crate::futex::wake(bell);
         }
     }
 
@@ -340,7 +305,7 @@ impl ShmTransport {
         );
         let seen = bell.load(SeqCst);
         if !ready(self) {
-            futex_wait(bell, seen, left);
+            crate::futex::wait(bell, seen, left);
         }
         waiting.store(0, SeqCst);
     }
