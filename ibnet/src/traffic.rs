@@ -8,7 +8,10 @@
 //!   They are drivers over [`Fabric::inject`] and
 //!   [`Fabric::run_until_completion`], the same path the co-simulation uses.
 
-use std::collections::{HashMap, HashSet};
+// Message ids and (iteration, round) pairs: rustc-hash, not SipHash (the
+// closed loop looks one up per completion; nothing iterates these maps, so
+// their order cannot reach a result).
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::Time;
@@ -275,7 +278,7 @@ pub fn run_closed_loop_observed(
     mut window: Option<&mut dyn WindowHook>,
 ) -> Result<ClosedLoopSummary, FabricError> {
     let n = ranks.len();
-    let mut tags: HashMap<MsgId, (usize, u64, u32)> = HashMap::new(); // id -> (dst rank, iter, round)
+    let mut tags: HashMap<MsgId, (usize, u64, u32)> = HashMap::default(); // id -> (dst rank, iter, round)
     let mut messages = 0u64;
     let mut end = 0u64;
     let mut stopped = false;
@@ -288,7 +291,7 @@ pub fn run_closed_loop_observed(
             };
             // state per rank: next (iter, round) to send
             let mut next: Vec<(u64, u32)> = vec![(0, 0); n];
-            let mut got: Vec<HashSet<(u64, u32)>> = vec![HashSet::new(); n];
+            let mut got: Vec<HashSet<(u64, u32)>> = vec![HashSet::default(); n];
             let send_ready = |f: &mut Fabric,
                               r: usize,
                               next: &mut Vec<(u64, u32)>,
