@@ -292,10 +292,14 @@ pub fn run_closed_loop_observed(
             // state per rank: next (iter, round) to send
             let mut next: Vec<(u64, u32)> = vec![(0, 0); n];
             let mut got: Vec<HashSet<(u64, u32)>> = vec![HashSet::default(); n];
+            // `got[r]`: the (iteration, round) pairs rank r has received
+            // and not used yet; each is used (and removed) once, by the
+            // send it enables, so the sets hold only what arrived early
+            // and memory does not grow with the count.
             let send_ready = |f: &mut Fabric,
                               r: usize,
                               next: &mut Vec<(u64, u32)>,
-                              got: &Vec<HashSet<(u64, u32)>>,
+                              got: &mut Vec<HashSet<(u64, u32)>>,
                               tags: &mut HashMap<MsgId, (usize, u64, u32)>,
                               messages: &mut u64|
              -> Result<(), FabricError> {
@@ -305,9 +309,9 @@ pub fn run_closed_loop_observed(
                         return Ok(());
                     }
                     let ok = if k == 0 {
-                        i == 0 || got[r].contains(&(i - 1, rounds - 1))
+                        i == 0 || got[r].remove(&(i - 1, rounds - 1))
                     } else {
-                        got[r].contains(&(i, k - 1))
+                        got[r].remove(&(i, k - 1))
                     };
                     if !ok {
                         return Ok(());
@@ -324,14 +328,14 @@ pub fn run_closed_loop_observed(
                 }
             };
             for r in 0..n {
-                send_ready(f, r, &mut next, &got, &mut tags, &mut messages)?;
+                send_ready(f, r, &mut next, &mut got, &mut tags, &mut messages)?;
             }
             while let Some((t, ids)) = next_completion(f, until, &mut stopped, &mut window) {
                 end = t.0;
                 for id in ids {
                     if let Some((dst, i, k)) = tags.remove(&id) {
                         got[dst].insert((i, k));
-                        send_ready(f, dst, &mut next, &got, &mut tags, &mut messages)?;
+                        send_ready(f, dst, &mut next, &mut got, &mut tags, &mut messages)?;
                     }
                 }
                 progress(f, messages);
