@@ -127,41 +127,30 @@ pub fn read_file_parallel(path: &Path, threads: usize) -> Option<Schedule> {
 /// clean file (the caller then reads it sequentially).
 fn read_parallel(name: &str, f: &std::fs::File, len: u64, threads: usize) -> Option<Schedule> {
     use std::os::unix::fs::FileExt;
-    let mut head = [0u8; 14];
-    f.read_exact_at(&mut head, 0).ok()?;
-    let magic = u64::from_le_bytes(head[0..8].try_into().unwrap());
-    if magic != MAGIC && magic != MAGIC_ONE_SIDED {
+    let mut fr = f;
+    fr.seek(SeekFrom::Start(0)).ok()?;
+    let (one_sided_ok, p, table) = read_head(name, &mut fr, len).ok()?;
+    if p < 2 {
         return None;
     }
-    let one_sided_ok = magic == MAGIC_ONE_SIDED;
-    let p = u32::from_le_bytes(head[8..12].try_into().unwrap());
-    let table_bytes = 16u64 * p as u64;
-    if p < 2 || 14 + table_bytes > len {
-        return None;
-    }
-    let mut tb = vec![0u8; table_bytes as usize];
-    f.read_exact_at(&mut tb, 14).ok()?;
-    let table: Vec<u64> = tb
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    drop(tb);
-    let mut data_end = 14 + table_bytes;
-    let mut total = 0u64;
-    for rank in 0..p {
-        let (off, n) = block_of(name, &table, rank, len).ok()?;
-        data_end = data_end.max(off + n as u64);
-        total += n as u64;
-    }
+    let blocks: Vec<(u64, usize)> = (0..p)
+        .map(|rank| block_of(name, &table, rank, len))
+        .collect::<Result<_, _>>()
+        .ok()?;
+    let data_end = blocks
+        .iter()
+        .map(|&(off, n)| off + n as u64)
+        .fold(14 + 16 * p as u64, u64::max);
     if data_end < len {
         return None;
     }
+    let total: u64 = blocks.iter().map(|&(_, n)| n as u64).sum();
     // runs of consecutive ranks with about the same number of bytes each
     let k = threads.min(p as usize);
     let mut cuts = vec![0u32];
     let mut acc = 0u64;
-    for rank in 0..p {
-        acc += block_of(name, &table, rank, len).ok()?.1 as u64;
+    for (rank, &(_, n)) in (0..p).zip(&blocks) {
+        acc += n as u64;
         if cuts.len() < k && acc * k as u64 >= total * cuts.len() as u64 && rank + 1 < p {
             cuts.push(rank + 1);
         }
@@ -172,7 +161,7 @@ fn read_parallel(name: &str, f: &std::fs::File, len: u64, threads: usize) -> Opt
         let mut block = Vec::new();
         let mut raw = Vec::new();
         for rank in a..b {
-            let (off, n) = block_of(name, &table, rank, len).ok()?;
+            let (off, n) = blocks[rank as usize];
             block.resize(n, 0);
             f.read_exact_at(&mut block, off).ok()?;
             parse_rank(name, &block, off, rank, p, one_sided_ok, &mut sb, &mut raw).ok()?;
@@ -209,44 +198,8 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         file: name.to_string(),
         msg: e.to_string(),
     };
-    let mut head = [0u8; 14];
-    r.read_exact(&mut head)
-        .map_err(|_| berr(name, 0, "file too short for a binary schedule header"))?;
-    let magic = u64::from_le_bytes(head[0..8].try_into().unwrap());
-    if magic == MAGIC_CONSUMED {
-        return Err(berr(
-            name,
-            0,
-            "magic 2342: this binary schedule was consumed by the reference simulator and is no longer valid; regenerate it",
-        ));
-    }
-    if magic != MAGIC && magic != MAGIC_ONE_SIDED {
-        return Err(berr(
-            name,
-            0,
-            format!("bad magic {magic} (expected 4223, or 4224 for a schedule with put/get/poll)"),
-        ));
-    }
-    let one_sided_ok = magic == MAGIC_ONE_SIDED;
-    let p = u32::from_le_bytes(head[8..12].try_into().unwrap());
-    if p == 0 {
-        return Err(berr(name, 8, "num_ranks is 0: the schedule is empty"));
-    }
+    let (one_sided_ok, p, table) = read_head(name, &mut r, len)?;
     let table_bytes = 16u64 * p as u64;
-    if 14 + table_bytes > len {
-        return Err(berr(
-            name,
-            14,
-            format!("rank table for {p} ranks does not fit in the file"),
-        ));
-    }
-    let mut tb = vec![0u8; table_bytes as usize];
-    r.read_exact(&mut tb).map_err(io)?;
-    let table: Vec<u64> = tb
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    drop(tb);
     let mut b = ScheduleBuilder::new(p);
     let mut block = Vec::new();
     let mut raw: Vec<RawNode> = Vec::new();
@@ -272,6 +225,53 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         ));
     }
     Ok(b.finish())
+}
+
+/// The header and rank table, checked: whether one-sided operations are
+/// allowed (magic 4224), the number of ranks and the table (two u64 per
+/// rank, relative to offset 8).
+fn read_head<R: Read>(name: &str, r: &mut R, len: u64) -> Result<(bool, u32, Vec<u64>), LoadError> {
+    let io = |e: std::io::Error| LoadError::Io {
+        file: name.to_string(),
+        msg: e.to_string(),
+    };
+    let mut head = [0u8; 14];
+    r.read_exact(&mut head)
+        .map_err(|_| berr(name, 0, "file too short for a binary schedule header"))?;
+    let magic = u64::from_le_bytes(head[0..8].try_into().unwrap());
+    if magic == MAGIC_CONSUMED {
+        return Err(berr(
+            name,
+            0,
+            "magic 2342: this binary schedule was consumed by the reference simulator and is no longer valid; regenerate it",
+        ));
+    }
+    if magic != MAGIC && magic != MAGIC_ONE_SIDED {
+        return Err(berr(
+            name,
+            0,
+            format!("bad magic {magic} (expected 4223, or 4224 for a schedule with put/get/poll)"),
+        ));
+    }
+    let p = u32::from_le_bytes(head[8..12].try_into().unwrap());
+    if p == 0 {
+        return Err(berr(name, 8, "num_ranks is 0: the schedule is empty"));
+    }
+    let table_bytes = 16u64 * p as u64;
+    if 14 + table_bytes > len {
+        return Err(berr(
+            name,
+            14,
+            format!("rank table for {p} ranks does not fit in the file"),
+        ));
+    }
+    let mut tb = vec![0u8; table_bytes as usize];
+    r.read_exact(&mut tb).map_err(io)?;
+    let table: Vec<u64> = tb
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    Ok((magic == MAGIC_ONE_SIDED, p, table))
 }
 
 /// Rank `rank`'s block from the rank table: its file offset and length,
