@@ -468,6 +468,19 @@ impl Schedule {
         };
         (a, b)
     }
+    /// Hints the CPU to load `node`'s record (no effect on results).
+    #[inline]
+    pub(crate) fn prefetch_node(&self, node: u32) {
+        crate::prefetch(self.nodes.as_ptr().wrapping_add(node as usize));
+    }
+    /// Hints the CPU to load the start of `node`'s dependents (reads the
+    /// node's record, so best after [`Self::prefetch_node`] had time).
+    #[inline]
+    pub(crate) fn prefetch_edges(&self, node: u32) {
+        if let Some(n) = self.nodes.get(node as usize) {
+            crate::prefetch(self.edges.as_ptr().wrapping_add(n.edge_start as usize));
+        }
+    }
     #[inline]
     pub(crate) fn edge_at(&self, i: usize) -> u32 {
         self.edges[i]
