@@ -1329,6 +1329,11 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             rel.sort_by_key(|&(h, n, _)| (h, sched.kind(n).order()));
         }
         for &(h, n, ready) in &rel {
+            // (its record is loaded; where its dependents start and end
+            // usually are not: they are needed when it runs, after the
+            // events already queued at this time; see `prefetch_batch`)
+            self.sched.prefetch_node(n);
+            self.sched.prefetch_edges(n);
             let op = self.sched.op(n);
             let ci = h as usize * self.ncpu + op.cpu as usize;
             let mut t = self.nexto[ci].max(ready);

@@ -468,10 +468,13 @@ impl Schedule {
         };
         (a, b)
     }
-    /// Hints the CPU to load `node`'s record (no effect on results).
+    /// Hints the CPU to load `node`'s record and the next one (where its
+    /// dependents end; no effect on results).
     #[inline]
     pub(crate) fn prefetch_node(&self, node: u32) {
-        crate::prefetch(self.nodes.as_ptr().wrapping_add(node as usize));
+        let p = self.nodes.as_ptr().wrapping_add(node as usize);
+        crate::prefetch(p);
+        crate::prefetch(p.wrapping_add(1));
     }
     /// Hints the CPU to load the start of `node`'s dependents (reads the
     /// node's record, so best after [`Self::prefetch_node`] had time).
