@@ -18,6 +18,7 @@ pub mod hugepages;
 pub mod input;
 pub mod observe;
 pub mod params;
+pub mod prefetch;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod simgrid;

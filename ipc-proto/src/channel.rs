@@ -370,6 +370,20 @@ impl Channel {
         }
     }
 
+    /// Notify protocol, fabric side: (src, dst) of the Insert records
+    /// already received and not yet taken, in order, without taking them
+    /// (so that the fabric can prefetch what they will touch).
+    pub fn queued_inserts(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let q = match (&self.peer_hello, self.in_queues.len()) {
+            (Some(_), 1) => Some(&self.in_queues[0]),
+            _ => None,
+        };
+        q.into_iter().flatten().filter_map(|r| match *r {
+            Record::Insert { src, dst, .. } => Some((src, dst)),
+            _ => None,
+        })
+    }
+
     /// Receive with an explicit bound; `Ok(None)` when it runs out.
     pub fn recv_timeout(&mut self, wait: Duration) -> Result<Option<Record>> {
         self.recv_inner(Some(wait))

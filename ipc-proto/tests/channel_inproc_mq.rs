@@ -660,3 +660,50 @@ fn kind_tables_follow_the_routing_and_version_rules() {
     // the grid holds both outcomes on both paths
     assert!(sent_ok > 0 && sent_refused > 0 && recv_ok > 0 && recv_refused > 0);
 }
+
+/// The fabric's prefetch pass (ibnet's serve loop) sees the Inserts that
+/// are received but not yet taken, in order, and only those: nothing is
+/// consumed, and what follows an Insert batch is not listed.
+#[test]
+fn queued_inserts_lists_the_received_inserts_without_taking_them() {
+    for mq in [false, true] {
+        let (mut s, mut f) = pair(mq, Protocol::Notify);
+        for i in 0..3u32 {
+            s.send(Record::Insert {
+                handle: i as u64,
+                time: Time(10 + i as u64),
+                src: i,
+                dst: 100 + i,
+                size: 8,
+                tag: 0,
+            })
+            .unwrap();
+        }
+        s.send(Record::NoMoreInserts {
+            time: Time(12),
+            horizon: Time(u64::MAX),
+        })
+        .unwrap();
+        s.flush().unwrap();
+        assert!(f.queued_inserts().next().is_none(), "nothing received yet");
+        assert!(matches!(
+            f.recv().unwrap(),
+            Record::Insert { handle: 0, .. }
+        ));
+        let q: Vec<(u32, u32)> = f.queued_inserts().collect();
+        assert_eq!(q, vec![(1, 101), (2, 102)], "mq={mq}");
+        // listing took nothing
+        assert_eq!(f.queued_inserts().count(), 2);
+        assert!(matches!(
+            f.take_insert(),
+            Some(Record::Insert { handle: 1, .. })
+        ));
+        assert_eq!(f.queued_inserts().collect::<Vec<_>>(), vec![(2, 102)]);
+        assert!(matches!(
+            f.take_insert(),
+            Some(Record::Insert { handle: 2, .. })
+        ));
+        assert!(f.queued_inserts().next().is_none());
+        assert!(matches!(f.recv().unwrap(), Record::NoMoreInserts { .. }));
+    }
+}

@@ -1335,6 +1335,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             self.sched.prefetch_node(n);
             self.sched.prefetch_edges(n);
             let op = self.sched.op(n);
+            if op.kind == Kind::Send {
+                self.net.prefetch_insert(h, op.peer);
+            }
             let ci = h as usize * self.ncpu + op.cpu as usize;
             let mut t = self.nexto[ci].max(ready);
             if op.kind.uses_send_nic() {

@@ -257,6 +257,22 @@ impl Fabric {
 
     /// [`Fabric::check_route`] of `h` to HCA `dst`, each pair walked once.
     #[inline]
+    /// Hints the CPU to load what [`Fabric::inject`] of a message from
+    /// HCA `h` to HCA `dst` reads first (the destination's LID, the route
+    /// check's bit): for a caller that knows a batch of injections ahead
+    /// (the co-simulation server). Only loads; no effect on results.
+    pub fn prefetch_injection(&self, h: usize, dst: usize) {
+        let n = self.hcas.len();
+        if h >= n || dst >= n {
+            return;
+        }
+        crate::prefetch::line(self.hcas.as_ptr().wrapping_add(dst));
+        let bit = h * n + dst;
+        if n <= ROUTE_BITS_MAX_HCAS && !self.routes_ok.is_empty() {
+            crate::prefetch::line(self.routes_ok.as_ptr().wrapping_add(bit / 64));
+        }
+    }
+
     pub(super) fn check_route_once(&mut self, h: usize, dst: usize) -> Result<(), FabricError> {
         let n = self.hcas.len();
         if n > ROUTE_BITS_MAX_HCAS {

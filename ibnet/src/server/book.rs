@@ -266,6 +266,14 @@ impl HopsCache {
         self.sparse.get(&(src, dst)).copied()
     }
 
+    /// Hints the CPU to load the entry of (src, dst) (see `prefetch.rs`).
+    #[inline]
+    pub(super) fn prefetch(&self, src: usize, dst: usize) {
+        if src < self.n && dst < self.n && !self.dense.is_empty() {
+            crate::prefetch::line(self.dense.as_ptr().wrapping_add(src * self.n + dst));
+        }
+    }
+
     pub(super) fn set(&mut self, src: usize, dst: usize, hops: usize) {
         if self.n <= Self::DENSE_HCAS && src < self.n && dst < self.n && hops < 255 {
             if self.dense.is_empty() {

@@ -471,6 +471,21 @@ impl FabricServer {
         }
     }
 
+    /// Hints the CPU to load what an Insert from rank `src` to rank `dst`
+    /// reads in the server and the fabric, for a caller that knows inserts
+    /// ahead of handling them: the records of an arrived message (the
+    /// serve loop) or a send the scheduler has just released (one-piece
+    /// mode). Each insert otherwise waits on these cache misses in turn
+    /// (the fabric's own work since the last round has evicted them);
+    /// announced together, they overlap. Only loads; no effect on results.
+    pub fn prefetch_insert(&self, src: u32, dst: u32) {
+        let hcas = &self.cfg.rank_hcas;
+        if let (Some(&s), Some(&d)) = (hcas.get(src as usize), hcas.get(dst as usize)) {
+            self.hops_cache.prefetch(s, d);
+            self.fabric.prefetch_injection(s, d);
+        }
+    }
+
     fn hca_of(&self, rank: u32, what: &str, handle: u64) -> Result<usize, ServerError> {
         self.cfg.rank_hcas.get(rank as usize).copied().ok_or_else(|| {
             ServerError::Config(format!(

@@ -115,7 +115,18 @@ pub fn serve_channel(
         // (an Insert already received is taken without recv's call chain)
         let rec = match ch.take_insert() {
             Some(r) => r,
-            None => ch.recv()?,
+            None => {
+                let r = ch.recv()?;
+                // a new message of records has come: announce its inserts
+                // (FabricServer::prefetch_insert says why)
+                if let Record::Insert { src, dst, .. } = r {
+                    server.prefetch_insert(src, dst);
+                    for (s, d) in ch.queued_inserts() {
+                        server.prefetch_insert(s, d);
+                    }
+                }
+                r
+            }
         };
         if round_start.is_none() {
             round_start = Some((std::time::Instant::now(), ch.peer_wait().waited));

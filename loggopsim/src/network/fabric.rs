@@ -70,6 +70,10 @@ pub trait Link {
     fn finished(&mut self) -> Result<Vec<(String, u64)>, NetError> {
         Ok(Vec::new())
     }
+    /// One-piece mode: see `Network::prefetch_insert`.
+    fn prefetch_insert(&self, src: u32, dst: u32) {
+        let _ = (src, dst);
+    }
     /// One-piece mode: `Insert{handle, time, src, dst, size}` handed to
     /// the fabric without building a record. `None`: this link has no such
     /// path, send the record. A failure of the fabric surfaces, as for the
@@ -536,6 +540,11 @@ impl Network for CosimNetwork {
 
     fn triggers(&self) -> bool {
         self.spec.has_triggers()
+    }
+
+    #[inline]
+    fn prefetch_insert(&self, src: u32, dst: u32) {
+        self.ch.prefetch_insert(src, dst);
     }
 
     fn arm(&mut self, h: Handle, trig: super::Trigger) -> Result<Handle, NetError> {

@@ -160,6 +160,15 @@ pub trait Network {
             self.name()
         )))
     }
+    /// A send from `src` to `dst` will be inserted soon (it was just
+    /// released, and runs after the events already queued at its time): a
+    /// network that can, starts loading what that insert will touch
+    /// (one-piece mode: the fabric's route and destination). Only a hint;
+    /// results never depend on it.
+    #[inline]
+    fn prefetch_insert(&self, src: u32, dst: u32) {
+        let _ = (src, dst);
+    }
     /// Exact mode: a lower bound (>= 1 ps) of every message's travel time.
     fn min_latency(&self) -> Time {
         Time(1)
@@ -268,6 +277,9 @@ impl<N: Network + ?Sized> Network for Box<N> {
     }
     fn wait_exact(&mut self, now: Time, horizon: Time) -> Result<Answer, NetError> {
         (**self).wait_exact(now, horizon)
+    }
+    fn prefetch_insert(&self, src: u32, dst: u32) {
+        (**self).prefetch_insert(src, dst)
     }
     fn min_latency(&self) -> Time {
         (**self).min_latency()

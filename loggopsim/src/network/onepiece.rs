@@ -99,6 +99,12 @@ impl Link for Direct {
         Ok(())
     }
 
+    fn prefetch_insert(&self, src: u32, dst: u32) {
+        if self.error.is_none() {
+            self.server.prefetch_insert(src, dst);
+        }
+    }
+
     fn insert_direct(
         &mut self,
         handle: u64,
