@@ -1,7 +1,7 @@
 //! Software prefetch: a hint to start loading a cache line that a later
 //! step will need, so that the misses of a batch overlap (the
-//! co-simulation server's insert path, `server/mod.rs`). Never changes a
-//! result.
+//! co-simulation server's insert path, `server/mod.rs`, and loggopsim's
+//! engine, which uses this one helper too). Never changes a result.
 
 /// Hints the CPU to load the cache line of `p`. Any address is allowed: a
 /// prefetch never faults and has no observable effect.

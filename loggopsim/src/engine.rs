@@ -1159,7 +1159,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         slots.clear();
         for &(h, _) in arrivals {
             if let Some(&(slot, _)) = self.waiting.get(&h) {
-                crate::prefetch(msgs.wrapping_add(slot as usize));
+                ibnet::prefetch::line(msgs.wrapping_add(slot as usize));
                 slots.push(slot);
             }
         }
@@ -1329,9 +1329,10 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             rel.sort_by_key(|&(h, n, _)| (h, sched.kind(n).order()));
         }
         for &(h, n, ready) in &rel {
-            // (its record is loaded; where its dependents start and end
-            // usually are not: they are needed when it runs, after the
-            // events already queued at this time; see `prefetch_batch`)
+            // (its record is loaded, but the next one, where its
+            // dependents end, and the dependents themselves usually are
+            // not: they are needed when it runs, after the events already
+            // queued at this time; see `prefetch_batch`)
             self.sched.prefetch_node(n);
             self.sched.prefetch_edges(n);
             let op = self.sched.op(n);

@@ -77,17 +77,3 @@ pub fn load_schedule(path: &std::path::Path) -> Result<schedule::Schedule, goal:
     }
     goal::parse_file(path)
 }
-
-/// Hints the CPU to load the cache line of `p`: the engine's batch
-/// prefetches (`engine.rs`, `wait_exact`). No effect on any result; a
-/// prefetch never faults, so any address is allowed.
-#[inline(always)]
-pub(crate) fn prefetch<X>(p: *const X) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch has no observable effect and never faults.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}

@@ -484,17 +484,7 @@ impl ExactRq {
             return;
         }
         let i = self.home(self.tag32(key)) & (self.slots.len() - 1);
-        #[cfg(target_arch = "x86_64")]
-        {
-            let p = self.slots.as_ptr().wrapping_add(i) as *const i8;
-            // SAFETY: a prefetch never faults and has no observable effect.
-            #[allow(unused_unsafe)]
-            unsafe {
-                std::arch::x86_64::_mm_prefetch(p, std::arch::x86_64::_MM_HINT_T0)
-            };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        ibnet::prefetch::line(self.slots.as_ptr().wrapping_add(i));
     }
 
     /// Appends `node` with key (src << 32 | tag); `link` is the shared array.

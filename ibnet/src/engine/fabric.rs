@@ -255,8 +255,6 @@ impl Fabric {
         self.fatal.as_ref()
     }
 
-    /// [`Fabric::check_route`] of `h` to HCA `dst`, each pair walked once.
-    #[inline]
     /// Hints the CPU to load what [`Fabric::inject`] of a message from
     /// HCA `h` to HCA `dst` reads first (the destination's LID, the route
     /// check's bit): for a caller that knows a batch of injections ahead
@@ -273,6 +271,8 @@ impl Fabric {
         }
     }
 
+    /// [`Fabric::check_route`] of `h` to HCA `dst`, each pair walked once.
+    #[inline]
     pub(super) fn check_route_once(&mut self, h: usize, dst: usize) -> Result<(), FabricError> {
         let n = self.hcas.len();
         if n > ROUTE_BITS_MAX_HCAS {
