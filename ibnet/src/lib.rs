@@ -13,6 +13,7 @@ pub use simtime::Time;
 
 pub mod engine;
 pub mod flowlevel;
+pub mod handles;
 pub mod hostparams;
 pub mod hugepages;
 pub mod input;

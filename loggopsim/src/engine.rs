@@ -63,6 +63,7 @@ use crate::network::{Handle, NetError, Network, SyncMode, Trigger};
 use crate::noise::Noise;
 use crate::schedule::{Kind, Schedule, ANY};
 use crate::Time;
+use ibnet::handles::HandleMap;
 use std::collections::BinaryHeap;
 
 /// LogGOPS parameters (all in the schedule's time unit).
@@ -412,6 +413,8 @@ struct Msg {
     handle: Handle,
     /// earliest arrival the network confirmed (valid when `arrived`)
     arrival: u64,
+    /// seq of the message's arrival event (notify and exact modes)
+    seq: u64,
     cpu: u8,
     nic: u8,
     arrived: bool,
@@ -508,8 +511,14 @@ fn overflow(host: u32, what: &'static str, at: u64) -> SimError {
 pub struct Sim<N: Network, T: Tracer = NoTrace> {
     /// (its dependency counters are counted down by the run)
     sched: Schedule,
-    /// max ready time of nodes with some (not all) predecessors released (section 9.2)
-    partial_ready: FastMap<u32, u64>,
+    /// max ready time of nodes with some (not all) predecessors released
+    /// (section 9.2), by node, 0 = none yet (a ready time is never below
+    /// 0, so 0 is the identity of the max); empty when no node has more
+    /// than one predecessor. A vector, not a map: on a collective's sends
+    /// (two predecessors each) the map's lookups were cache misses on
+    /// every release (issue 19); zeroed by the allocator, so only the
+    /// pages of nodes that wait on several predecessors are ever touched.
+    partial: Vec<u64>,
     params: Params,
     net: N,
     mode: SyncMode,
@@ -540,8 +549,10 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     roots_started: bool,
     msgs: Vec<Msg>,
     msg_free: Vec<u32>,
-    /// notify mode: messages waiting for the network, by handle -> (slot, seq)
-    waiting: FastMap<Handle, (u32, u64)>,
+    /// notify mode: messages waiting for the network, by handle -> slot
+    /// (the arrival event's seq is in the slot: `Msg::seq`); handles are
+    /// numbered in insert order by the coupling, so a window, not a hash
+    waiting: HandleMap,
     /// notify mode: arrivals reported for a time before `now` (the engine
     /// had already processed later events: the protocol's run-ahead, see
     /// `wait_network`), and the largest such lag.
@@ -609,9 +620,17 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             by_src: w.recv_any_tag,
             all: w.recv_any_src && w.recv_any_tag,
         };
-        let roots_total = (0..sched.num_nodes())
-            .filter(|&n| sched.depcount(n) == 0)
-            .count() as u64;
+        let (mut roots_total, mut multi) = (0u64, false);
+        for n in 0..sched.num_nodes() {
+            let c = sched.depcount(n);
+            roots_total += (c == 0) as u64;
+            multi |= c > 1;
+        }
+        let partial = if multi {
+            vec![0; sched.num_nodes() as usize]
+        } else {
+            Vec::new()
+        };
         let seq = roots_total;
         let exact = !(w.recv_any_src || w.recv_any_tag || w.send_any_tag);
         // pack (src, tag) into 32 bits when both fit
@@ -627,7 +646,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let trig_on = mode == SyncMode::Exact && net.triggers() && exact && !sched.uses_one_sided();
         Ok(Sim {
             trig: triggers::Triggers::new(trig_on, &sched),
-            partial_ready: FastMap::default(),
+            partial,
             params,
             net,
             mode,
@@ -665,7 +684,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             roots_started: false,
             msgs: Vec::new(),
             msg_free: Vec::new(),
-            waiting: FastMap::default(),
+            waiting: HandleMap::default(),
             late_arrivals: 0,
             granted: u64::MAX,
             min_lat,
@@ -1158,9 +1177,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let mut slots = std::mem::take(&mut self.scratch);
         slots.clear();
         for &(h, _) in arrivals {
-            if let Some(&(slot, _)) = self.waiting.get(&h) {
+            if let Some(slot) = self.waiting.get(&h) {
                 ibnet::prefetch::line(msgs.wrapping_add(slot as usize));
-                slots.push(slot);
+                slots.push(slot as u32);
             }
         }
         for s in slots.iter_mut() {
@@ -1199,8 +1218,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 
     /// Exact mode: the network reported message `h` as arrived at `t`.
     fn arrive(&mut self, h: Handle, t: Time) -> Result<(), SimError> {
-        let (slot, seq) = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))?;
+        let slot = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))? as u32;
         let m = &mut self.msgs[slot as usize];
+        let seq = m.seq;
         let at = t.0.max(m.arrival);
         m.arrived = true;
         m.arrival = t.0;
@@ -1240,8 +1260,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 self.late_arrivals += 1;
                 self.max_arrival_lag = self.max_arrival_lag.max(self.now - t.0);
             }
-            let (slot, seq) = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))?;
+            let slot = self.waiting.remove(&h).ok_or(SimError::UnknownHandle(h))? as u32;
             let m = &mut self.msgs[slot as usize];
+            let seq = m.seq;
             m.arrived = true;
             m.arrival = t.0;
             self.heap.push(Ev {
@@ -1310,14 +1331,13 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         debug_assert!(self.sched.depcount(d) > 0);
         if self.sched.satisfy_one(d) == 0 {
             let mut r = ready;
-            if !self.partial_ready.is_empty() {
-                if let Some(p) = self.partial_ready.remove(&d) {
-                    r = r.max(p);
-                }
+            if let Some(p) = self.partial.get_mut(d as usize) {
+                r = r.max(std::mem::take(p));
             }
             self.released.push((host, d, r));
         } else {
-            let e = self.partial_ready.entry(d).or_insert(0);
+            // (`partial` exists: this node has several predecessors)
+            let e = &mut self.partial[d as usize];
             *e = (*e).max(ready);
         }
     }
@@ -1472,6 +1492,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             } else {
                 0
             },
+            seq: 0,
             cpu: op.cpu,
             nic: op.nic,
             arrived: false,
@@ -1521,10 +1542,12 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 id: slot | MSG_FLAG,
             }),
             SyncMode::Notify => {
-                self.waiting.insert(handle, (slot, seq));
+                self.msgs[slot as usize].seq = seq;
+                self.waiting.insert(handle, slot as u64);
             }
             SyncMode::Exact => {
-                self.waiting.insert(handle, (slot, seq));
+                self.msgs[slot as usize].seq = seq;
+                self.waiting.insert(handle, slot as u64);
                 // the new message arrives no earlier than its insert time
                 // plus the network's minimum latency (a message the network
                 // inserted itself is covered by its grant already)

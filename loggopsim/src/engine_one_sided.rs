@@ -222,6 +222,7 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
             } else {
                 0
             },
+            seq: 0,
             cpu: op.cpu,
             nic: op.nic,
             arrived: false,

@@ -140,8 +140,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             return None;
         }
         let h = tg.inflight_xor[ri];
-        let &(slot, seq) = self.waiting.get(&h)?;
+        let slot = self.waiting.get(&h)? as u32;
         let m = self.msgs[slot as usize];
+        let seq = m.seq;
         let p = &self.params;
         if m.role != one_sided::Role::Data || m.dst != r || m.size > p.s || m.arrived {
             return None;
@@ -209,7 +210,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
         }
         // s starts when the receive ends: nothing else of r holds it back
-        let partial = self.partial_ready.get(&s).copied().unwrap_or(0);
+        let partial = self.partial.get(s as usize).copied().unwrap_or(0);
         let other_cpu = if op.cpu == m.cpu {
             0
         } else {
@@ -280,7 +281,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         t_ins: Time,
         new: Handle,
     ) -> Result<(), SimError> {
-        let Some(&(slot, _)) = self.waiting.get(&handle) else {
+        let Some(slot) = self.waiting.get(&handle) else {
             return Err(SimError::Trigger(format!(
                 "the network fired the trigger of message {handle}, which is not in flight"
             )));

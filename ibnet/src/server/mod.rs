@@ -186,7 +186,7 @@ pub struct FabricServer {
     fabric: Fabric,
     cfg: ServerConfig,
     slots: book::Window<Slot>,
-    by_handle: book::HandleMap,
+    by_handle: crate::handles::HandleMap,
     /// Route length in switches per (src HCA, dst HCA).
     hops_cache: book::HopsCache,
     /// Version 2: t_insert + lower bound of the messages possibly in
@@ -294,7 +294,7 @@ impl FabricServer {
             fabric,
             cfg,
             slots: book::Window::default(),
-            by_handle: book::HandleMap::default(),
+            by_handle: crate::handles::HandleMap::default(),
             hops_cache: book::HopsCache::new(n),
             earliest: book::EarliestBound::default(),
             configured: false,
