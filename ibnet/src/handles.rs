@@ -13,8 +13,8 @@ use std::collections::VecDeque;
 
 use crate::engine::MsgId;
 
-/// Handle -> message id (or any index below `u32::MAX`). Schedulers number their messages 0, 1, 2, ...
-/// (loggopsim does): such handles index a window of a vector, from the
+/// Handle -> message id (or any other index). Schedulers number their
+/// messages 0, 1, 2, ... (loggopsim does): such handles index a window of a vector, from the
 /// oldest handle still in flight to the newest (4 bytes per handle in
 /// that span); any other handle goes to a hash map. The window grows only
 /// while it stays dense (its end at most twice the handles ever put in

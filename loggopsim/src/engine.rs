@@ -413,7 +413,8 @@ struct Msg {
     handle: Handle,
     /// earliest arrival the network confirmed (valid when `arrived`)
     arrival: u64,
-    /// seq of the message's arrival event (notify and exact modes)
+    /// seq of the message's arrival event (the engine's insertion order
+    /// when the message was tracked; used in notify and exact modes)
     seq: u64,
     cpu: u8,
     nic: u8,
@@ -1515,12 +1516,16 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     /// sends and every part of a one-sided operation go through here.
     fn track_message(
         &mut self,
-        m: Msg,
+        mut m: Msg,
         earliest: u64,
         t_ins: u64,
         prefired: bool,
     ) -> Result<u32, SimError> {
         let (host, handle) = (m.dst, m.handle);
+        let seq = self.seq;
+        self.seq += 1;
+        self.events += 1;
+        m.seq = seq;
         let slot = match self.msg_free.pop() {
             Some(s) => {
                 self.msgs[s as usize] = m;
@@ -1531,9 +1536,6 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 self.msgs.len() as u32 - 1
             }
         };
-        let seq = self.seq;
-        self.seq += 1;
-        self.events += 1;
         match self.mode {
             SyncMode::Poll => self.heap.push(Ev {
                 time: earliest,
@@ -1542,11 +1544,9 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                 id: slot | MSG_FLAG,
             }),
             SyncMode::Notify => {
-                self.msgs[slot as usize].seq = seq;
                 self.waiting.insert(handle, slot as u64);
             }
             SyncMode::Exact => {
-                self.msgs[slot as usize].seq = seq;
                 self.waiting.insert(handle, slot as u64);
                 // the new message arrives no earlier than its insert time
                 // plus the network's minimum latency (a message the network

@@ -268,6 +268,5 @@ mod tests {
                 prop_assert_eq!(b.min(|id| done.contains(&id)), expect);
             }
         }
-
     }
 }
