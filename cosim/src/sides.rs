@@ -55,7 +55,8 @@ pub fn spawn(
 /// starts both first and only then calls [`watch`] on each, because on
 /// this project's VM a spawn from a process that has just created threads
 /// cost about 2 ms instead of 0.3 ms, time the fabric's start-up then
-/// lacks (measured on a one-message chain, 28 Nov 2026: docs/cosim.md).
+/// lacks (measured on a one-message chain, 28 Nov 2026:
+/// docs/cosim-speed-history.md, session 17).
 pub fn start(
     prog: &Path,
     args: &[String],
