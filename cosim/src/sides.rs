@@ -40,7 +40,7 @@ fn status_code(s: std::process::ExitStatus) -> i32 {
 
 /// Spawn `prog args` with stdout collected and stderr forwarded; its exit
 /// goes to `events`. Spawned from the caller's (main) thread, so the child
-/// is listed in /proc/<pid>/task/<pid>/children.
+/// is listed in `/proc/<pid>/task/<pid>/children`.
 pub fn spawn(
     prog: &Path,
     args: &[String],
@@ -142,7 +142,7 @@ impl Child {
         }
     }
 
-    /// Is the side stopped (SIGSTOP: state T or t in /proc/<pid>/stat)?
+    /// Is the side stopped (SIGSTOP: state T or t in `/proc/<pid>/stat`)?
     pub fn stopped(&self) -> bool {
         proc_state(self.pid).is_some_and(|c| c == 'T' || c == 't')
     }

@@ -18,7 +18,7 @@ use crate::engine::MsgId;
 /// oldest handle still in flight to the newest (4 bytes per handle in
 /// that span); any other handle goes to a hash map. The window grows only
 /// while it stays dense (its end at most twice the handles ever put in
-/// it, plus [`Self::GROW`]), so a sparse numbering, say every 1000th
+/// it, plus `Self::GROW`), so a sparse numbering, say every 1000th
 /// integer, cannot make it grow by more than a few bytes per message.
 #[derive(Default)]
 pub struct HandleMap {

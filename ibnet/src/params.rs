@@ -165,7 +165,7 @@ pub struct Params {
     pub cc_cct_limit: u32,
     pub cc_cct_min: u32,
     pub cc_timer_ns: f64,
-    /// CCT[i] = i^2 * cc_cct_coeff_ns.
+    /// `CCT[i] = i^2 * cc_cct_coeff_ns`.
     pub cc_cct_coeff_ns: f64,
     /// Injection interval per unit (flit) in CC mode before the CCT delay.
     pub cc_base_interval_ns: f64,

@@ -17,9 +17,10 @@
 //!   `recv` (blocking; fails with [`ProtoError::PeerDied`] within ~1 s of
 //!   the peer's death; optional overall timeout via `set_timeout` gives
 //!   [`ProtoError::TimedOut`]), `recv_timeout`, `try_recv`.
-//! - Transports: the [`Transport`] trait, POSIX message queues
-//!   ([`mq::MqTransport`], built by the session functions) and in-process
-//!   crossbeam channels ([`inproc::pair`]).
+//! - Transports: the [`Transport`] trait, shared-memory rings
+//!   ([`shm::ShmTransport`]) and POSIX message queues
+//!   ([`mq::MqTransport`]), both built by the session functions, and
+//!   in-process crossbeam channels ([`inproc::pair`]).
 //! - Sessions over POSIX IPC: [`create_fabric`] (exclusive creation of the
 //!   queues and the control segment `/<key>.ctl`) -> [`FabricSession`];
 //!   [`open_scheduler`] (bounded wait for readiness) -> [`SchedulerSession`];

@@ -266,7 +266,7 @@ impl ShmTransport {
             .any(|r| self.head(r).load(SeqCst) != self.tail(r).load(SeqCst))
     }
 
-    /// Wait until there is an incoming message (or room in out[room_for]),
+    /// Wait until there is an incoming message (or room in `out[room_for]`),
     /// at most `max`: spin, then sleep on the doorbell.
     fn wait(&self, room_for: Option<usize>, max: Duration) {
         let ready = |t: &Self| t.has_incoming() || room_for.is_some_and(|i| t.has_room(i));

@@ -1,9 +1,9 @@
 //! The reference's binary schedule layout (loggops.md section 3).
 //!
 //! Little-endian, packed: u64 magic 4223; then, relative to file offset 8
-//! ("base"): u32 num_ranks, u8 max_cpu, u8 max_nic, u64 table[2P] (rank r's
-//! block is [table[2r], table[2r+1]) relative to base). A rank block: u32
-//! num_nodes, u32 num_roots, u32 roots[num_roots], num_nodes records of 39
+//! ("base"): u32 num_ranks, u8 max_cpu, u8 max_nic, u64 `table[2P]` (rank r's
+//! block is `[table[2r], table[2r+1])` relative to base). A rank block: u32
+//! num_nodes, u32 num_roots, u32 `roots[num_roots]`, num_nodes records of 39
 //! bytes, then the u32 appendix. `deps_index` / `start_deps_index` are
 //! element indices into that rank's appendix array (our reading of the
 //! layout; the spec only says "starting at deps_index").
@@ -35,7 +35,7 @@ fn berr(file: &str, offset: u64, msg: impl Into<String>) -> LoadError {
 struct Cur<'a> {
     b: &'a [u8],
     pos: usize,
-    /// file offset of b[0], for messages
+    /// file offset of `b[0]`, for messages
     base: u64,
     file: &'a str,
 }
@@ -87,7 +87,7 @@ const MAX_THREADS: usize = 4;
 /// [`read_file`] with up to `threads` threads when the file has at least
 /// `min_bytes` bytes. Each thread decodes a run of consecutive ranks into
 /// a schedule of its own, and the runs are joined in rank order
-/// ([`Schedule::join`]): the result is the schedule the sequential reader
+/// (`Schedule::join`): the result is the schedule the sequential reader
 /// builds, field for field. Any problem (a damaged block, a limit) sends
 /// the whole file through the sequential reader, which reports the first
 /// error in file order exactly as before (tests: `parallel_read_*`).

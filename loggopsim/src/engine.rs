@@ -11,7 +11,7 @@
 //!   no earlier than the predecessor's CPU end (calc: t+d; eager send: its
 //!   nexto; rendezvous send: the match time; receive matched by a message:
 //!   the receiver's nexto after taking it in; receive matched from the UQ:
-//!   max(t, nexto[cpu])), an `irequires` edge no earlier than its start;
+//!   `max(t, nexto[cpu])`), an `irequires` edge no earlier than its start;
 //! - (s-1) is 0 for s = 0 (9.3);
 //! - time arithmetic is checked (9.4): a result of 2^64-1 or more is
 //!   [`SimError::TimeOverflow`] instead of the reference's silent wrap (our

@@ -79,7 +79,8 @@ enum Format {
 enum NetworkKind {
     /// Built-in LogGP model (the reference's).
     Loggp,
-    /// Flit-level IB fabric in another process (`ibnet serve --key KEY`), over POSIX message queues.
+    /// Flit-level IB fabric in another process (`ibnet serve --key KEY`), over the transport the
+    /// fabric chose (shared-memory rings or POSIX message queues).
     Ipc,
     /// Flit-level IB fabric on a thread of this process (same protocol, in-process channels).
     Inproc,

@@ -16,8 +16,8 @@
 //! Queries, with B = number of buckets probed:
 //! - (s, t): the earliest among the heads of buckets (s,t), (ANY,t), (s,ANY),
 //!   (ANY,ANY): O(1) expected.
-//! - (ANY, t): heads of by_tag[t] and by_tag[ANY]; (s, ANY): heads of
-//!   by_src[s], by_src[ANY]; (ANY, ANY): head of `all`. O(1) amortised (each
+//! - (ANY, t): heads of `by_tag[t]` and `by_tag[ANY]`; (s, ANY): heads of
+//!   `by_src[s]`, `by_src[ANY]`; (ANY, ANY): head of `all`. O(1) amortised (each
 //!   stale item is popped once).
 //! - Removal: the matched entry is always the head of its own exact bucket
 //!   (its bucket is a subset of every list it was found in, and lists are in

@@ -12,7 +12,7 @@ use crate::goal::LoadError;
 #[derive(Clone, Debug)]
 pub struct Noise {
     starts: Vec<u64>,
-    /// prefix[i] = sum of durations of events 0..i
+    /// `prefix[i]` = sum of durations of events 0..i
     prefix: Vec<u64>,
     period: u64,
     offsets: Vec<u64>,

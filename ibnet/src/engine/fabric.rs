@@ -160,7 +160,7 @@ pub struct Fabric {
     pub(super) heap: super::wheel::Wheel<Ev>,
     pub(super) dbg_last_key: u128,
     /// Progress counter for a liveness heartbeat (the co-simulation server
-    /// passes ipc-proto's): incremented every [`PULSE_EVENTS`] events.
+    /// passes ipc-proto's): incremented every `PULSE_EVENTS` events.
     pub(super) pulse: Option<&'static std::sync::atomic::AtomicU64>,
     /// event count at which the pulse is next incremented
     pub(super) next_pulse: u64,

@@ -2,7 +2,7 @@
 //! InfiniBand model (ibfabric.md sections 1 to 6, 8, 12).
 //!
 //! Event order: one future-event queue keyed by (time, seq). `seq` comes
-//! from a global counter (shifted left by [`SEQ_SHIFT`]) so equal-time events
+//! from a global counter (shifted left by `SEQ_SHIFT`) so equal-time events
 //! run in insertion (FIFO) order, sec. 1.3. Handlers schedule their events in
 //! exactly the order the spec lists them.
 //!

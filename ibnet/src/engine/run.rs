@@ -62,7 +62,7 @@ impl Fabric {
     /// stalls is not deadlocked). Foreground events are every event except
     /// the periodic timers (credit tick, sink hiccup toggle, CC timer) and
     /// the obuf pop / sink drain that a tick or a hiccup end starts
-    /// ([`Ev::background`]). Anything useful a timer does -- an FC packet,
+    /// (`Ev::background`). Anything useful a timer does -- an FC packet,
     /// a flit on the wire, a consumed flit -- schedules foreground events;
     /// a timer that finds nothing to do schedules only timer events, and
     /// what it looks at (credit counters, obuf and sink queues, the
@@ -228,7 +228,7 @@ impl Fabric {
         }
     }
 
-    /// Count progress in `p` (every [`PULSE_EVENTS`] events), so that a
+    /// Count progress in `p` (every `PULSE_EVENTS` events), so that a
     /// watchdog in another thread can tell a busy engine from a hung one.
     pub fn set_pulse(&mut self, p: &'static std::sync::atomic::AtomicU64) {
         self.pulse = Some(p);

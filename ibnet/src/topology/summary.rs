@@ -35,7 +35,7 @@ pub struct Summary {
     pub vls: usize,
     /// The channel dependency graph of all routes (per VL) has no cycle.
     pub deadlock_free: bool,
-    /// A dependency cycle, as "node[port]" channels (with "/VLv" when the
+    /// A dependency cycle, as `node[port]` channels (with "/VLv" when the
     /// topology has per-route SLs), when there is one.
     pub cycle: Vec<String>,
 }

@@ -113,7 +113,7 @@ pub fn open_with(spec: &str, lfts: Option<&Path>) -> Result<Topology, TopoError>
 
 /// Command-line convenience: `spec` is a path to a topology file (see
 /// [`load`]) if such a file exists, else a built-in name (see
-/// [`super::builtin`]).
+/// [`super::builtin()`]).
 pub fn open(spec: &str) -> Result<Topology, TopoError> {
     let path = Path::new(spec);
     if path.exists() {

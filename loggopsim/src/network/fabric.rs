@@ -1,9 +1,11 @@
 //! Co-simulation backends: the engine's network is the flit-level fabric
 //! (`ibnet`), reached through an ipc-proto [`Channel`] (cosim-protocol.md).
 //!
-//! One type, [`CosimNetwork`], serves both protocols and both transports
-//! (POSIX message queues to an `ibnet serve` process, or an in-process
-//! channel to a fabric thread, see [`super::inproc`]):
+//! One type, [`CosimNetwork`], serves both protocols and every transport
+//! (shared-memory rings or POSIX message queues to an `ibnet serve`
+//! process, an in-process channel to a fabric thread, see
+//! [`super::inproc`], or the fabric server itself, see
+//! [`super::onepiece`]):
 //!
 //! - query (SyncMode::Poll): `insert` sends Insert; `query` sends
 //!   Query{handle, t', inserts_sent} and blocks for the Reply, whose time is

@@ -21,7 +21,7 @@
 //! 22.4558/(p - 0.0140) + 0.0174 (1 - e^(-0.0625 (p - 101.3065))) us and
 //! the overhead half 0.52 + 0.84/(p - 0.12) us as printed (section 4.7):
 //! L(p) = 4.58 + 11.23/(p - 0.01) + 0.01 (1 - e^(-0.06 (p - 101.31)))
-//!        - 2 x 0.52 - 0.84/(1 - 0.12) - 0.84/(p - 0.12)   [us]
+//!        - 2 x 0.52 - 0.84/(1 - 0.12) - 0.84/(p - 0.12)   (us)
 //! and o(p) = 2 x (0.52 + 0.84/(p - 0.12)) us. The text extraction of the
 //! paper is garbled; this is our reading of it. The 1/(p - 0.12) term of L
 //! makes it the paper's form with l1 folded in (the set is evaluated

@@ -1,11 +1,11 @@
 //! Parametric network generators, named the way people say them
 //! (docs/topology.md has the naming, node order and routing of each):
 //!
-//! - fat trees ([`fattree`]): `kary:K:N`, `fattree2:HPL:LEAVES:SPINES`,
+//! - fat trees (`fattree`): `kary:K:N`, `fattree2:HPL:LEAVES:SPINES`,
 //!   `fattree3:HPL:LPP:APP:PODS`, `fattree:hosts=N[,radix=R]`;
-//! - tori and meshes ([`torus`]): `torus:4x4x4[:HPS]`, `mesh:8x8[:HPS]`,
+//! - tori and meshes (`torus`): `torus:4x4x4[:HPS]`, `mesh:8x8[:HPS]`,
 //!   dimension-order routing, dateline SLs on tori;
-//! - dragonflies ([`dragonfly`]): `dragonfly:A:P:H:G`, minimal or Valiant.
+//! - dragonflies (`dragonfly`): `dragonfly:A:P:H:G`, minimal or Valiant.
 //!
 //! Options follow the name after commas, `key=value`:
 //! `torus:4x4,vls=one`, `dragonfly:4:2:2:9,routing=valiant,seed=3`,
