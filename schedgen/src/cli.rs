@@ -111,6 +111,15 @@ pub struct TraceArgs {
         value_parser = crate::collectives::LIBRARY_NAMES.to_vec()
     )]
     pub collectives: String,
+    /// How the computation between two MPI calls is measured: `cpu` (the
+    /// thread CPU time the tracer records in `:cpu=` fields; not inflated
+    /// when a rank waits for a core on a busy machine, and ~0 while a rank
+    /// sleeps) or `wall` (the wall-clock gap). Default for trace2goal: cpu,
+    /// but wall with --durations, --sync-collectives or --sync-p2p (they
+    /// replay this machine's timeline); traces without CPU times fall back
+    /// to wall with a warning. `gen trace` defaults to wall (the reference).
+    #[arg(long = "compute", value_name = "MEASURE", value_parser = crate::trace::COMPUTE_NAMES.to_vec())]
+    pub compute: Option<String>,
 }
 
 /// Arguments of `loggopsim gen PATTERN [options]`.
@@ -355,6 +364,25 @@ pub fn trace_options(
         })?,
         require_all: t.require_all,
         start_file: t.traces_start.clone(),
+        compute: match t.compute.as_deref() {
+            Some(name) => {
+                let c = crate::trace::Compute::by_name(name).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "unknown --compute `{name}` (known: {})",
+                        crate::trace::COMPUTE_NAMES.join(", ")
+                    )
+                })?;
+                if c == crate::trace::Compute::Cpu && (t.sync_collectives || t.sync_p2p) {
+                    anyhow::bail!(
+                        "--compute cpu cannot be combined with --sync-collectives or --sync-p2p: \
+                         they place every rank on the traces' common wall clock (use --compute wall)"
+                    );
+                }
+                c
+            }
+            None if t.durations || t.sync_collectives || t.sync_p2p => crate::trace::Compute::Wall,
+            None => crate::trace::Compute::Cpu,
+        },
     })
 }
 
@@ -382,7 +410,11 @@ pub fn run_gen(args: &GenArgs) -> anyhow::Result<()> {
                 "trace mode needs --traces FILE (rank 0's trace, e.g. pmpi-trace-rank-0.txt)"
             );
         };
-        let o = trace_options(&args.trace, args.timemult, args.cpu, pre)?;
+        let mut o = trace_options(&args.trace, args.timemult, args.cpu, pre)?;
+        if args.trace.compute.is_none() {
+            // The reference's trace mode measures wall-clock gaps.
+            o.compute = crate::trace::Compute::Wall;
+        }
         return run_trace(first, &args.filename, &args.trace, o);
     }
     let seed = args.seed.unwrap_or_else(|| {

@@ -41,6 +41,18 @@ static inline int64_t now_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* CPU time this thread has used, nanoseconds (CLOCK_THREAD_CPUTIME_ID). The
+ * difference between a call's value and the previous call's return value is
+ * the CPU time of the computation burst between them: unlike the wall-clock
+ * gap it does not grow while the rank waits for a core on a busy or
+ * oversubscribed machine (and it is ~0 for a rank that sleeps). */
+static inline int64_t cpu_ns(void) {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return -1;
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* Same clock with sub-microsecond resolution, for the clock synchronisation. */
 static inline double now_us_f(void) {
     struct timespec ts;
@@ -227,6 +239,20 @@ static void ln_comm(struct line *l, MPI_Comm comm) {
 
 static inline void ln_op(struct line *l, MPI_Op op) { ln_int(l, PMPI_Op_c2f(op)); }
 
+/* ":cpu=C0:C1", the thread CPU time (ns) at the call and at its return,
+ * after the last liballprof field. Readers that take fields by position
+ * (liballprof's, schedgen.md 4.2) never reach it; a field that is not known
+ * to be there is recognised by its `cpu=` prefix. -1 (or `-`) = not known. */
+static inline void ln_cpu(struct line *l, int64_t c_call, int64_t c_return) {
+    ln_str(l, ":cpu=");
+    ln_i64_raw(l, c_call);
+    if (c_return < 0) {
+        ln_str(l, ":-");
+    } else {
+        ln_int(l, c_return);
+    }
+}
+
 static inline void ln_emit(struct line *l) {
     *l->p++ = '\n';
     append(l->buf, (size_t)(l->p - l->buf));
@@ -365,7 +391,7 @@ static void tracer_start(int *argc, char ***argv) {
     T.synced = 1;
     double rtt;
     double offset = clock_offset(&rtt);
-    int64_t end = now_us();
+    int64_t end = now_us(), cend = cpu_ns();
     if (!ok)
         return;
 
@@ -375,6 +401,8 @@ static void tracer_start(int *argc, char ***argv) {
     header_line("# clock offset at Init: rank 0 clock - this clock = %.3f us "
                 "(best of %d ping-pongs, round trip %.3f us)\n",
                 offset, SYNC_ROUNDS, rtt);
+    header_line("# cputime: each record ends in :cpu=C0:C1, this thread's CPU time in ns "
+                "(CLOCK_THREAD_CPUTIME_ID) at the call and at its return\n");
     T.active = 1;
 
     struct line l;
@@ -383,10 +411,11 @@ static void tracer_start(int *argc, char ***argv) {
     ln_ptr(&l, argc);
     ln_ptr(&l, argv);
     ln_int(&l, end);
+    ln_cpu(&l, cend, cend);
     ln_emit(&l);
 }
 
-static void tracer_stop(int64_t finalize_time) {
+static void tracer_stop(int64_t finalize_time, int64_t finalize_cpu) {
     double rtt;
     double offset = clock_offset(&rtt);
     PMPI_Comm_free(&T.sync_comm);
@@ -401,6 +430,7 @@ static void tracer_stop(int64_t finalize_time) {
     ln_start(&l, "MPI_Finalize");
     ln_int(&l, finalize_time);
     ln_str(&l, ":-");
+    ln_cpu(&l, finalize_cpu, -1);
     ln_emit(&l);
 
     T.active = 0;
@@ -444,12 +474,12 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
 }
 
 int MPI_Finalize(void) {
-    int64_t t = now_us();
+    int64_t t = now_us(), c = cpu_ns();
     int initialized = 0, finalized = 0;
     PMPI_Initialized(&initialized);
     PMPI_Finalized(&finalized);
     if (initialized && !finalized && T.synced)
-        tracer_stop(t);
+        tracer_stop(t, c);
     return PMPI_Finalize();
 }
 
@@ -463,38 +493,40 @@ static inline void rec_open(struct line *l, const char *name, int64_t t_call) {
     ln_int(l, t_call);
 }
 
-/* Close a record with the return time and queue it for the writer. */
-static inline void rec_close(struct line *l, int64_t t_return) {
+/* Close a record with the return time and the CPU times, and queue it for
+ * the writer. */
+static inline void rec_close(struct line *l, int64_t t_return, int64_t c_call, int64_t c_return) {
     ln_int(l, t_return);
+    ln_cpu(l, c_call, c_return);
     ln_emit(l);
 }
 
 /* --- communicator queries --- */
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Comm_rank(comm, rank);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Comm_rank", t0);
         ln_comm(&l, comm);
         ln_ptr(&l, rank);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Comm_size(MPI_Comm comm, int *size) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Comm_size(comm, size);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Comm_size", t0);
         ln_comm(&l, comm);
         ln_ptr(&l, size);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
@@ -503,9 +535,9 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
 
 #define SEND_LIKE(NAME, PNAME)                                                                     \
     int NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {      \
-        int64_t t0 = now_us();                                                                     \
+        int64_t t0 = now_us(), c0 = cpu_ns();                                                      \
         int ret = PNAME(buf, count, dt, dest, tag, comm);                                          \
-        int64_t t1 = now_us();                                                                     \
+        int64_t t1 = now_us(), c1 = cpu_ns();                                                      \
         if (T.active) {                                                                            \
             struct line l;                                                                         \
             rec_open(&l, #NAME, t0);                                                               \
@@ -515,7 +547,7 @@ int MPI_Comm_size(MPI_Comm comm, int *size) {
             ln_int(&l, dest);                                                                      \
             ln_int(&l, tag);                                                                       \
             ln_comm(&l, comm);                                                                     \
-            rec_close(&l, t1);                                                                     \
+            rec_close(&l, t1, c0, c1);                                                             \
         }                                                                                          \
         return ret;                                                                                \
     }
@@ -527,9 +559,9 @@ SEND_LIKE(MPI_Bsend, PMPI_Bsend)
 
 int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
              MPI_Status *status) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Recv(buf, count, dt, source, tag, comm, status);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Recv", t0);
@@ -540,7 +572,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
         ln_int(&l, tag);
         ln_comm(&l, comm);
         ln_ptr(&l, status);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
@@ -548,9 +580,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Com
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int stag, void *rbuf,
                  int rcount, MPI_Datatype rdt, int source, int rtag, MPI_Comm comm,
                  MPI_Status *status) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Sendrecv(sbuf, scount, sdt, dest, stag, rbuf, rcount, rdt, source, rtag, comm, status);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Sendrecv", t0);
@@ -566,7 +598,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int s
         ln_int(&l, rtag);
         ln_comm(&l, comm);
         ln_ptr(&l, status);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
@@ -577,9 +609,9 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int s
 #define ISEND_LIKE(NAME, PNAME)                                                                    \
     int NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,        \
                  MPI_Request *request) {                                                           \
-        int64_t t0 = now_us();                                                                     \
+        int64_t t0 = now_us(), c0 = cpu_ns();                                                      \
         int ret = PNAME(buf, count, dt, dest, tag, comm, request);                                 \
-        int64_t t1 = now_us();                                                                     \
+        int64_t t1 = now_us(), c1 = cpu_ns();                                                      \
         if (T.active) {                                                                            \
             struct line l;                                                                         \
             rec_open(&l, #NAME, t0);                                                               \
@@ -590,7 +622,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype sdt, int dest, int s
             ln_int(&l, tag);                                                                       \
             ln_comm(&l, comm);                                                                     \
             ln_ptr(&l, request);                                                                   \
-            rec_close(&l, t1);                                                                     \
+            rec_close(&l, t1, c0, c1);                                                             \
         }                                                                                          \
         return ret;                                                                                \
     }
@@ -601,9 +633,9 @@ ISEND_LIKE(MPI_Irsend, PMPI_Irsend)
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Comm comm,
               MPI_Request *request) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Irecv(buf, count, dt, source, tag, comm, request);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Irecv", t0);
@@ -614,7 +646,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
         ln_int(&l, tag);
         ln_comm(&l, comm);
         ln_ptr(&l, request);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
@@ -622,38 +654,38 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int source, int tag, MPI_Co
 /* --- completion --- */
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Wait(request, status);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Wait", t0);
         ln_ptr(&l, request);
         ln_ptr(&l, status);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Waitall(count, requests, statuses);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Waitall", t0);
         ln_int(&l, count);
         ln_ptr(&l, requests);
         ln_ptr(&l, statuses);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Waitany(count, requests, index, status);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Waitany", t0);
@@ -661,31 +693,31 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
         ln_ptr(&l, requests);
         ln_int(&l, *index);
         ln_ptr(&l, status);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 /* The flag is written by value (1 = completed). */
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Test(request, flag, status);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Test", t0);
         ln_ptr(&l, request);
         ln_int(&l, *flag);
         ln_ptr(&l, status);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Testall(count, requests, flag, statuses);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Testall", t0);
@@ -693,7 +725,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
         ln_ptr(&l, requests);
         ln_int(&l, *flag);
         ln_ptr(&l, statuses);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
@@ -701,22 +733,22 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
 /* --- collectives --- */
 
 int MPI_Barrier(MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Barrier(comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Barrier", t0);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Bcast(buf, count, dt, root, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Bcast", t0);
@@ -725,16 +757,16 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
         ln_dt(&l, dt);
         ln_int(&l, root);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                   MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Allreduce(sbuf, rbuf, count, dt, op, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Allreduce", t0);
@@ -744,16 +776,16 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_
         ln_dt(&l, dt);
         ln_op(&l, op);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Iallreduce(sbuf, rbuf, count, dt, op, comm, request);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Iallreduce", t0);
@@ -764,16 +796,16 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI
         ln_op(&l, op);
         ln_comm(&l, comm);
         ln_ptr(&l, request);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root,
                MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Reduce(sbuf, rbuf, count, dt, op, root, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Reduce", t0);
@@ -784,7 +816,7 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
         ln_op(&l, op);
         ln_int(&l, root);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
@@ -793,9 +825,9 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
 #define GATHER_ALL_LIKE(NAME, PNAME)                                                               \
     int NAME(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,               \
                  MPI_Datatype rdt, MPI_Comm comm) {                                                \
-        int64_t t0 = now_us();                                                                     \
+        int64_t t0 = now_us(), c0 = cpu_ns();                                                      \
         int ret = PNAME(sbuf, scount, sdt, rbuf, rcount, rdt, comm);                               \
-        int64_t t1 = now_us();                                                                     \
+        int64_t t1 = now_us(), c1 = cpu_ns();                                                      \
         if (T.active) {                                                                            \
             struct line l;                                                                         \
             rec_open(&l, #NAME, t0);                                                               \
@@ -806,7 +838,7 @@ int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op 
             ln_int(&l, rcount);                                                                    \
             ln_dt(&l, rdt);                                                                        \
             ln_comm(&l, comm);                                                                     \
-            rec_close(&l, t1);                                                                     \
+            rec_close(&l, t1, c0, c1);                                                             \
         }                                                                                          \
         return ret;                                                                                \
     }
@@ -816,9 +848,9 @@ GATHER_ALL_LIKE(MPI_Alltoall, PMPI_Alltoall)
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                MPI_Datatype rdt, int root, MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Gather(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         int at_root = comm_rank(comm) == root;
@@ -831,16 +863,16 @@ int MPI_Gather(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int r
         ln_dt_if(&l, rdt, at_root);
         ln_int(&l, root);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int rcount,
                 MPI_Datatype rdt, int root, MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Scatter(sbuf, scount, sdt, rbuf, rcount, rdt, root, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         int at_root = comm_rank(comm) == root;
@@ -853,7 +885,7 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int 
         ln_dt_if(&l, rdt, rbuf != MPI_IN_PLACE);
         ln_int(&l, root);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
@@ -862,9 +894,9 @@ int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, int 
 * (the translator does not translate these calls). */
 int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, const int rcounts[],
                    const int displs[], MPI_Datatype rdt, MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Allgatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Allgatherv", t0);
@@ -876,16 +908,16 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, c
         ln_ptr(&l, displs);
         ln_dt(&l, rdt);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, const int rcounts[],
                 const int displs[], MPI_Datatype rdt, int root, MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Gatherv(sbuf, scount, sdt, rbuf, rcounts, displs, rdt, root, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         int at_root = comm_rank(comm) == root;
@@ -899,16 +931,16 @@ int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype sdt, void *rbuf, cons
         ln_dt_if(&l, rdt, at_root);
         ln_int(&l, root);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_Datatype sdt,
                  void *rbuf, int rcount, MPI_Datatype rdt, int root, MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Scatterv(sbuf, scounts, displs, sdt, rbuf, rcount, rdt, root, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         int at_root = comm_rank(comm) == root;
@@ -922,7 +954,7 @@ int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_
         ln_dt_if(&l, rdt, rbuf != MPI_IN_PLACE);
         ln_int(&l, root);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
@@ -930,9 +962,9 @@ int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[], MPI_
 int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MPI_Datatype sdt,
                   void *rbuf, const int rcounts[], const int rdispls[], MPI_Datatype rdt,
                   MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Alltoallv(sbuf, scounts, sdispls, sdt, rbuf, rcounts, rdispls, rdt, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Alltoallv", t0);
@@ -945,16 +977,16 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[], MP
         ln_ptr(&l, rdispls);
         ln_dt(&l, rdt);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }
 
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Datatype dt,
                        MPI_Op op, MPI_Comm comm) {
-    int64_t t0 = now_us();
+    int64_t t0 = now_us(), c0 = cpu_ns();
     int ret = PMPI_Reduce_scatter(sbuf, rbuf, rcounts, dt, op, comm);
-    int64_t t1 = now_us();
+    int64_t t1 = now_us(), c1 = cpu_ns();
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Reduce_scatter", t0);
@@ -964,7 +996,7 @@ int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[], MPI_Da
         ln_dt(&l, dt);
         ln_op(&l, op);
         ln_comm(&l, comm);
-        rec_close(&l, t1);
+        rec_close(&l, t1, c0, c1);
     }
     return ret;
 }

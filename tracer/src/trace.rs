@@ -23,8 +23,51 @@ pub struct Record {
     pub call_us: Option<u64>,
     /// Return time in microseconds (for MPI_Finalize the single time given).
     pub return_us: u64,
-    /// Every `:`-separated field after the name, as written.
+    /// Every `:`-separated field after the name, as written (without the
+    /// trailing `cpu=` fields).
     pub fields: Vec<String>,
+    /// The thread CPU time (ns) at the call and at its return, from the
+    /// optional trailing `:cpu=C0:C1` fields (`-` for an unknown value;
+    /// MPI_Finalize has only C0). `None` in traces without CPU times
+    /// (liballprof's, the thesis's, older tracers').
+    pub cpu_ns: Option<(Option<u64>, Option<u64>)>,
+}
+
+/// Splits the optional trailing `cpu=C0[:C1]` fields off a record's fields.
+/// Returns the CPU values, or an error message for a malformed value.
+#[allow(clippy::type_complexity)]
+pub fn split_cpu_fields(
+    fields: &mut Vec<String>,
+) -> Result<Option<(Option<u64>, Option<u64>)>, String> {
+    let Some(k) = fields.iter().rposition(|f| f.starts_with("cpu=")) else {
+        return Ok(None);
+    };
+    if fields.len() - k > 2 {
+        return Err(format!(
+            "`cpu=` must be followed by at most one more field (C1), found {}",
+            fields.len() - k - 1
+        ));
+    }
+    let val = |s: &str, what: &str| -> Result<Option<u64>, String> {
+        if s == "-" {
+            return Ok(None);
+        }
+        s.parse::<u64>().map(Some).map_err(|_| {
+            format!("{what} `{s}` is not a CPU time (non-negative integer nanoseconds or `-`)")
+        })
+    };
+    let c0 = val(&fields[k][4..], "cpu=")?;
+    let c1 = match fields.get(k + 1) {
+        Some(s) => val(s, "the CPU time at return")?,
+        None => None,
+    };
+    if let (Some(a), Some(b)) = (c0, c1) {
+        if b < a {
+            return Err(format!("CPU time at return {b} ns is before the one at the call {a} ns"));
+        }
+    }
+    fields.truncate(k);
+    Ok(Some((c0, c1)))
 }
 
 /// A parsed trace file of one rank.
@@ -122,7 +165,13 @@ impl Trace {
             }
             let mut parts = line.split(':');
             let name = parts.next().unwrap_or_default().to_string();
-            let fields: Vec<String> = parts.map(str::to_string).collect();
+            let mut fields: Vec<String> = parts.map(str::to_string).collect();
+            let cpu_col = {
+                let k = fields.iter().rposition(|f| f.starts_with("cpu="));
+                k.map(|k| name.len() + 2 + fields[..k].iter().map(|f| f.len() + 1).sum::<usize>())
+            };
+            let cpu_ns = split_cpu_fields(&mut fields)
+                .map_err(|m| syntax(path, line_no, cpu_col.unwrap_or(1), m))?;
             // Column (1-based) where field k (0-based) starts.
             let col_of = |k: usize| -> usize {
                 name.len() + 2 + fields[..k].iter().map(|f| f.len() + 1).sum::<usize>()
@@ -206,6 +255,7 @@ impl Trace {
                 call_us,
                 return_us,
                 fields,
+                cpu_ns,
             });
         }
         Ok(trace)
@@ -289,13 +339,14 @@ mod tests {
     use super::*;
 
     fn thesis(rel: &str) -> Trace {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/data/thesis")
+        let p = Path::new(env!("IBCOSIM_REFERENCE_DATA_DIR"))
+            .join("thesis")
             .join(rel);
         Trace::read(&p).unwrap()
     }
 
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the thesis's traces")]
     fn thesis_ltest_traces_parse_with_the_stated_counts_and_run_times() {
         let r0 = thesis("ltest/pmpi-trace-rank-0.txt");
         let r1 = thesis("ltest/pmpi-trace-rank-1.txt");
@@ -320,6 +371,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the thesis's traces")]
     fn thesis_colltest_and_ringtest_run_times() {
         let c = thesis("colltest/pmpi-trace-rank-0.txt");
         assert_eq!(c.run_time_us(), Some(32_148));
@@ -405,6 +457,29 @@ mod tests {
             .starts_with("t.txt:1:1: line starts neither"));
         let err = Trace::parse("t.txt", "MPI_Finalize:10\n").unwrap_err();
         assert!(err.to_string().contains("MPI_Finalize must be"));
+    }
+
+    #[test]
+    fn cpu_fields_are_split_off_and_checked() {
+        let text = "# cputime: ...\nMPI_Init:-:1:2:100:cpu=5000:5000\n\
+                    MPI_Send:110:4096:10:11,8,8:1:7:0,0,2:115:cpu=9000:9500\n\
+                    MPI_Finalize:150:-:cpu=20000:-\n";
+        let t = Trace::parse("t", text).unwrap();
+        assert_eq!(t.records[0].cpu_ns, Some((Some(5000), Some(5000))));
+        assert_eq!(t.records[0].fields.len(), 4);
+        assert_eq!(t.records[1].return_us, 115);
+        assert_eq!(t.records[1].cpu_ns, Some((Some(9000), Some(9500))));
+        assert_eq!(t.records[2].cpu_ns, Some((Some(20000), None)));
+        assert_eq!(t.run_time_us(), Some(50));
+        // Without the fields (liballprof, the thesis): None.
+        let t = Trace::parse("t", "MPI_Init:-:1:2:100\nMPI_Finalize:150:-\n").unwrap();
+        assert_eq!(t.records[0].cpu_ns, None);
+        // A malformed CPU time names line and column.
+        let err = Trace::parse("t", "MPI_Init:-:1:2:100:cpu=x5:6\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("t:1:20:") && msg.contains("not a CPU time"), "{msg}");
+        let err = Trace::parse("t", "MPI_Init:-:1:2:100:cpu=7:6\n").unwrap_err();
+        assert!(err.to_string().contains("before the one at the call"), "{err}");
     }
 
     #[test]

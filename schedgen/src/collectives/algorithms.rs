@@ -899,12 +899,28 @@ pub fn allgather_neighbor(w: &mut GoalWriter, me: i32, p: i32, b: i64) -> Result
 
 /// Pairwise all-to-all (MPICH long messages; Open MPI `alltoall` alg 2):
 /// p-1 blocking steps; step k sends to `me + k` and receives from `me - k`.
-pub fn alltoall_pairwise(w: &mut GoalWriter, me: i32, p: i32, b: i64) -> Result<(), String> {
+/// With `xor_if_pof2` (MPICH's `MPIR_Alltoall_intra_pairwise`) and p a
+/// power of two, step k exchanges with `me ^ k` in both directions
+/// instead; Open MPI's pairwise always uses `me + k` / `me - k`.
+pub fn alltoall_pairwise(
+    w: &mut GoalWriter,
+    me: i32,
+    p: i32,
+    b: i64,
+    xor_if_pof2: bool,
+) -> Result<(), String> {
     let (p64, r) = (p as i64, me as i64);
+    let xor = xor_if_pof2 && p64 > 0 && p64 & (p64 - 1) == 0;
     let mut st = Steps::default();
     for k in 1..p64 {
-        st.send(w, b, md(r + k, p64))?;
-        st.recv(w, b, md(r - k, p64))?;
+        let (to, from) = if xor {
+            let peer = (r ^ k) as i32;
+            (peer, peer)
+        } else {
+            (md(r + k, p64), md(r - k, p64))
+        };
+        st.send(w, b, to)?;
+        st.recv(w, b, from)?;
         st.next();
     }
     Ok(())

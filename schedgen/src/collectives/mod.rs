@@ -429,7 +429,7 @@ pub fn write(
             crate::patterns::linear_alltoall(w, me, p, sz(n)?);
             Ok(())
         }
-        AlltoallPairwise => a::alltoall_pairwise(w, me, p, n),
+        AlltoallPairwise => a::alltoall_pairwise(w, me, p, n, lib == Library::Mpich),
         AlltoallBruck => a::alltoall_bruck(w, me, p, n),
         AlltoallScattered => a::alltoall_scattered(w, me, p, n, mpich::ALLTOALL_THROTTLE),
         GatherLinear => a::gather_linear(w, me, p, root, n, false),

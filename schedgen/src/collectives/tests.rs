@@ -9,6 +9,10 @@ use crate::goal::GoalWriter;
 type Ops = Vec<(char, i64, i32)>;
 
 fn ops_of(alg: Algorithm, p: i32, count: i64, dsize: i64, root: i32) -> Vec<Ops> {
+    ops_of_lib(Library::Ompi, alg, p, count, dsize, root)
+}
+
+fn ops_of_lib(lib: Library, alg: Algorithm, p: i32, count: i64, dsize: i64, root: i32) -> Vec<Ops> {
     let call = Call {
         coll: alg.coll(),
         count,
@@ -20,7 +24,7 @@ fn ops_of(alg: Algorithm, p: i32, count: i64, dsize: i64, root: i32) -> Vec<Ops>
         w.start_rank(me as i64);
         // As the translator does before every collective.
         w.clear_sets();
-        write(&mut w, Library::Ompi, alg, &call, me, p).unwrap();
+        write(&mut w, lib, alg, &call, me, p).unwrap();
         w.end_rank();
     }
     let (text, _) = w.finish();
@@ -162,8 +166,13 @@ fn every_algorithm_matches_sends_and_receives() {
     for &alg in Algorithm::ALL {
         for p in 1..=13 {
             for &(count, dsize) in &[(1i64, 4i64), (13, 8), (1000, 1)] {
-                for root in [0, p - 1, p / 2] {
-                    let ops = ops_of(alg, p, count, dsize, root);
+                for (lib, root) in [
+                    (Library::Ompi, 0),
+                    (Library::Ompi, p - 1),
+                    (Library::Ompi, p / 2),
+                    (Library::Mpich, 0),
+                ] {
+                    let ops = ops_of_lib(lib, alg, p, count, dsize, root);
                     let mut sent = Vec::new();
                     let mut got = Vec::new();
                     for (me, o) in ops.iter().enumerate() {
@@ -399,6 +408,25 @@ fn alltoall_bruck_and_pairwise() {
             ('r', 1, 2)
         ]
     );
+}
+
+/// MPICH's pairwise all-to-all exchanges with `r ^ k` when P is a power
+/// of two (rank 0 of 8 sends to and receives from 1, then 2, 3, ... 7) and
+/// with `r + k` / `r - k` otherwise; Open MPI's pairwise always uses the
+/// latter (rank 0 of 8 sends to 1 and receives from 7 first).
+#[test]
+fn alltoall_pairwise_mpich_xor_on_powers_of_two() {
+    let o = ops_of_lib(Library::Mpich, Algorithm::AlltoallPairwise, 8, 1, 1, 0);
+    let want: Ops = (1..8).flat_map(|k| [('s', 1, k), ('r', 1, k)]).collect();
+    assert_eq!(o[0], want);
+    let want5: Ops = (1..8).flat_map(|k| [('s', 1, 5 ^ k), ('r', 1, 5 ^ k)]).collect();
+    assert_eq!(o[5], want5);
+    let o = ops_of_lib(Library::Ompi, Algorithm::AlltoallPairwise, 8, 1, 1, 0);
+    assert_eq!(o[0][..2], [('s', 1, 1), ('r', 1, 7)]);
+    // 6 ranks (not a power of two): MPICH also uses r + k / r - k.
+    let o = ops_of_lib(Library::Mpich, Algorithm::AlltoallPairwise, 6, 1, 1, 0);
+    let want6: Ops = (1..6).flat_map(|k| [('s', 1, k), ('r', 1, (6 - k) % 6)]).collect();
+    assert_eq!(o[0], want6);
 }
 
 /// Allgather: Bruck on 5 ranks sends 1, 2, 1 blocks to r-1, r-2, r-4;

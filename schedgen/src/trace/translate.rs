@@ -55,6 +55,36 @@ pub struct TraceOptions {
     pub require_all: bool,
     /// `--traces-start FILE`: resume positions (read, then rewritten).
     pub start_file: Option<PathBuf>,
+    /// `--compute`: how a computation gap between two MPI calls is
+    /// measured. [`Compute::Wall`] (the reference's, and this library's
+    /// default) or [`Compute::Cpu`] (the thread CPU time the tracer records
+    /// beside the wall times; traces without it fall back to wall time with
+    /// a warning).
+    pub compute: Compute,
+}
+
+/// How the computation between two MPI calls is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compute {
+    /// The wall-clock gap: next call's start minus the previous call's end.
+    Wall,
+    /// The thread CPU time used in the gap (the trace's `:cpu=C0:C1`
+    /// fields), at most the wall-clock gap. Not inflated when the rank
+    /// waited for a core; a rank that sleeps computes nothing.
+    Cpu,
+}
+
+/// The names `--compute` accepts.
+pub const COMPUTE_NAMES: &[&str] = &["cpu", "wall"];
+
+impl Compute {
+    pub fn by_name(s: &str) -> Option<Compute> {
+        match s {
+            "cpu" => Some(Compute::Cpu),
+            "wall" => Some(Compute::Wall),
+            _ => None,
+        }
+    }
 }
 
 impl Default for TraceOptions {
@@ -78,6 +108,7 @@ impl Default for TraceOptions {
             collectives: Library::Textbook,
             require_all: false,
             start_file: None,
+            compute: Compute::Wall,
         }
     }
 }
@@ -390,6 +421,11 @@ struct RankState {
     debt: u64,
     pins: IntervalSet,
     init_end: Option<f64>,
+    /// Thread CPU time (ns) at the end of the call that started the current
+    /// gap (with `Compute::Cpu`; `None` until known).
+    cpu0: Option<u64>,
+    /// The current record's CPU times (ns) at the call and at its return.
+    rec_cpu: (Option<u64>, Option<u64>),
 }
 
 impl RankState {
@@ -403,6 +439,8 @@ impl RankState {
             debt: 0,
             pins: IntervalSet::new(),
             init_end: None,
+            cpu0: None,
+            rec_cpu: (None, None),
         }
     }
 }
@@ -413,6 +451,9 @@ struct Ctx<'a> {
     /// The first error found by a helper that cannot return one (a
     /// negative or too large time); checked after every trace line.
     err: Option<TraceError>,
+    /// Gaps are measured in thread CPU time (`Compute::Cpu` and every trace
+    /// has CPU times).
+    use_cpu: bool,
 }
 
 impl Ctx<'_> {
@@ -460,7 +501,17 @@ impl Ctx<'_> {
         te: f64,
         at: (&Path, usize),
     ) -> Label {
-        let mut dur = self.units(tb - st.t0, at.0, at.1);
+        let wall = tb - st.t0;
+        let us = match (self.use_cpu, st.cpu0, st.rec_cpu.0) {
+            // CPU time of the gap, never more than its wall time (the two
+            // clocks differ in resolution; a gap cannot use more CPU than
+            // time passed on one thread).
+            (true, Some(c0), Some(c1)) if wall >= 0.0 => {
+                (c1.saturating_sub(c0) as f64 / 1000.0).min(wall)
+            }
+            _ => wall,
+        };
+        let mut dur = self.units(us, at.0, at.1);
         if st.debt > 0 && dur < (1u64 << 63) {
             let take = st.debt.min(dur);
             dur -= take;
@@ -478,6 +529,7 @@ impl Ctx<'_> {
             }
         }
         st.t0 = te;
+        st.cpu0 = st.rec_cpu.1.or(st.rec_cpu.0);
         c
     }
 
@@ -590,8 +642,23 @@ pub fn translate(first: &Path, o: &TraceOptions) -> Result<Translation, TraceErr
         o,
         warnings: Vec::new(),
         err: None,
+        use_cpu: false,
     };
     check_missing_ranks(first, &traces, &mut ctx)?;
+    if o.compute == Compute::Cpu {
+        let without: Vec<&RankTrace> = traces.iter().filter(|t| !has_cpu_times(t)).collect();
+        if without.is_empty() {
+            ctx.use_cpu = true;
+        } else {
+            ctx.warnings.push(format!(
+                "{} of {hn} trace file(s) have no CPU times (no `:cpu=` fields, e.g. {}: written \
+                 by liballprof or an older mpi-tracer); computation is measured in wall-clock \
+                 time (--compute wall) instead of thread CPU time",
+                without.len(),
+                without[0].file.display()
+            ));
+        }
+    }
 
     let sync = if o.sync_collectives || o.sync_p2p {
         Some(sync_targets(&traces, &mut ctx)?)
@@ -1000,8 +1067,42 @@ pub fn start_skews_us(first: &Path) -> Result<Vec<f64>, TraceError> {
         o: &o,
         warnings: Vec::new(),
         err: None,
+        use_cpu: false,
     };
     Ok(sync_targets(&traces, &mut ctx)?.start)
+}
+
+/// Whether a trace records thread CPU times: its MPI_Init record ends in
+/// `:cpu=...` (the tracer writes them on every record or on none).
+fn has_cpu_times(tr: &RankTrace) -> bool {
+    tr.lines
+        .iter()
+        .find(|l| l.starts_with("MPI_Init:"))
+        .is_some_and(|l| l.contains(":cpu="))
+}
+
+/// The `:cpu=C0[:C1]` fields at the end of a record (ns; `-` unknown).
+/// `Ok(None)` when the record has none.
+#[allow(clippy::type_complexity)]
+fn record_cpu(line: &str) -> Result<Option<(Option<u64>, Option<u64>)>, String> {
+    let Some(i) = line.rfind(":cpu=") else {
+        return Ok(None);
+    };
+    let mut it = line[i + 5..].split(':');
+    let val = |s: Option<&str>, what: &str| -> Result<Option<u64>, String> {
+        match s {
+            None | Some("-") => Ok(None),
+            Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+                format!("{what} `{v}` is not a CPU time (integer nanoseconds or `-`)")
+            }),
+        }
+    };
+    let c0 = val(it.next(), "cpu=")?;
+    let c1 = val(it.next(), "the CPU time at return after cpu=")?;
+    if it.next().is_some() {
+        return Err("more than two values after `cpu=` (expected `:cpu=C0:C1`)".into());
+    }
+    Ok(Some((c0, c1)))
 }
 
 /// Display name used in the `--traces-print` comments.
@@ -1070,6 +1171,8 @@ fn translate_rank(
         if idx == 1 {
             if let Some(t) = pending_t0.take() {
                 st.t0 = t;
+                // The saved position has no CPU time: that gap is wall time.
+                st.cpu0 = None;
             }
         }
         let lineno = rec.lineno;
@@ -1106,6 +1209,19 @@ fn translate_rank(
         if o.nop2p && is_p2p(call) || o.nocolls && (is_collective(call)) {
             continue;
         }
+        if ctx.use_cpu {
+            st.rec_cpu = match record_cpu(line).map_err(lerr)? {
+                Some(c) => c,
+                None if call == Call::Ignored => (None, None),
+                None => {
+                    return Err(lerr(
+                        "no `:cpu=` fields on this record although the trace's MPI_Init has \
+                         them (a damaged trace; --compute wall ignores them)"
+                            .into(),
+                    ))
+                }
+            };
+        }
         let f = Fields::split(line);
         let tag_of = |comm: i64, t: i64| {
             if o.raw_tags {
@@ -1124,6 +1240,7 @@ fn translate_rank(
                 }
                 let end = f.time(4, "end time").map_err(lerr)?;
                 st.t0 = end;
+                st.cpu0 = st.rec_cpu.1.or(st.rec_cpu.0);
                 st.init_end = Some(end);
                 st.after = vec![(None, DepKind::Requires)];
                 // Calibration 4: this rank starts when it left MPI_Init on
