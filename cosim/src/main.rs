@@ -562,6 +562,16 @@ impl Supervisor {
                 c.stderr_contains(&["peer scheduler (pid", "the scheduler reported an error"])
             }
         };
+        // Words with which a side says it received an Error record from its
+        // peer (the peer is the one that reported a failure).
+        let got_error = |c: &Child, side: Side| match side {
+            Side::Scheduler => c.stderr_contains(&[
+                "the fabric reports",
+                "the fabric rejects",
+                "the fabric failed (code",
+            ]),
+            Side::Fabric => c.stderr_contains(&["the scheduler reported an error"]),
+        };
         // The followers' texts are complete once the sides are gone.
         if let Some(c) = self.sched.as_mut() {
             c.drain_stderr();
@@ -577,6 +587,8 @@ impl Supervisor {
             other_stopped,
             first_followed: followed(self.child(first), first),
             other_followed: followed(self.child(other), other),
+            first_got_error: got_error(self.child(first), first),
+            other_got_error: got_error(self.child(other), other),
         });
         if let Some((c, why)) = v.culprit {
             let pid = self.child(c).pid;

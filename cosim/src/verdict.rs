@@ -37,6 +37,10 @@ pub struct Observed {
     /// Did each side's stderr say that its *peer* failed (it only followed)?
     pub first_followed: bool,
     pub other_followed: bool,
+    /// Did each side's stderr say that it received an Error record from
+    /// its peer (the peer reported a failure; implies `*_followed`)?
+    pub first_got_error: bool,
+    pub other_got_error: bool,
 }
 
 /// How the culprit is described.
@@ -63,8 +67,11 @@ fn is_signal(s: i32) -> bool {
 
 /// The rules, in order: 1. a side that is stopped; 2. a side killed by a
 /// signal we did not send; 3. the only side that failed; 4. of two failed
-/// sides, the one that does not merely report its peer's failure; 5. the
-/// one that exited first. A resource-limit status (3) of either side wins
+/// sides, the one that sent an Error record, when only one of them received
+/// one (the sender reported the failure; the receiver only followed, and
+/// whatever it hit afterwards, e.g. the sender's exit, is a consequence);
+/// 5. of two failed sides, the one that does not merely report its peer's
+/// failure; 6. the one that exited first. A resource-limit status (3) of either side wins
 /// as the exit status, so that scripts can retry later.
 // (Rules with the same outcome stay separate: each is one line of the
 // documented order.)
@@ -93,6 +100,12 @@ pub fn decide(o: &Observed) -> Verdict {
         (Some(first), fs)
     } else if fs == 0 {
         (Some(other), os)
+    } else if o.first_got_error != o.other_got_error {
+        if o.first_got_error {
+            (Some(other), os)
+        } else {
+            (Some(first), fs)
+        }
     } else if o.first_followed && !o.other_followed {
         (Some(other), os)
     } else {
@@ -132,6 +145,37 @@ mod tests {
             other_stopped: false,
             first_followed: false,
             other_followed: false,
+            first_got_error: false,
+            other_got_error: false,
+        }
+    }
+
+    #[test]
+    fn the_sender_of_an_error_record_is_named_whoever_ends_first() {
+        // The scheduler sent an Error record: the fabric reports it, the
+        // scheduler then finds its peer gone. Both only "follow" by their
+        // words; the record decides, in either order of exit.
+        for first in [Side::Fabric, Side::Scheduler] {
+            let mut o = obs(first, 1, 1);
+            o.first_followed = true;
+            o.other_followed = true;
+            if first == Side::Fabric {
+                o.first_got_error = true;
+            } else {
+                o.other_got_error = true;
+            }
+            let v = decide(&o);
+            assert_eq!(v.culprit, Some((Side::Scheduler, Why::Status(1))), "{first:?}");
+            assert_eq!(v.status, 1);
+        }
+        // and the other way round
+        for first in [Side::Fabric, Side::Scheduler] {
+            let mut o = obs(first, 1, 1);
+            o.first_followed = first == Side::Scheduler;
+            o.first_got_error = first == Side::Scheduler;
+            o.other_followed = first == Side::Fabric;
+            o.other_got_error = first == Side::Fabric;
+            assert_eq!(decide(&o).culprit.unwrap().0, Side::Fabric, "{first:?}");
         }
     }
 

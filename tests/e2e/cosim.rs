@@ -1661,3 +1661,43 @@ fn triggered_inserts_save_round_trips_through_the_supervisor() {
     );
     assert_eq!(st(&s4, "late_arrivals"), Some(0));
 }
+
+/// A forged Error record under notify (fault injection in either side:
+/// IBCOSIM_TEST_FAULT=error-scheduler / error-fabric): the side that sent
+/// the record is named, every time, whichever side the supervisor happens
+/// to reap first. The receiver only reports it (and then, for the
+/// scheduler, finds its peer gone), so it is never the one to blame.
+#[test]
+fn a_forged_error_record_gets_the_same_verdict_every_time() {
+    let _ipc = ipc_budget();
+    for (fault, sender) in [
+        ("error-scheduler", "the scheduler (loggopsim)"),
+        ("error-fabric", "the fabric (ibnet)"),
+    ] {
+        for i in 0..10 {
+            let transport = if i % 2 == 0 { "shm" } else { "mq" };
+            let key = fresh_key();
+            let mut c = cosim_cmd(&["-p", "notify", "--transport", transport, "--key", &key]);
+            c.env("IBCOSIM_TEST_FAULT", fault);
+            let o = run_limited(c, Duration::from_secs(30));
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(1), "{fault} #{i}: {err}");
+            let verdicts: Vec<&str> = err
+                .lines()
+                .filter(|l| l.starts_with("cosim: ") && l.contains("failed first"))
+                .collect();
+            assert_eq!(verdicts.len(), 1, "{fault} #{i}: {err}");
+            assert!(
+                verdicts[0].starts_with(&format!(
+                    "cosim: {sender} failed first with exit status 1 (pid "
+                )) && verdicts[0].ends_with("); both sides ended"),
+                "{fault} #{i} ({transport}): {err}"
+            );
+            assert!(
+                err.contains(&format!("forged by IBCOSIM_TEST_FAULT={fault}")),
+                "{err}"
+            );
+            assert_eq!(session_objects_left(&key), Vec::<String>::new());
+        }
+    }
+}

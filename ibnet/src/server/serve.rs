@@ -103,7 +103,12 @@ pub fn serve_channel(
     let mut n: u64 = 0;
     // Fault injection for the supervision tests: IBCOSIM_TEST_FAULT=hang-fabric
     // makes this side loop forever (busy, no progress) after its first record.
-    let hang = std::env::var("IBCOSIM_TEST_FAULT").is_ok_and(|v| v == "hang-fabric");
+    // IBCOSIM_TEST_FAULT=error-fabric makes it answer its first
+    // NoMoreInserts or Query with a forged Error record (code Internal), as
+    // a fabric that failed would.
+    let fault = std::env::var("IBCOSIM_TEST_FAULT").unwrap_or_default();
+    let hang = fault == "hang-fabric";
+    let forge_error = fault == "error-fabric";
     // Where the fabric's time goes per round (reported, never used by the
     // model): from the round's first record to its NoMoreInserts or Query
     // it takes in the scheduler's inserts (less any wait for the rest of
@@ -144,6 +149,12 @@ pub fn serve_channel(
             loop {
                 std::hint::spin_loop();
             }
+        }
+        if forge_error && answered.is_some() {
+            let e = ServerError::Fabric("forged by IBCOSIM_TEST_FAULT=error-fabric".into());
+            let _ = ch.send(e.to_record());
+            let _ = ch.flush();
+            return Err(e.into());
         }
         match server.handle(rec, &mut out) {
             Ok(step) => {

@@ -379,7 +379,7 @@ impl CosimNetwork {
         let ch = session
             .connect()
             .map_err(|e| format!("cannot connect to the fabric: {e}"))?;
-        CosimNetwork::new_with_base(
+        let mut net = CosimNetwork::new_with_base(
             Box::new(ch),
             args.quantum,
             args.estimate,
@@ -387,7 +387,18 @@ impl CosimNetwork {
             format!("ibnet/{} over {transport}", args.protocol),
             None,
         )
-        .map_err(|e| format!("cannot configure the session: {e}"))
+        .map_err(|e| format!("cannot configure the session: {e}"))?;
+        // Fault injection for the supervisor's tests:
+        // IBCOSIM_TEST_FAULT=error-scheduler sends the fabric a forged Error
+        // record (code Internal) and then carries on as if nothing happened.
+        if std::env::var("IBCOSIM_TEST_FAULT").is_ok_and(|v| v == "error-scheduler") {
+            net.send(Record::error(
+                ErrorCode::Internal,
+                "forged by IBCOSIM_TEST_FAULT=error-scheduler",
+            ))
+            .map_err(|e| format!("cannot send the forged Error record: {e}"))?;
+        }
+        Ok(net)
     }
 
     fn fresh_handle(&mut self) -> Handle {
