@@ -12,7 +12,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::tracer::{require_mpi_lib, thesis_program, tracer_library, MPI_RUNS};
+use crate::tracer::{
+    example_program, require_mpi_lib, thesis_program, tracer_library, MPI_RUNS,
+};
 use crate::util::{bin, repo_root, run, stderr, stdout};
 
 fn predict() -> Command {
@@ -207,15 +209,15 @@ fn predict_rejects_different_runs_and_bad_options() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(msg), "{args:?}: {}", stderr(&out));
     }
-    // durations on a target without an analytic link model: the row says
-    // why instead of a number (and nothing else to simulate: exit 1).
+    // durations on a target without an analytic link model: nothing the
+    // method can simulate, refused before anything runs (exit 2), saying why.
     let out = run(predict().arg("--traces").arg(dir.path().join("a")).args([
         "--method",
         "durations",
         "--target",
         "H8_S1:qdr",
     ]));
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("no analytic link model for preset 'qdr'")
             && stderr(&out).contains("use --method gaps"),
@@ -413,4 +415,366 @@ fn trace_and_simulate_small_defects_are_fixed() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `write_run` with the tracer's CPU times: every gap's CPU time is its
+/// wall time divided by `slow` (a rank that waited for a core).
+fn write_run_cpu(dir: &Path, g0: u64, g1: u64, h0: u64, h1: u64, slow: u64) {
+    write_run(dir, g0, g1, h0, h1);
+    for r in 0..2 {
+        let f = dir.join(format!("pmpi-trace-rank-{r}.txt"));
+        let text = std::fs::read_to_string(&f).unwrap();
+        let mut out = String::new();
+        let mut cpu_ns = 0u64;
+        let mut last_end: Option<u64> = None;
+        for line in text.lines() {
+            if !line.starts_with("MPI_") {
+                out += line;
+                out.push('\n');
+                continue;
+            }
+            let fields: Vec<&str> = line.split(':').collect();
+            let (call, end) = if line.starts_with("MPI_Init") {
+                (None, fields[4].parse::<u64>().unwrap())
+            } else if line.starts_with("MPI_Finalize") {
+                let t = fields[1].parse::<u64>().unwrap();
+                (Some(t), t)
+            } else {
+                (
+                    Some(fields[1].parse::<u64>().unwrap()),
+                    fields.last().unwrap().parse::<u64>().unwrap(),
+                )
+            };
+            if let (Some(c), Some(e)) = (call, last_end) {
+                cpu_ns += (c - e) * 1000 / slow;
+            }
+            let c0 = cpu_ns;
+            if let Some(c) = call {
+                cpu_ns += (end - c) * 1000; // inside MPI: polling
+            }
+            let c1 = if line.starts_with("MPI_Finalize") {
+                "-".to_string()
+            } else {
+                cpu_ns.to_string()
+            };
+            out += &format!("{line}:cpu={c0}:{c1}\n");
+            last_end = Some(end);
+        }
+        std::fs::write(&f, out).unwrap();
+    }
+}
+
+fn json_of(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "{}\n{}", stdout(out), stderr(out));
+    serde_json::from_str(&stdout(out)).expect("JSON")
+}
+
+fn warnings_of(v: &Value) -> String {
+    v["warnings"].to_string()
+}
+
+/// The computation measure on hand-written traces: with CPU times the
+/// schedule's computation is the CPU time (a quarter of the wall gaps
+/// here), `--compute wall` takes the gaps, traces without CPU times fall
+/// back to wall with a warning. And the warnings: a spread between runs
+/// above --spread-threshold (rank 1's computation is 20, 25, 45 us of wall
+/// time in the three runs: 25 us apart, more than 10% of the ~140 us
+/// prediction), computation that dominates the prediction (rank 0 computes
+/// all of its run), a single run.
+#[test]
+fn predict_measures_cpu_time_and_warns_where_it_would_mislead() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = [(100, 50, 10, 10), (80, 70, 20, 5), (90, 60, 15, 30)];
+    let mut cpu_args = Vec::new();
+    let mut wall_args = Vec::new();
+    for (k, &(a, b, c, d)) in runs.iter().enumerate() {
+        let p = dir.path().join(format!("cpu-{k}"));
+        write_run_cpu(&p, a, b, c, d, 4);
+        cpu_args.push("--traces".to_string());
+        cpu_args.push(p.display().to_string());
+        let p = dir.path().join(format!("wall-{k}"));
+        write_run(&p, a, b, c, d);
+        wall_args.push("--traces".to_string());
+        wall_args.push(p.display().to_string());
+    }
+    let common = ["--json", "--target", "H8_S1:thesis-ddr", "--backend", "loggp"];
+    // cpu (the default): rank 0's bursts min(100, 80, 90) / 4 + min(50, 70, 60) / 4.
+    let v = json_of(&run(predict().args(&cpu_args).args(common)));
+    assert_eq!(v["compute"], "cpu");
+    let est = &v["computation_us_per_rank"]["estimate"];
+    assert!(close(est[0].as_f64().unwrap(), 20.0 + 12.5), "{est}");
+    // wall: the gaps themselves.
+    let v = json_of(&run(predict()
+        .args(&cpu_args)
+        .args(common)
+        .args(["--compute", "wall"])));
+    assert_eq!(v["compute"], "wall");
+    let est = &v["computation_us_per_rank"]["estimate"];
+    assert!(close(est[0].as_f64().unwrap(), 130.0), "{est}");
+    // wall: the spread (25 us on a ~140 us prediction) and the computation
+    // share (rank 0: 130 of 130 us) warn.
+    let w = warnings_of(&v);
+    assert!(
+        w.contains("differs by 25.0 us between the fastest and the slowest run")
+            && w.contains("--spread-threshold 10%"),
+        "{w}"
+    );
+    assert!(w.contains("computation is up to 100% of a predicted run time"), "{w}");
+    assert!(!w.contains("no CPU times") && !w.contains("single run"), "{w}");
+    // a higher threshold silences the spread warning.
+    let v = json_of(&run(predict()
+        .args(&cpu_args)
+        .args(common)
+        .args(["--compute", "wall", "--spread-threshold", "50"])));
+    assert!(!warnings_of(&v).contains("fastest and the slowest"), "{v}");
+    // Traces without CPU times: wall, said so; the same numbers as wall.
+    let v = json_of(&run(predict().args(&wall_args).args(common)));
+    assert_eq!(v["compute"], "wall");
+    assert!(
+        warnings_of(&v).contains("has no CPU times") && warnings_of(&v).contains("--compute wall"),
+        "{v}"
+    );
+    assert!(close(
+        v["computation_us_per_rank"]["estimate"][0].as_f64().unwrap(),
+        130.0
+    ));
+    // A single run: no noise estimate, said so.
+    let v = json_of(&run(predict().args(&cpu_args[..2]).args(common)));
+    assert!(warnings_of(&v).contains("a single run"), "{v}");
+    assert!(v["noise"]["computation_spread_pct"].is_null(), "{v}");
+    // --no-computation: every calc 0, the transfer alone (rank 1 receives
+    // 60000 B: 0.1 + 59999 x 0.0005 us).
+    let v = json_of(&run(predict()
+        .args(&cpu_args)
+        .args(common)
+        .arg("--no-computation")));
+    let t = v["predictions"][0]["time_us_per_rank"][1].as_f64().unwrap();
+    assert!(close(t, 0.1 + 59_999.0 * 0.0005), "{v}");
+}
+
+/// The computation label follows the method: under the durations methods
+/// it is not "the gaps between MPI calls" alone.
+#[test]
+fn predict_labels_the_computation_by_method() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run_cpu(&dir.path().join("a"), 100, 50, 10, 10, 1);
+    let table = |method: &str| {
+        let out = run(predict()
+            .arg("--traces")
+            .arg(dir.path().join("a"))
+            .args(["--method", method, "--target", "H8_S1:thesis-ddr"]));
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let d = table("durations");
+    assert!(
+        d.contains("plus every MPI call's duration here minus the target's link time")
+            && d.contains("computation = wall-clock time"),
+        "{d}"
+    );
+    assert!(!d.contains("sum of the gaps"), "{d}");
+    let g = table("gaps");
+    assert!(
+        g.contains("(the thread CPU time of the bursts between MPI calls)"),
+        "{g}"
+    );
+}
+
+/// Targets, presets and rank counts are checked before anything is traced:
+/// mpicc and mpirun are stand-ins that leave a mark if they are run.
+#[test]
+fn predict_validates_targets_before_tracing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("ran");
+    let fake = dir.path().join("fake-mpi");
+    std::fs::write(&fake, format!("#!/bin/sh\ntouch {}\nexit 1\n", mark.display())).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let halo = example_program("halo.c");
+    let halo = halo.to_str().unwrap();
+    for (args, msg) in [
+        (
+            vec!["--target", "H8-S6", halo, "2"],
+            "invalid topology: \"H8-S6\" is neither an existing file nor a built-in",
+        ),
+        (
+            vec!["--method", "durations", "--target", "fattree:8:4:qdr", halo, "8"],
+            "--method durations can simulate none of the targets x backends given",
+        ),
+        (
+            vec![halo, "16"],
+            "--target H8_S6:thesis-ddr: the network has 8 hosts, fewer than the 16 ranks",
+        ),
+        (
+            vec!["--target", "fattree:8:4:qdr", "--target", "H8_S1", halo, "12"],
+            "--target H8_S1:thesis-ddr: the network has 8 hosts, fewer than the 12 ranks",
+        ),
+    ] {
+        let out = run(predict()
+            .args(&args)
+            .env("MPICC", &fake)
+            .env("MPIRUN", &fake));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(msg), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).starts_with("predict: --"), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("Traceback"), "{}", stderr(&out));
+        assert!(!mark.exists(), "{args:?}: mpicc or mpirun ran before the check");
+    }
+    // Traces of 9 ranks are checked the same way, before translation.
+    let nine = dir.path().join("nine");
+    std::fs::create_dir(&nine).unwrap();
+    for r in 0..9 {
+        std::fs::write(
+            nine.join(format!("pmpi-trace-rank-{r}.txt")),
+            "MPI_Init:-:1:2:1000\nMPI_Finalize:1100:-\n",
+        )
+        .unwrap();
+    }
+    let out = run(predict().arg("--traces").arg(&nine).args(["--target", "H8_S1"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the network has 8 hosts, fewer than the 9 ranks")
+            && !stderr(&out).contains("simulating"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `--backend loggp` needs ibnet (the mean route length): without one next
+/// to LOGGOPSIM, on PATH or in IBNET (and no cargo to build it) the error
+/// says so instead of a Python traceback; with IBNET it runs.
+#[test]
+fn predict_loggp_without_ibnet_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(&dir.path().join("a"), 100, 50, 10, 10);
+    let lone = dir.path().join("lone");
+    std::fs::create_dir(&lone).unwrap();
+    std::fs::copy(bin("loggopsim"), lone.join("loggopsim")).unwrap();
+    // PATH with python3 and the system tools, without cargo and ibnet.
+    let py = run(Command::new("python3").args(["-c", "import sys; print(sys.executable)"]));
+    let py = stdout(&py).trim().to_string();
+    let pbin = dir.path().join("pybin");
+    std::fs::create_dir(&pbin).unwrap();
+    std::os::unix::fs::symlink(&py, pbin.join("python3")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", pbin.display());
+    let mut cmd = predict();
+    cmd.env("LOGGOPSIM", lone.join("loggopsim"))
+        .env_remove("IBNET")
+        .env("PATH", &path)
+        .arg("--traces")
+        .arg(dir.path().join("a"))
+        .args(["--backend", "loggp", "--target", "H8_S1"]);
+    let out = run(&mut cmd);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("Traceback"), "{err}");
+    assert!(err.contains("IBNET"), "{err}");
+    let out = run(cmd.env("IBNET", bin("ibnet")));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("loggp"), "{}", stdout(&out));
+}
+
+/// The cpu measure on a busy machine: examples are tracer/testdata/bursts.c,
+/// 10 bursts of 2 ms of CPU work (`spin`) or of sleep (`sleep`) between
+/// barriers, on twice as many ranks as cores. A spinning rank's computation
+/// under --compute cpu is its 20 ms of CPU whatever the sharing did to the
+/// wall clock (which --compute wall shows: at least 1.3 x longer for some
+/// rank); a sleeping rank computes ~nothing under cpu (sleeping is not
+/// computation) and its 20 ms of sleep under wall.
+#[test]
+fn cpu_measure_is_robust_with_more_ranks_than_cores() {
+    let _lib = require_mpi_lib(tracer_library());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let np = (2 * cores).clamp(4, 64);
+    let src = repo_root().join("tracer/testdata/bursts.c");
+    let _serial = MPI_RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let work = tempfile::tempdir().unwrap();
+    let predict_bursts = |mode: &str, compute: &str| {
+        let out = run(predict()
+            .arg(&src)
+            .arg(np.to_string())
+            .args(["--json", "--compute", compute, "--backend", "loggp"])
+            .arg("--target")
+            .arg(format!("fattree:hosts={np}:qdr"))
+            .arg("--work")
+            .arg(work.path().join(format!("{mode}-{compute}")))
+            .args(["--", mode]));
+        let v = json_of(&out);
+        assert!(
+            warnings_of(&v).contains(&format!("{np} ranks on {cores} cores")),
+            "{v}"
+        );
+        let est: Vec<f64> = v["computation_us_per_rank"]["estimate"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        eprintln!("bursts {mode} --compute {compute}, {np} ranks: computation {est:?} us");
+        (est, v)
+    };
+    let (spin_cpu, v) = predict_bursts("spin", "cpu");
+    for &c in &spin_cpu {
+        assert!((19_500.0..=23_000.0).contains(&c), "{spin_cpu:?}");
+    }
+    let max = v["predictions"][0]["max_time_us"].as_f64().unwrap();
+    assert!((20_000.0..=25_000.0).contains(&max), "prediction {max} us");
+    let (spin_wall, _) = predict_bursts("spin", "wall");
+    let worst = spin_wall.iter().cloned().fold(0.0, f64::max);
+    assert!(worst >= 1.3 * 20_000.0, "{spin_wall:?}");
+    let (sleep_cpu, _) = predict_bursts("sleep", "cpu");
+    for &c in &sleep_cpu {
+        assert!(c < 2_000.0, "{sleep_cpu:?}");
+    }
+    let (sleep_wall, _) = predict_bursts("sleep", "wall");
+    for &c in &sleep_wall {
+        assert!(c >= 19_000.0, "{sleep_wall:?}");
+    }
+}
+
+/// SimGrid/SMPI 3.32 side by side, network only (scripts/smpi-compare
+/// --modes network): examples/halo.c and examples/alltoall.c on 8 ranks,
+/// on H8_S6 (thesis-ddr) and fattree:8:4 (qdr) exported with `ibnet export
+/// --simgrid`, collectives `ompi` against SMPI's ompi selector. Our flow
+/// backend and SMPI run the same network model (docs/backends.md, SimGrid
+/// bridge), so their ratio must stay within 0.8..1.25; so must the
+/// flit-level fabric's on DDR (on QDR it is at 1.25, the HCA's injection
+/// rate: docs/prediction.md). Without SimGrid the test fails and says so.
+#[test]
+fn smpi_network_only_agrees_on_the_examples() {
+    for tool in ["smpicc", "smpirun"] {
+        let found = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+            .unwrap_or(false);
+        assert!(
+            found,
+            "SimGrid is missing: {tool} not found on PATH; scripts/install-deps installs \
+             libsimgrid-dev (smpicc, smpirun)"
+        );
+    }
+    let _lib = require_mpi_lib(tracer_library());
+    let _serial = MPI_RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let work = tempfile::tempdir().unwrap();
+    let out = run(Command::new(repo_root().join("scripts/smpi-compare"))
+        .args(["--programs", "halo,alltoall", "--modes", "network", "--repeat", "1"])
+        .args(["--json", "--work"])
+        .arg(work.path())
+        .env("LOGGOPSIM", bin("loggopsim"))
+        .env("MPI_TRACER", bin("mpi-tracer"))
+        .env("IBNET", bin("ibnet")));
+    let rows = json_of(&out);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 4, "2 programs x 2 networks");
+    for r in rows {
+        let flow = r["flow_ratio"].as_f64().unwrap();
+        let op = r["onepiece_ratio"].as_f64().unwrap();
+        eprintln!(
+            "{} {}: flow/SMPI {flow:.3}, onepiece/SMPI {op:.3} (SMPI {:.0} us)",
+            r["program"], r["network"], r["smpi_us"]
+        );
+        assert!((0.8..=1.25).contains(&flow), "{r}");
+        if r["network"] == "ddr" {
+            assert!((0.8..=1.25).contains(&op), "{r}");
+        }
+    }
 }
