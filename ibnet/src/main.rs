@@ -894,6 +894,9 @@ fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
         r.messages_injected,
         r.messages_completed
     )?;
+    if let Some(st) = &r.stall {
+        write!(w, "{}", st.text())?;
+    }
     if let Some(x) = &r.rdma {
         writeln!(
             w,

@@ -191,6 +191,128 @@ pub struct Report {
     /// is above 0, so lossless reports are unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loss: Option<LossReport>,
+    /// Messages that stopped advancing (engine/stall.rs): present only
+    /// when some did, so the report of a run that flows is unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stall: Option<StallReport>,
+}
+
+/// Pending messages that stopped advancing (engine/stall.rs): none of
+/// their packets was consumed at the destination (and none started) during
+/// at least the last `window_ps` (longer for a destination that many
+/// flows share), or the fabric is deadlocked.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct StallReport {
+    /// max(100 us, a tenth of the run), or the time since the last
+    /// foreground event in a true deadlock; a message is stalled after no
+    /// progress for max(window, 4 x its destination's started pending
+    /// messages x the drain time of one of its packets)
+    pub window_ps: u64,
+    /// the report's instant (the end of the run)
+    pub at_ps: u64,
+    /// no event left that can move a flit (run.rs's deadlock rule)
+    pub deadlock: bool,
+    pub messages_pending: u64,
+    pub messages_stalled: u64,
+    /// The earliest `since_ps` of the stalled messages.
+    pub since_ps: u64,
+    /// distinct destinations of the stalled messages
+    pub destinations_stalled: u64,
+    /// The stalled messages, longest stalled first (at most 64).
+    pub messages: Vec<StalledMsg>,
+    /// Output ports (per VL) whose arbiter holds a packet head longer than
+    /// the VL's credits at the report's instant.
+    pub blocked_ports_total: u64,
+    /// The first 64 of them, most waiting flits first.
+    pub blocked_ports: Vec<BlockedPort>,
+}
+
+/// A stalled message.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct StalledMsg {
+    pub id: u64,
+    pub src: String,
+    pub dst: String,
+    pub packets_consumed: u64,
+    pub packets: u64,
+    /// its latest packet consumed at the sink, or its first flit if later
+    pub since_ps: u64,
+}
+
+/// An output port whose head packet on a VL waits for credits.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct BlockedPort {
+    pub node: String,
+    pub port: u16,
+    pub peer: String,
+    pub vl: u8,
+    /// flits in the arbiter's head-of-queue slots and (switch) the input
+    /// buffers' queues toward this port on this VL
+    pub flits_waiting: u64,
+    pub head_packet_flits: u64,
+    /// the VL's credits (FCCL - FCTBS, flits)
+    pub credits: i64,
+}
+
+impl StallReport {
+    /// The report's text lines (`ibnet run`'s summary, the co-simulation
+    /// server's): one `stalled:` line, one `credit-blocked:` line.
+    pub fn text(&self) -> String {
+        let us = |ps: u64| format!("{:.3} us", ps as f64 / 1e6);
+        let what = if self.deadlock {
+            format!(
+                "can never complete (deadlock: no event that can move a flit since {})",
+                us(self.at_ps - self.window_ps)
+            )
+        } else {
+            format!(
+                "made no progress in the last {} of the run (to {})",
+                us(self.window_ps),
+                us(self.at_ps)
+            )
+        };
+        let mut s = format!(
+            "stalled: {} of {} pending messages {what}, toward {} destinations, the longest since {}: ",
+            self.messages_stalled,
+            self.messages_pending,
+            self.destinations_stalled,
+            us(self.since_ps),
+        );
+        const SHOW: usize = 8;
+        for (i, m) in self.messages.iter().take(SHOW).enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            s.push_str(&format!(
+                "{} -> {} since {} ({} of {} packets)",
+                m.src,
+                m.dst,
+                us(m.since_ps),
+                m.packets_consumed,
+                m.packets
+            ));
+        }
+        if self.messages_stalled as usize > SHOW {
+            s.push_str(&format!(", and {} more", self.messages_stalled as usize - SHOW));
+        }
+        s.push('\n');
+        s.push_str(&format!(
+            "credit-blocked: {} output ports hold a packet without credits for it",
+            self.blocked_ports_total
+        ));
+        for (i, b) in self.blocked_ports.iter().take(SHOW).enumerate() {
+            s.push_str(if i == 0 { ": " } else { ", " });
+            s.push_str(&format!(
+                "{}[{}] -> {} VL {} ({} flits waiting, head packet {} flits, {} credits)",
+                b.node, b.port, b.peer, b.vl, b.flits_waiting, b.head_packet_flits, b.credits
+            ));
+        }
+        if self.blocked_ports_total as usize > SHOW {
+            s.push_str(&format!(", and {} more", self.blocked_ports_total as usize - SHOW));
+        }
+        s.push('\n');
+        s
+    }
 }
 
 /// Losses and end-to-end recovery (engine/loss.rs, docs/rdma.md).

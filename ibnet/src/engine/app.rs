@@ -42,6 +42,9 @@ pub(super) struct Msg {
     pub(super) first_stamp: Option<u64>,
     pub(super) arrived_pkts: u32,
     pub(super) consumed_pkts: u32,
+    /// consumption of the message's latest packet at its sink (0: none
+    /// yet); the stall report's progress mark (stall.rs)
+    pub(super) last_consumed: u64,
     /// arrival of the repFirstPackets-th packet end
     pub(super) enough_at: Option<u64>,
     pub(super) net_latency: Option<u64>,
@@ -216,6 +219,7 @@ impl Fabric {
             first_stamp: None,
             arrived_pkts: 0,
             consumed_pkts: 0,
+            last_consumed: 0,
             enough_at: None,
             net_latency: None,
             done: None,

@@ -282,6 +282,7 @@ impl Fabric {
             events: 0,
             bg_pending: 0,
             last_fg: 0,
+            deadlock_seen: false,
             sink_held: 0,
             lazy,
             next_boundary: 0,

@@ -206,6 +206,8 @@ pub struct Fabric {
     pub(super) loss: Option<Box<super::loss::LossState>>,
     /// one-sided operations (rdma.rs)
     pub(super) rdma: super::rdma::RdmaState,
+    /// `run_until_completion_or` found the fabric deadlocked (stall.rs)
+    pub(super) deadlock_seen: bool,
 }
 
 /// Networks up to this many HCAs remember their checked routes

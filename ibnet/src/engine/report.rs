@@ -158,6 +158,7 @@ impl Fabric {
                     .collect()
             }),
             loss: self.loss_report(),
+            stall: self.stall_report(),
         }
     }
 }

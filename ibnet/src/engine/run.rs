@@ -137,10 +137,16 @@ impl Fabric {
             }
             match self.peek_time() {
                 // nothing at all is left: the timers cannot be running
-                None => return RunOutcome::Deadlock,
+                None => {
+                    self.deadlock_seen = true;
+                    return RunOutcome::Deadlock;
+                }
                 // due by the limit but not by the bound: beyond the quiet
                 // window with no foreground event pending
-                Some(t) if t <= limit.0 => return RunOutcome::Deadlock,
+                Some(t) if t <= limit.0 => {
+                    self.deadlock_seen = true;
+                    return RunOutcome::Deadlock;
+                }
                 Some(_) => {}
             }
             if limit.0 > self.now {

@@ -179,6 +179,7 @@ impl Fabric {
             let host = self.host_model_on();
             let m = &mut self.msgs[f.msg as usize];
             m.consumed_pkts += 1;
+            m.last_consumed = now;
             if m.role != R_SEND || host {
                 rdma = true;
             } else if m.consumed_pkts == m.npkts {
