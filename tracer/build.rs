@@ -20,6 +20,8 @@ fn find_in_path(name: &str) -> Option<PathBuf> {
 }
 
 fn main() {
+    // whether the reference data is there, for the tests (refdata/src/lib.rs)
+    refdata::configure();
     for src in SOURCES {
         println!("cargo:rerun-if-changed={src}");
     }

@@ -23,7 +23,7 @@ use ibnet::topology::{self, vecfile};
 use ibnet::{Fabric, Params};
 use proptest::prelude::*;
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/ibmodel-32n");
+const SHARED: &str = concat!(env!("IBCOSIM_REFERENCE_DATA_DIR"), "/ibmodel-32n");
 const CONFIGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs");
 
 fn shared(name: &str) -> PathBuf {
@@ -241,6 +241,10 @@ fn assert_names(msg: &str, files: &[&Path]) {
 /// found: a mutated path `../../shared/data`): the error names the TOML file
 /// and the table, not only the directory.
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)"
+)]
 fn import_of_a_directory_names_the_toml_file() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("data")).unwrap();
@@ -283,6 +287,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: scaled(1000), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn topology_toml_never_panics(seed in 0usize..5, muts in mutations()) {
         let seeds = toml_seeds();
         let text = apply(&seeds[seed], &muts);
@@ -311,6 +316,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: scaled(800), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn ibdm_files_never_panic(which in 0usize..4, muts in mutations()) {
         let names = ["is1_3l_32n.topo", "ftree.hcas", "is1_3l_32n.fdbs", "is1_3l_32n.fdbs.ini"];
         let dir = tempfile::tempdir().unwrap();
@@ -337,6 +343,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn dstseq_files_never_panic(ini in any::<bool>(), muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("32n_1hot.dstSeq");
@@ -422,6 +429,7 @@ proptest! {
 
     /// The vector and index file parsers on arbitrary text.
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn vector_and_index_parsers_never_panic(
         which in 0usize..2,
         muts in mutations(),
@@ -531,6 +539,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: scaled(40), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn binary_topology_files(seed in 0usize..5, muts in mutations()) {
         let text = apply(&toml_seeds()[seed], &muts);
         let dir = tempfile::tempdir().unwrap();
@@ -542,6 +551,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn binary_ibdm_files(which in 0usize..2, muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
         for n in ["is1_3l_32n.topo", "ftree.hcas", "is1_3l_32n.fdbs", "is1_3l_32n.fdbs.ini"] {
@@ -569,6 +579,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn binary_dstseq_files(muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().join("q.dstSeq");
@@ -584,7 +595,7 @@ proptest! {
 
 // ------------------------------------- imports of real networks (issue 15)
 
-const SHARED_ALL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data");
+const SHARED_ALL: &str = env!("IBCOSIM_REFERENCE_DATA_DIR");
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 
 /// A small NED network in the reference's style (min-hop routes: no tables).
@@ -609,6 +620,7 @@ proptest! {
     /// NED files: the reference's 3h_2s example (with its tables beside it)
     /// and a small NED without tables.
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn ned_files_never_panic(seed in 0usize..2, tables in any::<bool>(), muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
         let d3 = Path::new(SHARED_ALL).join("ibmodel-3h2s");
@@ -645,6 +657,7 @@ proptest! {
 
     /// ibnetdiscover output and dump_lfts tables (our cluster8 example).
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn ibnetdiscover_files_never_panic(which in 0usize..2, muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
         let mut paths = Vec::new();
@@ -671,6 +684,7 @@ proptest! {
 
     /// IBDM .topo with director-chassis ports.
     #[test]
+    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn chassis_topo_never_panics(muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
         let topo = dir.path().join("c.topo");
@@ -719,6 +733,10 @@ proptest! {
 /// The seeds of the import fuzz tests are valid networks (else the fuzzing
 /// would only ever exercise error paths).
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)"
+)]
 fn import_seeds_load() {
     let dir = tempfile::tempdir().unwrap();
     let ned = dir.path().join("n3.ned");

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const DATA32: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/ibmodel-32n");
+const DATA32: &str = concat!(env!("IBCOSIM_REFERENCE_DATA_DIR"), "/ibmodel-32n");
 
 fn golden_path(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -97,6 +97,10 @@ fn here() -> &'static Path {
 
 /// The reference's 32-node OneHot run, 2 ms (sec. 11 cases 5 and 6).
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn golden_onehot_2ms() {
     check(
         "onehot_2ms",
@@ -116,6 +120,10 @@ fn golden_onehot_2ms() {
 
 /// The same network with TwoHot destination sequences, 2 ms.
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn golden_twohot_2ms() {
     check(
         "twohot_2ms",

@@ -10,7 +10,7 @@ use ibnet::traffic::{apply_app_traffic, TrafficSpec};
 use ibnet::{Fabric, Params, Time};
 
 /// `../shared` beside the checkout (GPL data, read at test time, never copied).
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/ibmodel-32n");
+const DIR: &str = concat!(env!("IBCOSIM_REFERENCE_DATA_DIR"), "/ibmodel-32n");
 
 fn data(name: &str) -> PathBuf {
     Path::new(DIR).join(name)
@@ -140,30 +140,57 @@ fn check_run(seq: &str, until_ps: u64, strict: bool) {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn onehot_500us() {
     check_run("32n_1hot.dstSeq", 500_000_000, true);
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn twohot_500us() {
     check_run("32n_2hot.dstSeq", 500_000_000, true);
 }
 
-/// The full reference runs; slow in a debug build: `cargo test --release -p
-/// ibnet --test ibmodel32 -- --ignored`.
+/// The full reference runs: slow unoptimised, so they run only in an
+/// optimised build (`scripts/test`, or `cargo test --release -p ibnet --test
+/// ibmodel32`).
 #[test]
-#[ignore]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
+#[cfg_attr(
+    all(reference_data, not(optimized)),
+    ignore = "slow unoptimised: run with --release or scripts/test"
+)]
 fn onehot_2ms() {
     check_run("32n_1hot.dstSeq", 2_000_000_000, false);
 }
 
 #[test]
-#[ignore]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
+#[cfg_attr(
+    all(reference_data, not(optimized)),
+    ignore = "slow unoptimised: run with --release or scripts/test"
+)]
 fn twohot_2ms() {
     check_run("32n_2hot.dstSeq", 2_000_000_000, false);
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn case5_shared_handoff_clock() {
     // H_1 -> H_3 (same leaf), then H_1 -> H_9: the last flit X of message 1
     // leaves the leaf switch 21 ns late, at 41078 ns.
@@ -220,6 +247,10 @@ fn case5_shared_handoff_clock() {
 /// 16-byte events (the full JSON reports were compared byte for byte when
 /// they were introduced). Lazy 200 us and always-ticking 100 us.
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn onehot_totals_unchanged_by_optimisations() {
     for (until, lazy, events, consumed, n, lat_sum, bytes, fc) in [
         (

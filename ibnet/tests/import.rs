@@ -12,7 +12,7 @@ use ibnet::topology::{self, NodeKind, PortRef, Topology};
 use ibnet::traffic::{apply_app_traffic, TrafficSpec};
 use ibnet::{Fabric, Params, Time};
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data");
+const SHARED: &str = env!("IBCOSIM_REFERENCE_DATA_DIR");
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 
 fn shared(rel: &str) -> PathBuf {
@@ -67,6 +67,10 @@ fn link_set(t: &Topology) -> BTreeSet<[(String, u16); 2]> {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks (ibmodel-*)"
+)]
 fn director_chassis_ports_of_the_1944_node_topo() {
     let t = net1944(false);
     assert_eq!(t.hcas().len(), 1944);
@@ -97,6 +101,10 @@ fn director_chassis_ports_of_the_1944_node_topo() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks (ibmodel-*)"
+)]
 fn ned_and_topo_of_the_1944_node_network_are_the_same_network() {
     let (a, b) = (net1944(false), net1944(true));
     assert_eq!(a.nodes.len(), b.nodes.len());
@@ -153,6 +161,10 @@ fn rand_perm_half_bw(topo: &Topology, until_ps: u64) -> ibnet::Report {
 /// at 2984.96 ns). The flits consumed are this engine's numbers (a
 /// regression check).
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks (ibmodel-*)"
+)]
 fn rand_perm_half_bw_1944_nodes_first_3us() {
     let r = rand_perm_half_bw(net1944(true), 3_000_000);
     assert_eq!(r.messages_injected, 1944);
@@ -255,6 +267,10 @@ fn onehot32(topo: &Topology, until_ps: u64) -> String {
 /// the identical network and a byte-identical report (200 us of OneHot,
 /// every message and statistic).
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks (ibmodel-*)"
+)]
 fn ned_in_ibdm_order_gives_the_identical_run() {
     let topo = topology::load(&shared("ibmodel-32n/is1_3l_32n.topo")).expect("topo");
     let (_dir, ned) = ned32(false);
@@ -279,6 +295,10 @@ fn ned_in_ibdm_order_gives_the_identical_run() {
 /// order) reproduces the reference here; on the 1944-node network the
 /// orders differ within 3 us (above).
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks (ibmodel-*)"
+)]
 fn ned_host_order_does_not_matter_for_onehot_32() {
     let (_d, ned) = ned32(true);
     let names: Vec<&str> = ned.nodes[..3].iter().map(|n| n.name.as_str()).collect();
@@ -491,6 +511,10 @@ fn command_line_lfts() {
 /// TOML tables `[ibnetdiscover]` and `[ned]`: the computed routing named by
 /// `routing` and ranks placed by host name on an imported network.
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks (ibmodel-*)"
+)]
 fn toml_import_tables_with_routing_and_ranks() {
     let dir = tempfile::tempdir().unwrap();
     let d = Path::new(DATA);

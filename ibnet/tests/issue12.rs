@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use ibnet::{Params, Time};
 use serde_json::Value;
 
-const SHARED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/ibmodel-32n");
+const SHARED: &str = concat!(env!("IBCOSIM_REFERENCE_DATA_DIR"), "/ibmodel-32n");
 
 fn shared(name: &str) -> PathBuf {
     let p = Path::new(SHARED).join(name);
@@ -178,6 +178,10 @@ fn item3_huge_sizes_are_errors_not_aborts() {
 // item 6 ---------------------------------------------------------------
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn item6_topology_files_without_a_directory_part() {
     let dir = tempfile::tempdir().unwrap();
     for n in [
@@ -348,6 +352,10 @@ fn item8_out_of_range_delays_are_errors() {
 // item 9 ---------------------------------------------------------------
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn item9_errors_name_file_line_and_the_right_parameter() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -10,9 +10,10 @@ use ibnet::topology::{
 };
 
 fn data_dir() -> PathBuf {
-    let d = PathBuf::from(std::env::var("IBMODEL_32N_DIR").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data/ibmodel-32n").into()
-    }));
+    let d =
+        PathBuf::from(std::env::var("IBMODEL_32N_DIR").unwrap_or_else(|_| {
+            concat!(env!("IBCOSIM_REFERENCE_DATA_DIR"), "/ibmodel-32n").into()
+        }));
     assert!(
         d.join("is1_3l_32n.topo").is_file(),
         "32-node reference data not found in {} (set IBMODEL_32N_DIR)",
@@ -174,6 +175,10 @@ fn minhop_on_fat_tree_uses_lowest_port() {
 // ---------------------------------------------------------------- 32-node IBDM import
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn import_32n_structure() {
     let t = load_32n();
     let hcas = t.hcas();
@@ -213,6 +218,10 @@ fn import_32n_structure() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn import_32n_hops() {
     let t = load_32n();
     let r = t.router();
@@ -235,6 +244,10 @@ fn import_32n_hops() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn import_32n_by_convention_and_wrapper() {
     let d = data_dir();
     let explicit = load_32n();
@@ -258,6 +271,10 @@ fn import_32n_by_convention_and_wrapper() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn dst_sequences_load() {
     let d = data_dir();
     let t = load_32n();
@@ -288,6 +305,10 @@ fn dst_sequences_load() {
 // ---------------------------------------------------------------- TOML format
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn toml_round_trip() {
     let mut nets: Vec<Topology> = ["H8_S1", "H8_S2", "H8_S4", "H8_S6", "fattree:8", "chain:3"]
         .iter()
@@ -555,6 +576,10 @@ fn altered_32n(file: &str, edit: impl Fn(&str) -> String) -> (tempfile::TempDir,
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn error_blank_line_in_fdbs() {
     let (_d, topo) = altered_32n("is1_3l_32n.fdbs", |t| t.replacen('\n', "\n\n", 3));
     let e = load(&topo).unwrap_err().to_string();
@@ -562,6 +587,10 @@ fn error_blank_line_in_fdbs() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn error_unroutable_in_fdbs() {
     // table 12 (SW_L2_0_0) loses its route to LID 5: entry 5 becomes 255
     let (_d, topo) = altered_32n("is1_3l_32n.fdbs", |t| {
@@ -585,6 +614,10 @@ fn error_unroutable_in_fdbs() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn error_topo_and_hcas() {
     let (_d, topo) = altered_32n("is1_3l_32n.topo", |t| {
         t.replacen(
@@ -623,6 +656,10 @@ fn error_topo_and_hcas() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn error_dstseq() {
     let d = data_dir();
     let dir = tempfile::tempdir().unwrap();

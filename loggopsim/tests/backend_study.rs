@@ -114,8 +114,12 @@ fn dstseq(args: &[&std::ffi::OsStr]) -> std::process::Output {
 /// 32 ranks, 6 destinations each, 2 passes: 12 sends per rank, and every
 /// send has its receive (loggopsim runs the schedule to completion).
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
 fn goal_from_dstseq_onehot() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/ibmodel-32n");
+    let data = Path::new(env!("IBCOSIM_REFERENCE_DATA_DIR")).join("ibmodel-32n");
     assert!(
         data.join("32n_1hot.dstSeq").exists(),
         "the reference data {} is missing: this test needs ../shared beside the checkout",

@@ -149,9 +149,7 @@ fn max_min_is_feasible_and_bottlenecked() {
 }
 
 fn data(rel: &str) -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data")
-        .join(rel);
+    let p = Path::new(env!("IBCOSIM_REFERENCE_DATA_DIR")).join(rel);
     assert!(
         p.exists(),
         "reference data {} is missing (the tests need ../shared/data next to the repository)",
@@ -229,6 +227,10 @@ const ALL: [&str; 5] = ["loggp", "lop", "penalty", "flow", "onepiece"];
 /// contention: flow and penalty are at least the serialisation of one
 /// host's 7 x 4096 B at 500 ps/B.
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks"
+)]
 fn every_backend_on_the_thesis_schedules() {
     let dir = tempfile::tempdir().unwrap();
     let ltest = data("thesis/ltest/ltest.goal");
@@ -281,6 +283,10 @@ fn too_many_ranks_is_a_clear_error() {
 
 /// Exact notification and polling give identical results (flow, penalty).
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's networks"
+)]
 fn exact_equals_poll() {
     let dir = tempfile::tempdir().unwrap();
     let a2a = gen("linear_alltoall", 16, 20000, dir.path());

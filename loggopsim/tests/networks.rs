@@ -140,14 +140,18 @@ fn notify(text: &str) -> (Report, u64) {
 
 fn thesis(path: &str) -> String {
     std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/data/thesis")
+        std::path::Path::new(env!("IBCOSIM_REFERENCE_DATA_DIR"))
+            .join("thesis")
             .join(path),
     )
     .unwrap()
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's schedules and traces"
+)]
 fn notify_mode_equals_loggp_on_worked_example_and_thesis_schedules() {
     for text in [
         WORKED.to_string(),

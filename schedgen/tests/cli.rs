@@ -43,12 +43,16 @@ fn gen_writes_file() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn trace2goal_defaults_to_picoseconds() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("l.goal");
     let first = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/data/thesis/ltest/pmpi-trace-rank-0.txt"
+        env!("IBCOSIM_REFERENCE_DATA_DIR"),
+        "/thesis/ltest/pmpi-trace-rank-0.txt"
     );
     let cmd = Cmd::try_parse_from([
         "x",

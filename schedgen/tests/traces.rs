@@ -7,8 +7,8 @@ use schedgen::calib::linkmodel::{LinkLayer, LinkModel};
 use schedgen::trace::{translate, TraceOptions};
 
 fn data(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data/thesis")
+    PathBuf::from(env!("IBCOSIM_REFERENCE_DATA_DIR"))
+        .join("thesis")
         .join(rel)
 }
 
@@ -21,6 +21,10 @@ fn thesis_opts() -> TraceOptions {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn ltest_is_byte_identical_to_schedgen11_output() {
     let t = translate(&data("ltest/pmpi-trace-rank-0.txt"), &thesis_opts()).unwrap();
     let expected = std::fs::read_to_string(data("ltest/ltest.goal")).unwrap();
@@ -118,6 +122,10 @@ l15 requires l13
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn reference_tags_fold_the_communicator() {
     // Without --raw-tags, tags follow the reference: maketag(comm, tag).
     let o = TraceOptions {
@@ -142,6 +150,10 @@ fn reference_tags_fold_the_communicator() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn ringtest_translates_and_durations_follow_the_thesis_structure() {
     let first = data("ringtest/pmpi-trace-rank-0.txt");
     let t = translate(&first, &thesis_opts()).unwrap();
@@ -217,6 +229,10 @@ l13 requires l11
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn sync_collectives_use_the_common_clock() {
     // ringtest on rank 0's clock (rank 1's `# clockdiff: 801.086426`, in
     // microseconds, added to rank 1's times): rank 1 leaves MPI_Init at
@@ -327,6 +343,10 @@ fn sync_collectives_read_the_clock_offset_header() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn pinning_charges_new_buffers_only() {
     let o = TraceOptions {
         pinning: Some(Default::default()),
@@ -343,6 +363,10 @@ fn pinning_charges_new_buffers_only() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn colltest_rank0_alone_and_missing_ranks() {
     let first = data("colltest/pmpi-trace-rank-0.txt");
     // Issue 12: rank 0 alone sends to rank 1, which has no trace. That used
@@ -612,6 +636,10 @@ fn durations_subtract_multi_flit_link_time() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn link_model_none_keeps_whole_durations() {
     // ltest's first MPI_Send of rank 0 lasts 1635 us (554038 -> 555673):
     // thesis-ddr takes the 400,000-byte send's wire time off, none does not.
@@ -642,6 +670,10 @@ fn link_model_none_keeps_whole_durations() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn sync_p2p_places_blocking_pairs_where_the_calls_overlap() {
     // ltest on rank 0's clock (rank 1: + -289.201736 us), relative to rank
     // 0's MPI_Init return (...553965): rank 1 starts at -51.201736, so rank

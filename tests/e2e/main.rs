@@ -9,6 +9,7 @@ mod jobs;
 mod peers;
 mod prediction;
 mod quickstart;
+mod readme;
 mod schedgen;
 mod simgrid;
 mod tracer;

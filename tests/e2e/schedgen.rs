@@ -2,7 +2,7 @@
 //! every generator pattern at 4, 8 and 16 ranks, and the thesis traces,
 //! must simulate without leftover queues (exit 0).
 
-use crate::util::{bin, run, shared_dir, stderr, stdout};
+use crate::util::{bin, reference_data_dir, run, stderr, stdout};
 use std::process::Command;
 
 /// Patterns that must simulate cleanly. `chained_dissem` is excluded on
@@ -136,9 +136,13 @@ fn bad_gen_options_fail_cleanly() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's traces"
+)]
 fn thesis_traces_translate_and_simulate() {
     let dir = tempfile::tempdir().unwrap();
-    let data = shared_dir().join("data/thesis");
+    let data = reference_data_dir().join("thesis");
     for (t, flags) in [
         ("ltest", vec![]),
         ("ltest", vec!["--raw-tags", "--pinning"]),

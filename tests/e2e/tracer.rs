@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::util::{bin, repo_root, run, shared_dir, stderr, stdout};
+use crate::util::{bin, reference_data_dir, repo_root, run, stderr, stdout};
 
 /// Schedule time units per trace microsecond: picoseconds, the fabric's unit.
 const TIMEMULT: u64 = 1_000_000;
@@ -136,8 +136,16 @@ fn without_open_mpi_the_mpi_tests_fail_and_say_why() {
     );
 }
 
+/// A program of the thesis's data (reference data: tests that use it are
+/// marked as needing it).
 pub(crate) fn thesis_program(rel: &str) -> PathBuf {
-    shared_dir().join("data/thesis").join(rel)
+    reference_data_dir().join("thesis").join(rel)
+}
+
+/// One of the project's own MPI programs (examples/), for the tests that
+/// need some MPI program rather than the thesis's.
+pub(crate) fn example_program(name: &str) -> PathBuf {
+    repo_root().join("examples").join(name)
 }
 
 /// mpirun options for `np` ranks: with more ranks than cores, unbound ranks
@@ -516,6 +524,10 @@ fn assert_within_limit_in_some_run(
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's MPI programs (ltest, ringtest, colltest)"
+)]
 fn ltest_two_ranks_traced_translated_simulated() {
     let lib = require_mpi!();
     let traced = trace_program(&lib, &thesis_program("ltest/ltest.c"), 2);
@@ -549,6 +561,10 @@ fn ltest_two_ranks_traced_translated_simulated() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's MPI programs (ltest, ringtest, colltest)"
+)]
 fn ringtest_two_ranks_traced_translated_simulated() {
     let lib = require_mpi!();
     let traced = trace_program(&lib, &thesis_program("ringtest/ringtest.c"), 2);
@@ -570,6 +586,10 @@ fn ringtest_two_ranks_traced_translated_simulated() {
 }
 
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's MPI programs (ltest, ringtest, colltest)"
+)]
 fn colltest_four_ranks_traced_translated_simulated() {
     let lib = require_mpi!();
     let traced = trace_program(&lib, &thesis_program("colltest/colltest.c"), 4);
@@ -585,6 +605,43 @@ fn colltest_four_ranks_traced_translated_simulated() {
     translate_simulate_compare("colltest", &traced, &DURATIONS_SYNC);
 }
 
+/// The project's own ping-pong (examples/pingpong.c), so that tracing,
+/// translation and simulation are checked on every clone, with or without
+/// the thesis's programs: each rank makes 10 MPI_Send and 10 MPI_Recv of
+/// 100000 MPI_INTs with tag 0 to and from the other, rank 0 sending first.
+#[test]
+fn pingpong_two_ranks_traced_translated_simulated() {
+    let lib = require_mpi!();
+    let traced = trace_program(&lib, &example_program("pingpong.c"), 2);
+    for rank in 0..2 {
+        check_format(&traced.trace_file(rank), rank, 2);
+        let c = traced.counts(rank);
+        assert_eq!(c.get("MPI_Send"), Some(&10), "rank {rank}: {c:?}");
+        assert_eq!(c.get("MPI_Recv"), Some(&10), "rank {rank}: {c:?}");
+        assert_eq!(c.get("MPI_Init"), Some(&1));
+        assert_eq!(c.get("MPI_Finalize"), Some(&1));
+    }
+    let first = |rank| {
+        std::fs::read_to_string(traced.trace_file(rank))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("MPI_Send") || l.starts_with("MPI_Recv"))
+            .unwrap()
+            .to_string()
+    };
+    assert!(first(0).starts_with("MPI_Send:"), "{}", first(0));
+    assert!(first(1).starts_with("MPI_Recv:"), "{}", first(1));
+    // count, datatype size, peer, tag
+    let f: Vec<String> = first(0).split([':', ',']).map(str::to_string).collect();
+    assert_eq!(
+        (f[3].as_str(), f[5].as_str(), f[7].as_str(), f[8].as_str()),
+        ("100000", "4", "1", "0")
+    );
+    let errors = translate_simulate_compare("pingpong", &traced, &DURATIONS);
+    assert_eq!(errors.len(), 2);
+    assert!(errors.iter().all(|e| e.is_finite()), "{errors:?}");
+}
+
 // ltest: a blocking ping-pong of 400,000-byte messages. With the link
 // model of the flit-level fabric (the default, thesis-ddr) the method would
 // subtract about 200 us per send that a LogGP run at zero parameters never
@@ -592,6 +649,10 @@ fn colltest_four_ranks_traced_translated_simulated() {
 // error left is the receiver waiting again for a sender that stays in
 // MPI_Send after the transfer, which --sync-p2p removes.
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's MPI programs (ltest, ringtest, colltest)"
+)]
 fn ltest_simulated_run_time_within_5_percent() {
     let lib = require_mpi!();
     // Plain durations usually land within 1.5%, but a rank descheduled while
@@ -615,6 +676,10 @@ fn ltest_simulated_run_time_within_5_percent() {
 // 0% to +7.5% of so short a run (measured), so it is only printed; the
 // synchronised method is asserted.
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's MPI programs (ltest, ringtest, colltest)"
+)]
 fn ringtest_simulated_run_time_within_5_percent() {
     let lib = require_mpi!();
     assert_within_limit_in_some_run(
@@ -642,6 +707,10 @@ fn ringtest_simulated_run_time_within_5_percent() {
 // the clock offsets' estimation error (at most half a ping-pong round
 // trip, a few microseconds). Both diagnostics are printed too.
 #[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the thesis's MPI programs (ltest, ringtest, colltest)"
+)]
 fn colltest_simulated_run_time_within_5_percent() {
     let lib = require_mpi!();
     assert_within_limit_in_some_run(
@@ -700,7 +769,7 @@ fn trace_and_simulate_script_reports_every_rank() {
         .arg("--work")
         .arg(work.path())
         .arg("--json")
-        .arg(thesis_program("ltest/ltest.c"))
+        .arg(example_program("pingpong.c"))
         .arg("2")
         .env("LOGGOPSIM", bin("loggopsim"))
         .env("MPI_TRACER", bin("mpi-tracer")));
@@ -716,7 +785,7 @@ fn trace_and_simulate_script_reports_every_rank() {
     for (rank, row) in rows.iter().enumerate() {
         assert_eq!(row["rank"], rank);
         assert!(row["real_us"].as_u64().unwrap() > 0);
-        eprintln!("script ltest rank {rank}: {row}");
+        eprintln!("script pingpong rank {rank}: {row}");
     }
     assert!(work.path().join("traces/pmpi-trace-rank-1.txt").is_file());
     assert!(work.path().join("program.goal").is_file());
@@ -738,7 +807,7 @@ fn trace_and_simulate_script_runs_on_the_fabric() {
         .arg(work.path())
         .arg("--json")
         .args(["--method", "durations", "--fabric", "H8_S1"])
-        .arg(thesis_program("ringtest/ringtest.c"))
+        .arg(example_program("ring.c"))
         .arg("2")
         .env("LOGGOPSIM", bin("loggopsim"))
         .env("MPI_TRACER", bin("mpi-tracer")));
@@ -753,7 +822,7 @@ fn trace_and_simulate_script_runs_on_the_fabric() {
     assert_eq!(rows.len(), 2);
     for (rank, row) in rows.iter().enumerate() {
         assert_eq!(row["rank"], rank);
-        eprintln!("fabric ringtest rank {rank}: {row}");
+        eprintln!("fabric ring rank {rank}: {row}");
     }
     let goal = std::fs::read_to_string(work.path().join("program.goal")).unwrap();
     assert!(goal.starts_with("num_ranks 2"), "{goal}");
@@ -771,7 +840,7 @@ fn trace_and_simulate_script_rejects_bad_input_clearly() {
         stderr(&out)
     );
 
-    let prog = thesis_program("ltest/ltest.c");
+    let prog = example_program("pingpong.c");
     let out = run(Command::new(&script).arg(&prog).arg("two"));
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -849,7 +918,7 @@ fn trace_and_simulate_plain_method_runs_on_the_qdr_fabric() {
         .arg(work.path())
         .args(["--json", "--method", "plain", "--fabric", "H8_S1"])
         .args(["--sim-arg", "--preset", "--sim-arg", "qdr"])
-        .arg(thesis_program("ltest/ltest.c"))
+        .arg(example_program("pingpong.c"))
         .arg("2")
         .env("LOGGOPSIM", bin("loggopsim"))
         .env("MPI_TRACER", bin("mpi-tracer")));
@@ -901,7 +970,7 @@ fn unwritable_trace_directory_is_reported_and_the_program_still_runs() {
     let out = run(Command::new("mpicc")
         .arg("-o")
         .arg(&exe)
-        .arg(thesis_program("ringtest/ringtest.c")));
+        .arg(example_program("ring.c")));
     assert!(out.status.success(), "{}", stderr(&out));
     let missing = dir.path().join("no/such/dir");
     let _serial = MPI_RUNS.lock().unwrap_or_else(|e| e.into_inner());

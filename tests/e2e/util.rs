@@ -11,9 +11,13 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `../shared` next to the checkout (specs, thesis data, reference network).
-pub fn shared_dir() -> PathBuf {
-    repo_root().join("..").join("shared")
+/// The reference data (the thesis's programs and traces, the reference IB
+/// model's networks): `../shared/data` beside the checkout or
+/// `IBCOSIM_REFERENCE_DATA`, as decided at build time (refdata/src/lib.rs).
+/// A test that reads it is marked
+/// `#[cfg_attr(not(reference_data), ignore = "needs the reference data: ...")]`.
+pub fn reference_data_dir() -> PathBuf {
+    PathBuf::from(env!("IBCOSIM_REFERENCE_DATA_DIR"))
 }
 
 /// Path of a workspace binary, built once per test run with the same profile
