@@ -241,10 +241,6 @@ fn assert_names(msg: &str, files: &[&Path]) {
 /// found: a mutated path `../../shared/data`): the error names the TOML file
 /// and the table, not only the directory.
 #[test]
-#[cfg_attr(
-    not(reference_data),
-    ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)"
-)]
 fn import_of_a_directory_names_the_toml_file() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("data")).unwrap();
@@ -657,7 +653,6 @@ proptest! {
 
     /// ibnetdiscover output and dump_lfts tables (our cluster8 example).
     #[test]
-    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn ibnetdiscover_files_never_panic(which in 0usize..2, muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
         let mut paths = Vec::new();
@@ -684,7 +679,6 @@ proptest! {
 
     /// IBDM .topo with director-chassis ports.
     #[test]
-    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the reference IB model's networks (fuzz seeds)")]
     fn chassis_topo_never_panics(muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
         let topo = dir.path().join("c.topo");
