@@ -5,7 +5,7 @@
 //!
 //! The prediction arithmetic is checked on hand-written traces (no MPI run,
 //! exact values); one test runs a real program (examples/halo.c, 2 ranks,
-//! twice) and one the thesis's ltest through trace-and-simulate.
+//! twice) and one examples/pingpong.c through trace-and-simulate.
 
 use std::path::Path;
 use std::process::Command;
@@ -13,7 +13,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::tracer::{
-    example_program, require_mpi_lib, thesis_program, tracer_library, MPI_RUNS,
+    example_program, require_mpi_lib, tracer_library, MPI_RUNS,
 };
 use crate::util::{bin, repo_root, run, stderr, stdout};
 
@@ -318,7 +318,7 @@ fn predict_traces_a_program_repeatedly_and_predicts_ddr_and_qdr() {
 /// without its library (built before Open MPI was installed: the script
 /// compiles the library itself); the default method on the QDR fabric
 /// (gaps: no link model needed); the fabric's statistics on stderr, not
-/// only in a log file. ltest sends 20 x 400000 B, at least 100 us each at
+/// only in a log file. examples/pingpong.c sends 20 x 400000 B, at least 100 us each at
 /// QDR 4x's 4 B/ns: every rank's prediction is at least 2000 us.
 #[test]
 fn trace_and_simulate_small_defects_are_fixed() {
@@ -344,7 +344,7 @@ fn trace_and_simulate_small_defects_are_fixed() {
         .arg(&work)
         .args(["--json", "--fabric", "H8_S1"])
         .args(["--sim-arg", "--preset", "--sim-arg", "qdr"])
-        .arg(thesis_program("ltest/ltest.c"))
+        .arg(example_program("pingpong.c"))
         .arg("2")
         .env("LOGGOPSIM", bin("loggopsim"))
         .env("MPI_TRACER", &fake));
@@ -378,7 +378,7 @@ fn trace_and_simulate_small_defects_are_fixed() {
     }
     // `--method plain` with the qdr preset used to fail with "unknown
     // --link-model ''": plain takes no link model, any preset works; and
-    // --collectives reaches trace2goal (ltest has none: same bound).
+    // --collectives reaches trace2goal (the ping-pong has none: same bound).
     let out = run(Command::new(repo_root().join("scripts/trace-and-simulate"))
         .args([
             "--json",
@@ -390,7 +390,7 @@ fn trace_and_simulate_small_defects_are_fixed() {
             "H8_S1",
         ])
         .args(["--sim-arg", "--preset", "--sim-arg", "qdr"])
-        .arg(thesis_program("ltest/ltest.c"))
+        .arg(example_program("pingpong.c"))
         .arg("2")
         .env("LOGGOPSIM", bin("loggopsim"))
         .env("MPI_TRACER", bin("mpi-tracer")));
