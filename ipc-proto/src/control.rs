@@ -48,8 +48,13 @@ pub struct ControlSegment {
     len: usize,
 }
 
-// The mapping is shared memory accessed only through atomics.
+// SAFETY: the mapping belongs to the ControlSegment (unmapped once, in
+// Drop) and is shared memory that every method reads and writes only
+// through atomics (or, for the rings, through the shm transport's
+// single-writer protocol), so moving the handle to another thread or
+// sharing it between threads cannot create a data race.
 unsafe impl Send for ControlSegment {}
+// SAFETY: as for Send above: all access through &self is atomic.
 unsafe impl Sync for ControlSegment {}
 
 impl ControlSegment {
@@ -62,6 +67,10 @@ impl ControlSegment {
     /// shared-memory transport, its rings.
     pub(crate) fn map_len(fd: &OwnedFd, name: &str, len: usize) -> Result<ControlSegment> {
         let len = len.max(SEGMENT_SIZE);
+        // SAFETY: a fresh MAP_SHARED mapping chosen by the kernel (no fixed
+        // address, so no existing mapping is replaced) of a valid open
+        // descriptor that the caller sized to at least `len` bytes; the
+        // returned pointer is owned by the ControlSegment and unmapped once.
         let p = unsafe {
             mmap(
                 None,
@@ -89,6 +98,10 @@ impl ControlSegment {
 
     pub(crate) fn atomic_u32(&self, off: usize) -> &AtomicU32 {
         assert!(off.is_multiple_of(4) && off + 4 <= self.len);
+        // SAFETY: the assert keeps the 4 bytes inside the mapping and 4-byte
+        // aligned (the mapping is page-aligned); mapped memory is always
+        // initialised, AtomicU32 has the layout of u32, and the reference
+        // borrows `self`, so it cannot outlive the mapping.
         unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU32) }
     }
 
@@ -123,10 +136,16 @@ impl ControlSegment {
 
     fn u32_at(&self, off: usize) -> &AtomicU32 {
         debug_assert!(off.is_multiple_of(4) && off + 4 <= SEGMENT_SIZE);
+        // SAFETY: `off` is one of the fixed, 4-byte aligned offsets of the
+        // control page (module `offset`), all below SEGMENT_SIZE <= len;
+        // the page-aligned mapping is initialised memory, AtomicU32 has the
+        // layout of u32, and the reference borrows `self`.
         unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU32) }
     }
     fn u64_at(&self, off: usize) -> &AtomicU64 {
         debug_assert!(off.is_multiple_of(8) && off + 8 <= SEGMENT_SIZE);
+        // SAFETY: as in `u32_at`, for one of the fixed 8-byte aligned u64
+        // offsets of the control page.
         unsafe { &*(self.ptr.as_ptr().add(off) as *const AtomicU64) }
     }
 
@@ -232,6 +251,9 @@ impl ControlSegment {
 
 impl Drop for ControlSegment {
     fn drop(&mut self) {
+        // SAFETY: `ptr` and `len` are exactly what mmap returned in
+        // `map_len`; this is the only unmap, and no reference handed out by
+        // the accessors can outlive `self`.
         unsafe {
             let _ = munmap(self.ptr.cast(), self.len);
         }

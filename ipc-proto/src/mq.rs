@@ -173,6 +173,9 @@ impl MqTransport {
         let ms = wait.as_millis().clamp(0, i32::MAX as u128) as i32;
         // Round sub-millisecond waits up so a short wait does not spin.
         let ms = if ms == 0 && !wait.is_zero() { 1 } else { ms };
+        // SAFETY: `fds` is a live Vec of initialised pollfd of exactly
+        // `fds.len()` elements, each naming a descriptor this Mq owns for
+        // the duration of the call; poll writes only their `revents`.
         let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if r < 0 {
             let e = Errno::last();

@@ -201,6 +201,7 @@ pub fn msgqueue_rlimit() -> u64 {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    // SAFETY: `r` is a valid, initialised rlimit that getrlimit only writes.
     if unsafe { libc::getrlimit(libc::RLIMIT_MSGQUEUE, &mut r) } == 0 {
         r.rlim_cur
     } else {
@@ -377,6 +378,8 @@ pub fn create_fabric_opts(
     if opts.transport == TransportKind::Shm {
         // Reserve the pages now: touching a page of a full tmpfs later
         // would kill the process with SIGBUS instead of a clear error.
+        // SAFETY: `fd` is an open descriptor owned by this function for the
+        // whole call; posix_fallocate takes no pointers.
         let r = unsafe { libc::posix_fallocate(fd.as_raw_fd(), 0, len as libc::off_t) };
         if r != 0 {
             return Err(ProtoError::ShmExhausted {

@@ -287,8 +287,15 @@ mod tests {
     fn a_side_moves_to_the_shared_cpu_and_yields_there() {
         // in a child, so that the test binary's other threads keep their
         // CPUs (and the environment is the child's own)
+        // SAFETY: fork(2) takes no pointers. The child is a one-thread copy
+        // of the multi-threaded test binary: it only uses the allocator,
+        // the environment and affinity system calls (glibc keeps its
+        // allocator usable in a forked child) and leaves with _exit, so
+        // nothing of the harness runs twice; the parent reaps it.
         match unsafe { libc::fork() } {
             0 => {
+                // SAFETY: a zeroed cpu_set_t is a valid empty set that
+                // sched_getaffinity fills, and CPU_ISSET reads it in bounds.
                 let allowed = |()| unsafe {
                     let mut set: libc::cpu_set_t = std::mem::zeroed();
                     libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
@@ -303,10 +310,14 @@ mod tests {
                     move_to_shared_cpu();
                     allowed(()) == vec![target]
                 };
+                // SAFETY: _exit ends the forked child without running the
+                // parent's destructors or atexit handlers.
                 unsafe { libc::_exit(if ok { 0 } else { 1 }) };
             }
             pid if pid > 0 => {
                 let mut st = 0;
+                // SAFETY: `st` is a valid i32 that waitpid writes; `pid` is
+                // our own child.
                 unsafe { libc::waitpid(pid, &mut st, 0) };
                 assert!(
                     libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,

@@ -92,13 +92,18 @@ impl PeerProcess {
     pub fn kill(&mut self) {
         if self.wait_timeout(Duration::ZERO).is_none() {
             let pg = -(self.child.id() as i32);
+            // SAFETY: kill(2) takes no pointers; `pg` is the process group
+            // of the child we spawned and have not reaped yet.
             unsafe { libc::kill(pg, libc::SIGTERM) };
             if self.wait_timeout(Duration::from_millis(500)).is_none() {
+                // SAFETY: as above.
                 unsafe { libc::kill(pg, libc::SIGKILL) };
                 let _ = self.child.wait();
             }
         } else {
             // The shell is gone; make sure nothing it started survives.
+            // SAFETY: kill(2) takes no pointers; the group id is the one of
+            // the child we spawned as a group leader.
             unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
         }
     }
