@@ -180,6 +180,23 @@ impl<'a> Fields<'a> {
         parse_c_int(s).ok_or_else(|| format!("field {k} ({what}): `{s}` is not an integer"))
     }
 
+    /// An MPI tag written into the schedule as traced (`--raw-tags`): a C
+    /// `int`, so -2^31..2^31-1 (negative ones are written sign-extended, as
+    /// the GOAL reader takes them). Anything wider is refused with the
+    /// field's text: the GOAL tag is 32 bits (the binary layout's u32), so
+    /// it could not be written exactly.
+    pub fn tag32(&self, k: usize, what: &str) -> Result<i64, String> {
+        let v = self.int(k, what)?;
+        if v < i32::MIN as i64 || v > i32::MAX as i64 {
+            return Err(format!(
+                "field {k} ({what}): tag {} does not fit in 32 bits (an MPI tag is a C int, \
+                 -2147483648..2147483647; GOAL tags are 32-bit)",
+                self.get(k, what)?.trim()
+            ));
+        }
+        Ok(v)
+    }
+
     /// An integer truncated to its low 32 bits (C `int` behaviour).
     pub fn int32(&self, k: usize, what: &str) -> Result<i32, String> {
         Ok(self.int(k, what)? as i32)

@@ -1259,7 +1259,12 @@ fn translate_rank(
                 let buf = f.addr(2, "buffer").map_err(lerr)?;
                 let size = size_of(&f, 3, "count", 5, "datatype size").map_err(lerr)?;
                 let peer = f.int32(7, "peer").map_err(lerr)?;
-                let tag = f.int(8, "tag").map_err(lerr)?;
+                let tag = if o.raw_tags {
+                    f.tag32(8, "tag")
+                } else {
+                    f.int(8, "tag")
+                }
+                .map_err(lerr)?;
                 let comm = f.int(9, "communicator").map_err(lerr)?;
                 let end_field = if matches!(call, Call::Send | Call::Rsend) {
                     12
@@ -1354,7 +1359,12 @@ fn translate_rank(
                 let sbuf = f.addr(2, "send buffer").map_err(lerr)?;
                 let sb = size_of(&f, 3, "send count", 5, "send datatype size").map_err(lerr)?;
                 let dest = f.int32(7, "dest").map_err(lerr)?;
-                let stag = f.int(8, "send tag").map_err(lerr)?;
+                let stag = if o.raw_tags {
+                    f.tag32(8, "send tag")
+                } else {
+                    f.int(8, "send tag")
+                }
+                .map_err(lerr)?;
                 let rbuf = f.addr(9, "recv buffer").map_err(lerr)?;
                 let rb = size_of(&f, 10, "recv count", 12, "recv datatype size").map_err(lerr)?;
                 let source = f.int32(14, "source").map_err(lerr)?;
