@@ -434,8 +434,26 @@ fn parse_rank(
             ));
         }
     }
-    b.end_rank();
-    Ok(())
+    b.end_rank().map_err(|c| {
+        let mut m = format!("rank {rank}: dependency cycle: ");
+        for (i, (&op, &imm)) in c.ops.iter().zip(&c.immediate).enumerate().take(16) {
+            let w = if imm { "irequires" } else { "requires" };
+            m.push_str(&format!("node {op} {w} "));
+            if i == 15 && c.ops.len() > 16 {
+                m.push_str(&format!("... ({} more) ... ", c.ops.len() - 16));
+            }
+        }
+        m.push_str(&format!(
+            "node {}; {}",
+            c.ops[0],
+            if c.ops.len() == 1 {
+                "the operation can never start"
+            } else {
+                "none of these operations can ever start"
+            }
+        ));
+        berr(name, off, m)
+    })
 }
 
 /// Writes the binary layout.

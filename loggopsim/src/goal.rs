@@ -244,7 +244,18 @@ struct Parser {
     b: Option<ScheduleBuilder>,
     labels: Labels,
     in_comment: bool,
+    /// the file's name in messages
+    file: String,
+    /// line number of the line being read (1-based)
+    line_no: u64,
+    /// labels defined twice: (rank, label, line of the first definition, line of this one)
+    duplicates: Vec<(u32, String, u64, u64)>,
+    /// all duplicate definitions (only the first [`MAX_DUPLICATES_SHOWN`] are kept)
+    num_duplicates: u64,
 }
+
+/// Duplicate label definitions named one by one in the warnings.
+const MAX_DUPLICATES_SHOWN: usize = 10;
 
 /// The operation words of issue 14 (docs/rdma.md "Schedules"). They are
 /// not keywords: a label may still be called `put`, so plain schedules
@@ -285,14 +296,15 @@ pub(crate) fn is_keyword(w: &[u8]) -> bool {
     )
 }
 
-/// The current rank's labels. Labels of up to 15 bytes (nearly all: schedgen
+/// The current rank's labels with their operation's offset and the line
+/// that defines them. Labels of up to 15 bytes (nearly all: schedgen
 /// writes `l123`) are packed with their length into a u128 key, so defining
 /// one allocates nothing; longer ones go to a map of byte strings. The first
-/// definition of a label wins (as the reference).
+/// definition of a label wins (as the reference; a second one is a warning).
 #[derive(Default)]
 struct Labels {
-    short: FastMap<u128, u32>,
-    long: FastMap<Vec<u8>, u32>,
+    short: FastMap<u128, (u32, u64)>,
+    long: FastMap<Vec<u8>, (u32, u64)>,
 }
 
 impl Labels {
@@ -306,21 +318,54 @@ impl Labels {
         b[15] = w.len() as u8;
         Some(u128::from_le_bytes(b))
     }
-    fn define(&mut self, w: &[u8], off: u32) {
-        match Self::pack(w) {
-            Some(k) => {
-                self.short.entry(k).or_insert(off);
-            }
-            None => {
-                self.long.entry(w.to_vec()).or_insert(off);
-            }
-        }
+    /// Defines `w` at `line`; if it was defined before, keeps that
+    /// definition and returns its line.
+    #[inline]
+    fn define(&mut self, w: &[u8], off: u32, line: u64) -> Option<u64> {
+        use std::collections::hash_map::Entry;
+        let e = match Self::pack(w) {
+            Some(k) => match self.short.entry(k) {
+                Entry::Occupied(o) => Some(o.get().1),
+                Entry::Vacant(v) => {
+                    v.insert((off, line));
+                    None
+                }
+            },
+            None => match self.long.entry(w.to_vec()) {
+                Entry::Occupied(o) => Some(o.get().1),
+                Entry::Vacant(v) => {
+                    v.insert((off, line));
+                    None
+                }
+            },
+        };
+        e
     }
+    #[inline]
     fn get(&self, w: &[u8]) -> Option<&u32> {
         match Self::pack(w) {
-            Some(k) => self.short.get(&k),
-            None => self.long.get(w),
+            Some(k) => self.short.get(&k).map(|v| &v.0),
+            None => self.long.get(w).map(|v| &v.0),
         }
+    }
+    /// Label and defining line of each operation in `offs` that has one
+    /// (one pass over the labels; for error messages).
+    fn names_of(&self, offs: &[u32]) -> FastMap<u32, (String, u64)> {
+        let want: std::collections::HashSet<u32> = offs.iter().copied().collect();
+        let mut out = FastMap::default();
+        for (k, &(off, line)) in &self.short {
+            if want.contains(&off) {
+                let b = k.to_le_bytes();
+                let name = String::from_utf8_lossy(&b[..b[15] as usize]).into_owned();
+                out.insert(off, (name, line));
+            }
+        }
+        for (k, &(off, line)) in &self.long {
+            if want.contains(&off) {
+                out.insert(off, (String::from_utf8_lossy(k).into_owned(), line));
+            }
+        }
+        out
     }
     fn clear(&mut self) {
         self.short.clear();
@@ -337,7 +382,65 @@ impl Parser {
             b: None,
             labels: Labels::default(),
             in_comment: false,
+            file: String::new(),
+            line_no: 0,
+            duplicates: Vec::new(),
+            num_duplicates: 0,
         }
+    }
+
+    /// Defines a label of the current rank (a second definition is kept
+    /// out and noted for a warning).
+    #[inline]
+    fn define_label(&mut self, w: &[u8], off: u32) {
+        if let Some(first) = self.labels.define(w, off, self.line_no) {
+            self.num_duplicates += 1;
+            if self.duplicates.len() < MAX_DUPLICATES_SHOWN {
+                let rank = match self.state {
+                    State::InBlock(r) => r,
+                    _ => 0,
+                };
+                self.duplicates.push((
+                    rank,
+                    String::from_utf8_lossy(w).into_owned(),
+                    first,
+                    self.line_no,
+                ));
+            }
+        }
+    }
+
+    /// The message of a dependency cycle in `rank`: every operation on it
+    /// by label and defining line.
+    fn cycle_message(&self, rank: u32, c: &crate::schedule::Cycle) -> String {
+        const SHOWN: usize = 16;
+        let file = &self.file;
+        let names = self.labels.names_of(&c.ops);
+        let show = |off: u32| match names.get(&off) {
+            Some((l, line)) => format!("{l} ({file}:{line})"),
+            None => format!("operation {off} of the rank"),
+        };
+        let word = |imm: bool| if imm { "irequires" } else { "requires" };
+        let mut m = format!("rank {rank}: dependency cycle: ");
+        for (i, &off) in c.ops.iter().enumerate().take(SHOWN) {
+            m.push_str(&show(off));
+            m.push(' ');
+            m.push_str(word(c.immediate[i]));
+            m.push(' ');
+        }
+        if c.ops.len() > SHOWN {
+            m.push_str(&format!("... ({} more) ... ", c.ops.len() - SHOWN));
+        }
+        m.push_str(&match names.get(&c.ops[0]) {
+            Some((l, _)) => l.clone(),
+            None => show(c.ops[0]),
+        });
+        m.push_str(if c.ops.len() == 1 {
+            "; the operation can never start"
+        } else {
+            "; none of these operations can ever start"
+        });
+        m
     }
 
     fn line(&mut self, s: &[u8]) -> PResult<()> {
@@ -428,7 +531,9 @@ impl Parser {
                 State::InBlock(r) => {
                     if t == Tok::RBrace {
                         lx.next()?;
-                        self.b.as_mut().unwrap().end_rank();
+                        if let Err(c) = self.b.as_mut().unwrap().end_rank() {
+                            return perr(col, self.cycle_message(r, &c));
+                        }
                         self.state = State::Between;
                         continue;
                     }
@@ -472,7 +577,7 @@ impl Parser {
                 match b.add_op(op) {
                     Ok(off) => {
                         if let Some(l) = label {
-                            self.labels.define(l, off);
+                            self.define_label(l, off);
                         }
                         true
                     }
@@ -522,7 +627,7 @@ impl Parser {
                     Some(Tok::Colon) => {
                         let (oc, ot) = lx.next()?;
                         let off = self.operation(lx, oc, ot)?;
-                        self.labels.define(w, off);
+                        self.define_label(w, off);
                         Ok(())
                     }
                     Some(Tok::Word(k)) if k == b"requires" || k == b"irequires" => {
@@ -771,12 +876,27 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 
 /// Parses GOAL text from any reader. `name` is used in error messages.
 pub fn parse_reader<R: BufRead>(name: &str, r: R) -> Result<Schedule, LoadError> {
+    parse_reader_with(name, r, true).map(|(s, _)| s)
+}
+
+/// [`parse_reader`], also returning the warnings (`file:line: ...`): labels
+/// defined twice in a rank, where the first definition counts (as in
+/// LogGOPSim; the second labels nothing).
+pub fn parse_reader_warnings<R: BufRead>(
+    name: &str,
+    r: R,
+) -> Result<(Schedule, Vec<String>), LoadError> {
     parse_reader_with(name, r, true)
 }
 
-fn parse_reader_with<R: BufRead>(name: &str, mut r: R, fast: bool) -> Result<Schedule, LoadError> {
+fn parse_reader_with<R: BufRead>(
+    name: &str,
+    mut r: R,
+    fast: bool,
+) -> Result<(Schedule, Vec<String>), LoadError> {
     let mut p = Parser::new();
     p.fast = fast;
+    p.file = name.to_string();
     let mut buf = Vec::with_capacity(256);
     let mut line_no: u64 = 0;
     let mut last_len = 0usize;
@@ -811,6 +931,7 @@ fn parse_reader_with<R: BufRead>(name: &str, mut r: R, fast: bool) -> Result<Sch
             s = &s[..s.len() - 1];
         }
         last_len = s.len();
+        p.line_no = line_no;
         p.line(s).map_err(|e| LoadError::Syntax {
             file: name.to_string(),
             line: line_no,
@@ -819,13 +940,31 @@ fn parse_reader_with<R: BufRead>(name: &str, mut r: R, fast: bool) -> Result<Sch
         })?;
     }
     let line = line_no.max(1);
-    p.finish(line_no, last_len + 1)
+    let mut warnings: Vec<String> = p
+        .duplicates
+        .iter()
+        .map(|(rank, label, first, again)| {
+            format!(
+                "{name}:{again}: rank {rank}: label '{label}' is defined again (first at \
+                 {name}:{first}); the first definition counts, this operation has no label"
+            )
+        })
+        .collect();
+    if p.num_duplicates > p.duplicates.len() as u64 {
+        warnings.push(format!(
+            "{name}: {} more labels defined twice",
+            p.num_duplicates - p.duplicates.len() as u64
+        ));
+    }
+    let s = p
+        .finish(line_no, last_len + 1)
         .map_err(|e| LoadError::Syntax {
             file: name.to_string(),
             line,
             col: e.col as u64,
             msg: e.msg,
-        })
+        })?;
+    Ok((s, warnings))
 }
 
 pub fn parse_str(name: &str, text: &str) -> Result<Schedule, LoadError> {
@@ -833,11 +972,16 @@ pub fn parse_str(name: &str, text: &str) -> Result<Schedule, LoadError> {
 }
 
 pub fn parse_file(path: &Path) -> Result<Schedule, LoadError> {
+    parse_file_warnings(path).map(|(s, _)| s)
+}
+
+/// [`parse_file`] with the warnings of [`parse_reader_warnings`].
+pub fn parse_file_warnings(path: &Path) -> Result<(Schedule, Vec<String>), LoadError> {
     let (f, _) = schedgen::input::open_regular(path).map_err(|msg| LoadError::Io {
         file: path.display().to_string(),
         msg,
     })?;
-    parse_reader(
+    parse_reader_warnings(
         &path.display().to_string(),
         std::io::BufReader::with_capacity(1 << 20, f),
     )
@@ -915,8 +1059,8 @@ mod fast_path_tests {
             Err(e) => format!("error: {e}"),
         };
         (
-            show(parse_reader_with("t.goal", text.as_bytes(), true)),
-            show(parse_reader_with("t.goal", text.as_bytes(), false)),
+            show(parse_reader_with("t.goal", text.as_bytes(), true).map(|(s, _)| s)),
+            show(parse_reader_with("t.goal", text.as_bytes(), false).map(|(s, _)| s)),
         )
     }
 

@@ -422,7 +422,9 @@ pub fn merge(parts: &[&Schedule]) -> Result<Schedule, String> {
                         .map_err(|e| e.to_string())?;
                 }
             }
-            b.end_rank();
+            // (the jobs' schedules were read, so they hold no cycle)
+            b.end_rank()
+                .map_err(|_| format!("rank {r}: dependency cycle"))?;
         }
         first += s.num_ranks();
     }

@@ -46,7 +46,19 @@ pub mod schedule;
 pub mod verbose;
 
 /// Reads a schedule from a file, detecting the binary layout by its magic.
+/// Warnings of the GOAL reader (a label defined twice) go to stderr.
 pub fn load_schedule(path: &std::path::Path) -> Result<schedule::Schedule, goal::LoadError> {
+    let (s, warnings) = load_schedule_warnings(path)?;
+    for w in warnings {
+        eprintln!("loggopsim: warning: {w}");
+    }
+    Ok(s)
+}
+
+/// [`load_schedule`], returning the warnings instead of printing them.
+pub fn load_schedule_warnings(
+    path: &std::path::Path,
+) -> Result<(schedule::Schedule, Vec<String>), goal::LoadError> {
     use std::io::Read;
     // Regular files only: a device (/dev/zero) or a FIFO could be endless or
     // block forever (issue 12, item 11).
@@ -72,8 +84,8 @@ pub fn load_schedule(path: &std::path::Path) -> Result<schedule::Schedule, goal:
     if n == 8 {
         let magic = u64::from_le_bytes(head);
         if magic == binfmt::MAGIC || magic == binfmt::MAGIC_CONSUMED {
-            return binfmt::read_file(path);
+            return binfmt::read_file(path).map(|s| (s, Vec::new()));
         }
     }
-    goal::parse_file(path)
+    goal::parse_file_warnings(path)
 }

@@ -238,6 +238,19 @@ pub enum BuildError {
     NoSuchOp(u32),
 }
 
+/// A dependency cycle found by [`ScheduleBuilder::end_rank`]: local
+/// offsets in the rank, each one requiring (or, where `immediate`, irequiring)
+/// the next and the last one the first. None of them can ever start, so the
+/// schedule is bad input (the run would end with unmatched queues or
+/// operations that never completed). Starts at the smallest offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cycle {
+    /// local offsets, in dependency order
+    pub ops: Vec<u32>,
+    /// `immediate[i]`: the edge from `ops[i]` to the next is an `irequires`
+    pub immediate: Vec<bool>,
+}
+
 impl Shape {
     /// The shape as two words (kind, cpu, nic and tag share the first):
     /// equal shapes have equal words and vice versa.
@@ -261,6 +274,11 @@ pub struct ScheduleBuilder {
     /// (predecessor local offset, dependent local offset | EDGE_START)
     pending: Vec<(u32, u32)>,
     in_rank: bool,
+    /// The current rank has an edge whose predecessor does not come before
+    /// its dependent in offset order. Without one, offset order is a
+    /// topological order and the rank cannot hold a cycle, so `end_rank`
+    /// skips the cycle search (generated schedules never set it).
+    backward: bool,
 }
 
 impl ScheduleBuilder {
@@ -276,6 +294,7 @@ impl ScheduleBuilder {
             cur_rank_first: 0,
             pending: Vec::new(),
             in_rank: false,
+            backward: false,
         }
     }
     /// Number of ranks completed so far.
@@ -287,6 +306,7 @@ impl ScheduleBuilder {
         self.in_rank = true;
         self.cur_rank_first = self.s.nodes.len() as u32;
         self.pending.clear();
+        self.backward = false;
     }
     /// Number of operations in the current rank.
     pub fn rank_len(&self) -> u32 {
@@ -339,10 +359,15 @@ impl ScheduleBuilder {
             return Err(BuildError::TooManyEdges);
         }
         let flag = if immediate { EDGE_START } else { 0 };
+        self.backward |= pred >= dependent;
         self.pending.push((pred, dependent | flag));
         Ok(())
     }
-    pub fn end_rank(&mut self) {
+    /// Closes the current rank. A dependency cycle in it is an error (the
+    /// rank is stored all the same; the readers stop at the error). The
+    /// check is Kahn's algorithm, O(operations + edges) of the rank, and
+    /// runs only when some edge points backwards in offset order.
+    pub fn end_rank(&mut self) -> Result<(), Cycle> {
         debug_assert!(self.in_rank);
         self.in_rank = false;
         let first = self.cur_rank_first;
@@ -388,8 +413,77 @@ impl ScheduleBuilder {
                 r.edge_start = base as u32 + count[i];
             }
         }
+        let cycle = if self.backward {
+            self.find_cycle(first, n, base)
+        } else {
+            None
+        };
         self.pending.clear();
         self.s.rank_start.push(self.s.nodes.len() as u32);
+        match cycle {
+            Some(c) => Err(c),
+            None => Ok(()),
+        }
+    }
+
+    /// Kahn's algorithm on the rank just built (nodes `first..first+n`, its
+    /// edges from `base`); on a cycle, one cycle, found by walking back
+    /// from an operation that never became free (each such operation has a
+    /// predecessor that never did either).
+    fn find_cycle(&self, first: u32, n: usize, base: usize) -> Option<Cycle> {
+        let nodes = &self.s.nodes[first as usize..];
+        let mut indeg: Vec<u32> = nodes.iter().map(|r| r.depcount).collect();
+        let mut free: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
+        let mut done = 0usize;
+        while let Some(v) = free.pop() {
+            done += 1;
+            let a = nodes[v as usize].edge_start as usize;
+            let b = nodes
+                .get(v as usize + 1)
+                .map_or(self.s.edges.len(), |r| r.edge_start as usize);
+            for &e in &self.s.edges[a.max(base)..b] {
+                let d = ((e & !EDGE_START) - first) as usize;
+                indeg[d] -= 1;
+                if indeg[d] == 0 {
+                    free.push(d as u32);
+                }
+            }
+        }
+        if done == n {
+            return None;
+        }
+        // one waiting predecessor of every waiting operation, with the kind of edge
+        let mut pred: Vec<Option<(u32, bool)>> = vec![None; n];
+        for &(p, d) in &self.pending {
+            let dl = (d & !EDGE_START) as usize;
+            if indeg[dl] > 0 && indeg[p as usize] > 0 && pred[dl].is_none() {
+                pred[dl] = Some((p, d & EDGE_START != 0));
+            }
+        }
+        let start = (0..n).find(|&i| indeg[i] > 0)? as u32;
+        // walk back until an operation repeats: that one is on a cycle
+        let mut seen = vec![false; n];
+        let mut v = start;
+        while !seen[v as usize] {
+            seen[v as usize] = true;
+            v = pred[v as usize]?.0;
+        }
+        let mut ops = Vec::new();
+        let mut immediate = Vec::new();
+        let on = v;
+        loop {
+            let (p, imm) = pred[v as usize]?;
+            ops.push(v);
+            immediate.push(imm);
+            v = p;
+            if v == on {
+                break;
+            }
+        }
+        let k = (0..ops.len()).min_by_key(|&i| ops[i]).unwrap_or(0);
+        ops.rotate_left(k);
+        immediate.rotate_left(k);
+        Some(Cycle { ops, immediate })
     }
     pub fn finish(mut self) -> Schedule {
         debug_assert!(!self.in_rank);

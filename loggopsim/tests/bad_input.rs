@@ -114,3 +114,164 @@ fn raw_tags_beyond_32_bits_are_refused_naming_trace_line_and_tag() {
     }
 }
 
+const CYCLE: &str = "num_ranks 2\nrank 0 {\nl1: calc 1\nl2: calc 2\nl3: calc 3\nl1 requires l2\nl2 requires l1\n}\nrank 1 {\n}\n";
+
+/// A dependency cycle used to end the run with exit 1 and "unmatched
+/// receive/unexpected queues"; it is bad input, named with every label's line.
+#[test]
+fn dependency_cycle_is_bad_input_naming_its_labels_and_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "c.goal", CYCLE);
+    let o = run(&["-f", s(&f)]);
+    assert_eq!(o.status.code(), Some(2));
+    let p = f.display();
+    assert_eq!(
+        err(&o),
+        format!(
+            "loggopsim: error: {p}:8:1: rank 0: dependency cycle: l1 ({p}:3) requires l2 \
+             ({p}:4) requires l1; none of these operations can ever start\n"
+        )
+    );
+    assert_eq!(out(&o), "");
+    // irequires edges, a longer cycle, one reached from outside it, and a
+    // self-dependency
+    let f = write(
+        d.path(),
+        "c3.goal",
+        "num_ranks 1\nrank 0 {\nx: calc 9\nl1: calc 1\nl2: calc 2\nl3: calc 3\nl1 requires x\nl2 requires l1\nl1 irequires l3\nl3 requires l2\n}\n",
+    );
+    let o = run(&["-f", s(&f)]);
+    assert_eq!(o.status.code(), Some(2));
+    let p = f.display();
+    assert_eq!(
+        err(&o),
+        format!(
+            "loggopsim: error: {p}:11:1: rank 0: dependency cycle: l1 ({p}:4) irequires l3 \
+             ({p}:6) requires l2 ({p}:5) requires l1; none of these operations can ever start\n"
+        )
+    );
+    let f = write(
+        d.path(),
+        "c1.goal",
+        "num_ranks 1\nrank 0 {\nl1: calc 1\n  l1 requires l1\n}\n",
+    );
+    let o = run(&["-f", s(&f)]);
+    assert_eq!(o.status.code(), Some(2));
+    let p = f.display();
+    assert_eq!(
+        err(&o),
+        format!(
+            "loggopsim: error: {p}:5:1: rank 0: dependency cycle: l1 ({p}:3) requires l1; the \
+             operation can never start\n"
+        )
+    );
+    // a DAG whose edges point backwards in offset order is fine
+    let f = write(
+        d.path(),
+        "dag.goal",
+        "num_ranks 1\nrank 0 {\nl1: calc 1\nl2: calc 2\nl1 requires l2\n}\n",
+    );
+    let o = run(&["-f", s(&f)]);
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(out(&o).ends_with("Host 0: 3 ps\n"), "{}", out(&o));
+}
+
+/// The cycle search is linear: a cycle through 200000 operations is found
+/// at once, and the message lists its first 16 operations.
+#[test]
+fn long_cycle_is_found_quickly_and_the_message_stays_short() {
+    let n = 200_000;
+    let mut t = String::from("num_ranks 1\nrank 0 {\n");
+    for i in 1..=n {
+        t += &format!("l{i}: calc 1\n");
+    }
+    for i in 1..n {
+        t += &format!("l{i} requires l{}\n", i + 1);
+    }
+    t += &format!("l{n} requires l1\n}}\n");
+    let t0 = Instant::now();
+    let e = loggopsim::goal::parse_str("big.goal", &t)
+        .unwrap_err()
+        .to_string();
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let mut want = format!("big.goal:{}:1: rank 0: dependency cycle: ", 2 * n + 3);
+    for i in 1..=16 {
+        want += &format!("l{i} (big.goal:{}) requires ", i + 2);
+    }
+    want += "... (199984 more) ... l1; none of these operations can ever start";
+    assert_eq!(e, want);
+}
+
+/// A binary schedule (the reference's layout) with two nodes that require
+/// each other.
+fn binary_cycle() -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&4223u64.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes()); // num_ranks
+    b.extend_from_slice(&[0, 0]); // max_cpu, max_nic
+    let block_len = 8 + 2 * 39 + 2 * 4;
+    b.extend_from_slice(&22u64.to_le_bytes());
+    b.extend_from_slice(&(22u64 + block_len).to_le_bytes());
+    b.extend_from_slice(&2u32.to_le_bytes()); // nodes
+    b.extend_from_slice(&0u32.to_le_bytes()); // roots
+    for i in [0u32, 1] {
+        b.extend_from_slice(&1u32.to_le_bytes()); // depcount
+        b.push(3); // calc
+        b.extend_from_slice(&0u32.to_le_bytes()); // peer
+        b.extend_from_slice(&5u64.to_le_bytes()); // duration
+        b.extend_from_slice(&0u32.to_le_bytes()); // tag
+        b.extend_from_slice(&[0, 0]); // cpu, nic
+        b.extend_from_slice(&1u32.to_le_bytes()); // n_deps
+        b.extend_from_slice(&i.to_le_bytes()); // deps_index
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+    }
+    // appendix: node 0 is required by node 1, node 1 by node 0
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b
+}
+
+#[test]
+fn dependency_cycle_in_a_binary_schedule_is_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("c.bin");
+    std::fs::write(&f, binary_cycle()).unwrap();
+    let o = run(&["-f", s(&f)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        err(&o),
+        format!(
+            "loggopsim: error: {}: byte offset 30: rank 0: dependency cycle: node 0 requires \
+             node 1 requires node 0; none of these operations can ever start\n",
+            f.display()
+        )
+    );
+}
+
+/// A label defined twice in a rank: the first definition counts (as in
+/// LogGOPSim, which the GOAL grammar follows), and the second is no longer
+/// silent.
+#[test]
+fn label_defined_twice_is_a_warning_naming_both_lines() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        d.path(),
+        "d.goal",
+        "num_ranks 1\nrank 0 {\nl1: calc 10\nl1: calc 500 cpu 1\nl2: calc 1 cpu 2\nl2 requires l1\n}\n",
+    );
+    let o = run(&["-f", s(&f)]);
+    assert_eq!(o.status.code(), Some(0));
+    let p = f.display();
+    assert_eq!(
+        err(&o),
+        format!(
+            "loggopsim: warning: {p}:4: rank 0: label 'l1' is defined again (first at {p}:3); \
+             the first definition counts, this operation has no label\n"
+        )
+    );
+    // l2 waits for the first l1 (CPU 0, 0..10 ps) and runs 10..11 ps on
+    // CPU 2; after the second (CPU 1, 0..500 ps) the host would end at 501
+    assert!(out(&o).ends_with("Times: \nHost 0: 500 ps\n"), "{}", out(&o));
+}
+
