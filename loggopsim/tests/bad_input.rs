@@ -275,3 +275,40 @@ fn label_defined_twice_is_a_warning_naming_both_lines() {
     assert!(out(&o).ends_with("Times: \nHost 0: 500 ps\n"), "{}", out(&o));
 }
 
+/// `gen -s 1000000000` grew to 2.3 GB before its 2 GiB bound stopped it:
+/// the size is estimated from the pattern before anything is allocated.
+#[test]
+fn huge_generated_schedule_is_refused_before_allocating() {
+    let d = tempfile::tempdir().unwrap();
+    let goal = d.path().join("big.goal");
+    let t0 = Instant::now();
+    let o = run(&["gen", "dissemination", "-s", "1000000000", "-o", s(&goal)]);
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        err(&o),
+        "loggopsim: error: dissemination with --commsize 1000000000: 60000000000 operations, at \
+         least 1380000000000 bytes of GOAL text, more than the 2147483648 bytes (2 GiB) the \
+         generator builds in memory; use fewer ranks\n"
+    );
+    assert!(!goal.exists());
+    let o = run(&[
+        "gen",
+        "pipelinedring",
+        "-s",
+        "100000",
+        "-d",
+        "2000000000",
+        "--segmentsize",
+        "1",
+        "-o",
+        s(&goal),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err(&o).contains("use fewer ranks or larger segments (--segmentsize)"),
+        "{}",
+        err(&o)
+    );
+}
+

@@ -91,7 +91,77 @@ pub enum PatternError {
     TooLarge(String, i32),
     #[error("linear_alltoallv: --commsize {0} needs a {0}x{0} size matrix (limit {MAX_A2AV_RANKS} ranks)")]
     AlltoallvTooLarge(i32),
+    #[error(
+        "{name} with --commsize {commsize}: {ops} operations, at least {bytes} bytes of GOAL \
+         text, more than the {limit} bytes (2 GiB) the generator builds in memory; use fewer \
+         ranks{hint}",
+        limit = crate::goal::MAX_GOAL_BYTES
+    )]
+    EstimatedTooLarge {
+        name: String,
+        commsize: i32,
+        /// operations the pattern writes (sends, receives and calcs)
+        ops: u128,
+        /// lower bound of the text's size
+        bytes: u128,
+        /// what else makes it smaller, for the patterns with more knobs
+        hint: &'static str,
+    },
 }
+
+/// Sends, receives and calcs a pattern writes, from the pattern's formula:
+/// (messages, calcs). Exact for every pattern (a test compares it with the
+/// generated schedules); computed without generating anything, so that a
+/// schedule too large to build is refused before any memory is used.
+pub fn estimate_ops(name: &str, o: &PatternOptions) -> (u128, u128) {
+    let p = effective_ranks(name, o.commsize).max(0) as u128;
+    let k = ceil_log2(o.commsize.max(1)) as u128;
+    let pm1 = p.saturating_sub(1);
+    match name {
+        "binomialtreebcast" | "binomialtreereduce" | "binarytreebcast" | "gather" | "scatter" => {
+            (2 * pm1, 0)
+        }
+        "dissemination" => (2 * k * p, 0),
+        "nwaydissemination" => {
+            let n = o.nway.max(1) as u128;
+            let r = nway_rounds(o.commsize.max(1), o.nway.max(1)).max(0) as u128;
+            (2 * n * r * p, n * r.saturating_sub(1) * p)
+        }
+        "pipelinedring" | "pipelinedringdep" => {
+            let (d, seg) = (o.datasize as i64, o.segmentsize.max(1) as i64);
+            let m = if d <= 0 { 0 } else { ((d + seg - 1) / seg) as u128 };
+            (2 * m * pm1, 0)
+        }
+        "doublering" => (4 * p, 0),
+        "linbarrier" => (4 * pm1, 1),
+        "linear_alltoall" | "linear_alltoallv" => (2 * p * pm1, 0),
+        "allreduce_recdoub" => {
+            let k = if o.commsize >= 1 {
+                (31 - (o.commsize as u32).leading_zeros()) as u128
+            } else {
+                0
+            };
+            let calcs = if o.rpl_dep_cmp != -1 {
+                (2 * k).saturating_sub(1)
+            } else {
+                0
+            };
+            (4 * k * p, calcs * p)
+        }
+        "allreduce_ring" => (4 * p * pm1, 0),
+        "resnet" => (20 * k * p, 21 * p),
+        "chained_dissem" => (5 * (2 * k + 1) * p, 0),
+        "random_bisect" => (p, 0),
+        "random_bisect_fd_sym" => (2 * p, 0),
+        _ => (0, 0),
+    }
+}
+
+/// Shortest line of a send or receive (`l1: send 1b to 0 tag 0`) and of a
+/// calc (`l1: calc 0`), newline included: with [`estimate_ops`], a lower
+/// bound of a pattern's text.
+const MIN_MESSAGE_LINE: u128 = 23;
+const MIN_CALC_LINE: u128 = 11;
 
 /// `swap(x)`: exchanges 0 and R (the virtual/real rank mapping).
 fn swap(x: i32, root: i32) -> i32 {
@@ -517,16 +587,35 @@ pub fn validate(name: &str, o: &PatternOptions) -> Result<(), PatternError> {
         return Err(PatternError::TooFewRanks(name.to_string(), o.commsize));
     }
     match name {
-        "nwaydissemination" if o.nway < 1 => Err(PatternError::BadNway(o.nway)),
+        "nwaydissemination" if o.nway < 1 => return Err(PatternError::BadNway(o.nway)),
         "pipelinedring" | "pipelinedringdep" if o.segmentsize < 1 && o.datasize > 0 => {
-            Err(PatternError::BadSegmentSize(o.segmentsize))
+            return Err(PatternError::BadSegmentSize(o.segmentsize))
         }
         "linear_alltoallv" if o.commsize > MAX_A2AV_RANKS => {
-            Err(PatternError::AlltoallvTooLarge(o.commsize))
+            return Err(PatternError::AlltoallvTooLarge(o.commsize))
         }
-        "linear_alltoallv" => alltoallv_matrix(o).map(|_| ()),
-        _ => Ok(()),
+        _ => {}
     }
+    // before anything is allocated (the size matrix of linear_alltoallv too)
+    let (msgs, calcs) = estimate_ops(name, o);
+    let bytes = msgs * MIN_MESSAGE_LINE + calcs * MIN_CALC_LINE;
+    if bytes > crate::goal::MAX_GOAL_BYTES as u128 {
+        return Err(PatternError::EstimatedTooLarge {
+            name: name.to_string(),
+            commsize: o.commsize,
+            ops: msgs + calcs,
+            bytes,
+            hint: match name {
+                "pipelinedring" | "pipelinedringdep" => " or larger segments (--segmentsize)",
+                "nwaydissemination" => " or a smaller --nway",
+                _ => "",
+            },
+        });
+    }
+    if name == "linear_alltoallv" {
+        alltoallv_matrix(o)?;
+    }
+    Ok(())
 }
 
 /// Writes all rank blocks of a pattern. The writer must be fresh (only the
@@ -631,6 +720,61 @@ mod tests {
             m,
             vec![vec![100, 84, 87], vec![100, 78, 16], vec![100, 94, 36]]
         );
+    }
+
+    /// The size estimate that refuses huge patterns before generating
+    /// them counts exactly what the generators write.
+    #[test]
+    fn estimate_ops_matches_the_generated_counts() {
+        for &name in PATTERN_NAMES {
+            for p in [1, 2, 3, 5, 8, 9, 16, 27, 33, 100] {
+                for (d, seg, nway, c) in [(1, 1, 1, -1), (100, 7, 2, 5), (1000, 1000, 3, -1)] {
+                    let o = PatternOptions {
+                        commsize: p,
+                        datasize: d,
+                        segmentsize: seg,
+                        nway,
+                        rpl_dep_cmp: c,
+                        ..Default::default()
+                    };
+                    if validate(name, &o).is_err() {
+                        continue;
+                    }
+                    let mut w = GoalWriter::new(effective_ranks(name, p) as i64, 0, None);
+                    write_pattern(&mut w, name, &o).unwrap();
+                    let n = w.counts();
+                    assert_eq!(
+                        estimate_ops(name, &o),
+                        ((n.sends + n.recvs) as u128, n.execs as u128),
+                        "{name} P={p} d={d} seg={seg} nway={nway} c={c}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn huge_patterns_are_refused_before_generating() {
+        let o = PatternOptions {
+            commsize: 1_000_000_000,
+            ..Default::default()
+        };
+        let t0 = std::time::Instant::now();
+        let e = validate("dissemination", &o).unwrap_err();
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(
+            e.to_string(),
+            "dissemination with --commsize 1000000000: 60000000000 operations, at least \
+             1380000000000 bytes of GOAL text, more than the 2147483648 bytes (2 GiB) the \
+             generator builds in memory; use fewer ranks"
+        );
+        // below the limit by the estimate (a lower bound): left to the
+        // generator, which stops at the limit
+        let o = PatternOptions {
+            commsize: 2_000_000,
+            ..Default::default()
+        };
+        assert!(validate("dissemination", &o).is_ok());
     }
 
     #[test]
