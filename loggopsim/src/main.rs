@@ -447,7 +447,28 @@ impl Tracer for CliTracer {
     }
 }
 
+/// `--network ipc`: the session key is checked before anything is read or
+/// attached, by the rule `ibnet serve` applies when it creates the session
+/// ([`ipc_proto::SessionKey::new`]); a missing or invalid key is bad input.
+fn check_ipc_key(a: &SimArgs) -> anyhow::Result<()> {
+    if a.network != NetworkKind::Ipc || a.print_map {
+        return Ok(());
+    }
+    match a.cosim.key.as_deref() {
+        None => Err(Exit(
+            2,
+            "--network ipc needs --key KEY (the session key given to `ibnet serve --key`)".into(),
+        )
+        .into()),
+        Some(k) => match ipc_proto::SessionKey::new(k) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(Exit(2, format!("--key: {e}")).into()),
+        },
+    }
+}
+
 fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
+    check_ipc_key(a)?;
     if !a.jobs.is_empty() {
         return simulate_jobs(a);
     }

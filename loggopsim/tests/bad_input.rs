@@ -275,6 +275,31 @@ fn label_defined_twice_is_a_warning_naming_both_lines() {
     assert!(out(&o).ends_with("Times: \nHost 0: 500 ps\n"), "{}", out(&o));
 }
 
+/// `--network ipc --key a/b` exited 1 (it failed when attaching); a bad
+/// key is bad input, checked as `ibnet serve` checks it.
+#[test]
+fn invalid_or_missing_session_key_is_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "w.goal", CYCLE.replace("l2 requires l1\n", "").as_str());
+    let o = run(&["-f", s(&f), "--network", "ipc", "--key", "a/b"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        err(&o),
+        "loggopsim: error: --key: invalid session key \"a/b\": character '/' not allowed (use \
+         A-Z a-z 0-9 _ -)\n"
+    );
+    let o = run(&["-f", s(&f), "--network", "ipc", "--key", &"k".repeat(65)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(err(&o).contains("longer than 64 characters"), "{}", err(&o));
+    let o = run(&["-f", s(&f), "--network", "ipc"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        err(&o),
+        "loggopsim: error: --network ipc needs --key KEY (the session key given to `ibnet serve \
+         --key`)\n"
+    );
+}
+
 /// `gen -s 1000000000` grew to 2.3 GB before its 2 GiB bound stopped it:
 /// the size is estimated from the pattern before anything is allocated.
 #[test]

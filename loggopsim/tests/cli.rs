@@ -485,7 +485,18 @@ fn fabric_backends_refuse_huge_messages() {
         "num_ranks 2\nrank 0 {\nl1: send 18446744073709551615b to 1 tag 0\n}\nrank 1 {\nl1: recv 18446744073709551615b from 0 tag 0\n}\n",
     );
     for net in ["inproc", "ipc"] {
-        let (c, e) = code_and_err(&run(&["-f", s(&f), "--network", net, "-G", "0", "-O", "0"]));
+        let (c, e) = code_and_err(&run(&[
+            "-f",
+            s(&f),
+            "--network",
+            net,
+            "--key",
+            "sizecheck",
+            "-G",
+            "0",
+            "-O",
+            "0",
+        ]));
         assert_eq!(c, Some(2), "{net}: {e}");
         assert!(
             e.contains("h.goal: rank 0: a send of 18446744073709551615 bytes is larger than the largest message the fabric simulates (1099511627776 bytes, 1 TiB)"),

@@ -290,7 +290,7 @@ fn cli_overlap_overflow_and_bad_specs_exit_2() {
         "{}",
         err(&o)
     );
-    let o = run(&["--network", "ipc", "--job", pp, "--slowdown"]);
+    let o = run(&["--network", "ipc", "--key", "k", "--job", pp, "--slowdown"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         err(&o).contains("--slowdown needs a fabric per alone run"),
