@@ -186,7 +186,7 @@ fn host_of(t: &topology::Topology, s: &str) -> Result<usize> {
 
 fn routes(a: &RoutesArgs) -> Result<i32> {
     let t = topology::open_with(&a.topology, a.lfts.as_deref())
-        .map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+        .map_err(|e| anyhow::anyhow!(topology::open_error(&a.topology, &e)))?;
     if let Some(note) = topology::explain(&a.topology) {
         eprintln!("ibnet: {note}");
     }
@@ -237,7 +237,7 @@ fn topology_summary(a: &TopologyArgs) -> Result<i32> {
         anyhow::bail!("nothing to do: give --summary");
     }
     let t = topology::open_with(&a.topology, a.lfts.as_deref())
-        .map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+        .map_err(|e| anyhow::anyhow!(topology::open_error(&a.topology, &e)))?;
     if let Some(note) = topology::explain(&a.topology) {
         eprintln!("ibnet: {note}");
     }
@@ -436,8 +436,8 @@ fn export(a: &ExportArgs) -> Result<i32> {
     if !a.simgrid {
         anyhow::bail!("nothing to do: give the format, --simgrid (the only one so far)");
     }
-    let t =
-        topology::open(&a.topology).map_err(|e| anyhow::anyhow!("topology {}: {e}", a.topology))?;
+    let t = topology::open(&a.topology)
+        .map_err(|e| anyhow::anyhow!(topology::open_error(&a.topology, &e)))?;
     let fl = ibnet::flowlevel::FlowLevel::from_preset(&a.preset, &a.set)
         .map_err(|e| anyhow::anyhow!(e))?;
     let ranks: Vec<usize> = match &a.map {
@@ -546,7 +546,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     }
     let params = params_from(a).map_err(u)?;
     let topo = topology::open_with(&a.topology, a.lfts.as_deref())
-        .map_err(|e| UserError(anyhow::anyhow!("topology {}: {e}", a.topology)))?;
+        .map_err(|e| UserError(anyhow::anyhow!(topology::open_error(&a.topology, &e))))?;
     // a large network: run again with the heap on huge pages (hugepages.rs)
     ibnet::hugepages::use_for(topo.hcas().len(), "ibnet");
     if let Some(note) = topology::explain(&a.topology) {

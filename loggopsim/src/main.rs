@@ -659,8 +659,9 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
         .collect();
     let mut scheds = Vec::with_capacity(specs.len());
     for (j, s) in specs.iter().enumerate() {
-        let sc = loggopsim::load_schedule(&s.file)
-            .map_err(|e| input_err(format!("{}: {e}", labels[j])))?;
+        // (the reader's errors start with the file's name)
+        let sc =
+            loggopsim::load_schedule(&s.file).map_err(|e| input_err(format!("job {j}: {e}")))?;
         if a.network != NetworkKind::Loggp {
             check_fabric_sizes(&s.file, &sc)?;
         }
@@ -670,7 +671,8 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
     let mut placed: Option<(ibnet::topology::Topology, Vec<Vec<usize>>)> = None;
     if uses_topology {
         let t = &a.cosim.fabric.topology;
-        let topo = ibnet::topology::open(t).map_err(|e| input_err(format!("topology {t}: {e}")))?;
+        let topo =
+            ibnet::topology::open(t).map_err(|e| input_err(ibnet::topology::open_error(t, &e)))?;
         let mut texts: Vec<Option<String>> = Vec::new();
         for (j, s) in specs.iter().enumerate() {
             texts.push(match &s.placement {

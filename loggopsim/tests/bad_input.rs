@@ -55,9 +55,7 @@ fn with_tag(tag: &str) -> tempfile::TempDir {
         assert!(t.contains(SEND_LINE));
         t.replacen(
             SEND_LINE,
-            &format!(
-                "MPI_Send:1795243051695237:140729884411056:100000:39,4,4:0:{tag}:0,1,4:"
-            ),
+            &format!("MPI_Send:1795243051695237:140729884411056:100000:39,4,4:0:{tag}:0,1,4:"),
             1,
         )
     })
@@ -108,7 +106,10 @@ fn raw_tags_beyond_32_bits_are_refused_naming_trace_line_and_tag() {
         ]);
         assert_eq!(o.status.code(), Some(0), "{}", err(&o));
         let text = std::fs::read_to_string(&goal).unwrap();
-        assert!(text.contains(&format!("send 400000b to 0 {written}\n")), "{text}");
+        assert!(
+            text.contains(&format!("send 400000b to 0 {written}\n")),
+            "{text}"
+        );
         let o = run(&["convert", s(&goal), s(&d.path().join("out.bin"))]);
         assert_eq!(o.status.code(), Some(0), "{}", err(&o));
     }
@@ -272,7 +273,11 @@ fn label_defined_twice_is_a_warning_naming_both_lines() {
     );
     // l2 waits for the first l1 (CPU 0, 0..10 ps) and runs 10..11 ps on
     // CPU 2; after the second (CPU 1, 0..500 ps) the host would end at 501
-    assert!(out(&o).ends_with("Times: \nHost 0: 500 ps\n"), "{}", out(&o));
+    assert!(
+        out(&o).ends_with("Times: \nHost 0: 500 ps\n"),
+        "{}",
+        out(&o)
+    );
 }
 
 /// `--network ipc --key a/b` exited 1 (it failed when attaching); a bad
@@ -280,7 +285,11 @@ fn label_defined_twice_is_a_warning_naming_both_lines() {
 #[test]
 fn invalid_or_missing_session_key_is_bad_input() {
     let d = tempfile::tempdir().unwrap();
-    let f = write(d.path(), "w.goal", CYCLE.replace("l2 requires l1\n", "").as_str());
+    let f = write(
+        d.path(),
+        "w.goal",
+        CYCLE.replace("l2 requires l1\n", "").as_str(),
+    );
     let o = run(&["-f", s(&f), "--network", "ipc", "--key", "a/b"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
@@ -335,5 +344,26 @@ fn huge_generated_schedule_is_refused_before_allocating() {
         "{}",
         err(&o)
     );
+}
+
+/// The topology's path was named twice (`topology X: X:2:1: ...`).
+#[test]
+fn topology_errors_name_the_path_once() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(d.path(), "w.goal", "num_ranks 1\nrank 0 {\nl1: calc 1\n}\n");
+    let t = write(d.path(), "bad.toml", "garbage = [\n");
+    let o = run(&["-f", s(&f), "--network", "flow", "--topology", s(&t)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        err(&o),
+        format!(
+            "loggopsim: error: {}:2:1: invalid array: expected `]`\n",
+            t.display()
+        )
+    );
+    // a built-in name that does not exist: named once, too
+    let o = run(&["-f", s(&f), "--network", "flow", "--topology", "fattree:x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(err(&o).matches("fattree:x").count(), 1, "{}", err(&o));
 }
 

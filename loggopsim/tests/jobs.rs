@@ -270,7 +270,7 @@ fn cli_overlap_overflow_and_bad_specs_exit_2() {
     let o = run(&["--job", "/nonexistent/x.goal"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        err(&o).contains("job 0 (/nonexistent/x.goal)"),
+        err(&o).contains("job 0: /nonexistent/x.goal: "),
         "{}",
         err(&o)
     );

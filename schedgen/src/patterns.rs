@@ -129,7 +129,11 @@ pub fn estimate_ops(name: &str, o: &PatternOptions) -> (u128, u128) {
         }
         "pipelinedring" | "pipelinedringdep" => {
             let (d, seg) = (o.datasize as i64, o.segmentsize.max(1) as i64);
-            let m = if d <= 0 { 0 } else { ((d + seg - 1) / seg) as u128 };
+            let m = if d <= 0 {
+                0
+            } else {
+                ((d + seg - 1) / seg) as u128
+            };
             (2 * m * pm1, 0)
         }
         "doublering" => (4 * p, 0),

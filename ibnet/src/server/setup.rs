@@ -55,7 +55,7 @@ impl FabricSetup {
     /// resolve the rank mapping. Errors name the offending input.
     pub fn build(a: &SetupArgs) -> Result<FabricSetup, String> {
         let topology =
-            topology::open(&a.topology).map_err(|e| format!("topology {}: {e}", a.topology))?;
+            topology::open(&a.topology).map_err(|e| topology::open_error(&a.topology, &e))?;
         let mut params =
             Params::preset(&a.preset).map_err(|e| format!("--preset {}: {e}", a.preset))?;
         for kv in &a.set {

@@ -89,7 +89,7 @@ pub use ibnetdiscover::{load_ibnetdiscover, looks_like_ibnetdiscover};
 pub use ned::{load_ned, NedFiles};
 pub use ranks::{load_rank_file, parse_rank_file};
 pub use routing::{route, Routing};
-pub use toml_format::{load, load_toml_str, open, open_with, to_toml, to_toml_routed};
+pub use toml_format::{load, load_toml_str, open, open_error, open_with, to_toml, to_toml_routed};
 pub use validate::ValidateOptions;
 
 impl Node {

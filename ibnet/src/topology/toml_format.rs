@@ -130,6 +130,19 @@ pub fn open(spec: &str) -> Result<Topology, TopoError> {
     }
 }
 
+/// The message of an [`open`] / [`open_with`] error for `spec`, naming it
+/// once: an error that names it already (`file:line: ...`, or an unknown
+/// built-in name) is kept as it is; any other gets `topology SPEC: ` in
+/// front.
+pub fn open_error(spec: &str, e: &TopoError) -> String {
+    let m = e.to_string();
+    if m.contains(spec) {
+        m
+    } else {
+        format!("topology {spec}: {m}")
+    }
+}
+
 /// Parse ibnet TOML text; `path` names the file in messages and is the base
 /// for relative paths inside it.
 pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {

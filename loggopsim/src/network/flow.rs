@@ -222,7 +222,7 @@ impl FlowTopology {
         check_factor("latency-factor", fast.latency_factor)?;
         check_factor("bandwidth-factor", fast.bandwidth_factor)?;
         let topo =
-            topology::open(&a.topology).map_err(|e| format!("topology {}: {e}", a.topology))?;
+            topology::open(&a.topology).map_err(|e| topology::open_error(&a.topology, &e))?;
         // link rate and per-switch latency: ibnet's derivation, shared
         // with `ibnet export --simgrid`
         let fl = FlowLevel::from_preset(&a.preset, &a.set)?;
