@@ -624,10 +624,16 @@ pub(crate) fn load_files(
         .iter()
         .map(|&(a, b)| Link { a: pr(a), b: pr(b) })
         .collect();
+    // declaring lines: the switches' (HCAs are declared in the .hcas file)
+    let mut lines = vec![0usize; nodes.len()];
+    for (s, &n) in node_of_switch.iter().enumerate() {
+        lines[n] = switches[s].first_line;
+    }
     finish_import(
         file_stem_name(topo_path),
         topo_path,
         nodes,
+        &lines,
         links,
         files.fdbs.is_some(),
         routing,

@@ -508,10 +508,12 @@ pub(crate) fn load_files(
         .iter()
         .map(|&(a, b)| Link { a: pr(a), b: pr(b) })
         .collect();
+    let lines: Vec<usize> = order.iter().map(|&i| nodes[i].line).collect();
     finish_import(
         file_stem_name(path),
         path,
         out_nodes,
+        &lines,
         out_links,
         lfts.is_some(),
         routing,

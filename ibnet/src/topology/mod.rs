@@ -129,20 +129,26 @@ pub(crate) fn file_stem_name(path: &std::path::Path) -> String {
 }
 
 /// The last step of every network-file import (IBDM `.topo`, NED,
-/// ibnetdiscover): route the network `name` (by its own tables when it has
-/// them, else min-hop, unless `routing` says otherwise; `no_tables` explains
-/// what a tables routing lacks) and validate it, errors naming `path`.
+/// ibnetdiscover): refuse a switch without cables (at `lines[node]`, the
+/// line of `path` that declares it), route the network `name` (by its own
+/// tables when it has them, else min-hop, unless `routing` says otherwise;
+/// `no_tables` explains what a tables routing lacks) and validate it,
+/// errors naming `path`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn finish_import(
     name: String,
     path: &std::path::Path,
     nodes: Vec<Node>,
+    lines: &[usize],
     links: Vec<Link>,
     have_tables: bool,
     routing: Option<Routing>,
     no_tables: &str,
     opts: &ValidateOptions,
 ) -> Result<Topology, TopoError> {
+    validate::check_cabled(&nodes, &links, |i| {
+        Loc::line(path, lines.get(i).copied().unwrap_or(0))
+    })?;
     let mut t = Topology {
         name,
         nodes,

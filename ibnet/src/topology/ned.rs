@@ -647,10 +647,12 @@ pub(crate) fn load_files(
             },
         })
         .collect();
+    let lines: Vec<usize> = decls.iter().map(|d| d.line).collect();
     finish_import(
         name,
         path,
         nodes,
+        &lines,
         links,
         files.fdbs.is_some(),
         routing,

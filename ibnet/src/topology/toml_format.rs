@@ -495,6 +495,14 @@ fn build_native(
         let b = end(r)?;
         links.push(Link { a, b });
     }
+    // (node i is the i-th entry of `nodes`)
+    super::validate::check_cabled(&nodes, &links, |i| {
+        raw.nodes
+            .iter()
+            .flatten()
+            .nth(i)
+            .map_or(Loc::file(path), |rn| at(rn.span()))
+    })?;
 
     // tables
     let max_lid = nodes.iter().filter_map(Node::lid).max().unwrap_or(0) as usize;

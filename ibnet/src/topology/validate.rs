@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use super::{NodeKind, PortRef, Router, TopoError, Topology, NO_ROUTE};
+use super::{Link, Loc, Node, NodeKind, PortRef, Router, TopoError, Topology, NO_ROUTE};
 
 /// Options of [`Topology::validate_with`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,6 +19,45 @@ pub(crate) fn validate(t: &Topology, opts: &ValidateOptions) -> Result<(), TopoE
 
 fn invalid(msg: String) -> TopoError {
     TopoError::Invalid(msg)
+}
+
+/// The first switch that no cable reaches, if any. Such a switch carries no
+/// traffic and changes no result, so it is almost certainly a mistake in
+/// the topology (a cable section lost or a name misspelt); every loader
+/// refuses it through [`check_cabled`].
+pub(crate) fn uncabled_switch(nodes: &[Node], links: &[Link]) -> Option<usize> {
+    let mut cabled = vec![false; nodes.len()];
+    for l in links {
+        for p in [l.a, l.b] {
+            if let Some(c) = cabled.get_mut(p.node) {
+                *c = true;
+            }
+        }
+    }
+    (0..nodes.len()).find(|&i| nodes[i].is_switch() && !cabled[i])
+}
+
+fn uncabled_message(name: &str) -> String {
+    format!(
+        "switch {name} has no cables: nothing connects it to the network (a missing link \
+         section or a misspelt name?); remove it or cable it"
+    )
+}
+
+/// The check of [`uncabled_switch`] for a loader: the error names the
+/// switch at `loc_of(node)`, the line that declares it.
+pub(crate) fn check_cabled(
+    nodes: &[Node],
+    links: &[Link],
+    loc_of: impl Fn(usize) -> Loc,
+) -> Result<(), TopoError> {
+    match uncabled_switch(nodes, links) {
+        Some(i) => Err(TopoError::parse(
+            loc_of(i),
+            uncabled_message(&nodes[i].name),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Everything except the routes: names, ports, links, LIDs, tables, ranks.
@@ -76,6 +115,11 @@ pub(crate) fn check_structure(t: &Topology) -> Result<(), TopoError> {
                 )));
             }
         }
+    }
+    // Switches without cables (the loaders report them with their line;
+    // this catches the generators and hand-built topologies).
+    if let Some(i) = uncabled_switch(&t.nodes, &t.links) {
+        return Err(invalid(uncabled_message(&t.nodes[i].name)));
     }
     // LIDs.
     let mut lids: HashMap<u16, usize> = HashMap::new();
