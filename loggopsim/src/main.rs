@@ -209,7 +209,10 @@ struct SimArgs {
     /// Write per-host maximum RQ/UQ lengths to PREFIX.qstat.
     #[arg(long, value_name = "PREFIX")]
     qstat: Option<String>,
-    /// Print only the maximum finishing time.
+    /// Print the maximum finishing time (`Maximum finishing time at host
+    /// H: T`) instead of one line per host, as LogGOPSim's --batchmode
+    /// (and as with more than 16 hosts); the header and PERFORMANCE lines
+    /// stay, so a run prints three lines.
     #[arg(long)]
     batchmode: bool,
     /// Print a JSON report instead of the text output.

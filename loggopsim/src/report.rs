@@ -96,13 +96,17 @@ pub fn header_line_as(net: &str, r: &Report, p: &Params, f: TextFormat) -> Strin
     s
 }
 
-/// The full text output. `wall_secs` is truncated to whole seconds as the
-/// reference measures it (sub-second wall time is in the JSON report).
+/// The full text output in LogGOPSim's format ([`TextFormat::LogGopSim`]).
 pub fn text(net: &str, r: &Report, p: &Params, wall_secs: f64, batch: bool) -> String {
     text_as(net, r, p, wall_secs, batch, TextFormat::LogGopSim)
 }
 
-/// The full text output in format `f`.
+/// The full text output in format `f`. The PERFORMANCE line keeps
+/// LogGOPSim's shape; its wall time `wall_secs` is printed in whole seconds
+/// in LogGOPSim's format (truncated as the reference measures it, so a short
+/// run shows `Time: 0 s` and `Speed: inf ev/s`, its exact bytes) and to the
+/// microsecond in the native one, whose speed is computed from the measured
+/// time (`n/a` if that is 0).
 pub fn text_as(
     net: &str,
     r: &Report,
@@ -114,14 +118,7 @@ pub fn text_as(
     let native = f == TextFormat::Native;
     let mut out = header_line_as(net, r, p, f);
     out.push('\n');
-    let secs = wall_secs.max(0.0).floor() as u64;
-    out.push_str(&format!(
-        "PERFORMANCE: Processes: {} \t Events: {} \t Time: {} s \t Speed: {} ev/s\n",
-        r.num_hosts,
-        r.events,
-        secs,
-        fmt_g(r.events as f64 / secs as f64)
-    ));
+    out.push_str(&perf_line(r, wall_secs, f));
     if !r.leftovers.is_empty() {
         out.push_str("Unmatched operations at the end of the run (no times printed):\n");
         for hl in &r.leftovers {
@@ -168,6 +165,31 @@ pub fn text_as(
         }
     }
     out
+}
+
+/// `PERFORMANCE: Processes: 2 \t Events: 8 \t Time: 0.000412 s \t Speed: 19417 ev/s`
+/// (native) or LogGOPSim's `... Time: 0 s \t Speed: inf ev/s`.
+pub fn perf_line(r: &Report, wall_secs: f64, f: TextFormat) -> String {
+    let wall = if wall_secs.is_finite() {
+        wall_secs.max(0.0)
+    } else {
+        0.0
+    };
+    let (time, speed) = if f == TextFormat::Native {
+        let speed = if wall > 0.0 {
+            format!("{:.0}", r.events as f64 / wall)
+        } else {
+            "n/a".to_string()
+        };
+        (format!("{wall:.6}"), speed)
+    } else {
+        let secs = wall.floor() as u64;
+        (secs.to_string(), fmt_g(r.events as f64 / secs as f64))
+    };
+    format!(
+        "PERFORMANCE: Processes: {} \t Events: {} \t Time: {time} s \t Speed: {speed} ev/s\n",
+        r.num_hosts, r.events
+    )
 }
 
 /// The parameters in the JSON report, units in the keys.

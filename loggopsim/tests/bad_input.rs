@@ -367,3 +367,89 @@ fn topology_errors_name_the_path_once() {
     assert_eq!(err(&o).matches("fattree:x").count(), 1, "{}", err(&o));
 }
 
+/// The PERFORMANCE line of a short run said `Time: 0 s` and `Speed: inf
+/// ev/s`; the native output measures to the microsecond.
+#[test]
+fn perf_line_has_a_measured_time_and_no_inf() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        d.path(),
+        "w.goal",
+        "num_ranks 2\nrank 0 {\nl1: send 8b to 1\n}\nrank 1 {\nl1: recv 8b from 0\n}\n",
+    );
+    let o = run(&["-f", s(&f)]);
+    assert_eq!(o.status.code(), Some(0));
+    let text = out(&o);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("PERFORMANCE: "))
+        .unwrap();
+    let f4: Vec<&str> = line.split(" \t ").collect();
+    assert_eq!(
+        (f4.len(), f4[0], f4[1]),
+        (4, "PERFORMANCE: Processes: 2", "Events: 3"),
+        "{line}"
+    );
+    let time = f4[2]
+        .strip_prefix("Time: ")
+        .and_then(|t| t.strip_suffix(" s"))
+        .unwrap();
+    let (whole, frac) = time.split_once('.').expect("decimals");
+    assert!(
+        whole.bytes().all(|b| b.is_ascii_digit()) && frac.len() == 6,
+        "{line}"
+    );
+    let speed = f4[3]
+        .strip_prefix("Speed: ")
+        .and_then(|t| t.strip_suffix(" ev/s"))
+        .unwrap();
+    if time.parse::<f64>().unwrap() > 0.0 {
+        assert!(speed.parse::<u64>().is_ok(), "{line}");
+    } else {
+        assert_eq!(speed, "n/a", "{line}");
+    }
+    assert!(!line.contains("inf"), "{line}");
+    // LogGOPSim's bytes stay as they were (its whole seconds)
+    let o = run(&["-f", s(&f), "--loggopsim-output"]);
+    assert!(
+        out(&o)
+            .contains("PERFORMANCE: Processes: 2 \t Events: 3 \t Time: 0 s \t Speed: inf ev/s\n"),
+        "{}",
+        out(&o)
+    );
+}
+
+/// `--batchmode` printed three lines although its help said it prints only
+/// the maximum: it prints what LogGOPSim's does (header, PERFORMANCE, the
+/// maximum), and the help says so.
+#[test]
+fn batchmode_output_and_help_agree() {
+    let d = tempfile::tempdir().unwrap();
+    let f = write(
+        d.path(),
+        "w.goal",
+        "num_ranks 2\nrank 0 {\nl1: calc 7\n}\nrank 1 {\nl1: calc 9\n}\n",
+    );
+    for extra in [None, Some("--loggopsim-output")] {
+        let mut args = vec!["-f", s(&f), "--batchmode"];
+        args.extend(extra);
+        let text = out(&run(&args));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[0].starts_with("LogGP network backend; "), "{text}");
+        assert!(lines[1].starts_with("PERFORMANCE: "), "{text}");
+        assert!(
+            lines[2].starts_with("Maximum finishing time at host 1: 9"),
+            "{text}"
+        );
+    }
+    let help = out(&run(&["--help"]));
+    assert!(
+        help.contains(
+            "Print the maximum finishing time (`Maximum finishing time at host H: T`) instead \
+             of one line per host, as LogGOPSim's --batchmode (and as with more than 16 hosts); \
+             the header and PERFORMANCE lines stay, so a run prints three lines"
+        ),
+        "{help}"
+    );
+}
