@@ -426,6 +426,18 @@ fn check_format(path: &Path, rank: usize, np: usize) {
         .filter(|(_, l)| l.starts_with("MPI_"))
     {
         let (name, rest) = line.split_once(':').unwrap();
+        // The thread CPU times follow liballprof's fields as `:cpu=C0:C1`
+        // (docs/tracing.md; MPI_Finalize: `:cpu=C0:-`).
+        let (rest, cpu) = rest
+            .rsplit_once(":cpu=")
+            .unwrap_or_else(|| panic!("{}:{}: no `:cpu=` fields: {line}", path.display(), i + 1));
+        let (c0, c1) = cpu.split_once(':').unwrap();
+        let c0: u64 = c0.parse().unwrap();
+        if name == "MPI_Finalize" {
+            assert_eq!(c1, "-", "{}:{}: {line}", path.display(), i + 1);
+        } else {
+            assert!(c1.parse::<u64>().unwrap() >= c0, "{}:{}: {line}", path.display(), i + 1);
+        }
         let fields: Vec<&str> = rest.split([':', ',']).collect();
         if let Some(want) = expected_fields(name) {
             assert_eq!(fields.len(), want, "{}:{}: {line}", path.display(), i + 1);
