@@ -18,6 +18,7 @@
 
 mod options;
 mod placement;
+mod precheck;
 mod sides;
 mod verdict;
 
@@ -125,6 +126,7 @@ fn run() -> i32 {
         sched: None,
         fabric: None,
         ended: Vec::new(),
+        drop_followers: false,
         _report_dir: None,
         _jobs_map: None,
     };
@@ -142,6 +144,9 @@ struct Supervisor {
     fabric: Option<Child>,
     /// (pid, status) of the sides reaped so far, in order.
     ended: Vec<(u32, i32)>,
+    /// Drop the sides' held-back lines that only report their peer's end
+    /// (bad input: the failing side's own line says it all).
+    drop_followers: bool,
     /// In-process mode: the fabric's report is written to a file here.
     _report_dir: Option<tempfile::TempDir>,
     /// Several jobs: their rank map for the fabric (removed at the end).
@@ -261,6 +266,12 @@ impl Supervisor {
         if let Some(c) = self.fabric.as_mut() {
             c.drain_stderr();
         }
+        if !self.drop_followers {
+            let mut se = std::io::stderr().lock();
+            for c in self.children() {
+                let _ = se.write_all(&c.take_held());
+            }
+        }
         let mut so = std::io::stdout().lock();
         let trim = |v: &[u8]| -> Vec<u8> {
             let mut v = v.to_vec();
@@ -329,7 +340,8 @@ impl Supervisor {
             self.next(TICK);
         }
         let st = self.status_of(pid).unwrap();
-        if st != 0 {
+        // (bad input, 2: the scheduler's own line names the problem)
+        if st != 0 && st != 2 {
             say(&format!(
                 "the scheduler (loggopsim, in-process fabric) failed with {}",
                 describe(st)
@@ -518,10 +530,13 @@ impl Supervisor {
         let other = first.other();
         let (first_pid, other_pid) = (self.child(first).pid, self.child(other).pid);
         let first_status = self.status_of(first_pid).unwrap();
-        let grace = if first_status == 0 {
-            Duration::from_secs(10)
-        } else {
-            Duration::from_secs(2)
+        // Bad input (2) on one side: the other cannot do anything useful
+        // (typically it still waits for its peer to appear), so it is
+        // stopped at once.
+        let grace = match first_status {
+            0 => Duration::from_secs(10),
+            2 => Duration::ZERO,
+            _ => Duration::from_secs(2),
         };
         let until = Instant::now() + grace;
         while self.status_of(other_pid).is_none()
@@ -590,7 +605,11 @@ impl Supervisor {
             first_got_error: got_error(self.child(first), first),
             other_got_error: got_error(self.child(other), other),
         });
-        if let Some((c, why)) = v.culprit {
+        if v.status == 2 {
+            // Bad input: the side's own line names the problem; its peer's
+            // lines about its end, and a verdict line, would only be noise.
+            self.drop_followers = true;
+        } else if let Some((c, why)) = v.culprit {
             let pid = self.child(c).pid;
             match why {
                 Why::Stopped => say(&format!(

@@ -92,10 +92,11 @@ pub struct Args {
     /// gain nothing; two CPUs busy per session: for dedicated machines, not parameter sweeps)
     #[arg(long, value_name = "W", default_value = "block")]
     pub wait: String,
-    /// Query protocol precision, e.g. 1ns, 100ps, 1ps
-    #[arg(short = 'q', long, value_name = "TIME", default_value = "1ps")]
-    pub quantum: String,
-    /// Query protocol arrival estimate factor F (off by default)
+    /// Query protocol precision, e.g. 1ns, 100ps, 1ps [default: 1ps]
+    #[arg(short = 'q', long, value_name = "TIME")]
+    pub quantum: Option<String>,
+    /// Query protocol arrival estimate factor F, a multiple of 0.001 (off by default; the
+    /// query protocols only)
     #[arg(long, value_name = "F")]
     pub estimate: Option<String>,
     /// What F multiplies: hops (per-hop fixed latencies, the thesis's) | zero-load (lower bound
@@ -255,6 +256,28 @@ impl Settings {
                 "invalid session key '{key}': use 1-64 characters from A-Z a-z 0-9 _ -"
             )));
         }
+        let query = protocol.starts_with("query");
+        // The protocol's options, checked once here (not by both sides).
+        let quantum = a.quantum.unwrap_or_else(|| "1ps".into());
+        ibnet::server::parse_quantum(&quantum)
+            .map_err(|e| Refusal(format!("invalid value '{quantum}' for '--quantum': {e}")))?;
+        if let Some(f) = &a.estimate {
+            if !query {
+                // (loggopsim's words when the fabric refuses its Config)
+                return Err(Refusal(format!(
+                    "--estimate {f}: an arrival estimate (F) only exists in the query protocol (-p query, query-v1 or query-v3), not in -p {protocol}"
+                )));
+            }
+            let v: f64 = f.trim().parse().map_err(|_| {
+                Refusal(format!("invalid value '{f}' for '--estimate': not a number"))
+            })?;
+            ipc_proto::estimate_to_milli(v)
+                .map_err(|e| Refusal(format!("invalid value '{f}' for '--estimate': {e}")))?;
+        }
+        if let Some(b) = &a.estimate_base {
+            b.parse::<ipc_proto::EstimateBase>()
+                .map_err(|e| Refusal(format!("invalid value '{b}' for '--estimate-base': {e}")))?;
+        }
         if !a.jobs.is_empty() && a.map.is_some() {
             return Err(Refusal(
                 "--map and --job exclude each other: give a job's hosts with FILE:map:HOSTS".into(),
@@ -268,10 +291,18 @@ impl Settings {
         let schedule = a
             .schedule
             .unwrap_or_else(|| root.join("examples").join("pingpong.goal"));
-        if a.jobs.is_empty() && std::fs::File::open(&schedule).is_err() {
+        let sched_ranks = if a.jobs.is_empty() {
+            Some(crate::precheck::schedule_ranks(&schedule).map_err(Refusal)?)
+        } else {
+            None
+        };
+        // The fabric's inputs, as `ibnet serve` will read them.
+        let mapped = crate::precheck::fabric(&a.topology, &a.preset, &a.sets, a.map.as_deref())
+            .map_err(Refusal)?;
+        if let Some(n) = sched_ranks.filter(|&n| n as usize > mapped) {
             return Err(Refusal(format!(
-                "cannot read schedule '{}'",
-                schedule.display()
+                "the schedule has {n} ranks but the fabric (topology {}) maps only {mapped} ranks to HCAs (use a larger topology or a --map file)",
+                a.topology
             )));
         }
         let topology = a.topology.clone();
@@ -318,12 +349,12 @@ impl Settings {
             }
         }
         let mut proto_args = Vec::new();
-        if protocol == "query" || protocol == "query-v1" {
+        if query {
             // Both sides need q and F in version 1; in version 2 the
             // scheduler's Config carries them and the fabric insists only
             // on what it is given.
             proto_args.push("--quantum".into());
-            proto_args.push(a.quantum);
+            proto_args.push(quantum);
             if let Some(f) = a.estimate {
                 proto_args.push("--estimate".into());
                 proto_args.push(f);

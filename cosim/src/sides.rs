@@ -1,9 +1,18 @@
 //! The child processes: spawned with their stdout collected and their stderr
-//! forwarded live (and kept, to tell later which side only reported its
-//! peer's failure), each reaped by a thread of its own that reports the exit
-//! on the supervisor's event channel.
+//! forwarded live, line by line (and kept, to tell later which side only
+//! reported its peer's failure), each reaped by a thread of its own that
+//! reports the exit on the supervisor's event channel.
+//!
+//! Whole lines: a side's `eprintln!` is several write(2) calls (one per
+//! piece of the format string), so the two sides' lines used to interleave
+//! mid-line when both wrote at once. Each side's reader now forwards only
+//! complete lines, each batch in one write under the lock of the
+//! supervisor's stderr. A partial line (a terminal spinner, a prompt) is
+//! forwarded as it is once the side has written nothing more for
+//! [`PARTIAL_LINE_WAIT`].
 
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -27,6 +36,61 @@ pub struct Child {
     stderr: Option<JoinHandle<()>>,
     /// Everything the side wrote on stderr so far.
     pub err_text: Arc<Mutex<Vec<u8>>>,
+    /// Lines that only report the peer's end (held back, not forwarded:
+    /// [`is_follower_line`]); the supervisor prints or drops them at the end.
+    pub held: Arc<Mutex<Vec<u8>>>,
+}
+
+/// How long a partial line waits for its end before it is forwarded as it is.
+pub const PARTIAL_LINE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// A line in which a side only reports that its peer ended or that it was
+/// told to stop: held back until the run's verdict, and dropped when the
+/// verdict is bad input (exit 2), where the failing side's own line says
+/// everything.
+pub fn is_follower_line(line: &[u8]) -> bool {
+    let l = String::from_utf8_lossy(line);
+    l.contains("peer fabric (pid")
+        || l.contains("peer scheduler (pid")
+        || l.starts_with("ipc-proto: caught signal")
+}
+
+/// Forward `chunk`'s complete lines; what follows the last newline stays in
+/// `pending`. Follower lines go to `held`.
+fn forward_lines(pending: &mut Vec<u8>, keep: &Mutex<Vec<u8>>, held: &Mutex<Vec<u8>>) {
+    let Some(last) = pending.iter().rposition(|&b| b == b'\n') else {
+        return;
+    };
+    let rest = pending.split_off(last + 1);
+    let lines = std::mem::replace(pending, rest);
+    let mut out = Vec::with_capacity(lines.len());
+    let mut hold = Vec::new();
+    for line in lines.split_inclusive(|&b| b == b'\n') {
+        if is_follower_line(line) {
+            hold.extend_from_slice(line);
+        } else {
+            out.extend_from_slice(line);
+        }
+    }
+    if !out.is_empty() {
+        let _ = std::io::stderr().lock().write_all(&out);
+    }
+    if !hold.is_empty() {
+        held.lock().unwrap().extend_from_slice(&hold);
+    }
+    keep.lock().unwrap().extend_from_slice(&lines);
+}
+
+/// Wait until `fd` is readable, at most `d`; false on timeout.
+fn readable_within(fd: std::os::fd::RawFd, d: std::time::Duration) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll(2) on one descriptor we own.
+    let r = unsafe { libc::poll(&mut p, 1, d.as_millis() as libc::c_int) };
+    r != 0
 }
 
 /// Exit status as a shell reports it.
@@ -102,19 +166,34 @@ pub fn watch(mut child: std::process::Child, events: Sender<Event>) -> Child {
     });
     let mut err = child.stderr.take().expect("piped stderr");
     let err_text = Arc::new(Mutex::new(Vec::new()));
-    let keep = err_text.clone();
+    let held = Arc::new(Mutex::new(Vec::new()));
+    let (keep, hold) = (err_text.clone(), held.clone());
     let stderr = std::thread::spawn(move || {
+        let fd = err.as_raw_fd();
         let mut buf = [0u8; 8192];
+        let mut pending: Vec<u8> = Vec::new();
         loop {
+            if !pending.is_empty() && !readable_within(fd, PARTIAL_LINE_WAIT) {
+                // a line that stays partial (a spinner): as it is
+                let _ = std::io::stderr().lock().write_all(&pending);
+                keep.lock().unwrap().extend_from_slice(&pending);
+                pending.clear();
+                continue;
+            }
             match err.read(&mut buf) {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
                 Ok(n) => {
-                    // forwarded at once (a chunk is what the side wrote in
-                    // one go: its lines stay whole)
-                    let _ = std::io::stderr().lock().write_all(&buf[..n]);
-                    keep.lock().unwrap().extend_from_slice(&buf[..n]);
+                    pending.extend_from_slice(&buf[..n]);
+                    forward_lines(&mut pending, &keep, &hold);
                 }
             }
+        }
+        if !pending.is_empty() {
+            // the side ended in the middle of a line: end it
+            pending.push(b'\n');
+            forward_lines(&mut pending, &keep, &hold);
         }
     });
     std::thread::spawn(move || {
@@ -129,6 +208,7 @@ pub fn watch(mut child: std::process::Child, events: Sender<Event>) -> Child {
         stdout: Some(stdout),
         stderr: Some(stderr),
         err_text,
+        held,
     }
 }
 
@@ -160,6 +240,11 @@ impl Child {
         if let Some(h) = self.stderr.take() {
             let _ = h.join();
         }
+    }
+
+    /// The held-back follower lines (after [`Child::drain_stderr`]).
+    pub fn take_held(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.held.lock().unwrap())
     }
 
     pub fn stderr_contains(&self, needles: &[&str]) -> bool {

@@ -1701,3 +1701,164 @@ fn a_forged_error_record_gets_the_same_verdict_every_time() {
         }
     }
 }
+
+/// Bad options and input are refused before anything starts: exit 2, one
+/// line naming the problem (the supervisor's own words, or the words of
+/// the side's reader it uses), no output, no IPC object, at once. Before,
+/// the supervisor started both sides first: a bad topology, preset or map
+/// took 2 s and printed the scheduler's "caught signal" line and a verdict
+/// line besides; `-q 0` was reported by both sides; `-p notify --estimate
+/// 1` ran (loggopsim alone refuses it).
+#[test]
+fn bad_options_are_refused_before_anything_starts() {
+    let _ipc = ipc_budget();
+    let dir = tempfile::tempdir().unwrap();
+    let passwd = write_goal(dir.path(), "passwd", "root:x:0:0:root:/root:/bin/sh\n");
+    let ranks16 = write_goal(dir.path(), "r16.goal", "// sixteen\nnum_ranks 16\n");
+    let (pw, r16) = (passwd.to_str().unwrap(), ranks16.to_str().unwrap());
+    let d = dir.path().to_str().unwrap();
+    // (arguments, the line exactly, or its start when it ends with '*')
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["-t", "nosuch"], "cosim: *\"nosuch\"*".into()),
+        (
+            vec!["--preset", "nope"],
+            "cosim: --preset nope: unknown preset `nope`*".into(),
+        ),
+        (
+            vec!["--set", "nope=1"],
+            "cosim: --set nope=1: unknown parameter `nope`".into(),
+        ),
+        (
+            vec!["--map", "/nonexistent.map"],
+            "cosim: */nonexistent.map*".into(),
+        ),
+        (
+            vec!["-p", "query", "-q", "0ps"],
+            "cosim: invalid value '0ps' for '--quantum': `0ps`: the quantum must be at least 1 ps"
+                .into(),
+        ),
+        (
+            vec!["-p", "notify", "--estimate", "1"],
+            "cosim: --estimate 1: an arrival estimate (F) only exists in the query protocol (-p query, query-v1 or query-v3), not in -p notify".into(),
+        ),
+        (
+            vec!["-p", "query", "--estimate", "0"],
+            "cosim: invalid value '0' for '--estimate': the estimate factor must be a positive number, not 0".into(),
+        ),
+        (
+            vec!["-p", "query", "--estimate-base", "far"],
+            "cosim: invalid value 'far' for '--estimate-base': unknown estimate base \"far\" (expected hops or zero-load)".into(),
+        ),
+        (
+            vec!["-f", pw],
+            format!("cosim: {pw}:1:1: expected 'num_ranks N' at the start of the schedule, found 'root'"),
+        ),
+        (
+            vec!["-f", d],
+            format!("cosim: cannot read schedule '{d}': not a regular file"),
+        ),
+        (
+            vec!["-f", r16, "-t", "H8_S6"],
+            "cosim: the schedule has 16 ranks but the fabric (topology H8_S6) maps only 8 ranks to HCAs (use a larger topology or a --map file)".into(),
+        ),
+    ];
+    for (args, want) in cases {
+        for transport in ["shm", "mq", "inproc"] {
+            let key = fresh_key();
+            let mut a = args.clone();
+            a.extend_from_slice(&["--transport", transport, "--key", &key]);
+            let t = Instant::now();
+            let o = run_limited(cosim_cmd(&a), Duration::from_secs(20));
+            let took = t.elapsed();
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
+            let lines: Vec<&str> = err.lines().collect();
+            assert_eq!(lines.len(), 1, "{a:?}: one line expected: {err}");
+            let ok = match want.split('*').collect::<Vec<_>>()[..] {
+                [whole] => lines[0] == whole,
+                [start, mid, ""] => lines[0].starts_with(start) && lines[0].contains(mid),
+                [start, ""] => lines[0].starts_with(start),
+                _ => unreachable!("{want}"),
+            };
+            assert!(ok, "{a:?}:\n got  {}\n want {want}", lines[0]);
+            assert!(text(&o.stdout).is_empty(), "{a:?}");
+            assert_eq!(session_objects_left(&key), Vec::<String>::new());
+            assert!(took < Duration::from_secs(2), "{a:?}: {took:?}");
+        }
+    }
+}
+
+/// What only a side finds (a schedule's body, parameters the fabric
+/// cannot be built with) ends the run at once, with that side's one line:
+/// the other side is stopped without its "caught signal" or "peer died"
+/// lines and without a verdict line (before: 2 s and three lines).
+#[test]
+fn bad_input_found_by_a_side_ends_the_run_at_once_with_one_line() {
+    let _ipc = ipc_budget();
+    let dir = tempfile::tempdir().unwrap();
+    let body = write_goal(
+        dir.path(),
+        "body.goal",
+        "num_ranks 2\nrank 0 {\nl1: sand 8b to 1\n}\nrank 1 {\n}\n",
+    );
+    let b = body.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (vec!["-f", b], format!("loggopsim: error: {b}:3:")),
+        (
+            vec!["--set", "obuf_size_hca=2"],
+            "ibnet serve: error: fabric parameters: ".into(),
+        ),
+    ];
+    for (args, start) in cases {
+        for transport in ["shm", "mq"] {
+            let key = fresh_key();
+            let mut a = args.clone();
+            a.extend_from_slice(&["--transport", transport, "--key", &key]);
+            let t = Instant::now();
+            let o = run_limited(cosim_cmd(&a), Duration::from_secs(20));
+            let took = t.elapsed();
+            let err = text(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
+            let lines: Vec<&str> = err.lines().collect();
+            assert_eq!(lines.len(), 1, "{a:?}: one line expected: {err}");
+            assert!(lines[0].starts_with(&start), "{a:?}: {err}");
+            assert!(took < Duration::from_secs(1), "{a:?}: took {took:?}");
+            assert_eq!(session_objects_left(&key), Vec::<String>::new());
+        }
+    }
+}
+
+/// Both sides write 5000 stderr lines at the same time, each line in
+/// several write(2) calls (as `eprintln!` does; fault injection
+/// IBCOSIM_TEST_FAULT=chatter): every line arrives whole. Before, the
+/// supervisor forwarded whatever each read returned, and some 10-500
+/// lines of 10000 came out mixed with the other side's.
+#[test]
+fn the_sides_stderr_lines_arrive_whole() {
+    let _ipc = ipc_budget();
+    for transport in ["shm", "mq", "shm"] {
+        let key = fresh_key();
+        let mut c = cosim_cmd(&["--transport", transport, "--placement", "free", "--key", &key]);
+        c.env("IBCOSIM_TEST_FAULT", "chatter");
+        let o = run_limited(c, Duration::from_secs(60));
+        let err = text(&o.stderr);
+        assert!(o.status.success(), "{transport}: {}", &err[err.len().saturating_sub(2000)..]);
+        let mut seen = [0usize; 2];
+        for line in err.lines() {
+            let (side, rest) = line.split_once(": chatter line ").unwrap_or_else(|| {
+                panic!("{transport}: a line that is not whole: {line:?}")
+            });
+            let (i, tail) = rest.split_once(" of 5000: ").expect(line);
+            assert_eq!(tail, format!("{} {side} {i}", "x".repeat(64)), "{line:?}");
+            let s = match side {
+                "scheduler" => 0,
+                "fabric" => 1,
+                _ => panic!("{transport}: a line that is not whole: {line:?}"),
+            };
+            seen[s] += 1;
+            assert_eq!(i.parse::<usize>().unwrap(), seen[s], "{line:?}");
+        }
+        assert_eq!(seen, [5000, 5000], "{transport}");
+        assert!(text(&o.stdout).contains("Host 1: 4341988000 ps"));
+    }
+}

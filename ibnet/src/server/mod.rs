@@ -49,7 +49,7 @@ mod stats;
 
 pub mod serve;
 
-pub use serve::{run_serve, serve_channel, ServeArgs};
+pub use serve::{run_serve, serve_channel, test_chatter, ServeArgs};
 pub use setup::{parse_quantum, FabricSetup, SetupArgs};
 pub use stats::{ServerStats, SummaryJson};
 

@@ -199,6 +199,17 @@ pub fn serve_channel(
     }
 }
 
+/// Fault injection for the supervisor's tests (IBCOSIM_TEST_FAULT=chatter,
+/// also in loggopsim): 5000 stderr lines at once, each written as several
+/// pieces (as `eprintln!` writes a formatted line), while the other side
+/// does the same.
+pub fn test_chatter(side: &str) {
+    let pad = "x".repeat(64);
+    for i in 1..=5000 {
+        eprintln!("{side}: chatter line {i} of {}: {pad} {side} {i}", 5000);
+    }
+}
+
 /// A spinner line on stderr, when asked (scripts/cosim asks the scheduler
 /// only, so two spinners never share one terminal line).
 pub fn progress_bar(asked: bool) -> Option<indicatif::ProgressBar> {
@@ -308,6 +319,10 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
     ) {
         eprintln!("ibnet serve: error: {e}");
         return 1;
+    }
+    // (the scheduler has attached: it chatters at the same time)
+    if std::env::var("IBCOSIM_TEST_FAULT").is_ok_and(|v| v == "chatter") {
+        test_chatter("fabric");
     }
     let mut ch = match session.connect() {
         Ok(c) => c,

@@ -350,6 +350,11 @@ impl CosimNetwork {
         let timeout = Duration::from_secs_f64(args.connect_timeout.max(0.0));
         let session = ipc_proto::open_scheduler(key, timeout)
             .map_err(|e| format!("cannot attach to the fabric: {e}"))?;
+        // IBCOSIM_TEST_FAULT=chatter: many stderr lines, while the fabric,
+        // which has seen us attach, writes as many (ibnet's test_chatter).
+        if std::env::var("IBCOSIM_TEST_FAULT").is_ok_and(|v| v == "chatter") {
+            ibnet::server::test_chatter("scheduler");
+        }
         let served = ProtocolSpec::new(session.protocol(), session.version());
         // version 3 is version 2 plus one-sided operations (issue 14), and
         // version 4 (notify) version 3 plus triggered inserts: a version-2
