@@ -136,6 +136,13 @@ pub struct Params {
     /// Q6 fix: IBA-style high limit and weights instead of the reference's
     /// counter (changes results when max_vl > 0).
     pub iba_vl_arb: bool,
+    /// Table arbitration (max_vl > 0) starts each VL's round robin after
+    /// the input that VL last served, instead of the reference's one
+    /// pointer shared by all VLs (sec. 5.3), with which an input right
+    /// after another VL's busy input can starve (docs/topology.md). Left
+    /// out of reports when false (the reference).
+    #[serde(default, skip_serializing_if = "crate::hostparams::is_false")]
+    pub vl_arb_rr_per_vl: bool,
     // ---- links --------------------------------------------------------
     /// Lanes per link (4x).
     pub link_width: u32,
@@ -335,6 +342,7 @@ impl Params {
             low_vl_arb_entries: "0:1 1:20 2:40 3:80".into(),
             use_fcfs_rq_arb: false,
             iba_vl_arb: false,
+            vl_arb_rr_per_vl: false,
             link_width: 4,
             link_speed: "QDR".into(),
             pkt_header_bytes: 0,
@@ -466,6 +474,10 @@ impl Params {
                     toml::Value::Float(self.link_bit_error_rate),
                 );
                 t.insert("rto_ns".into(), toml::Value::Float(self.rto_ns));
+                t.insert(
+                    "vl_arb_rr_per_vl".into(),
+                    toml::Value::Boolean(self.vl_arb_rr_per_vl),
+                );
                 crate::hostparams::insert_keys(self, &mut t);
                 t
             }

@@ -260,7 +260,24 @@ impl Fabric {
     /// it and it may send while `used <= weight`. With `iba_vl_arb` the
     /// IBA-style variant: all 8 entries, an entry keeps sending while
     /// `used < weight`, `used` restarts only when the index moves to it.
+    /// The round robin of every VL starts after `last_port[last_vl]` (one
+    /// pointer shared by the VLs, sec. 5.3), or with `vl_arb_rr_per_vl`
+    /// after the input that VL last served.
     pub(super) fn table_select(&mut self, pi: usize) -> Option<(usize, usize)> {
+        if self.p.vl_arb_rr_per_vl {
+            self.table_select_per_vl(pi)
+        } else {
+            self.table_select_g::<false>(pi)
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn table_select_per_vl(&mut self, pi: usize) -> Option<(usize, usize)> {
+        self.table_select_g::<true>(pi)
+    }
+
+    fn table_select_g<const PER_VL: bool>(&mut self, pi: usize) -> Option<(usize, usize)> {
         let iba = self.p.iba_vl_arb;
         let nvl = self.nvl;
         let len = if iba { 8 } else { nvl };
@@ -272,7 +289,7 @@ impl Fabric {
         'passes: for pass in 0..2 {
             let use_high = high_first == (pass == 0);
             let a = &self.ports[pi].arb;
-            let start = a.last_port[a.last_vl as usize];
+            let shared = a.last_port[a.last_vl as usize];
             let (table, used, idx) = if use_high {
                 (&t.high, &mut t.used_high, &mut t.idx_high)
             } else {
@@ -294,6 +311,7 @@ impl Fabric {
                     continue;
                 }
                 let v = ent.vl as usize;
+                let start = if PER_VL { a.last_port[v] } else { shared };
                 if let Some(p) = self.pick(a, v, start) {
                     if iba && i > 0 {
                         used[e] = 0;
