@@ -76,6 +76,9 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
         r.messages_completed,
         r.messages_in_flight
     ));
+    if let Some(st) = &r.stall {
+        out.push_str(&st.text());
+    }
     match cfg.protocol {
         Protocol::Query => out.push_str(&format!(
             "protocol: {} inserts, {} queries ({} arrived, {} not yet, {} estimated), lateness {} ps, causality errors {} (total {} ps, max {} ps)\n",
