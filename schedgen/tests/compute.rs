@@ -59,7 +59,10 @@ fn old_traces_fall_back_to_wall_with_a_warning() {
     let (cpu, w) = one_rank(t, Compute::Cpu).unwrap();
     assert_eq!(cpu, one_rank(t, Compute::Wall).unwrap().0);
     assert_eq!(w.len(), 1);
-    assert!(w[0].contains("no CPU times") && w[0].contains("--compute wall"), "{w:?}");
+    assert!(
+        w[0].contains("no CPU times") && w[0].contains("--compute wall"),
+        "{w:?}"
+    );
 }
 
 /// A record without CPU times in a trace that has them, or a malformed
@@ -68,7 +71,10 @@ fn old_traces_fall_back_to_wall_with_a_warning() {
 fn damaged_cpu_fields_name_file_and_line() {
     let t = "MPI_Init:-:1:2:100:cpu=0:0\nMPI_Barrier:300:0,0,1:310\nMPI_Finalize:360:-:cpu=9:-\n";
     let e = one_rank(t, Compute::Cpu).unwrap_err();
-    assert!(e.contains("pmpi-trace-rank-0.txt:2:") && e.contains("no `:cpu=` fields"), "{e}");
+    assert!(
+        e.contains("pmpi-trace-rank-0.txt:2:") && e.contains("no `:cpu=` fields"),
+        "{e}"
+    );
     let t = "MPI_Init:-:1:2:100:cpu=0:0\nMPI_Finalize:360:-:cpu=12a:-\n";
     let e = one_rank(t, Compute::Cpu).unwrap_err();
     assert!(e.contains(":2:") && e.contains("not a CPU time"), "{e}");

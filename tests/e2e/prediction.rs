@@ -12,9 +12,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::tracer::{
-    example_program, require_mpi_lib, tracer_library, MPI_RUNS,
-};
+use crate::tracer::{example_program, require_mpi_lib, tracer_library, MPI_RUNS};
 use crate::util::{bin, repo_root, run, stderr, stdout};
 
 fn predict() -> Command {
@@ -497,7 +495,13 @@ fn predict_measures_cpu_time_and_warns_where_it_would_mislead() {
         wall_args.push("--traces".to_string());
         wall_args.push(p.display().to_string());
     }
-    let common = ["--json", "--target", "H8_S1:thesis-ddr", "--backend", "loggp"];
+    let common = [
+        "--json",
+        "--target",
+        "H8_S1:thesis-ddr",
+        "--backend",
+        "loggp",
+    ];
     // cpu (the default): rank 0's bursts min(100, 80, 90) / 4 + min(50, 70, 60) / 4.
     let v = json_of(&run(predict().args(&cpu_args).args(common)));
     assert_eq!(v["compute"], "cpu");
@@ -519,13 +523,21 @@ fn predict_measures_cpu_time_and_warns_where_it_would_mislead() {
             && w.contains("--spread-threshold 10%"),
         "{w}"
     );
-    assert!(w.contains("computation is up to 100% of a predicted run time"), "{w}");
-    assert!(!w.contains("no CPU times") && !w.contains("single run"), "{w}");
+    assert!(
+        w.contains("computation is up to 100% of a predicted run time"),
+        "{w}"
+    );
+    assert!(
+        !w.contains("no CPU times") && !w.contains("single run"),
+        "{w}"
+    );
     // a higher threshold silences the spread warning.
-    let v = json_of(&run(predict()
-        .args(&cpu_args)
-        .args(common)
-        .args(["--compute", "wall", "--spread-threshold", "50"])));
+    let v = json_of(&run(predict().args(&cpu_args).args(common).args([
+        "--compute",
+        "wall",
+        "--spread-threshold",
+        "50",
+    ])));
     assert!(!warnings_of(&v).contains("fastest and the slowest"), "{v}");
     // Traces without CPU times: wall, said so; the same numbers as wall.
     let v = json_of(&run(predict().args(&wall_args).args(common)));
@@ -535,7 +547,9 @@ fn predict_measures_cpu_time_and_warns_where_it_would_mislead() {
         "{v}"
     );
     assert!(close(
-        v["computation_us_per_rank"]["estimate"][0].as_f64().unwrap(),
+        v["computation_us_per_rank"]["estimate"][0]
+            .as_f64()
+            .unwrap(),
         130.0
     ));
     // A single run: no noise estimate, said so.
@@ -559,10 +573,12 @@ fn predict_labels_the_computation_by_method() {
     let dir = tempfile::tempdir().unwrap();
     write_run_cpu(&dir.path().join("a"), 100, 50, 10, 10, 1);
     let table = |method: &str| {
-        let out = run(predict()
-            .arg("--traces")
-            .arg(dir.path().join("a"))
-            .args(["--method", method, "--target", "H8_S1:thesis-ddr"]));
+        let out = run(predict().arg("--traces").arg(dir.path().join("a")).args([
+            "--method",
+            method,
+            "--target",
+            "H8_S1:thesis-ddr",
+        ]));
         assert!(out.status.success(), "{}", stderr(&out));
         stdout(&out)
     };
@@ -587,7 +603,11 @@ fn predict_validates_targets_before_tracing() {
     let dir = tempfile::tempdir().unwrap();
     let mark = dir.path().join("ran");
     let fake = dir.path().join("fake-mpi");
-    std::fs::write(&fake, format!("#!/bin/sh\ntouch {}\nexit 1\n", mark.display())).unwrap();
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\ntouch {}\nexit 1\n", mark.display()),
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let halo = example_program("halo.c");
@@ -598,7 +618,14 @@ fn predict_validates_targets_before_tracing() {
             "invalid topology: \"H8-S6\" is neither an existing file nor a built-in",
         ),
         (
-            vec!["--method", "durations", "--target", "fattree:8:4:qdr", halo, "8"],
+            vec![
+                "--method",
+                "durations",
+                "--target",
+                "fattree:8:4:qdr",
+                halo,
+                "8",
+            ],
             "--method durations can simulate none of the targets x backends given",
         ),
         (
@@ -606,7 +633,14 @@ fn predict_validates_targets_before_tracing() {
             "--target H8_S6:thesis-ddr: the network has 8 hosts, fewer than the 16 ranks",
         ),
         (
-            vec!["--target", "fattree:8:4:qdr", "--target", "H8_S1", halo, "12"],
+            vec![
+                "--target",
+                "fattree:8:4:qdr",
+                "--target",
+                "H8_S1",
+                halo,
+                "12",
+            ],
             "--target H8_S1:thesis-ddr: the network has 8 hosts, fewer than the 12 ranks",
         ),
     ] {
@@ -616,9 +650,16 @@ fn predict_validates_targets_before_tracing() {
             .env("MPIRUN", &fake));
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(msg), "{args:?}: {}", stderr(&out));
-        assert!(stderr(&out).starts_with("predict: --"), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).starts_with("predict: --"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
         assert!(!stderr(&out).contains("Traceback"), "{}", stderr(&out));
-        assert!(!mark.exists(), "{args:?}: mpicc or mpirun ran before the check");
+        assert!(
+            !mark.exists(),
+            "{args:?}: mpicc or mpirun ran before the check"
+        );
     }
     // Traces of 9 ranks are checked the same way, before translation.
     let nine = dir.path().join("nine");
@@ -630,7 +671,10 @@ fn predict_validates_targets_before_tracing() {
         )
         .unwrap();
     }
-    let out = run(predict().arg("--traces").arg(&nine).args(["--target", "H8_S1"]));
+    let out = run(predict()
+        .arg("--traces")
+        .arg(&nine)
+        .args(["--target", "H8_S1"]));
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("the network has 8 hosts, fewer than the 9 ranks")
@@ -756,7 +800,14 @@ fn smpi_network_only_agrees_on_the_examples() {
     let _serial = MPI_RUNS.lock().unwrap_or_else(|e| e.into_inner());
     let work = tempfile::tempdir().unwrap();
     let out = run(Command::new(repo_root().join("scripts/smpi-compare"))
-        .args(["--programs", "halo,alltoall", "--modes", "network", "--repeat", "1"])
+        .args([
+            "--programs",
+            "halo,alltoall",
+            "--modes",
+            "network",
+            "--repeat",
+            "1",
+        ])
         .args(["--json", "--work"])
         .arg(work.path())
         .env("LOGGOPSIM", bin("loggopsim"))

@@ -436,7 +436,12 @@ fn check_format(path: &Path, rank: usize, np: usize) {
         if name == "MPI_Finalize" {
             assert_eq!(c1, "-", "{}:{}: {line}", path.display(), i + 1);
         } else {
-            assert!(c1.parse::<u64>().unwrap() >= c0, "{}:{}: {line}", path.display(), i + 1);
+            assert!(
+                c1.parse::<u64>().unwrap() >= c0,
+                "{}:{}: {line}",
+                path.display(),
+                i + 1
+            );
         }
         let fields: Vec<&str> = rest.split([':', ',']).collect();
         if let Some(want) = expected_fields(name) {

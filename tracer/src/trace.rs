@@ -63,7 +63,9 @@ pub fn split_cpu_fields(
     };
     if let (Some(a), Some(b)) = (c0, c1) {
         if b < a {
-            return Err(format!("CPU time at return {b} ns is before the one at the call {a} ns"));
+            return Err(format!(
+                "CPU time at return {b} ns is before the one at the call {a} ns"
+            ));
         }
     }
     fields.truncate(k);
@@ -346,7 +348,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the thesis's traces")]
+    #[cfg_attr(
+        not(reference_data),
+        ignore = "needs the reference data: the thesis's traces"
+    )]
     fn thesis_ltest_traces_parse_with_the_stated_counts_and_run_times() {
         let r0 = thesis("ltest/pmpi-trace-rank-0.txt");
         let r1 = thesis("ltest/pmpi-trace-rank-1.txt");
@@ -371,7 +376,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(not(reference_data), ignore = "needs the reference data: the thesis's traces")]
+    #[cfg_attr(
+        not(reference_data),
+        ignore = "needs the reference data: the thesis's traces"
+    )]
     fn thesis_colltest_and_ringtest_run_times() {
         let c = thesis("colltest/pmpi-trace-rank-0.txt");
         assert_eq!(c.run_time_us(), Some(32_148));
@@ -477,9 +485,15 @@ mod tests {
         // A malformed CPU time names line and column.
         let err = Trace::parse("t", "MPI_Init:-:1:2:100:cpu=x5:6\n").unwrap_err();
         let msg = err.to_string();
-        assert!(msg.starts_with("t:1:20:") && msg.contains("not a CPU time"), "{msg}");
+        assert!(
+            msg.starts_with("t:1:20:") && msg.contains("not a CPU time"),
+            "{msg}"
+        );
         let err = Trace::parse("t", "MPI_Init:-:1:2:100:cpu=7:6\n").unwrap_err();
-        assert!(err.to_string().contains("before the one at the call"), "{err}");
+        assert!(
+            err.to_string().contains("before the one at the call"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -419,13 +419,17 @@ fn alltoall_pairwise_mpich_xor_on_powers_of_two() {
     let o = ops_of_lib(Library::Mpich, Algorithm::AlltoallPairwise, 8, 1, 1, 0);
     let want: Ops = (1..8).flat_map(|k| [('s', 1, k), ('r', 1, k)]).collect();
     assert_eq!(o[0], want);
-    let want5: Ops = (1..8).flat_map(|k| [('s', 1, 5 ^ k), ('r', 1, 5 ^ k)]).collect();
+    let want5: Ops = (1..8)
+        .flat_map(|k| [('s', 1, 5 ^ k), ('r', 1, 5 ^ k)])
+        .collect();
     assert_eq!(o[5], want5);
     let o = ops_of_lib(Library::Ompi, Algorithm::AlltoallPairwise, 8, 1, 1, 0);
     assert_eq!(o[0][..2], [('s', 1, 1), ('r', 1, 7)]);
     // 6 ranks (not a power of two): MPICH also uses r + k / r - k.
     let o = ops_of_lib(Library::Mpich, Algorithm::AlltoallPairwise, 6, 1, 1, 0);
-    let want6: Ops = (1..6).flat_map(|k| [('s', 1, k), ('r', 1, (6 - k) % 6)]).collect();
+    let want6: Ops = (1..6)
+        .flat_map(|k| [('s', 1, k), ('r', 1, (6 - k) % 6)])
+        .collect();
     assert_eq!(o[0], want6);
 }
 
