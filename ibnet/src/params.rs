@@ -138,7 +138,7 @@ pub struct Params {
     pub iba_vl_arb: bool,
     /// Table arbitration (max_vl > 0) starts each VL's round robin after
     /// the input that VL last served, instead of the reference's one
-    /// pointer shared by all VLs (sec. 5.3), with which an input right
+    /// pointer shared by all VLs, with which an input right
     /// after another VL's busy input can starve (docs/topology.md). Left
     /// out of reports when false (the reference).
     #[serde(default, skip_serializing_if = "crate::hostparams::is_false")]

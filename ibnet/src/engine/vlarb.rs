@@ -260,8 +260,8 @@ impl Fabric {
     /// it and it may send while `used <= weight`. With `iba_vl_arb` the
     /// IBA-style variant: all 8 entries, an entry keeps sending while
     /// `used < weight`, `used` restarts only when the index moves to it.
-    /// The round robin of every VL starts after `last_port[last_vl]` (one
-    /// pointer shared by the VLs, sec. 5.3), or with `vl_arb_rr_per_vl`
+    /// The round robin of every VL starts after `last_port[last_vl]` (the
+    /// reference's one pointer shared by the VLs), or with `vl_arb_rr_per_vl`
     /// after the input that VL last served.
     pub(super) fn table_select(&mut self, pi: usize) -> Option<(usize, usize)> {
         if self.p.vl_arb_rr_per_vl {
