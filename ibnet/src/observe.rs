@@ -335,7 +335,33 @@ fn write_messages(p: &Path, f: &Fabric, topo: &Topology) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Links (rows) by windows (columns), white = idle, dark blue = busy.
+/// The step of the time axis: the smallest of 1, 2, 5 x 10^k ps that
+/// gives at most `max_ticks` intervals over `total` ps.
+fn tick_step(total: u64, max_ticks: u64) -> u64 {
+    let mut base: u64 = 1;
+    loop {
+        for m in [1, 2, 5] {
+            let step = base.saturating_mul(m);
+            if total / step <= max_ticks.max(1) || step == u64::MAX {
+                return step.max(1);
+            }
+        }
+        base = base.saturating_mul(10);
+    }
+}
+
+fn xml_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The heat map: links (rows, labelled on the y axis) by windows (columns,
+/// simulated time on the x axis with ticks in time units); each cell's
+/// colour runs linearly from white (utilisation 0, idle) to blue
+/// (utilisation 1 or more, busy the whole window), as the legend shows.
+/// The elements carry classes (`caption`, `link-label`, `tick`, `legend`,
+/// `legend-label`) so that tools and tests can find them.
 fn write_heatmap(
     p: &Path,
     links: &[String],
@@ -345,21 +371,34 @@ fn write_heatmap(
     let mut w = create(p, "heat map")?;
     let cols = heat.len().max(1);
     let rows = links.len().max(1);
-    // cells at least 1 px, the image at most ~1600 x 1200 px plus margins
-    let cw = (1600.0 / cols as f64).clamp(1.0, 24.0);
+    // cells at least 1 px, the plot at most ~1600 x 1200 px and at least
+    // 240 px wide (room for the time axis)
+    let cw = (1600.0 / cols as f64).clamp(1.0, 24.0).max(240.0 / cols as f64);
     let ch = (1200.0 / rows as f64).clamp(1.0, 14.0);
-    let left = 150.0;
+    let (plot_w, plot_h) = (cw * cols as f64, ch * rows as f64);
+    let longest = links.iter().map(|l| l.chars().count()).max().unwrap_or(4);
+    let left = (longest as f64 * 6.2 + 34.0).max(70.0);
     let top = 40.0;
-    let width = left + cw * cols as f64 + 20.0;
-    let height = top + ch * rows as f64 + 50.0;
+    let legend_x = left + plot_w + 24.0;
+    let width = legend_x + 110.0;
+    let height = top + plot_h.max(120.0) + 60.0;
+    let win = simtime::format_ps_human(window.0);
     writeln!(
         w,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" font-family="sans-serif" font-size="11">"#
     )?;
+    let caption = format!(
+        "Link utilisation (busy time / window) per window of {win}: white = idle (0), blue = busy (1 or more)"
+    );
+    writeln!(w, "<title>{}</title>", xml_text(&caption))?;
     writeln!(
         w,
-        r#"<text x="{left}" y="20">link utilisation per window of {} (white 0, dark 1)</text>"#,
-        simtime::format_ps_human(window.0)
+        r#"<defs><linearGradient id="utilisation" x1="0" y1="1" x2="0" y2="0"><stop offset="0" stop-color="rgb(255,255,255)"/><stop offset="1" stop-color="rgb(0,0,255)"/></linearGradient></defs>"#
+    )?;
+    writeln!(
+        w,
+        r#"<text class="caption" x="{left:.0}" y="20">{}</text>"#,
+        xml_text(&caption)
     )?;
     for (c, row) in heat.iter().enumerate() {
         for (r, &u) in row.iter().enumerate() {
@@ -376,24 +415,89 @@ fn write_heatmap(
             )?;
         }
     }
-    if ch >= 8.0 {
-        for (r, name) in links.iter().enumerate() {
-            writeln!(
-                w,
-                r#"<text x="{:.0}" y="{:.1}" text-anchor="end">{}</text>"#,
-                left - 4.0,
-                top + ch * (r as f64 + 0.8),
-                name.replace('&', "&amp;").replace('<', "&lt;")
-            )?;
+    // the plot's frame (idle cells are white, like the background)
+    writeln!(
+        w,
+        r##"<rect class="frame" x="{left:.2}" y="{top:.2}" width="{plot_w:.2}" height="{plot_h:.2}" fill="none" stroke="#888" stroke-width="0.5"/>"##
+    )?;
+    // y axis: the links, every k-th when the rows are too thin for all
+    let every = (10.0 / ch).ceil().max(1.0) as usize;
+    let label_size = ch.clamp(8.0, 10.0);
+    writeln!(w, r#"<g class="link-labels" font-size="{label_size:.0}">"#)?;
+    for (r, name) in links.iter().enumerate().step_by(every) {
+        writeln!(
+            w,
+            r#"<text class="link-label" x="{:.0}" y="{:.1}" text-anchor="end" dominant-baseline="middle">{}</text>"#,
+            left - 4.0,
+            top + ch * (r as f64 + 0.5),
+            xml_text(name)
+        )?;
+    }
+    writeln!(w, "</g>")?;
+    let label = if every == 1 {
+        "link (node[port], the output buffer sending on it)".to_string()
+    } else {
+        format!("link (node[port]; every {every}th labelled)")
+    };
+    writeln!(
+        w,
+        r#"<text class="axis-title" transform="translate(12,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        top + plot_h / 2.0,
+        xml_text(&label)
+    )?;
+    // x axis: simulated time, ticks at round times with their unit
+    let total = window.0.saturating_mul(heat.len() as u64);
+    let step = tick_step(total, (plot_w / 70.0).floor() as u64);
+    let axis_y = top + plot_h;
+    writeln!(w, r#"<g class="time-ticks">"#)?;
+    let mut t = 0u64;
+    loop {
+        let x = left + plot_w * if total == 0 { 0.0 } else { t as f64 / total as f64 };
+        writeln!(
+            w,
+            r##"<line x1="{x:.2}" y1="{axis_y:.2}" x2="{x:.2}" y2="{:.2}" stroke="#444"/>"##,
+            axis_y + 5.0
+        )?;
+        writeln!(
+            w,
+            r#"<text class="tick" data-ps="{t}" x="{x:.2}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            axis_y + 17.0,
+            simtime::format_ps_human(t)
+        )?;
+        match t.checked_add(step) {
+            Some(n) if n <= total => t = n,
+            _ => break,
         }
+    }
+    writeln!(w, "</g>")?;
+    writeln!(
+        w,
+        r#"<text class="axis-title" x="{:.1}" y="{:.1}" text-anchor="middle">simulated time ({} windows of {win}, one per column)</text>"#,
+        left + plot_w / 2.0,
+        axis_y + 38.0,
+        heat.len()
+    )?;
+    // the colour legend: the scale of the cells
+    let (lh, ly) = (100.0, top);
+    writeln!(w, r#"<g class="legend">"#)?;
+    writeln!(
+        w,
+        r##"<rect x="{legend_x:.1}" y="{ly:.1}" width="14" height="{lh:.1}" fill="url(#utilisation)" stroke="#888" stroke-width="0.5"/>"##
+    )?;
+    for (v, text) in [(1.0, "1 (busy)"), (0.5, "0.5"), (0.0, "0 (idle)")] {
+        writeln!(
+            w,
+            r#"<text class="legend-label" data-utilisation="{v}" x="{:.1}" y="{:.1}" dominant-baseline="middle">{text}</text>"#,
+            legend_x + 20.0,
+            ly + lh * (1.0 - v)
+        )?;
     }
     writeln!(
         w,
-        r#"<text x="{left}" y="{:.0}">simulated time: {} windows, 0 to {} (columns); links (rows)</text>"#,
-        top + ch * rows as f64 + 25.0,
-        heat.len(),
-        simtime::format_ps_human(window.0.saturating_mul(heat.len() as u64))
+        r#"<text class="legend-title" x="{legend_x:.1}" y="{:.1}">utilisation</text>"#,
+        ly + lh + 18.0
     )?;
+    writeln!(w, "</g>")?;
     writeln!(w, "</svg>")?;
     w.flush()?;
     Ok(())

@@ -244,3 +244,118 @@ fn bad_observer_options_are_clear_errors() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent-dir/x.csv"));
 }
+
+/// The `<text class="CLASS" ...>` elements of an SVG: (attributes, text).
+fn svg_texts<'a>(svg: &'a str, class: &str) -> Vec<(&'a str, &'a str)> {
+    let open = format!("<text class=\"{class}\"");
+    svg.match_indices(&open)
+        .map(|(i, _)| {
+            let rest = &svg[i + open.len()..];
+            let gt = rest.find('>').expect("end of <text>");
+            let end = rest.find("</text>").expect("</text>");
+            (&rest[..gt], &rest[gt + 1..end])
+        })
+        .collect()
+}
+
+fn attr<'a>(attrs: &'a str, name: &str) -> &'a str {
+    let key = format!(" {name}=\"");
+    let i = attrs.find(&key).unwrap_or_else(|| panic!("no {name} in {attrs}")) + key.len();
+    &attrs[i..i + attrs[i..].find('"').unwrap()]
+}
+
+/// The heat map is readable on its own: every link labelled on the y axis
+/// (in the order of the link statistics), time ticks with their unit on
+/// the x axis, a colour legend from white (0) to blue (1) that the cells'
+/// colours follow, and a caption that names those colours. The CSV
+/// outputs keep their format.
+#[test]
+fn heat_map_has_link_labels_time_ticks_and_a_legend() {
+    let (l, h) = (tmp("hm-links.csv"), tmp("hm.svg"));
+    let o = ibnet(&[
+        "run",
+        "--topology",
+        "H8_S6",
+        "--traffic",
+        "shift:1",
+        "--until",
+        "20us",
+        "--window",
+        "1us",
+        "--link-stats",
+        l.to_str().unwrap(),
+        "--heatmap",
+        h.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(&l).unwrap();
+    assert_eq!(
+        csv.lines().next().unwrap(),
+        "window_start_ps,window_end_ps,link,node,port,peer,data_flits,fc_packets,bytes,busy_ps,utilisation,queue_depth_mean,queue_samples"
+    );
+    let mut links: Vec<String> = Vec::new();
+    for row in rows(&l) {
+        if !links.contains(&row["link"]) {
+            links.push(row["link"].clone());
+        }
+    }
+    let svg = std::fs::read_to_string(&h).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+
+    // y axis: one label per link, in order
+    let labels: Vec<&str> = svg_texts(&svg, "link-label").iter().map(|t| t.1).collect();
+    assert_eq!(labels, links, "link labels");
+
+    // x axis: ticks from 0 at round times, each with its unit, up to 20 us
+    let ticks = svg_texts(&svg, "tick");
+    assert!(ticks.len() >= 3, "{ticks:?}");
+    let mut last = None;
+    for (a, text) in &ticks {
+        let ps: u64 = attr(a, "data-ps").parse().unwrap();
+        let (v, unit) = text.split_once(' ').unwrap_or_else(|| panic!("no unit: {text}"));
+        let scale = match unit {
+            "ps" => 1.0,
+            "ns" => 1e3,
+            "us" => 1e6,
+            "ms" => 1e9,
+            "s" => 1e12,
+            u => panic!("unit {u} in tick {text}"),
+        };
+        let v: f64 = v.parse().unwrap();
+        assert!((v * scale - ps as f64).abs() < 0.5, "{text} at {ps} ps");
+        assert!(last.is_none_or(|l| ps > l), "ticks out of order: {ticks:?}");
+        assert!(ps <= 20_000_000, "{text}");
+        last = Some(ps);
+    }
+    assert_eq!(attr(ticks[0].0, "data-ps"), "0");
+    assert_eq!(ticks.last().unwrap().1, "20 us");
+
+    // the legend: a white-to-blue scale from 0 to 1
+    assert!(svg.contains(r#"<linearGradient id="utilisation""#), "{svg}");
+    assert!(svg.contains(r#"<stop offset="0" stop-color="rgb(255,255,255)"/>"#));
+    assert!(svg.contains(r#"<stop offset="1" stop-color="rgb(0,0,255)"/>"#));
+    let legend = &svg[svg.find(r#"<g class="legend">"#).expect("legend")..];
+    assert!(legend.contains(r#"fill="url(#utilisation)""#));
+    let scale: Vec<&str> = svg_texts(legend, "legend-label")
+        .iter()
+        .map(|t| attr(t.0, "data-utilisation"))
+        .collect();
+    assert_eq!(scale, ["1", "0.5", "0"]);
+    // every cell's colour is on that scale: rgb(s, s, 255)
+    let mut cells = 0;
+    for (i, _) in svg.match_indices(" fill=\"rgb(") {
+        let c = &svg[i + 11..i + 11 + svg[i + 11..].find(')').unwrap()];
+        let v: Vec<u32> = c.split(',').map(|x| x.parse().unwrap()).collect();
+        assert!(v[0] == v[1] && v[2] == 255, "cell colour rgb({c}) is off the scale");
+        cells += 1;
+    }
+    assert!(cells > 10, "a busy run draws cells");
+
+    // the caption names the colours used
+    let caption = svg_texts(&svg, "caption");
+    assert_eq!(caption.len(), 1);
+    assert_eq!(
+        caption[0].1,
+        "Link utilisation (busy time / window) per window of 1 us: white = idle (0), blue = busy (1 or more)"
+    );
+}
