@@ -1,4 +1,4 @@
-//! From an MPI program to a prediction (issue 18): `scripts/predict` (trace
+//! From an MPI program to a prediction: `scripts/predict` (trace
 //! once, simulate many; robust computation estimate across runs; one table
 //! or JSON with the fabric's summary) and the smaller defects of
 //! `scripts/trace-and-simulate`.
@@ -311,7 +311,7 @@ fn predict_traces_a_program_repeatedly_and_predicts_ddr_and_qdr() {
         .is_file());
 }
 
-/// Issue 18's smaller defects of trace-and-simulate, in one traced run:
+/// The smaller defects of trace-and-simulate, in one traced run:
 /// a --work directory whose path contains `-0` twice; an mpi-tracer
 /// without its library (built before Open MPI was installed: the script
 /// compiles the library itself); the default method on the QDR fabric

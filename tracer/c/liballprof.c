@@ -1,7 +1,7 @@
 /*
  * mpi-tracer: a PMPI interposition library that writes MPI traces in the
  * liballprof text format read by `loggopsim trace2goal` (see
- * ../shared/spec/schedgen.md section 4 and docs/tracing.md).
+ * docs/tracing.md).
  *
  * Load it with LD_PRELOAD (mpirun -x LD_PRELOAD=.../libmpitracer.so) or link
  * it before -lmpi. Every wrapped MPI_X takes the call time, calls PMPI_X,
@@ -241,7 +241,7 @@ static inline void ln_op(struct line *l, MPI_Op op) { ln_int(l, PMPI_Op_c2f(op))
 
 /* ":cpu=C0:C1", the thread CPU time (ns) at the call and at its return,
  * after the last liballprof field. Readers that take fields by position
- * (liballprof's, schedgen.md 4.2) never reach it; a field that is not known
+ * (liballprof's; docs/tracing.md) never reach it; a field that is not known
  * to be there is recognised by its `cpu=` prefix. -1 (or `-`) = not known. */
 static inline void ln_cpu(struct line *l, int64_t c_call, int64_t c_return) {
     ln_str(l, ":cpu=");
