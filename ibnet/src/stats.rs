@@ -293,7 +293,10 @@ impl StallReport {
             ));
         }
         if self.messages_stalled as usize > SHOW {
-            s.push_str(&format!(", and {} more", self.messages_stalled as usize - SHOW));
+            s.push_str(&format!(
+                ", and {} more",
+                self.messages_stalled as usize - SHOW
+            ));
         }
         s.push('\n');
         s.push_str(&format!(
@@ -308,7 +311,10 @@ impl StallReport {
             ));
         }
         if self.blocked_ports_total as usize > SHOW {
-            s.push_str(&format!(", and {} more", self.blocked_ports_total as usize - SHOW));
+            s.push_str(&format!(
+                ", and {} more",
+                self.blocked_ports_total as usize - SHOW
+            ));
         }
         s.push('\n');
         s

@@ -79,7 +79,16 @@ fn param(dst: impl Fn(usize) -> Option<usize>) -> String {
 
 #[test]
 fn shift_by_one_group_cascades_and_reports_the_stall() {
-    let base = ["--topology", DF, "--set", "max_vl=1", "--traffic", "shift:8", "--until", "2ms"];
+    let base = [
+        "--topology",
+        DF,
+        "--set",
+        "max_vl=1",
+        "--traffic",
+        "shift:8",
+        "--until",
+        "2ms",
+    ];
     let r = run_json(&base);
     assert_eq!(r["messages_injected"], 134);
     assert_eq!(r["messages_completed"], 59);
@@ -90,7 +99,9 @@ fn shift_by_one_group_cascades_and_reports_the_stall() {
     // keeps about a quarter of the next one's rate
     close(
         &next_group_links(&r),
-        &[0.0115, 0.0115, 0.0115, 0.0142, 0.0257, 0.0721, 0.2591, 0.9999, 0.9999],
+        &[
+            0.0115, 0.0115, 0.0115, 0.0142, 0.0257, 0.0721, 0.2591, 0.9999, 0.9999,
+        ],
     );
     let silent = r["sinks"]
         .as_array()
@@ -151,7 +162,10 @@ fn shift_by_one_group_cascades_and_reports_the_stall() {
         ),
         "{line}"
     );
-    let line = out.lines().find(|l| l.starts_with("credit-blocked:")).expect(&out);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("credit-blocked:"))
+        .expect(&out);
     assert!(
         line.starts_with(
             "credit-blocked: 104 output ports hold a packet without credits for it: g0_r0[5] -> g1_r3[6] VL 0 (850 flits waiting, head packet 34 flits, 30 credits), "
@@ -166,10 +180,21 @@ fn chain_broken_at_one_group_restarts_the_cascade() {
     // arriving there are not held behind outgoing ones: g3 -> g4 runs at
     // 100 % and the cascade starts again below it with the same ratios
     let t = param(|i| (i / 8 != 4).then_some((i + 8) % 72));
-    let r = run_json(&["--topology", DF, "--set", "max_vl=1", "--traffic", &t, "--until", "2ms"]);
+    let r = run_json(&[
+        "--topology",
+        DF,
+        "--set",
+        "max_vl=1",
+        "--traffic",
+        &t,
+        "--until",
+        "2ms",
+    ]);
     close(
         &next_group_links(&r),
-        &[0.0257, 0.0721, 0.2591, 0.9999, 0.0, 0.0721, 0.2591, 0.9999, 0.9999],
+        &[
+            0.0257, 0.0721, 0.2591, 0.9999, 0.0, 0.0721, 0.2591, 0.9999, 0.9999,
+        ],
     );
 }
 
@@ -180,7 +205,16 @@ fn no_arrivals_behind_departures_every_cable_full_and_no_stall() {
     // never share a local link and VL with the group's own departures.
     // Every global cable runs at 100 %, the minimal-routing bound
     let t = param(|i| Some(((i / 8 + 1) % 9) * 8 + 2 + (i % 8) % 6));
-    let args = ["--topology", DF, "--set", "max_vl=1", "--traffic", &t, "--until", "2ms"];
+    let args = [
+        "--topology",
+        DF,
+        "--set",
+        "max_vl=1",
+        "--traffic",
+        &t,
+        "--until",
+        "2ms",
+    ];
     let r = run_json(&args);
     close(&next_group_links(&r), &[0.9999; 9]);
     assert!(r.get("stall").is_none(), "{}", r["stall"]);
@@ -188,7 +222,10 @@ fn no_arrivals_behind_departures_every_cable_full_and_no_stall() {
     a.extend_from_slice(&args);
     let (code, out, _) = ibnet(&a);
     assert_eq!(code, 0);
-    assert!(!out.contains("stalled:") && !out.contains("credit-blocked:"), "{out}");
+    assert!(
+        !out.contains("stalled:") && !out.contains("credit-blocked:"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -199,9 +236,21 @@ fn flowing_runs_have_no_stall_line() {
         ("fattree:16", "shift:5"),
         ("torus:4x4", "shift:5"),
     ] {
-        let r = run_json(&["--topology", topo, "--set", "max_vl=3", "--traffic", traffic, "--until", "2ms"]);
+        let r = run_json(&[
+            "--topology",
+            topo,
+            "--set",
+            "max_vl=3",
+            "--traffic",
+            traffic,
+            "--until",
+            "2ms",
+        ]);
         assert!(r.get("stall").is_none(), "{topo} {traffic}: {}", r["stall"]);
-        assert!(r["messages_completed"].as_u64().unwrap() > 100, "{topo} {traffic}");
+        assert!(
+            r["messages_completed"].as_u64().unwrap() > 100,
+            "{topo} {traffic}"
+        );
     }
 }
 
@@ -232,14 +281,40 @@ fn shared_round_robin_pointer_starves_one_host_behind_another_vl() {
     // 0's hosts on VL 0. The arbiters' round-robin pointer is shared by
     // the VLs (the reference's table arbitration): after each VL-0 packet
     // from input 6 the VL-1 scan starts at input 0, so H_71 always wins
-    let r = run_json(&["--topology", DF, "--set", "max_vl=1", "--traffic", "shift:8", "--until", "2ms"]);
+    let r = run_json(&[
+        "--topology",
+        DF,
+        "--set",
+        "max_vl=1",
+        "--traffic",
+        "shift:8",
+        "--until",
+        "2ms",
+    ]);
     assert!((sink_mbps(&r, "H_7") - 399.0).abs() < 1.0);
     assert_eq!(sink_mbps(&r, "H_8"), 0.0);
     // without group 7's traffic the two share fairly
     let t = param(|i| (i / 8 != 7).then_some((i + 8) % 72));
-    let r = run_json(&["--topology", DF, "--set", "max_vl=1", "--traffic", &t, "--until", "2ms"]);
-    assert!((sink_mbps(&r, "H_7") - 200.0).abs() < 3.0, "{}", sink_mbps(&r, "H_7"));
-    assert!((sink_mbps(&r, "H_8") - 200.0).abs() < 3.0, "{}", sink_mbps(&r, "H_8"));
+    let r = run_json(&[
+        "--topology",
+        DF,
+        "--set",
+        "max_vl=1",
+        "--traffic",
+        &t,
+        "--until",
+        "2ms",
+    ]);
+    assert!(
+        (sink_mbps(&r, "H_7") - 200.0).abs() < 3.0,
+        "{}",
+        sink_mbps(&r, "H_7")
+    );
+    assert!(
+        (sink_mbps(&r, "H_8") - 200.0).abs() < 3.0,
+        "{}",
+        sink_mbps(&r, "H_8")
+    );
 }
 
 /// A linear all-to-all of 64 KiB among H_1..H_64 as destination
@@ -265,14 +340,26 @@ fn alltoall_stalls_group_by_group() {
     let dir = std::env::temp_dir().join(format!("ibnet-stall-a2a-{}", std::process::id()));
     let t = alltoall_files(&dir);
     let r = run_json(&[
-        "--topology", DF, "--set", "max_vl=1", "--set", "msg_length=65536", "--traffic", &t, "--until", "4ms",
+        "--topology",
+        DF,
+        "--set",
+        "max_vl=1",
+        "--set",
+        "msg_length=65536",
+        "--traffic",
+        &t,
+        "--until",
+        "4ms",
     ]);
     assert_eq!(r["messages_completed"], 755);
     let st = &r["stall"];
     assert_eq!(st["messages_pending"], 77);
     assert_eq!(st["messages_stalled"], 28);
     let m = &st["messages"][0];
-    assert_eq!((m["src"].as_str(), m["dst"].as_str()), (Some("H_8"), Some("H_9")));
+    assert_eq!(
+        (m["src"].as_str(), m["dst"].as_str()),
+        (Some("H_8"), Some("H_9"))
+    );
     assert_eq!(m["packets_consumed"], 17);
     assert_eq!(m["since_ps"], 39_579_400u64);
     std::fs::remove_dir_all(&dir).ok();
@@ -284,7 +371,16 @@ fn alltoall_completes_at_29_ms_without_a_stall() {
     let dir = std::env::temp_dir().join(format!("ibnet-stall-a2a-full-{}", std::process::id()));
     let t = alltoall_files(&dir);
     let r = run_json(&[
-        "--topology", DF, "--set", "max_vl=1", "--set", "msg_length=65536", "--traffic", &t, "--until", "100ms",
+        "--topology",
+        DF,
+        "--set",
+        "max_vl=1",
+        "--set",
+        "msg_length=65536",
+        "--traffic",
+        &t,
+        "--until",
+        "100ms",
     ]);
     assert_eq!(r["messages_completed"], 4032);
     let last = r["sinks"]
@@ -311,7 +407,10 @@ fn deadlock_is_reported_as_a_stall_of_every_pending_message() {
         "--no-wall-time",
     ]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("deadlock: 8 messages can never complete"), "{err}");
+    assert!(
+        err.contains("deadlock: 8 messages can never complete"),
+        "{err}"
+    );
     let v: Value = serde_json::from_str(&out).unwrap();
     let st = &v["report"]["stall"];
     assert_eq!(st["deadlock"], true);
@@ -326,7 +425,10 @@ fn deadlock_is_reported_as_a_stall_of_every_pending_message() {
         .iter()
         .map(|b| {
             assert_eq!(b["port"], 1);
-            (b["node"].as_str().unwrap().into(), b["peer"].as_str().unwrap().into())
+            (
+                b["node"].as_str().unwrap().into(),
+                b["peer"].as_str().unwrap().into(),
+            )
         })
         .collect();
     ring.sort();
@@ -338,7 +440,15 @@ fn deadlock_is_reported_as_a_stall_of_every_pending_message() {
 
 #[test]
 fn dragonfly_minimal_on_one_vl_is_refused() {
-    let (code, out, err) = ibnet(&["run", "--topology", DF, "--traffic", "shift:8", "--until", "20us"]);
+    let (code, out, err) = ibnet(&[
+        "run",
+        "--topology",
+        DF,
+        "--traffic",
+        "shift:8",
+        "--until",
+        "20us",
+    ]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(out.is_empty(), "{out}");
     assert!(
@@ -355,17 +465,36 @@ fn per_vl_round_robin_pointer_ends_that_starvation() {
     // vl_arb_rr_per_vl = true: each VL's round robin starts after the
     // input it last served; H_71 and H_72 share router 3's VL-1 turns
     let on = ["--set", "vl_arb_rr_per_vl=true"];
-    let mut a = vec!["--topology", DF, "--set", "max_vl=1", "--traffic", "shift:8", "--until", "2ms"];
+    let mut a = vec![
+        "--topology",
+        DF,
+        "--set",
+        "max_vl=1",
+        "--traffic",
+        "shift:8",
+        "--until",
+        "2ms",
+    ];
     a.extend_from_slice(&on);
     let r = run_json(&a);
-    assert!((sink_mbps(&r, "H_7") - 201.0).abs() < 2.0, "{}", sink_mbps(&r, "H_7"));
-    assert!((sink_mbps(&r, "H_8") - 198.0).abs() < 2.0, "{}", sink_mbps(&r, "H_8"));
+    assert!(
+        (sink_mbps(&r, "H_7") - 201.0).abs() < 2.0,
+        "{}",
+        sink_mbps(&r, "H_7")
+    );
+    assert!(
+        (sink_mbps(&r, "H_8") - 198.0).abs() < 2.0,
+        "{}",
+        sink_mbps(&r, "H_8")
+    );
     // the head-of-line cascade is not the arbiter's doing: unchanged
     assert_eq!(r["messages_completed"], 59);
     assert_eq!(r["stall"]["messages_stalled"], 39);
     close(
         &next_group_links(&r),
-        &[0.0115, 0.0115, 0.0115, 0.0142, 0.0257, 0.0721, 0.2591, 0.9999, 0.9999],
+        &[
+            0.0115, 0.0115, 0.0115, 0.0142, 0.0257, 0.0721, 0.2591, 0.9999, 0.9999,
+        ],
     );
     // Valiant with it: every flow advances, no sink below 100 MB/s
     let mut a = vec![
@@ -393,7 +522,17 @@ fn per_vl_round_robin_pointer_ends_that_starvation() {
 
 #[test]
 fn per_vl_pointer_is_reported_only_when_on() {
-    let args = ["run", "--topology", "H8_S1", "--traffic", "shift:1", "--until", "20us", "--json", "--no-wall-time"];
+    let args = [
+        "run",
+        "--topology",
+        "H8_S1",
+        "--traffic",
+        "shift:1",
+        "--until",
+        "20us",
+        "--json",
+        "--no-wall-time",
+    ];
     let (code, out, _) = ibnet(&args);
     assert_eq!(code, 0);
     assert!(!out.contains("vl_arb_rr_per_vl"));
@@ -402,7 +541,18 @@ fn per_vl_pointer_is_reported_only_when_on() {
     let (code, out, _) = ibnet(&a);
     assert_eq!(code, 0);
     assert!(out.contains("\"vl_arb_rr_per_vl\": true"), "{out}");
-    let (code, _, err) = ibnet(&["run", "--topology", "H8_S1", "--traffic", "shift:1", "--set", "vl_arb_rr_per_vl=2"]);
+    let (code, _, err) = ibnet(&[
+        "run",
+        "--topology",
+        "H8_S1",
+        "--traffic",
+        "shift:1",
+        "--set",
+        "vl_arb_rr_per_vl=2",
+    ]);
     assert_eq!(code, 2);
-    assert!(err.contains("vl_arb_rr_per_vl") && err.contains("wrong type"), "{err}");
+    assert!(
+        err.contains("vl_arb_rr_per_vl") && err.contains("wrong type"),
+        "{err}"
+    );
 }

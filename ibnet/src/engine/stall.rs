@@ -62,7 +62,12 @@ impl Fabric {
             }
         }
         // the sink's drain time of a packet of `bytes` (full flits)
-        let flit_drain = self.tm.drain.get(self.p.flit_size as usize).copied().unwrap_or(0);
+        let flit_drain = self
+            .tm
+            .drain
+            .get(self.p.flit_size as usize)
+            .copied()
+            .unwrap_or(0);
         let drain = |bytes: u32| -> u64 { self.p.flits_of(bytes).0 as u64 * flit_drain };
         let mut stalled: Vec<StalledMsg> = Vec::new();
         let mut dsts = vec![false; self.hcas.len()];
@@ -89,10 +94,10 @@ impl Fabric {
             stalled.push(StalledMsg {
                 id: id as u64,
                 src: self.node_names[self.hcas[m.src as usize].node as usize].clone(),
-                dst: self
-                    .hcas
-                    .get(d)
-                    .map_or_else(|| format!("LID {}", m.dst_lid), |h| self.node_names[h.node as usize].clone()),
+                dst: self.hcas.get(d).map_or_else(
+                    || format!("LID {}", m.dst_lid),
+                    |h| self.node_names[h.node as usize].clone(),
+                ),
                 packets_consumed: m.consumed_pkts as u64,
                 packets: m.npkts as u64,
                 since_ps: since,
