@@ -279,6 +279,10 @@ pub struct ScheduleBuilder {
     /// topological order and the rank cannot hold a cycle, so `end_rank`
     /// skips the cycle search (generated schedules never set it).
     backward: bool,
+    /// the cycle search's buffers (remaining dependencies, free
+    /// operations), kept from rank to rank
+    indeg: Vec<u32>,
+    free: Vec<u32>,
 }
 
 impl ScheduleBuilder {
@@ -295,6 +299,8 @@ impl ScheduleBuilder {
             pending: Vec::new(),
             in_rank: false,
             backward: false,
+            indeg: Vec::new(),
+            free: Vec::new(),
         }
     }
     /// Number of ranks completed so far.
@@ -430,10 +436,28 @@ impl ScheduleBuilder {
     /// edges from `base`); on a cycle, one cycle, found by walking back
     /// from an operation that never became free (each such operation has a
     /// predecessor that never did either).
-    fn find_cycle(&self, first: u32, n: usize, base: usize) -> Option<Cycle> {
+    fn find_cycle(&mut self, first: u32, n: usize, base: usize) -> Option<Cycle> {
+        let mut indeg = std::mem::take(&mut self.indeg);
+        let mut free = std::mem::take(&mut self.free);
+        let c = self.kahn(first, n, base, &mut indeg, &mut free);
+        self.indeg = indeg;
+        self.free = free;
+        c
+    }
+
+    fn kahn(
+        &self,
+        first: u32,
+        n: usize,
+        base: usize,
+        indeg: &mut Vec<u32>,
+        free: &mut Vec<u32>,
+    ) -> Option<Cycle> {
         let nodes = &self.s.nodes[first as usize..];
-        let mut indeg: Vec<u32> = nodes.iter().map(|r| r.depcount).collect();
-        let mut free: Vec<u32> = (0..n as u32).filter(|&i| indeg[i as usize] == 0).collect();
+        indeg.clear();
+        indeg.extend(nodes.iter().map(|r| r.depcount));
+        free.clear();
+        free.extend((0..n as u32).filter(|&i| indeg[i as usize] == 0));
         let mut done = 0usize;
         while let Some(v) = free.pop() {
             done += 1;

@@ -361,10 +361,21 @@ fn topology_errors_name_the_path_once() {
             t.display()
         )
     );
-    // a built-in name that does not exist: named once, too
-    let o = run(&["-f", s(&f), "--network", "flow", "--topology", "fattree:x"]);
+    // an error about the whole file
+    let t = write(
+        d.path(),
+        "tables.toml",
+        "routing = \"tables\"\nnodes = [{ hca = \"H_1\" }, { hca = \"H_2\" }, { switch = \"S\", ports = 2 }]\nlinks = [\"H_1:0 <-> S:0\", \"H_2:0 <-> S:1\"]\n",
+    );
+    let o = run(&["-f", s(&f), "--network", "flow", "--topology", s(&t)]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(err(&o).matches("fattree:x").count(), 1, "{}", err(&o));
+    assert_eq!(
+        err(&o),
+        format!(
+            "loggopsim: error: {}: routing = \"tables\" but switch S has no [fdb] entry\n",
+            t.display()
+        )
+    );
 }
 
 /// The PERFORMANCE line of a short run said `Time: 0 s` and `Speed: inf

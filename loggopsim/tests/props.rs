@@ -98,6 +98,13 @@ fn text_of(r: &mut Lcg, p: u64) -> String {
             out += &line;
             out.push('\n');
         }
+        // dependencies along a random order of the operations, so that
+        // edges point both ways in offset order but never form a cycle (a
+        // cycle is bad input: the reader refuses it)
+        let mut order: Vec<u64> = (0..n).collect();
+        for k in (1..n as usize).rev() {
+            order.swap(k, r.next(k as u64 + 1) as usize);
+        }
         for _ in 0..r.next(2 * n + 1) {
             if n > 0 {
                 let kw = if r.next(3) == 0 {
@@ -105,7 +112,11 @@ fn text_of(r: &mut Lcg, p: u64) -> String {
                 } else {
                     "requires"
                 };
-                out += &format!("l{} {kw} l{}\n", r.next(n) + 1, r.next(n) + 1);
+                let (a, b) = (r.next(n) as usize, r.next(n) as usize);
+                if a != b {
+                    let (later, earlier) = (order[a.max(b)], order[a.min(b)]);
+                    out += &format!("l{} {kw} l{}\n", later + 1, earlier + 1);
+                }
             }
         }
         out += "}\n";

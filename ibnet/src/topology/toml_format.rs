@@ -130,16 +130,15 @@ pub fn open(spec: &str) -> Result<Topology, TopoError> {
     }
 }
 
-/// The message of an [`open`] / [`open_with`] error for `spec`, naming it
-/// once: an error that names it already (`file:line: ...`, or an unknown
-/// built-in name) is kept as it is; any other gets `topology SPEC: ` in
-/// front.
+/// The message of an [`open`] / [`open_with`] error for `spec`, naming the
+/// file once: an error about the file already starts with its path
+/// (`file:line: ...`) and is kept as it is; any other (a built-in name, an
+/// option) gets `topology SPEC: ` in front.
 pub fn open_error(spec: &str, e: &TopoError) -> String {
     let m = e.to_string();
-    if m.contains(spec) {
-        m
-    } else {
-        format!("topology {spec}: {m}")
+    match m.strip_prefix(spec) {
+        Some(rest) if rest.starts_with(':') => m,
+        _ => format!("topology {spec}: {m}"),
     }
 }
 
