@@ -4,7 +4,11 @@
 //! current rank's labels, and reports every problem as `file:line:column:
 //! message`. Accepted beyond the reference (loggops.md section 2): leading
 //! whitespace, trailing `//` and `/* */` comments, CRLF, a missing final
-//! newline, and the `{` of a rank block on the next line.
+//! newline, and the `{` of a rank block on the next line. Refused beyond
+//! the reference: a dependency cycle (none of its operations could ever
+//! start; the error names every label of it with its line). A label defined
+//! twice in a rank keeps its first definition, as in the reference, with a
+//! warning naming both lines.
 
 use crate::hash::FastMap;
 use crate::schedule::{Kind, Op, Schedule, ScheduleBuilder, ANY};
