@@ -774,6 +774,23 @@ fn cpu_measure_is_robust_with_more_ranks_than_cores() {
     for &c in &sleep_wall {
         assert!(c >= 19_000.0, "{sleep_wall:?}");
     }
+    // PMPI_TRACE_CPU=0: the tracer writes no CPU times; wall time, said so.
+    let out = run(predict()
+        .arg(&src)
+        .arg(np.to_string())
+        .args(["--json", "--repeat", "1", "--backend", "loggp"])
+        .arg("--target")
+        .arg(format!("fattree:hosts={np}:qdr"))
+        .args(["--mpirun-arg", "-x", "--mpirun-arg", "PMPI_TRACE_CPU=0"])
+        .arg("--work")
+        .arg(work.path().join("no-cpu"))
+        .args(["--", "spin"]));
+    let v = json_of(&out);
+    assert_eq!(v["compute"], "wall", "{v}");
+    assert!(warnings_of(&v).contains("has no CPU times"), "{v}");
+    let t = std::fs::read_to_string(work.path().join("no-cpu/run1/traces/pmpi-trace-rank-0.txt"))
+        .unwrap();
+    assert!(!t.contains("cpu="), "{t}");
 }
 
 /// SimGrid/SMPI 3.32 side by side, network only (scripts/smpi-compare

@@ -46,9 +46,10 @@ static inline int64_t now_us(void) {
  * the CPU time of the computation burst between them: unlike the wall-clock
  * gap it does not grow while the rank waits for a core on a busy or
  * oversubscribed machine (and it is ~0 for a rank that sleeps). */
+static int cpu_off; /* PMPI_TRACE_CPU=0: no CPU times (set in MPI_Init) */
 static inline int64_t cpu_ns(void) {
     struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+    if (cpu_off || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
         return -1;
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
@@ -242,8 +243,11 @@ static inline void ln_op(struct line *l, MPI_Op op) { ln_int(l, PMPI_Op_c2f(op))
 /* ":cpu=C0:C1", the thread CPU time (ns) at the call and at its return,
  * after the last liballprof field. Readers that take fields by position
  * (liballprof's; docs/tracing.md) never reach it; a field that is not known
- * to be there is recognised by its `cpu=` prefix. -1 (or `-`) = not known. */
+ * to be there is recognised by its `cpu=` prefix. C1 < 0 is written `-`;
+ * without C0 the fields are left out. */
 static inline void ln_cpu(struct line *l, int64_t c_call, int64_t c_return) {
+    if (c_call < 0)
+        return; /* not measured: no fields (PMPI_TRACE_CPU=0, or a call the translator ignores) */
     ln_str(l, ":cpu=");
     ln_i64_raw(l, c_call);
     if (c_return < 0) {
@@ -381,6 +385,8 @@ static int open_trace(int rank) {
  * ranks at a broadcast common instant instead was tried and did not help,
  * because the ranks then wait for a core at the release time.) */
 static void tracer_start(int *argc, char ***argv) {
+    const char *cpu_env = getenv("PMPI_TRACE_CPU");
+    cpu_off = cpu_env != NULL && strcmp(cpu_env, "0") == 0;
     int rank;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     int ok = open_trace(rank);
@@ -401,8 +407,9 @@ static void tracer_start(int *argc, char ***argv) {
     header_line("# clock offset at Init: rank 0 clock - this clock = %.3f us "
                 "(best of %d ping-pongs, round trip %.3f us)\n",
                 offset, SYNC_ROUNDS, rtt);
-    header_line("# cputime: each record ends in :cpu=C0:C1, this thread's CPU time in ns "
-                "(CLOCK_THREAD_CPUTIME_ID) at the call and at its return\n");
+    if (!cpu_off)
+        header_line("# cputime: each record ends in :cpu=C0:C1, this thread's CPU time in ns "
+                    "(CLOCK_THREAD_CPUTIME_ID) at the call and at its return\n");
     T.active = 1;
 
     struct line l;
@@ -504,9 +511,9 @@ static inline void rec_close(struct line *l, int64_t t_return, int64_t c_call, i
 /* --- communicator queries --- */
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank) {
-    int64_t t0 = now_us(), c0 = cpu_ns();
+    int64_t t0 = now_us(), c0 = -1; /* no CPU times: the translator ignores this call */
     int ret = PMPI_Comm_rank(comm, rank);
-    int64_t t1 = now_us(), c1 = cpu_ns();
+    int64_t t1 = now_us(), c1 = -1;
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Comm_rank", t0);
@@ -518,9 +525,9 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank) {
 }
 
 int MPI_Comm_size(MPI_Comm comm, int *size) {
-    int64_t t0 = now_us(), c0 = cpu_ns();
+    int64_t t0 = now_us(), c0 = -1; /* no CPU times: the translator ignores this call */
     int ret = PMPI_Comm_size(comm, size);
-    int64_t t1 = now_us(), c1 = cpu_ns();
+    int64_t t1 = now_us(), c1 = -1;
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Comm_size", t0);
@@ -700,9 +707,9 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 
 /* The flag is written by value (1 = completed). */
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-    int64_t t0 = now_us(), c0 = cpu_ns();
+    int64_t t0 = now_us(), c0 = -1; /* no CPU times: the translator ignores this call */
     int ret = PMPI_Test(request, flag, status);
-    int64_t t1 = now_us(), c1 = cpu_ns();
+    int64_t t1 = now_us(), c1 = -1;
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Test", t0);
@@ -715,9 +722,9 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]) {
-    int64_t t0 = now_us(), c0 = cpu_ns();
+    int64_t t0 = now_us(), c0 = -1; /* no CPU times: the translator ignores this call */
     int ret = PMPI_Testall(count, requests, flag, statuses);
-    int64_t t1 = now_us(), c1 = cpu_ns();
+    int64_t t1 = now_us(), c1 = -1;
     if (T.active) {
         struct line l;
         rec_open(&l, "MPI_Testall", t0);
