@@ -35,8 +35,9 @@ for ((i = 0; i < runs; i++)); do
                 sed -n "s/^runtime_us rank $r: //p" "$out/stderr" >>"$work/$variant.rank$r"
             else
                 f="$out/pmpi-trace-rank-$r.txt"
-                init=$(sed -n 's/^MPI_Init:-:[^:]*:[^:]*://p' "$f")
-                fin=$(sed -n 's/^MPI_Finalize:\([0-9]*\):-$/\1/p' "$f")
+                # MPI_Init:-:argc:argv:RETURN[:cpu=..], MPI_Finalize:TIME:-[:cpu=..]
+                init=$(grep '^MPI_Init:' "$f" | cut -d: -f5)
+                fin=$(grep '^MPI_Finalize:' "$f" | cut -d: -f2)
                 echo $((fin - init)) >>"$work/$variant.rank$r"
             fi
         done
