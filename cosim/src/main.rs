@@ -96,7 +96,7 @@ fn run() -> i32 {
     for b in [&s.loggopsim, &s.ibnet] {
         if !b.is_file() {
             say(&format!(
-                "{} not found (IBCOSIM_BIN_DIR or the supervisor's directory; build with `cargo build --release`)",
+                "{} not found (IBCOSIM_BIN_DIR or the supervisor's directory; build with `cargo build --release -p cosim -p loggopsim -p ibnet --bins`)",
                 b.display()
             ));
             return 2;

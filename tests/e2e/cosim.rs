@@ -1865,3 +1865,267 @@ fn the_sides_stderr_lines_arrive_whole() {
         assert!(text(&o.stdout).contains("Host 1: 4341988000 ps"));
     }
 }
+
+/// The quick start prints what the README shows, line for line (the
+/// wall-clock figures of the `PERFORMANCE:` and `coupling:` lines aside),
+/// in particular `protocol notify (version 3)`: the protocol asked for and
+/// the version served (it printed `protocol notify-v3` where the README
+/// said `notify`).
+#[test]
+fn quick_start_prints_what_the_readme_shows() {
+    let _ipc = ipc_budget();
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let qs = &readme[readme.find("## Quick start").expect("quick start")..];
+    let block = qs
+        .split("```")
+        .find(|b| b.starts_with("\nibnet/notify"))
+        .expect("the quick start's output block");
+    let o = run_limited(cosim_cmd(&[]), Duration::from_secs(60));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    // wall-clock numbers vary from run to run
+    let norm = |l: &str| -> String {
+        if l.starts_with("PERFORMANCE:") || l.starts_with("coupling:") {
+            l.chars()
+                .map(|c| if c.is_ascii_digit() || c == '.' { '#' } else { c })
+                .collect::<String>()
+                .split('#')
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join("N")
+        } else {
+            l.to_string()
+        }
+    };
+    let want: Vec<String> = block.trim_matches('\n').lines().map(norm).collect();
+    let got: Vec<String> = text(&o.stdout).lines().map(norm).collect();
+    assert_eq!(got, want);
+    assert!(got.contains(
+        &"fabric: topology H8_S6, 8 HCAs, 8 ranks mapped, protocol notify (version 3)".to_string()
+    ));
+}
+
+/// `ibnet serve` without `--transport` serves over shared memory, as
+/// scripts/cosim does, and `loggopsim --network ipc` follows it.
+#[test]
+fn ibnet_serve_defaults_to_shared_memory() {
+    let _ipc = ipc_budget();
+    let help = run_limited(
+        {
+            let mut c = Command::new(bin("ibnet"));
+            c.args(["serve", "--help"]);
+            c
+        },
+        Duration::from_secs(10),
+    );
+    let h = text(&help.stdout);
+    assert!(h.contains("--transport <shm|mq>"), "{h}");
+    assert!(h.contains("[default: shm]"), "{h}");
+    let key = fresh_key();
+    let mut fabric = Command::new(bin("ibnet"))
+        .args(["serve", "--key", &key, "--protocol", "notify", "--topology", "H8_S6"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut c = Command::new(bin("loggopsim"));
+    c.arg("-f").arg(repo_root().join("examples/pingpong.goal")).args([
+        "-L", "0", "-o", "0", "-g", "0", "-G", "0", "-O", "0", "--network", "ipc", "--protocol",
+        "notify", "--key", &key,
+    ]);
+    let s = run_limited(c, Duration::from_secs(60));
+    let f = {
+        let t = Instant::now();
+        loop {
+            if let Some(_st) = fabric.try_wait().unwrap() {
+                break fabric.wait_with_output().unwrap();
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "ibnet serve did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert!(s.status.success(), "{}", text(&s.stderr));
+    assert!(f.status.success(), "{}", text(&f.stderr));
+    assert!(
+        text(&s.stdout).starts_with("ibnet/notify over shm network backend;"),
+        "{}",
+        text(&s.stdout)
+    );
+    assert!(text(&f.stdout).contains("protocol notify (version 2)"));
+    assert_eq!(session_objects_left(&key), Vec::<String>::new());
+}
+
+/// A stand-in `cargo` on PATH: logs its directory and arguments, prints a
+/// progress line as cargo does, and leaves executable stubs in
+/// target/release that print their name and arguments.
+fn fake_cargo(dir: &Path, log: &Path) -> PathBuf {
+    let bin = dir.join("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let cargo = bin.join("cargo");
+    std::fs::write(
+        &cargo,
+        format!(
+            "#!/bin/sh\necho \"$(pwd -P)|$*\" >> '{}'\necho '   Compiling ibnet v0.1.0 (stand-in)' >&2\nmkdir -p target/release\nfor b in cosim loggopsim ibnet; do printf '#!/bin/sh\\necho stub %s \"$@\"\\n' $b > target/release/$b; chmod +x target/release/$b; done\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+fn copy_script(repo: &Path, name: &str) -> PathBuf {
+    let to = repo.join("scripts").join(name);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(repo_root().join("scripts").join(name), &to).unwrap();
+    to
+}
+
+fn path_with(dir: &Path) -> String {
+    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+/// scripts/cosim's first use builds only the three binaries a run needs,
+/// shows cargo's progress (it used to run `cargo build --quiet
+/// --workspace` and print one line for minutes) and says how long that
+/// takes; a second use builds nothing.
+#[test]
+fn scripts_cosim_builds_only_what_a_run_needs_and_shows_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let script = copy_script(&repo, "cosim");
+    let log = dir.path().join("cargo.log");
+    let fake = fake_cargo(dir.path(), &log);
+    let run = || {
+        let mut c = Command::new("sh");
+        c.arg(&script)
+            .args(["-t", "M9"])
+            .current_dir(dir.path())
+            .env_remove("IBCOSIM_BIN_DIR")
+            .env("PATH", path_with(&fake));
+        run_limited(c, Duration::from_secs(30))
+    };
+    let o = run();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(text(&o.stdout), "stub cosim -t M9\n");
+    let root = repo.canonicalize().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!("{}|build --release -p cosim -p loggopsim -p ibnet --bins\n", root.display())
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines[..3],
+        [
+            "cosim: building the binaries it needs, once: cargo build --release -p cosim -p loggopsim -p ibnet --bins",
+            "cosim: (about 3-4 minutes on 2 CPUs, more on a busy machine; cargo's progress follows)",
+            "   Compiling ibnet v0.1.0 (stand-in)",
+        ],
+        "{err}"
+    );
+    assert!(lines[3].starts_with("cosim: built in ") && lines[3].ends_with(" s; running"), "{err}");
+    // built: no cargo, no message
+    let o = run();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(text(&o.stderr), "");
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 1);
+}
+
+/// scripts/backend-study calls cargo only when target/release/loggopsim is
+/// missing or older than a source cargo built it from (it ran `cargo
+/// build` on every call; cargo's own no-op build takes about 0.1 s and
+/// said nothing, but the script announced a build every time).
+#[test]
+fn backend_study_builds_loggopsim_only_when_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let script = copy_script(&repo, "backend-study");
+    let log = dir.path().join("cargo.log");
+    let fake = fake_cargo(dir.path(), &log);
+    let rel = repo.join("target/release");
+    std::fs::create_dir_all(&rel).unwrap();
+    let src = repo.join("lib.rs");
+    for f in ["Cargo.toml", "Cargo.lock", "lib.rs"] {
+        std::fs::write(repo.join(f), "").unwrap();
+    }
+    let exe = rel.join("loggopsim");
+    std::fs::write(&exe, "#!/bin/sh\necho stand-in loggopsim >&2\nexit 1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        rel.join("loggopsim.d"),
+        format!("{}: {}\n", exe.display(), src.display()),
+    )
+    .unwrap();
+    let age = |p: &Path, secs: u64| {
+        let t = std::time::SystemTime::now() - Duration::from_secs(secs);
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    };
+    for f in ["Cargo.toml", "Cargo.lock", "lib.rs"] {
+        age(&repo.join(f), 100);
+    }
+    age(&exe, 50);
+    let run = || {
+        let mut c = Command::new("python3");
+        c.arg(&script)
+            .arg(repo_root().join("examples/pingpong.goal"))
+            .args(["H8_S1", "--runs", "1", "--backends", "loggp", "--out"])
+            .arg(dir.path().join("out"))
+            .current_dir(dir.path())
+            .env_remove("IBCOSIM_BIN_DIR")
+            .env("PATH", path_with(&fake));
+        run_limited(c, Duration::from_secs(30))
+    };
+    // current: no cargo; the stand-in loggopsim runs (and fails: exit 2)
+    let o = run();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!log.exists(), "cargo ran: {err}");
+    assert!(!err.contains("building"), "{err}");
+    assert!(err.contains("stand-in loggopsim"), "{err}");
+    // a source newer than the binary: one build, with the reason
+    age(&src, 10);
+    let o = run();
+    let err = text(&o.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!("{}|build --release -p loggopsim\n", repo.canonicalize().unwrap().display())
+    );
+    assert!(
+        err.starts_with(&format!(
+            "backend-study: building loggopsim ({} changed since it was built): cargo build --release -p loggopsim\n   Compiling ibnet v0.1.0 (stand-in)\n",
+            src.display()
+        )),
+        "{err}"
+    );
+}
+
+/// scripts/rdma-barriers writes its figures into the repository's
+/// docs/figures wherever it is run from (it wrote docs/figures under the
+/// caller's directory).
+#[test]
+fn rdma_barriers_writes_into_the_repository_from_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let script = copy_script(&repo, "rdma-barriers");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let mut c = Command::new("python3");
+    c.arg(&script)
+        .args(["--sizes", "2,4", "--topology", "H8_S1", "--bin-dir"])
+        .arg(bin_dir())
+        .current_dir(&elsewhere);
+    let o = run_limited(c, Duration::from_secs(120));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let figs = repo.join("docs/figures");
+    let csv = std::fs::read_to_string(figs.join("rdma-barriers.csv")).unwrap();
+    assert!(csv.lines().count() >= 5, "{csv}");
+    assert!(figs.join("rdma-barriers.svg").is_file());
+    assert!(!elsewhere.join("docs").exists(), "written under the caller's directory");
+}

@@ -224,6 +224,9 @@ fn with_ibnet(
         protocol,
         "--topology",
         "H8_S1",
+        // scheduler.py speaks message queues (ibnet serve's default is shm)
+        "--transport",
+        "mq",
     ])
     .arg("--log-arrivals")
     .arg(&log);

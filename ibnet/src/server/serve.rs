@@ -7,8 +7,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `ibnet serve`: the fabric side of a co-simulation over POSIX message
-/// queues (cosim-protocol.md). Creates the session's objects, waits for the
+/// `ibnet serve`: the fabric side of a co-simulation (cosim-protocol.md)
+/// over shared-memory rings (the default, as in scripts/cosim) or POSIX
+/// message queues. Creates the session's objects, waits for the
 /// scheduler, serves until Finish, prints its statistics and exits 0.
 #[derive(clap::Args, Clone, Debug)]
 #[command(
@@ -71,11 +72,13 @@ pub struct ServeArgs {
     /// How long to wait for a scheduler to attach, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub attach_timeout: f64,
-    /// IPC transport: mq (POSIX message queues, docs/protocol.md; what any
-    /// peer speaks) or shm (rings in the shared-memory segment; faster, no
-    /// per-user limit; both sides must be ipc-proto). The scheduler
+    /// IPC transport: shm (rings in the shared-memory segment; faster, no
+    /// per-user limit; the default, as in scripts/cosim; loggopsim and the
+    /// conformance checker speak it) or mq (POSIX message queues,
+    /// docs/protocol.md; what any peer speaks, e.g. the Python reference
+    /// peers in scripts/peers). The scheduler (loggopsim --network ipc)
     /// follows the fabric's choice.
-    #[arg(long, value_name = "mq|shm", default_value = "mq")]
+    #[arg(long, value_name = "shm|mq", default_value = "shm")]
     pub transport: ipc_proto::TransportKind,
     /// Pid of the scheduler process to come (the supervisor knows it): stop
     /// waiting for it to attach as soon as it is gone.
@@ -365,7 +368,7 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
     name = "ibnet serve",
     bin_name = "ibnet serve",
     version,
-    about = "Serve a co-simulation: the fabric side of cosim-protocol.md over POSIX message queues"
+    about = "Serve a co-simulation: the fabric side of cosim-protocol.md over shared memory (default) or POSIX message queues"
 )]
 pub struct ServeCli {
     #[command(flatten)]

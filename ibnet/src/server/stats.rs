@@ -54,11 +54,14 @@ pub(crate) fn summary_text(s: &FabricServer) -> String {
     let cfg = s.config();
     let mut out = String::new();
     out.push_str(&format!(
-        "fabric: topology {}, {} HCAs, {} ranks mapped, protocol {}",
+        "fabric: topology {}, {} HCAs, {} ranks mapped, protocol {} (version {})",
         r.topology,
         f.num_hcas(),
         cfg.rank_hcas.len(),
-        cfg.spec()
+        // the protocol's name as the user gives it (`-p notify`), and the
+        // wire version served (scripts/cosim serves version 3 for it)
+        cfg.protocol,
+        cfg.version
     ));
     if cfg.protocol == Protocol::Query {
         out.push_str(&format!(", quantum {} ps", cfg.quantum.0));
