@@ -5,6 +5,7 @@
 mod conformance;
 mod cosim;
 mod efficiency;
+mod hygiene;
 mod jobs;
 mod peers;
 mod prediction;
