@@ -34,7 +34,7 @@ fn worked_example_output_byte_for_byte() {
          PERFORMANCE: Processes: 2 \t Events: 8 \t Time: 0 s \t Speed: inf ev/s\n\
          Times: \nHost 0: 5654\nHost 1: 5654\n"
     );
-    // Native output (issue 12): every time names its unit, picoseconds;
+    // Native output: every time names its unit, picoseconds;
     // the wall time to the microsecond (masked here; tests/bad_input.rs
     // checks it).
     let o = run(&["-f", s(&f)]);
