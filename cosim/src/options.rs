@@ -269,7 +269,9 @@ impl Settings {
                 )));
             }
             let v: f64 = f.trim().parse().map_err(|_| {
-                Refusal(format!("invalid value '{f}' for '--estimate': not a number"))
+                Refusal(format!(
+                    "invalid value '{f}' for '--estimate': not a number"
+                ))
             })?;
             ipc_proto::estimate_to_milli(v)
                 .map_err(|e| Refusal(format!("invalid value '{f}' for '--estimate': {e}")))?;

@@ -29,9 +29,7 @@ pub fn schedule_ranks(path: &Path) -> Result<u32, String> {
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read schedule '{name}': {e}"))?;
     if !meta.is_file() {
-        return Err(format!(
-            "cannot read schedule '{name}': not a regular file"
-        ));
+        return Err(format!("cannot read schedule '{name}': not a regular file"));
     }
     let f = std::fs::File::open(path).map_err(|e| format!("cannot read schedule '{name}': {e}"))?;
     let mut head = Vec::new();
@@ -124,7 +122,9 @@ fn text_header(s: &[u8]) -> Result<u32, (usize, usize, String)> {
     let describe = |t: &[u8]| -> String {
         if t.first().is_some_and(|c| c.is_ascii_digit()) {
             format!("number {}", String::from_utf8_lossy(t))
-        } else if t.first().is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        } else if t
+            .first()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
             || matches!(t, b":" | b"{" | b"}")
         {
             format!("'{}'", String::from_utf8_lossy(t))
@@ -165,7 +165,10 @@ fn text_header(s: &[u8]) -> Result<u32, (usize, usize, String)> {
             format!("expected the number of ranks, found {}", describe(t)),
         ));
     }
-    match std::str::from_utf8(t).ok().and_then(|x| x.parse::<u64>().ok()) {
+    match std::str::from_utf8(t)
+        .ok()
+        .and_then(|x| x.parse::<u64>().ok())
+    {
         Some(0) => Err((l, c, "num_ranks is 0: the schedule is empty".into())),
         Some(n) if n < u32::MAX as u64 => Ok(n as u32),
         _ => Err((
@@ -185,8 +188,8 @@ pub fn fabric(
     sets: &[String],
     map: Option<&str>,
 ) -> Result<usize, String> {
-    let topo = ibnet::topology::open(topology)
-        .map_err(|e| ibnet::topology::open_error(topology, &e))?;
+    let topo =
+        ibnet::topology::open(topology).map_err(|e| ibnet::topology::open_error(topology, &e))?;
     let mut params =
         ibnet::Params::preset(preset).map_err(|e| format!("--preset {preset}: {e}"))?;
     for kv in sets {

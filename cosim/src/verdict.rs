@@ -165,7 +165,11 @@ mod tests {
                 o.other_got_error = true;
             }
             let v = decide(&o);
-            assert_eq!(v.culprit, Some((Side::Scheduler, Why::Status(1))), "{first:?}");
+            assert_eq!(
+                v.culprit,
+                Some((Side::Scheduler, Why::Status(1))),
+                "{first:?}"
+            );
             assert_eq!(v.status, 1);
         }
         // and the other way round

@@ -373,7 +373,9 @@ fn write_heatmap(
     let rows = links.len().max(1);
     // cells at least 1 px, the plot at most ~1600 x 1200 px and at least
     // 240 px wide (room for the time axis)
-    let cw = (1600.0 / cols as f64).clamp(1.0, 24.0).max(240.0 / cols as f64);
+    let cw = (1600.0 / cols as f64)
+        .clamp(1.0, 24.0)
+        .max(240.0 / cols as f64);
     let ch = (1200.0 / rows as f64).clamp(1.0, 14.0);
     let (plot_w, plot_h) = (cw * cols as f64, ch * rows as f64);
     let longest = links.iter().map(|l| l.chars().count()).max().unwrap_or(4);
@@ -452,7 +454,13 @@ fn write_heatmap(
     writeln!(w, r#"<g class="time-ticks">"#)?;
     let mut t = 0u64;
     loop {
-        let x = left + plot_w * if total == 0 { 0.0 } else { t as f64 / total as f64 };
+        let x = left
+            + plot_w
+                * if total == 0 {
+                    0.0
+                } else {
+                    t as f64 / total as f64
+                };
         writeln!(
             w,
             r##"<line x1="{x:.2}" y1="{axis_y:.2}" x2="{x:.2}" y2="{:.2}" stroke="#444"/>"##,

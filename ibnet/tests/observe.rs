@@ -260,7 +260,10 @@ fn svg_texts<'a>(svg: &'a str, class: &str) -> Vec<(&'a str, &'a str)> {
 
 fn attr<'a>(attrs: &'a str, name: &str) -> &'a str {
     let key = format!(" {name}=\"");
-    let i = attrs.find(&key).unwrap_or_else(|| panic!("no {name} in {attrs}")) + key.len();
+    let i = attrs
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {name} in {attrs}"))
+        + key.len();
     &attrs[i..i + attrs[i..].find('"').unwrap()]
 }
 
@@ -312,7 +315,9 @@ fn heat_map_has_link_labels_time_ticks_and_a_legend() {
     let mut last = None;
     for (a, text) in &ticks {
         let ps: u64 = attr(a, "data-ps").parse().unwrap();
-        let (v, unit) = text.split_once(' ').unwrap_or_else(|| panic!("no unit: {text}"));
+        let (v, unit) = text
+            .split_once(' ')
+            .unwrap_or_else(|| panic!("no unit: {text}"));
         let scale = match unit {
             "ps" => 1.0,
             "ns" => 1e3,
@@ -346,7 +351,10 @@ fn heat_map_has_link_labels_time_ticks_and_a_legend() {
     for (i, _) in svg.match_indices(" fill=\"rgb(") {
         let c = &svg[i + 11..i + 11 + svg[i + 11..].find(')').unwrap()];
         let v: Vec<u32> = c.split(',').map(|x| x.parse().unwrap()).collect();
-        assert!(v[0] == v[1] && v[2] == 255, "cell colour rgb({c}) is off the scale");
+        assert!(
+            v[0] == v[1] && v[2] == 255,
+            "cell colour rgb({c}) is off the scale"
+        );
         cells += 1;
     }
     assert!(cells > 10, "a busy run draws cells");

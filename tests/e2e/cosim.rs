@@ -1841,16 +1841,27 @@ fn the_sides_stderr_lines_arrive_whole() {
     let _ipc = ipc_budget();
     for transport in ["shm", "mq", "shm"] {
         let key = fresh_key();
-        let mut c = cosim_cmd(&["--transport", transport, "--placement", "free", "--key", &key]);
+        let mut c = cosim_cmd(&[
+            "--transport",
+            transport,
+            "--placement",
+            "free",
+            "--key",
+            &key,
+        ]);
         c.env("IBCOSIM_TEST_FAULT", "chatter");
         let o = run_limited(c, Duration::from_secs(60));
         let err = text(&o.stderr);
-        assert!(o.status.success(), "{transport}: {}", &err[err.len().saturating_sub(2000)..]);
+        assert!(
+            o.status.success(),
+            "{transport}: {}",
+            &err[err.len().saturating_sub(2000)..]
+        );
         let mut seen = [0usize; 2];
         for line in err.lines() {
-            let (side, rest) = line.split_once(": chatter line ").unwrap_or_else(|| {
-                panic!("{transport}: a line that is not whole: {line:?}")
-            });
+            let (side, rest) = line
+                .split_once(": chatter line ")
+                .unwrap_or_else(|| panic!("{transport}: a line that is not whole: {line:?}"));
             let (i, tail) = rest.split_once(" of 5000: ").expect(line);
             assert_eq!(tail, format!("{} {side} {i}", "x".repeat(64)), "{line:?}");
             let s = match side {
@@ -1886,7 +1897,13 @@ fn quick_start_prints_what_the_readme_shows() {
     let norm = |l: &str| -> String {
         if l.starts_with("PERFORMANCE:") || l.starts_with("coupling:") {
             l.chars()
-                .map(|c| if c.is_ascii_digit() || c == '.' { '#' } else { c })
+                .map(|c| {
+                    if c.is_ascii_digit() || c == '.' {
+                        '#'
+                    } else {
+                        c
+                    }
+                })
                 .collect::<String>()
                 .split('#')
                 .filter(|p| !p.is_empty())
@@ -1922,16 +1939,40 @@ fn ibnet_serve_defaults_to_shared_memory() {
     assert!(h.contains("[default: shm]"), "{h}");
     let key = fresh_key();
     let mut fabric = Command::new(bin("ibnet"))
-        .args(["serve", "--key", &key, "--protocol", "notify", "--topology", "H8_S6"])
+        .args([
+            "serve",
+            "--key",
+            &key,
+            "--protocol",
+            "notify",
+            "--topology",
+            "H8_S6",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut c = Command::new(bin("loggopsim"));
-    c.arg("-f").arg(repo_root().join("examples/pingpong.goal")).args([
-        "-L", "0", "-o", "0", "-g", "0", "-G", "0", "-O", "0", "--network", "ipc", "--protocol",
-        "notify", "--key", &key,
-    ]);
+    c.arg("-f")
+        .arg(repo_root().join("examples/pingpong.goal"))
+        .args([
+            "-L",
+            "0",
+            "-o",
+            "0",
+            "-g",
+            "0",
+            "-G",
+            "0",
+            "-O",
+            "0",
+            "--network",
+            "ipc",
+            "--protocol",
+            "notify",
+            "--key",
+            &key,
+        ]);
     let s = run_limited(c, Duration::from_secs(60));
     let f = {
         let t = Instant::now();
@@ -1939,7 +1980,10 @@ fn ibnet_serve_defaults_to_shared_memory() {
             if let Some(_st) = fabric.try_wait().unwrap() {
                 break fabric.wait_with_output().unwrap();
             }
-            assert!(t.elapsed() < Duration::from_secs(20), "ibnet serve did not end");
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "ibnet serve did not end"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     };
@@ -1982,7 +2026,11 @@ fn copy_script(repo: &Path, name: &str) -> PathBuf {
 }
 
 fn path_with(dir: &Path) -> String {
-    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
 
 /// scripts/cosim's first use builds only the three binaries a run needs,
@@ -2012,7 +2060,10 @@ fn scripts_cosim_builds_only_what_a_run_needs_and_shows_progress() {
     let root = repo.canonicalize().unwrap();
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
-        format!("{}|build --release -p cosim -p loggopsim -p ibnet --bins\n", root.display())
+        format!(
+            "{}|build --release -p cosim -p loggopsim -p ibnet --bins\n",
+            root.display()
+        )
     );
     let lines: Vec<&str> = err.lines().collect();
     assert_eq!(
@@ -2024,7 +2075,10 @@ fn scripts_cosim_builds_only_what_a_run_needs_and_shows_progress() {
         ],
         "{err}"
     );
-    assert!(lines[3].starts_with("cosim: built in ") && lines[3].ends_with(" s; running"), "{err}");
+    assert!(
+        lines[3].starts_with("cosim: built in ") && lines[3].ends_with(" s; running"),
+        "{err}"
+    );
     // built: no cargo, no message
     let o = run();
     assert_eq!(o.status.code(), Some(0));
@@ -2095,7 +2149,10 @@ fn backend_study_builds_loggopsim_only_when_stale() {
     let err = text(&o.stderr);
     assert_eq!(
         std::fs::read_to_string(&log).unwrap(),
-        format!("{}|build --release -p loggopsim\n", repo.canonicalize().unwrap().display())
+        format!(
+            "{}|build --release -p loggopsim\n",
+            repo.canonicalize().unwrap().display()
+        )
     );
     assert!(
         err.starts_with(&format!(
@@ -2127,5 +2184,8 @@ fn rdma_barriers_writes_into_the_repository_from_anywhere() {
     let csv = std::fs::read_to_string(figs.join("rdma-barriers.csv")).unwrap();
     assert!(csv.lines().count() >= 5, "{csv}");
     assert!(figs.join("rdma-barriers.svg").is_file());
-    assert!(!elsewhere.join("docs").exists(), "written under the caller's directory");
+    assert!(
+        !elsewhere.join("docs").exists(),
+        "written under the caller's directory"
+    );
 }
