@@ -1,7 +1,7 @@
-/* alltoall.c: MPI_Alltoall of 256 KiB per pair, 20 iterations (issue 18
- * example). Between the exchanges every rank touches its receive buffer
- * once (the "computation"). With 8 ranks each rank sends 7 x 256 KiB per
- * iteration to the others (and 256 KiB to itself).
+/* alltoall.c: MPI_Alltoall of 256 KiB per pair, 20 iterations (an example
+ * of docs/prediction.md). Between the exchanges every rank touches its
+ * receive buffer once (the "computation"). With 8 ranks each rank sends
+ * 7 x 256 KiB per iteration to the others (and 256 KiB to itself).
  *
  *   mpicc -O2 -o alltoall examples/alltoall.c
  *   mpirun -np 8 --oversubscribe ./alltoall

@@ -1,4 +1,4 @@
-/* halo.c: 1-D halo exchange (issue 18 example).
+/* halo.c: 1-D halo exchange (an example of docs/prediction.md).
  *
  * Every rank owns a slab of a 1-D domain and, in each of ITERS iterations,
  * exchanges a 64 KiB halo with both neighbours (periodic: rank 0's left

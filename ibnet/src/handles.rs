@@ -1,10 +1,11 @@
 //! A map from a co-simulation's message handles to small indices, built
-//! for the per-message path of both sides (issue 19): the fabric server
-//! maps the scheduler's handles to its message ids with it, and loggopsim
-//! maps the handles of its messages in flight to their slots. Both sides
-//! meet every insert and every arrival here, serially with the fabric's
-//! own work, and a hash map's lookup there is a cache miss or two per
-//! message that a window of a vector, walked in handle order, avoids.
+//! for the per-message path of both sides (docs/cosim.md, "Speed: what the
+//! coupling costs"): the fabric server maps the scheduler's handles to its
+//! message ids with it, and loggopsim maps the handles of its messages in
+//! flight to their slots. Both sides meet every insert and every arrival
+//! here, serially with the fabric's own work, and a hash map's lookup there
+//! is a cache miss or two per message that a window of a vector, walked in
+//! handle order, avoids.
 //!
 //! It gives exactly the answers of a hash map (property test below).
 

@@ -1,4 +1,4 @@
-//! Parameters of the host interface (issue 14, docs/rdma.md): the PCIe link
+//! Parameters of the host interface (docs/rdma.md): the PCIe link
 //! between each HCA and its host memory, and the NIC's command engines.
 //! The keys live in [`Params`]; this module holds their defaults, the PCIe
 //! presets, the checks and the derived per-transaction timing.
@@ -14,7 +14,7 @@ use crate::params::{ps, ConfigError, Params, MAX_DELAY_PS};
 /// One PCIe preset: name, ns per byte, largest TLP payload, TLP overhead.
 ///
 /// - `gen2x8` is the reference model's `pcie_8x_g2` include: it drives the
-///   generator and the sink at 0.3077 ns per byte (ibfabric.md 7.1), an
+///   generator and the sink at 0.3077 ns per byte (docs/model/fabric.md 7.1), an
 ///   effective rate with every overhead folded in, so its TLP overhead is 0.
 ///   `gen2x16` is the same at twice the lanes.
 /// - gen3/4/5 are the signalling rates (8, 16, 32 GT/s per lane, 128b/130b

@@ -5,7 +5,7 @@
 //! reference's 1944-node network) that every flit hop touches in no
 //! particular order, so nearly every access needs a fresh TLB entry, and a
 //! page walk is dear under virtualisation. With the heap on 2 MB pages the
-//! 1944-node network ran 1.16-1.31x faster (docs/scaling.md section 1.10);
+//! 1944-node network ran 1.16-1.31x faster (docs/scaling.md 1.3);
 //! networks of a few hundred HCAs (M9: 648) and small ones (OneHot) gained
 //! nothing measurable, so only networks of at least [`MIN_HCAS`] HCAs use
 //! them by default. Not every large run gains: regular traffic

@@ -1,8 +1,8 @@
 //! ibnet: flit-level InfiniBand fabric engine (sans-I/O) and its topologies.
 //!
-//! - [`Fabric`]: the discrete-event engine of ibfabric.md (integer ps time,
+//! - [`Fabric`]: the discrete-event engine of docs/model/fabric.md (integer ps time,
 //!   FIFO order among equal timestamps).
-//! - [`Params`]: every parameter of ibfabric.md sections 7 and 12, presets.
+//! - [`Params`]: every parameter of docs/model/fabric.md sections 7 and 12, presets.
 //! - [`traffic`]: standalone traffic (reference app modes and closed-loop
 //!   dissemination / chain drivers over the injection API).
 //! - [`topology`]: topology data model, loaders, generators and routing.

@@ -20,7 +20,7 @@ use serde::Serialize;
     name = "ibnet",
     version,
     propagate_version = true,
-    about = "Flit-level InfiniBand fabric simulator (ibfabric.md)"
+    about = "Flit-level InfiniBand fabric simulator (docs/model/fabric.md)"
 )]
 struct Cli {
     #[command(subcommand)]

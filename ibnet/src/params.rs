@@ -1,4 +1,4 @@
-//! Parameters of the fabric (ibfabric.md section 7, congestion control of
+//! Parameters of the fabric (docs/model/fabric.md section 7, congestion control of
 //! section 12, quirk switches of section 10) and the shipped presets.
 //!
 //! Every delay given "per byte" is in ns per byte; every other delay is in
@@ -53,7 +53,7 @@ pub struct Params {
     /// packets of one send queue the generator moves to the next one
     /// (engine/qp.rs, docs/rdma.md "Queue pairs").
     pub max_cont_pkts: u32,
-    /// Send queues of an HCA (issue 14, docs/rdma.md "Queue pairs"):
+    /// Send queues of an HCA (docs/rdma.md "Queue pairs"):
     /// `single` (the reference: one message at a time), `per-destination`
     /// (one queue pair per destination HCA) or `per-message` (every
     /// message its own queue), served packet by packet round robin.
@@ -102,7 +102,7 @@ pub struct Params {
     pub total_buffer_size: u32,
     pub max_being_sent: u32,
     pub lossy_mode: bool,
-    // ---- lossy links (issue 14, engine/loss.rs, docs/rdma.md) ------------
+    // ---- lossy links (engine/loss.rs, docs/rdma.md) ----------------------
     /// Probability that a packet is corrupted on one link traversal (drawn
     /// per packet and link from a stream seeded by `seed`); 0 = lossless
     /// (the default, not written out). Corrupted packets are discarded by
@@ -179,7 +179,7 @@ pub struct Params {
     /// Keep one CCT index per (source, destination) flow instead of one per
     /// app (the fork's choice). Sec. 12.3 allows both.
     pub cc_per_destination: bool,
-    // ---- one-sided operations, host interface (issue 14, docs/rdma.md) --
+    // ---- one-sided operations, host interface (docs/rdma.md) ------------
     // Not written out at their defaults, so reports stay unchanged.
     /// RC coalesced acknowledgements of a put: the target also acks every
     /// this many packets (0 = one ack per put, after its last byte).
@@ -385,7 +385,7 @@ impl Params {
         }
     }
 
-    /// The thesis's chapter-5 model generation (issue 16, docs/thesis.md):
+    /// The thesis's chapter-5 model generation (docs/thesis.md):
     /// the thesis-ddr fabric (20-byte header, 2176-byte packets) plus the
     /// generator handing flits to the arbiter without a pop delay
     /// (Appendix J), the message handed straight to the generator (no
@@ -401,7 +401,7 @@ impl Params {
         }
     }
 
-    /// The thesis's chapter-4 model generation (issue 16, docs/thesis.md):
+    /// The thesis's chapter-4 model generation (docs/thesis.md):
     /// the sec. 13 thesis-era fabric with the generator's pop delay as in
     /// the reference, and no per-packet sink gap. Its fabric is the same as
     /// thesis-ddr's; what distinguishes the chapter-4 integration is the
@@ -460,7 +460,9 @@ impl Params {
                     "sink_packet_gap_periods".into(),
                     toml::Value::Integer(self.sink_packet_gap_periods.into()),
                 );
-                // the issue-14 keys are left out of reports at their defaults
+                // the keys of queue pairs, lossy links, one-sided operations and
+                // the host interface (docs/rdma.md), which reports leave out at
+                // their defaults
                 t.insert(
                     "send_queues".into(),
                     toml::Value::String(self.send_queues.clone()),

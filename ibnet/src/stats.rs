@@ -1,4 +1,4 @@
-//! Statistics accumulators and the serialisable report (ibfabric.md section 8).
+//! Statistics accumulators and the serialisable report (docs/model/fabric.md section 8).
 
 use serde::Serialize;
 
@@ -179,15 +179,15 @@ pub struct Report {
     pub generators: Vec<GenReport>,
     pub obufs: Vec<ObufReport>,
     pub ibufs: Vec<IbufReport>,
-    /// One-sided operations (issue 14): only when a put or get ran.
+    /// One-sided operations (docs/rdma.md): only when a put or get ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rdma: Option<crate::engine::RdmaReport>,
-    /// Host interface (issue 14): only with `host_model = true`.
+    /// Host interface (docs/rdma.md): only with `host_model = true`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::engine::HostReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub messages: Option<Vec<MsgReport>>,
-    /// Lossy links (issue 14): present only when `link_packet_error_rate`
+    /// Lossy links (docs/rdma.md): present only when `link_packet_error_rate`
     /// is above 0, so lossless reports are unchanged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub loss: Option<LossReport>,

@@ -1,5 +1,5 @@
 //! Zero-load latency of a lone message, derived from the timing rules of
-//! ibfabric.md without running the event simulation.
+//! docs/model/fabric.md without running the event simulation.
 //!
 //! The message is followed flit by flit through closed-form recurrences,
 //! one per pipeline stage:
@@ -39,7 +39,7 @@ pub fn latency(p: &Params, tm: &Timing, switches: usize, bytes: u64) -> u64 {
 }
 
 /// [`latency`] of a message made of packets of these byte sizes (headers
-/// included): also a control packet of one-sided operations (issue 14).
+/// included): also a control packet of one-sided operations (docs/rdma.md).
 pub fn latency_packets(p: &Params, tm: &Timing, switches: usize, pkts: &[u32]) -> u64 {
     // flits: (bytes, is packet head, packet flits)
     let mut fl: Vec<(usize, bool, usize)> = Vec::new();
@@ -182,7 +182,7 @@ fn handoff(target: u64, now: u64, last: &mut u64) -> u64 {
 /// message's exact time and relies on the assumptions above: with the qdr
 /// preset it is not a lower bound, so it must not promise arrivals).
 ///
-/// Each rule used only ever delays a flit (ibfabric.md 5): a flit leaves
+/// Each rule used only ever delays a flit (docs/model/fabric.md 5): a flit leaves
 /// a switch no earlier than ISW + VSW after it arrived (its first bit); on
 /// every link the flits of one message follow each other (a flit starts
 /// on the wire no earlier than the previous one's wire time after it); the

@@ -1,4 +1,4 @@
-//! Hand-checkable cases of ibfabric.md section 11 and the worked check of
+//! Hand-checkable cases of docs/model/fabric.md section 11 and the worked check of
 //! section 13, to the picosecond.
 
 mod common;

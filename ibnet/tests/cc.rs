@@ -1,4 +1,4 @@
-//! Congestion control (ibfabric.md section 12) on an incast.
+//! Congestion control (docs/model/fabric.md section 12) on an incast.
 
 mod common;
 use common::*;

@@ -1,4 +1,5 @@
-//! The deadlock rule of `Fabric::run_until_completion` (issue 19): sink
+//! The deadlock rule of `Fabric::run_until_completion` (docs/topology.md,
+//! "When is the fabric deadlocked?"; docs/protocol.md rule 3.5): sink
 //! hiccups, slow credit timers and CC back-off are progress, a true
 //! deadlock is still reported (in bounded simulated time), and
 //! `run_until_completion_or` / `completion_lower_bound` keep their
@@ -118,7 +119,7 @@ fn single_message_waits_out_a_long_hiccup() {
 }
 
 #[test]
-fn issue19_reproducers_complete_with_the_stepped_times() {
+fn false_deadlock_reproducers_complete_with_the_stepped_times() {
     // `ibnet run --topology H8_S2 --traffic dissemination:4000:2` with a 10 us
     // sink hiccup or a 100 us credit period reported "8 messages can never
     // complete". Both must complete, with exactly the times of a driver
@@ -268,7 +269,7 @@ proptest! {
 }
 
 #[test]
-fn issue19_pingpong_with_a_sink_stall() {
+fn pingpong_with_a_sink_stall_is_not_a_deadlock() {
     // `loggopsim -f pingpong0.goal -L 0 -o 0 -g 0 -G 0 -O 0 --network inproc
     // --topology H8_S1 --protocol notify --set hiccup_duration_ns=1000`
     // reported a deadlock; polling gave Host 0: 1119275 ps. The same on the

@@ -313,7 +313,8 @@ fn zero_load_matches_simulation() {
         (two_hosts_one_switch(), Params::thesis_ddr(), 12),
         (builtin("chain:3").unwrap(), Params::qdr(), 131072),
         (builtin("chain:3").unwrap(), Params::thesis_ddr(), 65536),
-        // issue 16: the per-packet sink gap (sink_packet_gap_periods = 1)
+        // thesis-ch5 (docs/thesis.md): the per-packet sink gap
+        // (sink_packet_gap_periods = 1)
         (two_hosts_one_switch(), Params::thesis_ch5(), 10000),
         (two_hosts_one_switch(), Params::thesis_ch5(), 400_000),
         (builtin("chain:3").unwrap(), Params::thesis_ch5(), 65536),

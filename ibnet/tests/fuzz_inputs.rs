@@ -1,4 +1,4 @@
-//! Bounded fuzz tests of every ibnet reader (issue 12): topology TOML,
+//! Bounded fuzz tests of every ibnet reader: topology TOML,
 //! IBDM `.topo`/`.hcas`/`.fdbs`/`.fdbs.ini`, parameter files (presets,
 //! `--config`) and `--set`, destination sequences (`.dstSeq` + `.ini`),
 //! rank files and the vector/index file parsers. Seeds are the shipped files and the
@@ -589,7 +589,7 @@ proptest! {
     }
 }
 
-// ------------------------------------- imports of real networks (issue 15)
+// ------------------------------ imports of real networks (docs/topology.md)
 
 const SHARED_ALL: &str = env!("IBCOSIM_REFERENCE_DATA_DIR");
 const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");

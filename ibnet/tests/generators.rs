@@ -1,9 +1,9 @@
-//! Topology generators (issue 15): hand-computed node and link counts,
-//! hand-derived routes and SLs, deadlock freedom by the per-VL channel
-//! dependency graph, saturated runs (dateline torus completes where the
-//! one-VL torus deadlocks; dragonflies complete), ftree's contention-free
-//! shift, clear errors for bad names, and a property test over random
-//! small parameters.
+//! Topology generators (docs/topology.md, "Generated networks"): hand-computed
+//! node and link counts, hand-derived routes and SLs, deadlock freedom by the
+//! per-VL channel dependency graph, saturated runs (dateline torus completes
+//! where the one-VL torus deadlocks; dragonflies complete), ftree's
+//! contention-free shift, clear errors for bad names, and a property test over
+//! random small parameters.
 
 use std::collections::HashMap;
 use std::process::{Command, Output};

@@ -1,7 +1,7 @@
 //! Golden reports: the full `ibnet run --json --latencies --no-wall-time`
 //! output of fixed scenarios, compared byte for byte with files committed
-//! under `tests/golden/` (issue 13: the engine may be restructured and sped
-//! up, but every reported number, per-message timing included, must stay
+//! under `tests/golden/` (the engine may be restructured and sped up, but
+//! every reported number, per-message timing included, must stay
 //! picosecond-identical).
 //!
 //! `--no-wall-time` leaves the only non-deterministic fields (wall time,
@@ -83,7 +83,7 @@ fn check(name: &str, cwd: &Path, args: &[&str]) {
 
 fn data32() -> &'static Path {
     let d = Path::new(DATA32);
-    // A test that did not run must not pass (issue 12).
+    // A test that did not run must not pass.
     assert!(
         d.join("is1_3l_32n.topo").exists(),
         "the reference data {DATA32} is missing: this test needs ../shared beside the checkout"

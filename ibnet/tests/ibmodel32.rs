@@ -17,7 +17,7 @@ fn data(name: &str) -> PathBuf {
 }
 
 fn run(seq: &str, until_ps: u64, lazy: bool) -> Option<(Fabric, topology::Topology)> {
-    // A test that did not run must not pass (issue 12).
+    // A test that did not run must not pass.
     assert!(
         data("is1_3l_32n.topo").exists(),
         "the reference data {DIR} is missing: this test needs ../shared beside the checkout"

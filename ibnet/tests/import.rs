@@ -1,4 +1,4 @@
-//! Import of real networks (issue 15): IBDM `.topo` with director-chassis
+//! Import of real networks (docs/topology.md): IBDM `.topo` with director-chassis
 //! ports, the reference's NED files, and `ibnetdiscover` + `dump_lfts`
 //! output. The reference data is read from ../shared beside the checkout
 //! (GPL, never copied into the repository); the ibnetdiscover example is
@@ -134,7 +134,7 @@ fn ned_and_topo_of_the_1944_node_network_are_the_same_network() {
 /// topology, for `until_ps`.
 fn rand_perm_half_bw(topo: &Topology, until_ps: u64) -> ibnet::Report {
     let mut p = Params::qdr();
-    // [Config RandPermHalfBW] **.gen.genDlyPerByte = 0.53ns (ibfabric.md 7.2)
+    // [Config RandPermHalfBW] **.gen.genDlyPerByte = 0.53ns (docs/model/fabric.md 7.2)
     p.gen_dly_per_byte_ns = 0.53;
     let mut f = Fabric::new(topo, &p).expect("config");
     let spec = TrafficSpec::parse(&format!(
@@ -177,7 +177,7 @@ fn rand_perm_half_bw_1944_nodes_first_3us() {
     );
     // The two orders give different results already: at t = 0 all 1944
     // hosts start together, so switch arbiters see same-instant arrivals
-    // whose order is the node order (ibfabric.md 1.3, 1.4).
+    // whose order is the node order (docs/model/fabric.md 1.3, 1.4).
     assert_eq!((r.flits_consumed, q.flits_consumed), (102_372, 102_298));
 }
 
@@ -375,7 +375,7 @@ fn ibnetdiscover_cluster_with_dump_lfts_tables() {
     assert_eq!(ports, [0, 35, 3]);
     // One message stream node01 -> node08 at the reference defaults: the
     // first 131072-byte message (2048 flits) takes 20N + 80 ns over one
-    // switch plus 100 ns for the second (ibfabric.md 11 cases 1, 2):
+    // switch plus 100 ns for the second (docs/model/fabric.md 11 cases 1, 2):
     // 20 x 2048 + 80 + 100 = 41140 ns.
     let mut f = Fabric::new(&t, &Params::qdr()).unwrap();
     apply_app_traffic(&mut f, &t, &TrafficSpec::parse("param:3=10").unwrap()).unwrap();

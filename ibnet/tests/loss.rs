@@ -1,4 +1,4 @@
-//! Lossy links and end-to-end retransmission (issue 14, engine/loss.rs,
+//! Lossy links and end-to-end retransmission (engine/loss.rs,
 //! docs/rdma.md "Lossy links and retransmission").
 
 mod common;
@@ -90,7 +90,7 @@ fn rate_1e4_every_message_completes_and_is_deterministic() {
     assert!(t0.iter().zip(&t1).any(|(a, b)| a < b));
 }
 
-/// Case 1 of ibfabric.md sec. 11 (one 64-byte packet H_1 -> H_2 through
+/// Case 1 of docs/model/fabric.md sec. 11 (one 64-byte packet H_1 -> H_2 through
 /// one switch) with the packet lost and recovered by the timeout: the
 /// first seed for which exactly the original copy is corrupted and the
 /// probe and its ACK get through (rate 0.5).
@@ -214,7 +214,7 @@ proptest! {
     }
 }
 
-/// Put and get (issue 14, rdma.rs) with several send queues, lossy links
+/// Put and get (engine/rdma.rs) with several send queues, lossy links
 /// and the host model: every operation reaches each of its points once.
 #[test]
 fn one_sided_ops_with_queue_pairs_and_loss() {

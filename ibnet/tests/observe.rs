@@ -1,6 +1,6 @@
 //! `ibnet run` observers: windowed link statistics, message records, the
 //! flit trace and the heat map (src/observe.rs). Checked against the
-//! hand-derived case 1 of ibfabric.md section 11 and against the run's own
+//! hand-derived case 1 of docs/model/fabric.md section 11 and against the run's own
 //! end-of-run report; observing must not change the run.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Queue pairs (issue 14, engine/qp.rs, docs/rdma.md "Queue pairs").
+//! Queue pairs (engine/qp.rs, docs/rdma.md "Queue pairs").
 
 use ibnet::engine::TraceKind;
 use ibnet::topology::builtin;
@@ -30,9 +30,10 @@ fn run(p: &Params, flows: &[(usize, usize)], bytes: u64) -> Vec<u64> {
     done
 }
 
-/// The issue's case: S -> P and S -> Q start together, P also receives
-/// from A and B (1 MiB each; 20 MiB gives 2.9539/3.9517 T single and
-/// 2.9539/2.9527 T per-destination, docs/rdma.md: within 1.1%).
+/// The case of docs/rdma.md, "Two flows from one source": S -> P and S -> Q
+/// start together, P also receives from A and B (1 MiB each; 20 MiB gives
+/// 2.9539/3.9517 T single and 2.9539/2.9527 T per-destination, docs/rdma.md:
+/// within 1.1%).
 /// S = H_1, P = H_2, Q = H_3, A = H_4, B = H_5.
 #[test]
 fn s_to_p_and_q() {

@@ -1,4 +1,4 @@
-//! One-sided operations (issue 14): put/get control traffic, loopback,
+//! One-sided operations: put/get control traffic, loopback,
 //! statistics, and the host interface (PCIe DMA, NIC engines). Every time
 //! is derived by hand in the comments from the rules in docs/rdma.md.
 

@@ -1,4 +1,4 @@
-//! Structure rules of issue 13 that the compiler does not check.
+//! Structure rules of the ibnet crate that the compiler does not check.
 //!
 //! - The engine is sans-I/O and depends on no IPC code: no source file of
 //!   the crate outside `src/server/` names `ipc_proto`, and the dependency

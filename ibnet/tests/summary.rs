@@ -1,4 +1,4 @@
-//! `ibnet routes` and `ibnet topology --summary` (issue 15): hand-derived
+//! `ibnet routes` and `ibnet topology --summary` (docs/topology.md): hand-derived
 //! routes, counts and diameters, a ring whose clockwise routing has a
 //! channel-dependency cycle (not deadlock-free), and an incomplete routing.
 

@@ -1,4 +1,4 @@
-//! Issue 16: the thesis's simulated single-message travel times (Tables
+//! The thesis's simulated single-message travel times (Tables
 //! 5.3.1/5.3.2; idle H8_S6, H_1 -> H_2) under thesis-ddr (unchanged) and
 //! thesis-ch5, and the per-packet sink gap (`sink_packet_gap_periods`) by
 //! hand. See docs/thesis.md.
@@ -50,7 +50,7 @@ const THESIS: [(u64, f64); 10] = [
 
 #[test]
 fn thesis_ddr_travel_times_unchanged() {
-    // the values in issue 16's "ibnet thesis-ddr today" column
+    // the thesis-ddr column of docs/thesis.md, "Tables 5.3.1/5.3.2"
     assert_eq!(travel_ps(4, &["--preset", "thesis-ddr"]), 119_600);
     assert_eq!(travel_ps(400000, &["--preset", "thesis-ddr"]), 212_099_400);
 }
@@ -97,7 +97,7 @@ fn thesis_ch5_matches_thesis_table() {
         }
     }
     // thesis-ddr in the same measurement: 2.0 to 3.4% short on every
-    // multi-packet row (the issue's observation)
+    // multi-packet row (docs/thesis.md, "Tables 5.3.1/5.3.2")
     let ddr = integration_travel_ps("thesis-ddr", 400_000);
     assert_eq!(ddr, 212_099_400);
 }
@@ -148,7 +148,7 @@ fn consumes_until(extra: &[&str], bytes: u64, until: &str) -> Vec<(u32, u32, u64
 /// message of 2256 B = packet 0 of 2176 B (34 full flits) + packet 1 of
 /// 100 + 20 = 120 B (a 64-byte and a 56-byte flit).
 ///
-/// Flit k reaches H_2 at 117 + 32k ns (ibfabric.md sec. 13 worked check:
+/// Flit k reaches H_2 at 117 + 32k ns (docs/model/fabric.md sec. 13 worked check:
 /// injection 1 ns + 16 ns pop delay, 100 ns switch, 32 ns per flit on the
 /// DDR wire; packet 1 follows at most an FC packet (4 ns) later, so flits
 /// 34 and 35 arrive by 1213 ns). The sink drains 33.6 ns per full flit,
@@ -229,14 +229,15 @@ fn sink_packet_gap_parameter_checks() {
     );
 }
 
-/// Issue 16, second search: the sink rule of thesis sec. 3.2.6 ("the
+/// Ruled out as the per-packet loss: the sink rule of thesis sec. 3.2.6 ("the
 /// external event ... causes the sink to schedule a pop event (unless one is
-/// scheduled already) with a certain delay") never acts inside a
-/// multi-packet message of the thesis's model, because the sink's FIFO never
-/// runs empty: the sink (33.6 ns per 64-byte flit) is slower than the DDR
-/// wire (32 ns) from the first flit on, and nothing upstream leaves a gap of
-/// 54.4 ns (34 x 1.6 ns) at a packet boundary. So that rule cannot be the
-/// per-packet loss of Tables 5.3.1/5.3.2 (docs/thesis.md, "Second search").
+/// scheduled already) with a certain delay") never acts inside a multi-packet
+/// message of the thesis's model, because the sink's FIFO never runs empty:
+/// the sink (33.6 ns per 64-byte flit) is slower than the DDR wire (32 ns)
+/// from the first flit on, and nothing upstream leaves a gap of 54.4 ns (34 x
+/// 1.6 ns) at a packet boundary. So that rule cannot be the per-packet loss of
+/// Tables 5.3.1/5.3.2 (docs/thesis.md, "The per-packet loss: candidates
+/// measured").
 ///
 /// thesis-ch5 without its per-packet gap, H8_S1, one 16000-byte message =
 /// 7 packets of 34 full flits + one of 908 + 20 = 928 B (14 full flits and a

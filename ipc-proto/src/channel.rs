@@ -46,8 +46,8 @@ pub struct ChannelStats {
 /// with no record to hand (polling or asleep until the peer's next message
 /// came), and how many times it had to. On a co-simulation this is the
 /// coupling's cost as the waiting side sees it: for the fabric, the
-/// scheduler's work per round plus the hand-over both ways (docs/cosim-speed-history.md,
-/// session 14, "Where the time of a round goes"). Kept apart from [`ChannelStats`],
+/// scheduler's work per round plus the hand-over both ways (docs/cosim.md,
+/// "Speed: what the coupling costs"). Kept apart from [`ChannelStats`],
 /// whose counters are deterministic.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PeerWait {
@@ -337,7 +337,7 @@ impl Channel {
     /// [`Channel::recv`] for each (an arrival batch's end still counts
     /// them), without the per-record call chain: an arrival batch holds up
     /// to one record per message in flight, and this is the co-simulation's
-    /// per-message path (docs/cosim-speed-history.md, session 16).
+    /// per-message path (docs/cosim.md, "Speed: what the coupling costs").
     pub fn take_arrivals(&mut self, out: &mut Vec<(u64, Time)>) -> usize {
         if self.peer_hello.is_none() || self.in_queues.len() != 1 {
             return 0;

@@ -1,7 +1,7 @@
 //! ipc-proto: everything the scheduler (`loggopsim`) and the fabric
 //! (`ibnet`) need to talk, and nothing about scheduling or networks.
-//! The public wire specification is `docs/protocol.md`; the contract it
-//! implements is the project's cosim-protocol spec.
+//! The wire specification and the contract it implements (the rules by
+//! number) are in `docs/protocol.md`.
 //!
 //! # API overview
 //!

@@ -16,7 +16,7 @@ use std::fmt;
 /// number or a rule. Version 2 adds exact notification (the horizon in
 /// NoMoreInserts, Grant, the grant in ArrivalBatchEnd) and the
 /// configuration exchange (Config / ConfigAck); version 3 adds one-sided
-/// operations (InsertOp, issue 14); version 4 adds triggered inserts
+/// operations (InsertOp, docs/rdma.md); version 4 adds triggered inserts
 /// (Trigger, Disarm, Fired: fewer rounds, same results); see
 /// docs/protocol.md.
 pub const PROTOCOL_VERSION: u32 = 4;
@@ -80,7 +80,7 @@ impl fmt::Display for Protocol {
 /// | name | protocol | version | |
 /// |---|---|---|---|
 /// | `query` | query | 2 | polling; q and F travel in the Config record |
-/// | `notify` | notify | 2 | exact notification (cosim-protocol.md 3a) |
+/// | `notify` | notify | 2 | exact notification (docs/protocol.md rule 3a) |
 /// | `notify-v1` | notify | 1 | the thesis's run-ahead notification (section 3) |
 /// | `query-v1` | query | 1 | polling with version-1 peers (q and F given to both sides) |
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -106,7 +106,7 @@ impl ProtocolSpec {
         protocol: Protocol::Query,
         version: 1,
     };
-    /// Version 3 (issue 14): version 2 plus one-sided operations.
+    /// Version 3: version 2 plus one-sided operations (docs/rdma.md).
     pub const NOTIFY_V3: ProtocolSpec = ProtocolSpec {
         protocol: Protocol::Notify,
         version: 3,
@@ -200,7 +200,7 @@ impl std::str::FromStr for ProtocolSpec {
     }
 }
 
-/// How the query protocol's arrival estimate (cosim-protocol.md 2.5)
+/// How the query protocol's arrival estimate (docs/protocol.md rule 2.5)
 /// computes its base, which the factor F multiplies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum EstimateBase {
@@ -380,7 +380,7 @@ pub mod kind {
     pub const CONFIG_ACK: u8 = 11;
     /// Version 2 only.
     pub const GRANT: u8 = 12;
-    /// Version 3 only (issue 14).
+    /// Version 3 only (one-sided operations).
     pub const INSERT_OP: u8 = 13;
     /// Version 4 only (triggered inserts).
     pub const TRIGGER: u8 = 14;

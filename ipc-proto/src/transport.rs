@@ -65,9 +65,9 @@ pub const WAIT_ENV: &str = "IBCOSIM_WAIT";
 /// - `Block` (the default): poll briefly, then sleep on the doorbell
 ///   (adaptive, see [`LONG_WAIT`]). Each round trip then costs the peer a
 ///   wake-up and both sides a context switch; on a machine where that is
-///   dear (this project's 2-vCPU VM: a pair of switches costs the working
-///   side about 35 us in refilled caches, docs/cosim-speed-history.md, session 13) that
-///   is much of the coupling's cost on large runs.
+///   dear (a 2-vCPU virtual machine: a pair of switches costs the working
+///   side about 35 us in refilled caches, docs/cosim.md, "Speed: what the
+///   coupling costs") that is much of the coupling's cost on large runs.
 /// - `Poll`: a side polls its incoming ring or queue without yielding,
 ///   for up to [`POLL_BUDGET`] per wait, and only then sleeps. Meant for
 ///   sides on CPUs of their own (the supervisor's `--wait poll` lets the

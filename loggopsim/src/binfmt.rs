@@ -1,4 +1,4 @@
-//! The reference's binary schedule layout (loggops.md section 3).
+//! The reference's binary schedule layout (docs/model/loggops.md section 3).
 //!
 //! Little-endian, packed: u64 magic 4223; then, relative to file offset 8
 //! ("base"): u32 num_ranks, u8 max_cpu, u8 max_nic, u64 `table[2P]` (rank r's
@@ -14,7 +14,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 pub const MAGIC: u64 = 4223;
-/// Issue 14: a schedule with one-sided operations (node types 4 put, 5 get,
+/// A schedule with one-sided operations (node types 4 put, 5 get,
 /// 6 poll) is written with this magic instead, so the reference simulator
 /// (and any reader of the original layout) refuses it instead of
 /// misreading it; the layout is otherwise identical. Plain schedules are
@@ -213,7 +213,7 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         parse_rank(name, &block, off, rank, p, one_sided_ok, &mut b, &mut raw)?;
     }
     // Nothing may follow the last block: trailing bytes mean a damaged or
-    // concatenated file (they used to be ignored, issue 12 item 12).
+    // concatenated file (they used to be ignored).
     if data_end < len {
         return Err(berr(
             name,

@@ -1,10 +1,10 @@
-//! The LogGOPS engine (loggops.md sections 4-6, 9, 10): a sans-I/O
+//! The LogGOPS engine (docs/model/loggops.md sections 4-6, 9, 10): a sans-I/O
 //! discrete-event simulator over a [`Schedule`] and a [`Network`].
 //!
 //! Use: `Sim::new(schedule, params, network)`, then `run()` or repeated
 //! `step()`, then `report()`.
 //!
-//! Deliberate differences from the reference (loggops.md section 9), all
+//! Deliberate differences from the reference (docs/model/loggops.md section 9), all
 //! invisible on schedules the reference handles correctly:
 //! - released operations are sorted by kind with a stable sort (9.1);
 //! - dependencies carry time (9.2): a `requires` edge releases its dependent
@@ -32,7 +32,7 @@
 //!   re-insertion storm of all-to-all patterns. Tests compare it with
 //!   literal re-insertion (`set_grouping(false)`).
 //!
-//! Notify mode (cosim-protocol.md section 3): message events are created
+//! Notify mode (docs/protocol.md rule 3): message events are created
 //! "at u64::MAX", i.e. kept in a handle-indexed map outside the heap; when
 //! no finite event is left, `wait_arrivals(now)` is called and each reported
 //! message enters the heap at its arrival time with its original seq.
@@ -42,7 +42,7 @@
 //! (earlier) time. Results equal LogGP's whenever no host has work beyond a
 //! pending arrival (tests check the worked example, ltest and ringtest).
 //!
-//! Exact mode (protocol version 2, cosim-protocol.md 3a; `wait_exact`):
+//! Exact mode (protocol version 2, docs/protocol.md rule 3a; `wait_exact`):
 //! while messages are waiting, an event runs only if its time is below the
 //! network's grant (no unreported arrival before it); otherwise the engine
 //! first asks the network with the event's time as its horizon. Each
@@ -190,7 +190,7 @@ pub enum TraceEvent {
     },
     /// Notify mode: the engine waited for the network.
     Wait { now: u64, arrivals: usize },
-    /// A one-sided operation (issue 14) reached a point: `what` is
+    /// A one-sided operation (docs/rdma.md) reached a point: `what` is
     /// "put_start"/"get_start" (on the initiator, CPU busy `start..end`),
     /// "put_remote" (all data written at the target `host`),
     /// "put_local" (acknowledgement back at the initiator `host`),
@@ -247,8 +247,8 @@ pub enum SimError {
     NoProgress { horizon: u64, grant: u64 },
     #[error("schedule too large ({0} ranks; the engine supports fewer than 2^31)")]
     TooLarge(u64),
-    /// A time computation exceeded the range of simulated time (issue 12:
-    /// it used to saturate silently at 2^64-1, the protocol's "never").
+    /// A time computation exceeded the range of simulated time (it used
+    /// to saturate silently at 2^64-1, the protocol's "never").
     #[error(
         "time overflow on host {host} ({what} at time {at}): simulated time would reach \
          2^64-1 ps or more; check the schedule's calc durations and message sizes and the \
@@ -402,7 +402,7 @@ impl EventQueue {
 
 #[derive(Clone, Copy, Debug)]
 struct Msg {
-    /// what this message is (issue 14: parts of one-sided operations)
+    /// what this message is (parts of one-sided operations too)
     role: one_sided::Role,
     src: u32,
     dst: u32,
@@ -517,7 +517,7 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     /// 0, so 0 is the identity of the max); empty when no node has more
     /// than one predecessor. A vector, not a map: on a collective's sends
     /// (two predecessors each) the map's lookups were cache misses on
-    /// every release (issue 19); zeroed by the allocator, so only the
+    /// every release; zeroed by the allocator, so only the
     /// pages of nodes that wait on several predecessors are ever touched.
     partial: Vec<u64>,
     params: Params,
@@ -578,7 +578,7 @@ pub struct Sim<N: Network, T: Tracer = NoTrace> {
     /// scratch space of `prefetch_batch`
     scratch: Vec<u32>,
     /// one-sided operations: remote completions not yet polled and polls
-    /// waiting for a put (issue 14)
+    /// waiting for a put
     rdma: one_sided::State,
     groups: Vec<Group>,
     group_of: FastMap<u64, u32>,
@@ -639,7 +639,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let tag_bits = 32 - sched.max_tag().leading_zeros();
         let key_bits = (src_bits + tag_bits <= 32).then_some(tag_bits);
         if sched.uses_one_sided() {
-            // issue 14: refuse a backend that cannot carry put/get up front
+            // refuse a backend that cannot carry put/get up front
             net.check_one_sided()?;
         }
         let mode = net.mode();
@@ -1104,7 +1104,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         Ok(())
     }
 
-    /// Exact notify (cosim-protocol.md 3a): the next event is at `horizon`
+    /// Exact notify (docs/protocol.md rule 3a): the next event is at `horizon`
     /// (u64::MAX: none) and not below the grant: ask the network for the
     /// arrivals up to the horizon, or a grant beyond it. A message event
     /// enters the heap at max(arrival, t + o + L), where poll mode would
@@ -1251,7 +1251,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             });
         }
         for (h, t) in batch {
-            // The notify protocol (cosim-protocol.md 3, as in the thesis)
+            // The notify protocol (docs/protocol.md rule 3, as in the thesis)
             // asks the fabric only when no finite event is left, so events
             // later than a message's arrival may already have run. With one
             // CPU per host and zero gaps that cannot change a result (a busy
@@ -1835,7 +1835,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                     v.push(("max_arrival_lag_ps".into(), self.max_arrival_lag));
                 }
                 if self.sched.uses_one_sided() {
-                    // issue 14 (only then, so other reports stay as they were)
+                    // one-sided operations only (so other reports stay as they were)
                     v.push(("unmatched_polls".into(), self.waiting_polls() as u64));
                 }
                 v

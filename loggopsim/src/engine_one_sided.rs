@@ -1,5 +1,5 @@
-//! One-sided operations in the engine (issue 14; docs/rdma.md "LogGP
-//! costs" gives the rules and their derivation).
+//! One-sided operations in the engine (docs/rdma.md "LogGP costs" gives the
+//! rules and their derivation).
 //!
 //! A put or get starts on its initiator like a send: it waits for the CPU
 //! and the NIC, takes the CPU for o (the size class's overhead, no O: the

@@ -2,7 +2,7 @@
 //!
 //! The reader works line by line (a statement is one line), keeps only the
 //! current rank's labels, and reports every problem as `file:line:column:
-//! message`. Accepted beyond the reference (loggops.md section 2): leading
+//! message`. Accepted beyond the reference (docs/model/loggops.md section 2): leading
 //! whitespace, trailing `//` and `/* */` comments, CRLF, a missing final
 //! newline, and the `{` of a rank block on the next line. Refused beyond
 //! the reference: a dependency cycle (none of its operations could ever
@@ -261,7 +261,7 @@ struct Parser {
 /// Duplicate label definitions named one by one in the warnings.
 const MAX_DUPLICATES_SHOWN: usize = 10;
 
-/// The operation words of issue 14 (docs/rdma.md "Schedules"). They are
+/// The words of one-sided operations (docs/rdma.md "Schedules"). They are
 /// not keywords: a label may still be called `put`, so plain schedules
 /// keep their meaning; they name an operation only where one can stand.
 pub(crate) fn is_one_sided_word(w: &[u8]) -> bool {
@@ -907,7 +907,7 @@ fn parse_reader_with<R: BufRead>(
     loop {
         buf.clear();
         // At most MAX_LINE_BYTES per line: endless input without newlines
-        // (a device, a binary blob) must not fill memory (issue 12, 11).
+        // (a device, a binary blob) must not fill memory.
         let n = (&mut r)
             .take(MAX_LINE_BYTES as u64 + 1)
             .read_until(b'\n', &mut buf)

@@ -4,13 +4,13 @@
 //! Why: the general reader (goal.rs) builds a token stream with positions
 //! and error context for every token; on schedules of hundreds of thousands
 //! of lines that was most of the scheduler's own time, which in a
-//! co-simulation adds to the fabric's (issue 19). The fast path accepts only
+//! co-simulation adds to the fabric's. The fast path accepts only
 //!
 //! - `[LABEL:] send N b to P [tag T]`
 //! - `[LABEL:] recv N b from P [tag T]`
 //! - `[LABEL:] calc N`
 //! - `[LABEL:] put N b to P [tag T]`, `[LABEL:] get N b from P [tag T]`,
-//!   `[LABEL:] poll N b from P [tag T]` (issue 14)
+//!   `[LABEL:] poll N b from P [tag T]` (docs/rdma.md)
 //! - `LABEL requires LABEL`, `LABEL irequires LABEL`
 //!
 //! with blanks between tokens, no comment, no `cpu`/`nic`, no `-1`, and it

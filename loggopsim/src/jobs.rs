@@ -1,4 +1,4 @@
-//! Several jobs on one fabric (issue 15): job specifications, placement of
+//! Several jobs on one fabric (docs/jobs.md): job specifications, placement of
 //! each job's ranks on the topology's HCAs, merging the schedules into one
 //! global rank space, and the per-job results.
 //!

@@ -16,7 +16,7 @@
 //! simulation (unmatched receive/unexpected queues, operations that never
 //! completed, network errors) and 2 on usage or input errors.
 //!
-//! Units and limits (issue 12): times are picoseconds. The native text
+//! Units and limits: times are picoseconds. The native text
 //! output names them (`Host 0: 5654 ps`, `Maximum finishing time at host 0:
 //! 204006600 ps (204.007 us)`); `--loggopsim-output` prints LogGOPSim's
 //! exact bytes (no units; its "(0.204007 s)" reads the times as ns). JSON
@@ -61,7 +61,7 @@ pub fn load_schedule_warnings(
 ) -> Result<(schedule::Schedule, Vec<String>), goal::LoadError> {
     use std::io::Read;
     // Regular files only: a device (/dev/zero) or a FIFO could be endless or
-    // block forever (issue 12, item 11).
+    // block forever.
     let (mut f, _) = schedgen::input::open_regular(path).map_err(|msg| goal::LoadError::Io {
         file: path.display().to_string(),
         msg,

@@ -555,7 +555,7 @@ fn execute(
 ) -> anyhow::Result<Outcome> {
     let p = params(a);
     let cosim_given = cosim;
-    // issue 14: put/get need a version-3 session; where this process
+    // put/get need a version-3 session; where this process
     // builds the fabric (inproc, onepiece) a version-2 protocol is raised
     let raised;
     let cosim = if sched.uses_one_sided()
@@ -839,7 +839,7 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
 
 /// Largest message the flit-level fabric simulates (the same limit as
 /// ibnet's `MAX_MESSAGE_BYTES`, 1 TiB): bigger sends are refused before the
-/// fabric is started (issue 12, item 3: they used to abort it).
+/// fabric is started (they used to abort it).
 pub const FABRIC_MAX_MESSAGE_BYTES: u64 = 1 << 40;
 
 fn check_fabric_sizes(
@@ -1036,7 +1036,7 @@ fn emit(
             eprintln!(
                 "loggopsim: warning: {late} arrivals were reported for times before the scheduler's \
                  clock (largest lag {lag} ps): the notify-v1 protocol lets the scheduler run ahead of \
-                 messages in flight (cosim-protocol.md 3); with several CPUs per host or g > o \
+                 messages in flight (docs/protocol.md rule 3); with several CPUs per host or g > o \
                  results may differ from the query protocol at 1 ps, which is exact, as is \
                  --protocol notify (version 2)"
             );

@@ -1,7 +1,7 @@
 //! Receive / unexpected queues with the reference's matching rule, without
 //! linear scans.
 //!
-//! Rule (loggops.md section 6): the first entry in FIFO order whose source
+//! Rule (docs/model/loggops.md section 6): the first entry in FIFO order whose source
 //! equals the query's source or either is any-source, and whose tag equals
 //! the query's or either is any-tag.
 //!

@@ -3,7 +3,7 @@
 //! Two text formats ([`TextFormat`]): the native one names the unit of every
 //! time (picoseconds, the unit of this tool: `Host 0: 5654 ps`, `Maximum
 //! finishing time at host 0: 204006600 ps (204.007 us)`), and LogGOPSim's
-//! byte-exact format (loggops.md section 8, `--loggopsim-output`), which
+//! byte-exact format (docs/model/loggops.md section 8, `--loggopsim-output`), which
 //! prints bare numbers and converts the maximum to seconds as if the unit
 //! were nanoseconds (its users read its times as ns). JSON keys carry their
 //! unit (`finish_times_ps`, `L_ps`, ...) and values are numbers.

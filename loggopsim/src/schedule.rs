@@ -12,9 +12,9 @@ pub const ANY: u32 = u32::MAX;
 
 /// Operation kind; the numeric values are the binary layout's. The
 /// ordering rules sort by [`Kind::order`]: SEND before RECV before CALC,
-/// and the one-sided kinds of issue 14 (which plain schedules never
-/// contain) with the operation they resemble: PUT and GET with SEND (they
-/// start a transfer), POLL with RECV (docs/rdma.md "Schedules").
+/// and the one-sided kinds (which plain schedules never contain) with the
+/// operation they resemble: PUT and GET with SEND (they start a transfer),
+/// POLL with RECV (docs/rdma.md "Schedules").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[repr(u8)]
 pub enum Kind {
@@ -44,7 +44,7 @@ impl Kind {
             _ => None,
         }
     }
-    /// The sort key of the ordering rules (loggops.md section 4): 1 for
+    /// The sort key of the ordering rules (docs/model/loggops.md section 5): 1 for
     /// send, put and get, 2 for recv and poll, 3 for calc; equal keys keep
     /// their order (stable sorts).
     #[inline]
@@ -55,7 +55,7 @@ impl Kind {
             Kind::Calc => 3,
         }
     }
-    /// Put, get or poll (issue 14).
+    /// Put, get or poll (docs/rdma.md).
     pub fn is_one_sided(self) -> bool {
         matches!(self, Kind::Put | Kind::Get | Kind::Poll)
     }
@@ -207,7 +207,7 @@ impl Schedule {
             .any(|n| n.peer == ANY && self.shapes[n.shape as usize].kind == Kind::Recv);
         w
     }
-    /// Whether the schedule holds a put, get or poll (issue 14): such a
+    /// Whether the schedule holds a put, get or poll: such a
     /// schedule needs binary format 4224 and protocol version 3.
     pub fn uses_one_sided(&self) -> bool {
         self.shapes.iter().any(|s| s.kind.is_one_sided())

@@ -25,7 +25,7 @@
 //!   reinserting`, `-- send local o,g not available -- reinserting` or
 //!   `-- msg o,g not available -- reinserting`
 //!
-//! - one-sided operations (issue 14, not in LogGOPSim):
+//! - one-sided operations (docs/rdma.md, not in LogGOPSim):
 //!   `[H] WHAT peer P size S tag G - t: T done: E` with WHAT one of
 //!   put_start, get_start, put_remote, put_local, get_done, poll_done
 //!
@@ -164,7 +164,7 @@ pub fn write_event(out: &mut impl Write, e: &TraceEvent, p: &Params) -> std::io:
             }
         ),
         TraceEvent::Wait { .. } => Ok(()),
-        // issue 14: LogGOPSim has no one-sided operations; one line each
+        // LogGOPSim has no one-sided operations; one line each
         TraceEvent::OneSided {
             what,
             host,

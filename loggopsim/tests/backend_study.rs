@@ -1,4 +1,4 @@
-//! scripts/backend-study on a tiny case (issue 17): it runs over the built
+//! scripts/backend-study on a tiny case (docs/backends.md): it runs over the built
 //! binary, its table and CSV have every backend, the errors are real
 //! numbers recomputed from the finish times, and the figure is written.
 

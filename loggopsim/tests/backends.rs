@@ -1,4 +1,4 @@
-//! The fast backends (issue 17): flow, penalty, lop, next to loggp and the
+//! The fast backends (docs/backends.md): flow, penalty, lop, next to loggp and the
 //! flit fabric (onepiece). Hand-derived flow cases, the thesis schedules
 //! on every backend, invariants over all backends, determinism, exact
 //! versus poll synchronisation, and clear errors for bad parameters.

@@ -146,7 +146,7 @@ fn json_report() {
     assert_eq!(o.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["ok"], true);
-    // Units in the keys, numbers as values (issue 12).
+    // Units in the keys, numbers as values.
     assert_eq!(v["finish_times_ps"], serde_json::json!([5654, 5654]));
     assert_eq!(v["max_finish_time_ps"], 5654);
     assert_eq!(v["end_time_ps"], 4100);
@@ -323,7 +323,7 @@ fn code_and_err(o: &Output) -> (Option<i32>, String) {
     )
 }
 
-/// Issue 12, item 4: time overflow was a silent saturation at 2^64-1 (the
+/// Time overflow was a silent saturation at 2^64-1 (the
 /// protocol's "never") with exit 0; it is bad input, exit 2.
 #[test]
 fn time_overflow_is_an_error() {
@@ -447,7 +447,7 @@ fn progress_lines_without_a_terminal() {
     );
 }
 
-/// Issue 12, item 11: devices and FIFOs are refused at once, endless lines
+/// Devices and FIFOs are refused at once, endless lines
 /// are cut off.
 #[test]
 fn devices_fifos_and_endless_lines_are_refused() {
@@ -481,7 +481,7 @@ fn devices_fifos_and_endless_lines_are_refused() {
     );
 }
 
-/// Issue 12, item 12: trailing data after a binary schedule was ignored.
+/// Trailing data after a binary schedule was ignored.
 #[test]
 fn binary_with_trailing_data_is_rejected() {
     let d = tempfile::tempdir().unwrap();
@@ -502,7 +502,7 @@ fn binary_with_trailing_data_is_rejected() {
     );
 }
 
-/// Issue 12, item 3: a send larger than the fabric simulates is refused
+/// A send larger than the fabric simulates is refused
 /// before the fabric starts (it aborted the fabric with an allocation failure).
 #[test]
 fn fabric_backends_refuse_huge_messages() {
@@ -533,7 +533,9 @@ fn fabric_backends_refuse_huge_messages() {
     }
 }
 
-/// Issue 12, items 5 and 12 through the binary: exit 2 with file and line.
+/// Bad input to `gen` (a communicator of 0 ranks) and `trace2goal` (a size
+/// beyond a C int, an empty trace) through the binary: exit 2 with file and
+/// line, no file written.
 #[test]
 fn gen_and_trace2goal_bad_input_exit_2() {
     let d = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
 //! Hand-derived timing cases. Defaults unless noted: L=2500 o=1500 g=1000
-//! G=6 O=0 S=65535. Notation: nexto/nextgs/nextgr as in loggops.md section 4.
+//! G=6 O=0 S=65535. Notation: nexto/nextgs/nextgr as in docs/model/loggops.md section 4.
 
 use loggopsim::engine::{Params, Report, Sim};
 use loggopsim::goal::parse_str;

@@ -1,4 +1,4 @@
-//! Exact notification (protocol version 2, cosim-protocol.md 3a) against
+//! Exact notification (protocol version 2, docs/protocol.md rule 3a) against
 //! polling at 1 ps, on the flit-level fabric, in process:
 //!
 //! - property test: random schedules (several CPUs and NICs per host,
@@ -8,7 +8,7 @@
 //!   (in-process thread and one-piece), with zero late arrivals;
 //! - the documented run-ahead example of notify v1 (docs/cosim.md):
 //!   2124250 ps under notify-v1 against 778850 ps under query and v2;
-//! - the false-deadlock reproducer of issue 19 (a sink hiccup) completes
+//! - a false-deadlock reproducer (a sink hiccup) completes
 //!   with the query result in every mode.
 
 use ibnet::server::SetupArgs;
@@ -131,7 +131,7 @@ const PINGPONG0: &str =
     "num_ranks 2\nrank 0 {\nl1: send 0b to 1 tag 0\nl2: recv 0b from 1 tag 0\nl2 requires l1\n}\n\
 rank 1 {\nl1: recv 0b from 0 tag 0\nl2: send 0b to 0 tag 0\nl2 requires l1\n}\n";
 
-/// Issue 19: a 2-rank ping-pong of 0-byte messages with a 1 us sink
+/// A 2-rank ping-pong of 0-byte messages with a 1 us sink
 /// hiccup was reported as a deadlock by notify; the hiccup is progress.
 /// Every protocol and transport gives the query result, Host 0: 1119275 ps.
 #[test]

@@ -1,4 +1,4 @@
-//! Bounded fuzz tests of every reader of loggopsim and schedgen (issue 12):
+//! Bounded fuzz tests of every reader of loggopsim and schedgen:
 //! GOAL text, the binary schedule layout, liballprof traces (trace2goal)
 //! and the command-line time parser. A few thousand mutated inputs each, in
 //! seconds. Asserted: no panic; a rejection is an error naming the file
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 const GOAL: &str = "num_ranks 3\n\nrank 0 {\nl1: calc 100 cpu 0\nl2: send 10b to 1 tag 0 cpu 0 nic 0\nl3: recv 70000b from 2 tag 5\nl2 requires l1\nl3 irequires l2\n}\n\nrank 1 {\nl1: recv 10b from -1 tag -1\nl2: send 70000b to 0 tag 5\n/* comment */\nl2 requires l1\n}\n\nrank 2 {\nl1: send 70000b to 0 tag 5\n}\n";
 
-/// Issue 14: a schedule with put, get and poll (binary magic 4224).
+/// A schedule with put, get and poll (binary magic 4224).
 const GOAL_ONE_SIDED: &str = "num_ranks 3\n\nrank 0 {\nl1: put 4096b to 1 tag 3\nl2: get 70000b from 2 tag 5 cpu 0 nic 0\nl3: calc 5\nl3 requires l1\nl2 irequires l1\n}\n\nrank 1 {\nput: poll 4096b from 0 tag 3\nl2: put 8b to 1 tag 1\nl3: poll 8b from 1 tag 1\nl2 requires put\n}\n\nrank 2 {\nl1: calc 1\n}\n";
 
 fn base(which: usize) -> &'static str {

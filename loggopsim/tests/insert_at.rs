@@ -1,4 +1,4 @@
-//! `--insert-at start|after-o` (issue 16): the thesis's chapter-4
+//! `--insert-at start|after-o` (docs/thesis.md): the thesis's chapter-4
 //! integration handed a message to the fabric after the sender's overhead
 //! o, chapter 5 at the start of the send. With one message on an idle
 //! network the receiver finishes exactly o later under after-o, on every

@@ -1,4 +1,4 @@
-//! Several jobs on one fabric (issue 15): placements (hand-checked on the
+//! Several jobs on one fabric (docs/jobs.md): placements (hand-checked on the
 //! built-in topologies), the merged rank space, per-job finish times and
 //! slowdowns (hand-derived on the flow model), the single-leaf warning,
 //! overlap and overflow errors, determinism, and a bounded property test of

@@ -282,7 +282,7 @@ fn step_api_reports_event_times_in_order() {
     assert_eq!(s.step().unwrap(), None);
 }
 
-/// The notify protocol as specified (cosim-protocol.md 3) only asks the
+/// The notify protocol as specified (docs/protocol.md rule 3) only asks the
 /// network when no finite event is left, so a host with two CPUs can run a
 /// later calc before an earlier arrival is known. Defaults L=2500 o=1500
 /// g=1000 G=6 O=0.

@@ -1,4 +1,4 @@
-//! Issue 14: one-sided operations (put, get, poll) in the GOAL readers,
+//! One-sided operations (put, get, poll) in the GOAL readers,
 //! the binary format and the engine. Hand-derived LogGP times; defaults
 //! L=2500 o=1500 g=1000 G=6 O=0 S=65535 (docs/rdma.md "LogGP costs").
 

@@ -1,4 +1,4 @@
-//! Issue 14: one-sided operations over the fabric backends (protocol
+//! One-sided operations over the fabric backends (protocol
 //! version 3, `InsertOp`) and the approximate backends (composed from
 //! messages).
 //!

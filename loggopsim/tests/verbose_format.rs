@@ -1,4 +1,4 @@
-//! `loggopsim -v --verbose-format loggopsim` (issue 16): the event list in
+//! `loggopsim -v --verbose-format loggopsim` (docs/thesis.md): the event list in
 //! LogGOPSim's own -v text, golden on a tiny schedule whose every line is
 //! derived by hand below.
 

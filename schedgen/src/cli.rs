@@ -13,7 +13,7 @@ use crate::goal::{GoalWriter, Prelude};
 use crate::patterns::{self, PatternOptions};
 use crate::trace::{self, TraceOptions};
 
-/// Options shared by the reference's trace mode (schedgen.md 1 and 4) and
+/// Options shared by the reference's trace mode (docs/model/schedgen.md 1 and 4) and
 /// our calibration flags (docs/calibration.md).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct TraceArgs {
@@ -100,7 +100,7 @@ pub struct TraceArgs {
     #[arg(long = "sync-p2p")]
     pub sync_p2p: bool,
     /// How collectives become messages: `textbook` (LogGOPSim's algorithms
-    /// of schedgen.md: dissemination, binomial trees, linear exchange),
+    /// of docs/model/schedgen.md: dissemination, binomial trees, linear exchange),
     /// `ompi` (the algorithm Open MPI's coll/tuned fixed rules pick for the
     /// call's size and communicator size; alias `ompi-tuned`), `mpich`
     /// (MPICH's default selection). docs/prediction.md lists the rules.
@@ -125,7 +125,7 @@ pub struct TraceArgs {
 /// Arguments of `loggopsim gen PATTERN [options]`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct GenArgs {
-    /// Pattern name (schedgen.md section 3), or `trace` for the reference's
+    /// Pattern name (docs/model/schedgen.md section 3), or `trace` for the reference's
     /// trace mode (timemult default 1000 as in the reference).
     pub pattern: String,
     /// Number of ranks P.

@@ -1,5 +1,5 @@
 //! The GOAL text writer shared by every pattern and by trace mode
-//! (schedgen.md section 2). It reproduces the reference's exact text:
+//! (docs/model/schedgen.md section 2). It reproduces the reference's exact text:
 //! labels count 1, 2, ... per rank block, sends/recvs print the current tag,
 //! and the start/end sets (2.5) track which sends/recvs of an embedded
 //! collective have no predecessor / no successor inside it.
@@ -292,7 +292,7 @@ impl GoalWriter {
 
 #[cfg(test)]
 mod tests {
-    /// The text stops growing at the limit (issue 12: memory bounded).
+    /// The text stops growing at the limit (memory bounded).
     #[test]
     fn text_is_bounded() {
         let mut w = GoalWriter::new(2, 0, None);

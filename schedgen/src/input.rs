@@ -1,4 +1,4 @@
-//! Bounded reading of input files (issue 12, item 11): every reader of the
+//! Bounded reading of input files: every reader of the
 //! project opens its inputs through here so that a device (`/dev/zero`), a
 //! FIFO without a writer or a multi-gigabyte file cannot hang the tool or
 //! exhaust memory. Inputs must be regular files; their size is limited.

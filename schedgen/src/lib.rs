@@ -2,7 +2,7 @@
 //! translation of liballprof MPI traces to GOAL, with the thesis's
 //! calibration methods. Used by `loggopsim gen` and `loggopsim trace2goal`.
 //!
-//! - [`goal`]: the GOAL text writer (schedgen.md section 2);
+//! - [`goal`]: the GOAL text writer (docs/model/schedgen.md section 2);
 //! - [`patterns`]: the generator patterns (section 3);
 //! - [`trace`]: liballprof reader and translator (section 4 + extensions);
 //! - [`collectives`]: collective algorithms as Open MPI / MPICH choose

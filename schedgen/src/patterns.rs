@@ -1,4 +1,4 @@
-//! The reference Schedgen's patterns (schedgen.md section 3). Each function
+//! The reference Schedgen's patterns (docs/model/schedgen.md section 3). Each function
 //! writes one rank block's statements (without the `rank R {` frame) in the
 //! exact order the reference uses, because that order fixes operation
 //! offsets and therefore tie-breaking in the simulator.
@@ -34,7 +34,7 @@ pub fn is_nondeterministic(name: &str) -> bool {
     matches!(name, "random_bisect" | "random_bisect_fd_sym")
 }
 
-/// Pattern parameters (schedgen.md section 1).
+/// Pattern parameters (docs/model/schedgen.md section 1).
 #[derive(Debug, Clone)]
 pub struct PatternOptions {
     pub commsize: i32,

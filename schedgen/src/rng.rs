@@ -4,7 +4,7 @@
 //! published definitions.
 
 /// glibc `rand()` in its default state (seed 1), the additive feedback
-/// generator `r[i] = r[i-31] + r[i-3]` described in schedgen.md 3.12.
+/// generator `r[i] = r[i-31] + r[i-3]` described in docs/model/schedgen.md 3.12.
 #[derive(Debug, Clone)]
 pub struct GlibcRand {
     r: Vec<u32>,

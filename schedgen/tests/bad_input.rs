@@ -1,4 +1,4 @@
-//! Issue 12: bad traces and options are clear errors (file and line), never
+//! Bad traces and options are clear errors (file and line), never
 //! a hang, unbounded memory or a silently wrong schedule. Each test here
 //! fails on the code before the fix.
 
@@ -31,7 +31,7 @@ fn translate_bounded(
         .expect("translation did not finish within 20 s")
 }
 
-/// Item 1: a communicator size of 10^9 (or a comm field without commas)
+/// A communicator size of 10^9 (or a comm field without commas)
 /// made the missing-rank check build 10^9 file names.
 #[test]
 fn huge_communicator_size_is_bounded() {
@@ -69,7 +69,7 @@ fn pair(count: &str, dt: &str) -> tempfile::TempDir {
     ])
 }
 
-/// Item 5: count x datatype size beyond a C int wrapped to a negative or
+/// Count x datatype size beyond a C int wrapped to a negative or
 /// zero size.
 #[test]
 fn oversized_messages_are_errors_with_file_and_line() {
@@ -105,7 +105,7 @@ fn oversized_messages_are_errors_with_file_and_line() {
     );
 }
 
-/// Item 5: empty, random and header-only files are not traces.
+/// Empty, random and header-only files are not traces.
 #[test]
 fn empty_and_random_traces_are_errors() {
     let mut rnd = Vec::new();
@@ -135,7 +135,7 @@ fn empty_and_random_traces_are_errors() {
     }
 }
 
-/// Item 11: a device or FIFO as a trace is refused at once.
+/// A device or FIFO as a trace is refused at once.
 #[test]
 fn devices_are_refused() {
     let d = tempfile::tempdir().unwrap();
@@ -148,7 +148,7 @@ fn devices_are_refused() {
     );
 }
 
-/// Item 5: peers beyond the trace files found, and bad roots.
+/// Peers beyond the trace files found, and bad roots.
 #[test]
 fn out_of_range_peers_and_roots_are_errors() {
     let t = "MPI_Init:-:1:2:100\nMPI_Send:110:4096:1:11,8,8:3:7:0,0,2:115\nMPI_Finalize:400:-\n";
@@ -171,7 +171,7 @@ fn out_of_range_peers_and_roots_are_errors() {
     assert!(e.contains("t-0.txt:2: root 5 is outside 0..0"), "{e}");
 }
 
-/// Item 12: `gen -s 0` wrote a file with `num_ranks 0`.
+/// `gen -s 0` wrote a file with `num_ranks 0`.
 #[test]
 fn gen_needs_at_least_one_rank() {
     let o = |s| PatternOptions {

@@ -101,7 +101,7 @@ fn trace2goal_defaults_to_picoseconds() {
     );
 }
 
-/// Times on the command line take unit suffixes (issue 12); bare numbers
+/// Times on the command line take unit suffixes; bare numbers
 /// keep their documented unit (schedule units, trace microseconds).
 #[test]
 fn time_options_take_unit_suffixes() {
@@ -199,7 +199,7 @@ fn time_options_take_unit_suffixes() {
     assert!(!out.exists());
 }
 
-/// `trace2goal --collectives` (issue 18): a 4-rank Allreduce of 4096 ints
+/// `trace2goal --collectives` (docs/schedgen.md): a 4-rank Allreduce of 4096 ints
 /// (16384 B) is LogGOPSim's dissemination with `textbook` (the default),
 /// Rabenseifner's algorithm with `ompi` (4..7 ranks, >= 8192 B) and `mpich`
 /// (> 2048 B): halves of 8192 B to rank 1, 4096 B to rank 2, and back.

@@ -1,4 +1,4 @@
-//! Golden outputs of schedgen.md section 5 (verified against the reference
+//! Golden outputs of docs/model/schedgen.md section 5 (verified against the reference
 //! tool chain there), exact text.
 
 use schedgen::cli::generate;

@@ -1,5 +1,5 @@
 //! Trace translation against the thesis's data (../shared/data/thesis) and
-//! the example of schedgen.md 4.8.
+//! the example of docs/model/schedgen.md 4.8.
 
 use std::path::PathBuf;
 
@@ -369,7 +369,7 @@ fn pinning_charges_new_buffers_only() {
 )]
 fn colltest_rank0_alone_and_missing_ranks() {
     let first = data("colltest/pmpi-trace-rank-0.txt");
-    // Issue 12: rank 0 alone sends to rank 1, which has no trace. That used
+    // Rank 0 alone sends to rank 1, which has no trace. That used
     // to be written (`send 400000b to 1` in a 1-rank schedule) and only
     // failed when simulated; it is an error naming file and line.
     let err = translate(&first, &thesis_opts()).unwrap_err().to_string();
@@ -601,7 +601,7 @@ fn negative_gaps_are_errors() {
     )
     .unwrap();
     // (90 - 100) * 1000 = -10000: the reference prints it as unsigned 64-bit,
-    // a schedule whose time overflows; we stop with file and line (issue 12).
+    // a schedule whose time overflows; we stop with file and line.
     let e = translate(&f, &TraceOptions::default())
         .unwrap_err()
         .to_string();
@@ -780,7 +780,7 @@ fn sync_p2p_leaves_wildcard_receivers_alone() {
     assert!(!rank0.contains(": calc 20000000\n"), "{rank0}");
 }
 
-/// Issue 18: a work directory whose path contains `-0` (e.g. `run-0/`) must
+/// A work directory whose path contains `-0` (e.g. `run-0/`) must
 /// not confuse the trace naming: only the file name's `-0` is replaced.
 #[test]
 fn trace_names_replace_the_file_names_rank_only() {

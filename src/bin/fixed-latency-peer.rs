@@ -1,5 +1,5 @@
 //! fixed-latency-peer: a minimal fabric for the co-simulation protocol
-//! (cosim-protocol.md), used by the end-to-end tests to show that any
+//! (docs/protocol.md), used by the end-to-end tests to show that any
 //! program speaking the protocol can replace `ibnet serve`.
 //!
 //! Every message arrives exactly `--latency` ps after its insert time.

@@ -25,7 +25,7 @@ pub struct EffConfig {
 }
 
 impl EffConfig {
-    /// The setups in the order of the table (the order).
+    /// The setups in the order of the table (docs/efficiency.md).
     pub fn setups(&self) -> Vec<Setup> {
         let mut v = vec![Setup::FabricAlone, Setup::LogGops];
         for &q in &self.quanta {

@@ -115,7 +115,7 @@ pub enum Setup {
         estimate: Option<f64>,
         transport: Transport,
     },
-    /// Notification; `version` 2 is exact notify (cosim-protocol.md 3a),
+    /// Notification; `version` 2 is exact notify (docs/protocol.md rule 3a),
     /// 1 the thesis's run-ahead notify (`notify-v1`).
     Notify { transport: Transport, version: u8 },
 }

@@ -2,7 +2,7 @@
 //! configuration: two ranks on chain:1, every setup once. The study runs
 //! once (under the IPC lock) and the tests read its CSV.
 //!
-//! Hand-derived expectations for polling (cosim-protocol.md 2): with
+//! Hand-derived expectations for polling (docs/protocol.md rule 2): with
 //! L=o=g=G=O=0 both messages are inserted at 0 and first queried at 0; a
 //! "not yet" reply moves the next query q later, so a message arriving at
 //! T is answered "arrived" at the first multiple of q >= T: ceil(T/q) + 1
@@ -238,7 +238,7 @@ fn notify_and_query_at_1ps_give_the_same_simulated_final_time() {
     // (2 messages of 125700 ps each: 251400 -> 252000 with q = 1 ns).
     let coarse = t.div_ceil(1000) * 1000;
     assert_eq!(c.num("query q=1 ns", "sim_final_ps"), coarse);
-    // The thesis's estimate (cosim-protocol.md 2.5) is F x the per-hop fixed
+    // The thesis's estimate (docs/protocol.md rule 2.5) is F x the per-hop fixed
     // latencies, far below a travel time: F = 1 and 2 only skip queries, the
     // quantum still decides the precision.
     for s in ["query q=1 ns F=1", "query q=1 ns F=2"] {

@@ -1,4 +1,4 @@
-//! Several jobs on one fabric through `scripts/cosim --job` (issue 15): the
+//! Several jobs on one fabric through `scripts/cosim --job` (docs/jobs.md): the
 //! two-process transport gets the jobs' placement as the fabric's rank map
 //! (`loggopsim --print-map`), so it gives the same per-job times as the
 //! one-piece fabric, which reads the placement in-process.

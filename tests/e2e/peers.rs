@@ -23,7 +23,7 @@ pub(crate) fn python_peers() -> Option<PathBuf> {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        // A test that did not run must not pass (issue 12).
+        // A test that did not run must not pass.
         panic!("this test needs python3 with the posix_ipc module and did not run: run scripts/install-deps (scripts/test does)");
     }
     Some(repo_root().join("scripts").join("peers"))
@@ -125,7 +125,7 @@ fn loggopsim_params(l: u64, o: u64, g_per_byte: u64) -> Vec<String> {
 }
 
 /// fabric.py delivers a message at t_send + Lfix + size * Gfix. Which
-/// LogGP parameters give the same finish times (loggops.md section 6)?
+/// LogGP parameters give the same finish times (docs/model/loggops.md section 6)?
 ///
 /// LogGP, with g = O = 0: the message event is at t + o + L (G is not
 /// added there); the receiver then charges nexto = t_m + o + (s-1) * G.
@@ -140,7 +140,7 @@ fn loggopsim_params(l: u64, o: u64, g_per_byte: u64) -> Vec<String> {
 /// sender side is o in both; LogGP's NIC gap t + (s-1) * G never delays a
 /// ping-pong's next send (it comes after a whole round trip), so the
 /// equivalence is exact for a strict ping-pong. (s = 0 would differ: the
-/// engine charges no (s-1) term there, loggops.md 9.3.)
+/// engine charges no (s-1) term there, docs/model/loggops.md 9.3.)
 #[test]
 fn python_fabric_gives_the_loggp_times() {
     let Some(peers) = python_peers() else { return };
@@ -252,7 +252,7 @@ fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
     let Some(peers) = python_peers() else { return };
     let dir = tempfile::tempdir().unwrap();
     // The estimate is F x the per-hop fixed latencies (one switch: 100 ns,
-    // cosim-protocol.md 2.5), so F just below travel / 100 ns keeps the
+    // docs/protocol.md rule 2.5), so F just below travel / 100 ns keeps the
     // 1 ps polls after the first reply few (a few hundred) and exact.
     for (size, travel, f) in [(44u64, 150_600u64, "1.5"), (2048, 1_225_800, "12.25")] {
         let g = write_goal(dir.path(), &format!("pp2-{size}.goal"), &pingpong2(size));

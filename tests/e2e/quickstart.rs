@@ -1,6 +1,6 @@
 //! The README's quick start on a fresh clone: `scripts/cosim` with no
 //! arguments runs the built-in example (examples/pingpong.goal) from the
-//! repository alone, without `../shared` beside it (issue 12).
+//! repository alone, without `../shared` beside it.
 
 use std::path::Path;
 use std::process::Command;

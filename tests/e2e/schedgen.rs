@@ -6,7 +6,7 @@ use crate::util::{bin, reference_data_dir, run, stderr, stdout};
 use std::process::Command;
 
 /// Patterns that must simulate cleanly. `chained_dissem` is excluded on
-/// purpose: its marker sends go to rank 9999999 (schedgen.md 3.16) and the
+/// purpose: its marker sends go to rank 9999999 (docs/model/schedgen.md 3.16) and the
 /// simulator rejects it; checked separately below.
 const PATTERNS: &[&str] = &[
     "binomialtreebcast",
@@ -42,7 +42,7 @@ fn every_pattern_simulates_at_4_8_16_ranks() {
     for p in PATTERNS {
         for n in [4, 8, 16] {
             let goal = dir.path().join(format!("{p}-{n}.goal"));
-            // binarytreebcast is only consistent for root 0 (schedgen.md 3.3,
+            // binarytreebcast is only consistent for root 0 (docs/model/schedgen.md 3.3,
             // a reproduced reference quirk); the other rooted patterns run
             // with root 1.
             let root = if *p == "binarytreebcast" { "0" } else { "1" };

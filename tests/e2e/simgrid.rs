@@ -1,4 +1,4 @@
-//! The SimGrid bridge (issue 17): `ibnet export --simgrid` run in SimGrid
+//! The SimGrid bridge (docs/backends.md): `ibnet export --simgrid` run in SimGrid
 //! 3.32 (examples/simgrid/flows.cpp, compiled against libsimgrid) gives
 //! the completion times of `loggopsim --network flow` on the same flows.
 //!
@@ -12,10 +12,10 @@
 //! - `network/solver:fairbottleneck`: CM02's default solver weights each
 //!   flow's share by 1 / route latency (TCP's RTT unfairness: a flow's
 //!   sharing penalty is its route latency); the fair-bottleneck solver
-//!   shares equally, as our flow backend (and the issue's "plain max-min")
-//!   do. With the default solver the two agree exactly when the flows that
-//!   share a link have equal route latencies, which case
-//!   `h8_s2_equal_latencies` is built for and checks with both solvers;
+//!   shares equally, as our flow backend (plain max-min) does. With the
+//!   default solver the two agree exactly when the flows that share a link
+//!   have equal route latencies, which case `h8_s2_equal_latencies` is
+//!   built for and checks with both solvers;
 //!   `rtt_weighting_of_the_default_solver` pins the difference by hand.
 //!
 //! Latency: both models let a flow wait its route latency (the sum of its

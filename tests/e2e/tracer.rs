@@ -1,4 +1,4 @@
-//! The PMPI tracer end to end (issue 8): the thesis's test programs are
+//! The PMPI tracer end to end (docs/tracing.md): the thesis's test programs are
 //! compiled with mpicc, run under mpirun with the tracer preloaded, and their
 //! traces are checked, translated (`loggopsim trace2goal`) and simulated
 //! (`loggopsim -f`) with all LogGOPS parameters at zero. With the function
@@ -32,7 +32,7 @@ struct Method {
     start_skew: bool,
 }
 
-/// The method of the issue: MPI call durations as calcs (thesis 5.4), minus
+/// The durations method (docs/tracing.md): MPI call durations as calcs (thesis 5.4), minus
 /// the link time of the backend simulated with (LogGP at zero: none).
 const DURATIONS: Method = Method {
     name: "durations",
@@ -113,7 +113,7 @@ macro_rules! require_mpi {
     };
 }
 
-/// Issue 12: without Open MPI the MPI tests used to print "SKIPPED" and
+/// Without Open MPI the MPI tests used to print "SKIPPED" and
 /// pass. Now they fail, and the message says why and what to run.
 #[test]
 fn without_open_mpi_the_mpi_tests_fail_and_say_why() {
@@ -345,7 +345,7 @@ impl TracedRun {
 }
 
 /// Fields per record as the translator splits them (at every `:` and `,`),
-/// not counting the name: schedgen.md 4.2.
+/// not counting the name: docs/model/schedgen.md 4.2.
 fn expected_fields(name: &str) -> Option<usize> {
     Some(match name {
         "MPI_Init" => 4,
@@ -494,7 +494,7 @@ fn translate_simulate_compare(name: &str, traced: &TracedRun, method: &Method) -
     traced.compare(name, &sim, method)
 }
 
-/// Issue 8's accuracy criterion: with all LogGOPS parameters 0 and the
+/// The tracer's accuracy criterion (docs/tracing.md): with all LogGOPS parameters 0 and the
 /// durations method, every rank's simulated run time is within 5% of the
 /// traced one.
 fn assert_within_limit(name: &str, errors: &[f64]) {
@@ -930,7 +930,7 @@ fn trace_and_simulate_script_rejects_bad_input_clearly() {
     );
 }
 
-/// Issue 12: `--method plain` with the qdr fabric preset failed with
+/// `--method plain` with the qdr fabric preset failed with
 /// "unknown --link-model ''" although the plain method takes no link model.
 /// It must run and simulate on the QDR fabric: ltest sends 20 messages of
 /// 400000 B one after another, each at least 100 us at QDR 4x's 4 B/ns, so

@@ -1,6 +1,6 @@
 //! Zero-delay events applied where they are scheduled, when that provably
-//! gives the same run as queuing them (issue 13: fewer trips through the
-//! event queue, same results to the picosecond, same event count).
+//! gives the same run as queuing them (fewer trips through the event queue, same
+//! results to the picosecond, same event count).
 //!
 //! An event E scheduled at the current instant with seq s runs after every
 //! event already queued with a smaller key and after the rest of the

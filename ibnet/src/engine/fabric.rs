@@ -95,7 +95,7 @@ pub(super) struct Hca {
 /// (from the node's ibufs at a switch, from the generator at an HCA).
 /// Ports are numbered globally in node order, then port order.
 ///
-/// Field order is the memory layout (`repr(C)`, issue 13): the identity
+/// Field order is the memory layout (`repr(C)`): the identity
 /// fields and the head of each component's state are what every flit
 /// touches; each component puts its per-flit fields first. Every port
 /// starts on a cache line (`align(64)`), so that the identity fields and

@@ -85,8 +85,8 @@ impl Fabric {
 /// FIFO of flit handles (the ibuf's per-(output, VL) queues and the obuf's
 /// queue): a ring buffer of power-of-two capacity that grows by doubling.
 /// Why not `VecDeque`: the compiler kept its `push_back` and `pop_front`
-/// out of line (a call each on ~3 M flit moves per 200 us of OneHot,
-/// issue 13); these are small enough to inline everywhere.
+/// out of line (a call each on ~3 M flit moves per 200 us of OneHot);
+/// these are small enough to inline everywhere.
 #[derive(Clone, Default)]
 pub(super) struct FIdQueue {
     /// capacity 0 or a power of two

@@ -23,7 +23,7 @@ pub(super) struct IbVl {
     pub(super) free_stat: Stat,
 }
 
-/// Field order is the memory layout (`repr(C)`, issue 13): the per-flit
+/// Field order is the memory layout (`repr(C)`): the per-flit
 /// fields first, together, then the per-VL credits.
 #[repr(C)]
 pub(super) struct Ibuf {
@@ -201,7 +201,7 @@ impl Fabric {
     /// The hand-off of the head of queue (o, v) to the output's arbiter
     /// (or the sink). Always inlined into its two callers (`ibuf_flit`,
     /// `ibuf_sent`): out of line, its call, prologue and epilogue were
-    /// about a fifth of its cost (issue 13).
+    /// about a fifth of its cost.
     #[inline(always)]
     pub(super) fn ibuf_handoff(&mut self, pi: usize, o: usize, v: usize) {
         let nvl = self.nvl;

@@ -1,5 +1,5 @@
-//! Lossy links and end-to-end recovery (issue 14, docs/rdma.md "Lossy
-//! links and retransmission"). Off unless `link_packet_error_rate > 0`.
+//! Lossy links and end-to-end recovery (docs/rdma.md "Lossy links
+//! and retransmission"). Off unless `link_packet_error_rate > 0`.
 //!
 //! Corruption: each time the last flit of a data packet or of an ACK/NAK
 //! starts on a link (every hop, the HCA's own link included), the packet

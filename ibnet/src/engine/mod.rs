@@ -1,5 +1,5 @@
 //! The fabric engine: a sans-I/O discrete-event simulator of the flit-level
-//! InfiniBand model (ibfabric.md sections 1 to 6, 8, 12).
+//! InfiniBand model (docs/model/fabric.md sections 1 to 6, 8, 12).
 //!
 //! Event order: one future-event queue keyed by (time, seq). `seq` comes
 //! from a global counter (shifted left by `SEQ_SHIFT`) so equal-time events
@@ -45,18 +45,18 @@
 //! One module per component of the model (the reference's modules), each
 //! holding its state type and its handlers as an `impl Fabric` block:
 //!
-//! | module        | component                                   | spec      |
-//! |---------------|---------------------------------------------|-----------|
-//! | `app.rs`      | app (traffic source), message table         | 5.1       |
-//! | `gen.rs`      | generator (packetisation, injection)        | 5.2       |
-//! | `vlarb.rs`    | VL arbiter (HoQ, round robin, VL tables)    | 5.3       |
-//! | `obuf.rs`     | output buffer, credit timer, FC packets     | 5.4       |
-//! | `ibuf.rs`     | input buffer, routing, credits              | 5.5       |
-//! | `sink.rs`     | sink (drain, hiccup) and its statistics     | 5.6, 8    |
-//! | `cc.rs`       | congestion control (CNP, CCT index, timer)  | 12        |
-//! | `rdma.rs`     | one-sided put/get, their control packets    | issue 14  |
-//! | `pcie.rs`     | host model: PCIe DMA read/write per HCA     | issue 14  |
-//! | `nic.rs`      | host model: NIC TX/RX command engines       | issue 14  |
+//! | module      | component                                  | spec         |
+//! |-------------|--------------------------------------------|--------------|
+//! | `app.rs`    | app (traffic source), message table        | 5.1          |
+//! | `gen.rs`    | generator (packetisation, injection)       | 5.2          |
+//! | `vlarb.rs`  | VL arbiter (HoQ, round robin, VL tables)   | 5.3          |
+//! | `obuf.rs`   | output buffer, credit timer, FC packets    | 5.4          |
+//! | `ibuf.rs`   | input buffer, routing, credits             | 5.5          |
+//! | `sink.rs`   | sink (drain, hiccup) and its statistics    | 5.6, 8       |
+//! | `cc.rs`     | congestion control (CNP, CCT index, timer) | 12           |
+//! | `rdma.rs`   | one-sided put/get, their control packets   | docs/rdma.md |
+//! | `pcie.rs`   | host model: PCIe DMA read/write per HCA    | docs/rdma.md |
+//! | `nic.rs`    | host model: NIC TX/RX command engines      | docs/rdma.md |
 //!
 //! and the machinery around them:
 //!

@@ -1,4 +1,4 @@
-//! NIC command engines (issue 14, the Portals/SimGrid paper's TX and RX
+//! NIC command engines (docs/rdma.md, the Portals/SimGrid paper's TX and RX
 //! actors): each HCA has `nic_tx_engines` transmit and `nic_rx_engines`
 //! receive command processors. Every message the HCA sends (a host's send,
 //! put or read request, or an ack or read response the HCA generates) is one

@@ -20,7 +20,7 @@ pub(super) struct ObVl {
     pub(super) sent_fccl: u64,
 }
 
-/// Field order is the memory layout (`repr(C)`, issue 13): what the
+/// Field order is the memory layout (`repr(C)`): what the
 /// per-flit path reads and writes comes first, together (with VL 0's
 /// counters right after it, about three cache lines); what only the
 /// credit timer and the report read comes last.
@@ -197,7 +197,7 @@ impl Fabric {
     }
 
     /// Start the transmission of data flit `id`. Always inlined into its two
-    /// callers (`obuf_flit`, `obuf_pop`; as `ibuf_handoff`, issue 13).
+    /// callers (`obuf_flit`, `obuf_pop`; as `ibuf_handoff`).
     #[inline(always)]
     pub(super) fn obuf_transmit_data(&mut self, pi: usize, id: FId) {
         let now = self.now;

@@ -1,4 +1,4 @@
-//! Host interface (issue 14): the PCIe link between each HCA and its host
+//! Host interface (docs/rdma.md): the PCIe link between each HCA and its host
 //! memory, with `host_model = true` (off by default: the engine is then
 //! exactly the reference model). Timing of one transaction in
 //! [`crate::hostparams`].

@@ -1,7 +1,7 @@
-//! Queue pairs (issue 14, docs/rdma.md "Queue pairs"): several send queues
+//! Queue pairs (docs/rdma.md "Queue pairs"): several send queues
 //! per HCA, served packet by packet round robin by the generator.
 //!
-//! The reference HCA (ibfabric.md sec. 5.1, 5.2) has one app that hands one
+//! The reference HCA (docs/model/fabric.md sec. 5.1, 5.2) has one app that hands one
 //! message at a time to the generator, so a host sending to several peers
 //! sends its messages one after another (`send_queues = "single"`, the
 //! default; this module is then not used at all). A real HCA holds one

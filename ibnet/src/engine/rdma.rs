@@ -1,4 +1,4 @@
-//! One-sided operations (issue 14): RDMA put and get, and the control
+//! One-sided operations (docs/rdma.md): RDMA put and get, and the control
 //! traffic the fabric generates for them.
 //!
 //! An operation is injected with [`Fabric::inject_op`] and identified by
@@ -48,7 +48,7 @@ pub enum OpKind {
     Get,
 }
 
-/// One completion point of an operation (issue 14).
+/// One completion point of an operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OpPoint {
     /// Send: the message is delivered at the destination (the completion

@@ -58,7 +58,7 @@ impl Fabric {
     /// nothing is in flight, when the messages in flight can never complete
     /// (deadlock), or after a fatal error (see [`Fabric::error`]).
     ///
-    /// Deadlock rule (issue 19, cosim-protocol.md 3a: a fabric that only
+    /// Deadlock rule (docs/protocol.md rules 3.5 and 3a: a fabric that only
     /// stalls is not deadlocked). Foreground events are every event except
     /// the periodic timers (credit tick, sink hiccup toggle, CC timer) and
     /// the obuf pop / sink drain that a tick or a hiccup end starts

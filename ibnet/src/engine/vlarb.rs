@@ -41,7 +41,7 @@ pub(super) struct ArbVl {
     pub(super) fctbs: u64,
 }
 
-/// Field order is the memory layout (`repr(C)`, issue 13): the per-flit
+/// Field order is the memory layout (`repr(C)`): the per-flit
 /// fields first, together; the VL tables (maxVL > 0 only) last.
 #[repr(C)]
 pub(super) struct Arb {

@@ -1,4 +1,4 @@
-//! Destination sequences (`.dstSeq` + `.dstSeq.ini`, ibfabric.md 9) for the
+//! Destination sequences (`.dstSeq` + `.dstSeq.ini`, docs/model/fabric.md 9) for the
 //! app's `seq_once` / `seq_loop` / `seq_rand` modes.
 
 use std::collections::BTreeMap;
@@ -20,7 +20,7 @@ pub struct DstSeqs {
 }
 
 /// Read a `.dstSeq` vector file and its `.dstSeq.ini` index file. The ini
-/// may use `dstSeqVecIdx` (ibfabric.md) or `dstSeqIndex` (the shipped
+/// may use `dstSeqVecIdx` (docs/model/fabric.md) or `dstSeqIndex` (the shipped
 /// examples) as the parameter name.
 pub fn load_dst_seq(dstseq: &Path, ini: &Path) -> Result<DstSeqs, TopoError> {
     let vectors = parse_vectors(&read_text(dstseq)?, dstseq)?;

@@ -1,4 +1,4 @@
-//! Import of IBDM-style networks (ibfabric.md 9): `.topo` (cabling),
+//! Import of IBDM-style networks (docs/model/fabric.md 9): `.topo` (cabling),
 //! `.hcas` (HCA LIDs), optionally `.fdbs` + `.fdbs.ini` (forwarding tables).
 //!
 //! Naming: IBDM names become the reference's network-description names,
@@ -37,7 +37,7 @@ impl IbdmFiles {
     /// only `*.hcas` file in the same directory; `X.fdbs` and
     /// `X.fdbs.ini` when both exist.
     pub fn by_convention(topo: &Path) -> Result<IbdmFiles, TopoError> {
-        // `x.topo` has the parent "" (not "."): read_dir("") fails (issue 12)
+        // `x.topo` has the parent "" (not "."): read_dir("") fails
         let dir = match topo.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
@@ -699,7 +699,7 @@ pub(crate) fn read_tables(
                 ),
             ));
         }
-        // A value >= the port count means "no route" (ibfabric.md 9).
+        // A value >= the port count means "no route" (docs/model/fabric.md 9).
         let table = v
             .values
             .iter()

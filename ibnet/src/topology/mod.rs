@@ -6,7 +6,7 @@
 //! (TOML files, IBDM .topo/.fdbs import, generators, routing) lives here.
 //!
 //! - `nodes` are in declaration order. Order matters: the engine initialises
-//!   modules depth-first in this order (ibfabric.md 1.4), so it fixes
+//!   modules depth-first in this order (docs/model/fabric.md 1.4), so it fixes
 //!   same-instant FIFO order.
 //! - HCAs have exactly one port, numbered 0. Switch ports are 0-based
 //!   (IBDM's `P<n>` is port n-1).

@@ -1,5 +1,5 @@
 //! Import of the reference model's network descriptions (OMNeT++ NED
-//! files, ibfabric.md 9 "Network description"), the subset the reference's
+//! files, docs/model/fabric.md 9 "Network description"), the subset the reference's
 //! examples use:
 //!
 //! ```text
@@ -18,7 +18,7 @@
 //! Node order is the declaration order of the submodules and link order is
 //! the order of the connections: the reference creates and initialises its
 //! modules in this order, which decides the order of same-instant events
-//! (ibfabric.md 1.4). Forwarding tables come from the `.fdbs` and
+//! (docs/model/fabric.md 1.4). Forwarding tables come from the `.fdbs` and
 //! `.fdbs.ini` files beside the NED file (see [`NedFiles::by_convention`]),
 //! else min-hop tables are computed.
 //!

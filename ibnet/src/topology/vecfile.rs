@@ -1,4 +1,4 @@
-//! Readers for the reference model's small text formats (ibfabric.md 9):
+//! Readers for the reference model's small text formats (docs/model/fabric.md 9):
 //! vector files (`.fdbs`, `.dstSeq`) and index files (`.fdbs.ini`,
 //! `.dstSeq.ini`).
 

@@ -56,7 +56,7 @@ pub fn scenarios() -> Vec<Scenario> {
     ]
 }
 
-/// Version 2 exact notify: Grants (cosim-protocol.md 3a).
+/// Version 2 exact notify: Grants (docs/protocol.md rule 3a).
 fn grant(ctx: &mut Ctx) -> Result<(), String> {
     let (mut ch, pid, _) = attach_connect(ctx)?;
     let wait = |ch: &mut Channel, time: u64, horizon: u64| -> Result<Record, String> {

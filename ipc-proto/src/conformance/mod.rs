@@ -52,7 +52,7 @@ pub struct Options {
     /// Query protocol: the quantum q the fabric answers "not yet" with.
     pub quantum: Time,
     /// Query protocol: the fabric may answer a message's first query later
-    /// than t' + q (arrival estimate, cosim-protocol.md 2.5).
+    /// than t' + q (arrival estimate, docs/protocol.md rule 2.5).
     pub estimate: bool,
     /// Checker as fabric: every message arrives this long after its insert.
     pub latency: Time,
@@ -133,7 +133,7 @@ impl Scenario {
 pub fn scenarios() -> Vec<Scenario> {
     let mut v = fabric_checks::scenarios();
     v.extend(scheduler_checks::scenarios());
-    // version 3 (issue 14), last: the older numbers stay as they were
+    // version 3 (one-sided operations), last: the older numbers stay as they were
     v.push(fabric_checks::one_sided_scenario());
     // version 4 (triggered inserts), after it for the same reason
     v.push(fabric_checks::triggers_scenario());

@@ -1,5 +1,5 @@
 //! Co-simulation backends: the engine's network is the flit-level fabric
-//! (`ibnet`), reached through an ipc-proto [`Channel`] (cosim-protocol.md).
+//! (`ibnet`), reached through an ipc-proto [`Channel`] (docs/protocol.md).
 //!
 //! One type, [`CosimNetwork`], serves both protocols and every transport
 //! (shared-memory rings or POSIX message queues to an `ibnet serve`
@@ -356,7 +356,7 @@ impl CosimNetwork {
             ibnet::server::test_chatter("scheduler");
         }
         let served = ProtocolSpec::new(session.protocol(), session.version());
-        // version 3 is version 2 plus one-sided operations (issue 14), and
+        // version 3 is version 2 plus one-sided operations (docs/rdma.md), and
         // version 4 (notify) version 3 plus triggered inserts: a version-2
         // request accepts a version-3 fabric, a version-2 or -3 notify
         // request a version-4 one
@@ -456,7 +456,7 @@ impl CosimNetwork {
     }
 }
 
-/// The checks of a version-2 wait's answer (cosim-protocol.md 3a): the
+/// The checks of a version-2 wait's answer (docs/protocol.md rule 3a): the
 /// arrivals all at the batch's time, which is not past the horizon and is
 /// before the grant; a Grant alone and past the horizon.
 fn check_exact_answer(
@@ -587,7 +587,7 @@ impl Network for CosimNetwork {
         Ok(())
     }
 
-    /// Issue 14: the fabric carries put/get itself (protocol version 3,
+    /// The fabric carries put/get itself (protocol version 3,
     /// InsertOp); `check_one_sided` refuses older sessions.
     fn native_one_sided(&self) -> bool {
         true
@@ -911,7 +911,7 @@ mod tests {
     }
 
     /// Ping-pong of one-flit messages over one switch: each way takes
-    /// 150.6 ns (ibfabric.md 11 case 1 with the sec. 13 numbers), so rank 1
+    /// 150.6 ns (docs/model/fabric.md 11 case 1 with the sec. 13 numbers), so rank 1
     /// finishes at 150600 ps and rank 0 at 301200 ps, in every protocol.
     #[test]
     fn pingpong_all_protocols() {

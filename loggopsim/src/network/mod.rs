@@ -1,5 +1,5 @@
-//! The engine's view of the network (loggops.md section 7, cosim-protocol.md
-//! sections 2-3). The engine calls these methods at fixed points of its
+//! The engine's view of the network (docs/model/loggops.md section 7, docs/protocol.md
+//! rules 2-3). The engine calls these methods at fixed points of its
 //! handlers and never changes its timing rules for a backend:
 //!
 //! - `insert` at every send start (SEND handler, step 3);
@@ -11,7 +11,7 @@
 //!   `wait_arrivals` is called when no finite event is left; reported
 //!   events re-enter the active queue at their arrival time with their
 //!   original sequence number;
-//! - Exact mode (protocol version 2, cosim-protocol.md 3a): as notify, but
+//! - Exact mode (protocol version 2, docs/protocol.md rule 3a): as notify, but
 //!   the engine never processes an event at or after the time up to which
 //!   the network has vouched for every message in flight (its grant): it
 //!   calls `wait_exact(now, horizon)` first, with the time of its next
@@ -92,7 +92,7 @@ pub enum NetError {
     Unsupported(String),
 }
 
-/// A one-sided operation as a network carries it (issue 14, docs/rdma.md).
+/// A one-sided operation as a network carries it (docs/rdma.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OneSidedOp {
     /// `size` bytes src -> dst, then an acknowledgement dst -> src.
@@ -209,7 +209,7 @@ pub trait Network {
     fn peer_wait(&self) -> Option<std::time::Duration> {
         None
     }
-    /// Issue 14: true when the backend carries put/get itself
+    /// True when the backend carries put/get itself
     /// ([`Network::insert_op`]; the fabric, which generates the
     /// acknowledgement, read request and response packets). When false the
     /// engine composes them from messages: put = data message, then a

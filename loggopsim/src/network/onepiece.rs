@@ -9,7 +9,7 @@
 //! answer), do not even become records: they call the server's
 //! [`FabricServer::insert_message`] and [`FabricServer::wait_exact`], the
 //! functions its record handler calls (same checks, same counters). With
-//! exact notify the results equal polling at 1 ps (cosim-protocol.md 3a).
+//! exact notify the results equal polling at 1 ps (docs/protocol.md rule 3a).
 
 use super::fabric::{CosimArgs, CosimNetwork, Link};
 use super::inproc::report_fabric;

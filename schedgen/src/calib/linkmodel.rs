@@ -1,5 +1,5 @@
 //! Analytic link-layer model of the fabric's thesis-era preset
-//! (ibfabric.md section 13), used by the "MPI call durations as local
+//! (docs/model/fabric.md section 13), used by the "MPI call durations as local
 //! calculations" method (thesis 5.4): a call's duration minus the link-layer
 //! time of its sends and receives becomes a calc.
 //!
@@ -72,7 +72,7 @@ impl MessageTiming {
 }
 
 impl LinkModel {
-    /// The thesis-era preset of ibfabric.md section 13.
+    /// The thesis-era preset of docs/model/fabric.md section 13.
     pub fn thesis_ddr() -> Self {
         LinkModel {
             flit_bytes: 64,
@@ -177,7 +177,7 @@ pub enum LinkLayer {
 pub const LINK_LAYER_NAMES: &[&str] = &["none", "thesis-ddr"];
 
 impl LinkLayer {
-    /// `none` or `thesis-ddr` (the fabric preset of ibfabric.md 13).
+    /// `none` or `thesis-ddr` (the fabric preset of docs/model/fabric.md 13).
     pub fn by_name(name: &str) -> Option<Self> {
         match name {
             "none" => Some(LinkLayer::None),
@@ -207,8 +207,9 @@ impl LinkLayer {
 mod tests {
     use super::*;
 
+    /// The worked check of docs/model/fabric.md section 13.
     #[test]
-    fn worked_check_of_ibfabric_13() {
+    fn worked_check_of_the_thesis_era_preset() {
         // 2048 B over one switch: 1 packet of 2068 B = 32 full flits + 20 B.
         let m = LinkModel::thesis_ddr();
         assert_eq!(m.flits(2048).len(), 33);
@@ -234,7 +235,7 @@ mod tests {
         assert_eq!(m.send_time_ps(108), 32_000);
         assert_eq!(m.recv_time_ps(108), 35_200);
         // Multi-packet: 10000 B = 4 full packets (4 x 2156 = 8624 B) and a
-        // fifth holding the remaining 1376 + 20 = 1396 B (ibfabric.md 13 says
+        // fifth holding the remaining 1376 + 20 = 1396 B (docs/model/fabric.md 13 says
         // "4 packets, the last 1376 + 20", which only adds up as 4 + 1).
         let f = m.flits(10_000);
         assert_eq!(f.len(), 34 * 4 + 22);

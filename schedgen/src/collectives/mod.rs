@@ -1,7 +1,7 @@
 //! Collectives as MPI libraries run them (`trace2goal --collectives`).
 //!
 //! The trace translator turns each traced collective call into messages.
-//! `textbook` (the default) uses LogGOPSim's algorithms of schedgen.md
+//! `textbook` (the default) uses LogGOPSim's algorithms of docs/model/schedgen.md
 //! (dissemination for Barrier, Allreduce and Allgather, binomial trees for
 //! Bcast and Reduce, linear exchange for Alltoall, linear Gather/Scatter).
 //! `ompi` and `mpich` use the algorithm the library would pick for that
@@ -20,7 +20,7 @@ use algorithms as a;
 /// Which collective algorithms the translation uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Library {
-    /// LogGOPSim's algorithms (schedgen.md), as before.
+    /// LogGOPSim's algorithms (docs/model/schedgen.md), as before.
     #[default]
     Textbook,
     /// Open MPI's coll/tuned fixed decision rules.

@@ -1,5 +1,5 @@
 //! liballprof traces: reading lines ([`reader`]) and translating them to
-//! GOAL ([`translate()`]), schedgen.md section 4 plus the extensions listed in
+//! GOAL ([`translate()`]), docs/model/schedgen.md section 4 plus the extensions listed in
 //! docs/schedgen.md.
 pub mod reader;
 pub mod translate;

@@ -1,4 +1,4 @@
-//! Line-level parsing of liballprof traces (schedgen.md 4.2, 4.3).
+//! Line-level parsing of liballprof traces (docs/model/schedgen.md 4.2, 4.3).
 
 use std::path::{Path, PathBuf};
 

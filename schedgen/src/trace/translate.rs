@@ -1,4 +1,4 @@
-//! The trace translator: the per-rank state machine of schedgen.md 4.4-4.7
+//! The trace translator: the per-rank state machine of docs/model/schedgen.md 4.4-4.7
 //! plus the extensions (more collectives) and the thesis's calibration
 //! methods (docs/calibration.md).
 
@@ -12,7 +12,7 @@ use crate::collectives::{self, Coll as LibColl, Library};
 use crate::goal::{maketag, Counts, DepKind, GoalWriter, Label, Prelude};
 use crate::patterns;
 
-/// Options of trace mode (schedgen.md section 1 trace options, plus ours).
+/// Options of trace mode (docs/model/schedgen.md section 1 trace options, plus ours).
 #[derive(Debug, Clone)]
 pub struct TraceOptions {
     /// Multiplier from trace time units (microseconds) to schedule units.
@@ -207,7 +207,7 @@ fn records_from(text: &str, from: usize) -> impl Iterator<Item = Record<'_>> {
 }
 
 /// `--traces-start` state: per rank, the byte offset to continue from and
-/// the t0 to continue with (schedgen.md 4.7).
+/// the t0 to continue with (docs/model/schedgen.md 4.7).
 #[derive(Debug, Clone)]
 pub struct StartFile {
     pub entries: Vec<(u64, f64)>,
@@ -365,7 +365,7 @@ fn count_array(f: &Fields, k: usize, p: usize, what: &str) -> Result<(Vec<i64>, 
 
 /// Largest message the translator writes: the reference computes sizes in
 /// a C `int`, and GOAL sizes from traces are kept in that range (a larger
-/// product used to wrap to a negative or zero size, issue 12).
+/// product used to wrap to a negative or zero size).
 pub const MAX_MESSAGE_BYTES: i64 = i32::MAX as i64;
 
 /// `count * datatype size` in bytes, checked: both non-negative and the
@@ -461,7 +461,7 @@ impl Ctx<'_> {
     /// from zero. A negative duration (the trace's times go backwards) or
     /// one that does not fit in 64 bits is an error (recorded in `err`):
     /// the reference wraps it to a huge unsigned value, which gave a
-    /// schedule whose times overflow (issue 12).
+    /// schedule whose times overflow.
     fn units(&mut self, us: f64, file: &Path, line: usize) -> u64 {
         let v = (us * self.o.timemult).round();
         if v.is_nan() || v < 0.0 {
@@ -686,7 +686,7 @@ fn read_traces(first: &Path) -> Result<Vec<RankTrace>, TraceError> {
             }
             _ => {}
         }
-        // Bounded: regular files of at most MAX_TRACE_BYTES (issue 12, 11).
+        // Bounded: regular files of at most MAX_TRACE_BYTES.
         let bytes =
             crate::input::read_limited(&f, crate::input::MAX_TRACE_BYTES).map_err(|msg| {
                 TraceError::File {
@@ -704,7 +704,7 @@ fn read_traces(first: &Path) -> Result<Vec<RankTrace>, TraceError> {
             ));
         }
         // An empty file, or one without a single MPI call line, is not a
-        // trace (it used to give an empty schedule with exit 0, issue 12).
+        // trace (it used to give an empty schedule with exit 0).
         if !text
             .lines()
             .any(|l| matches!(recognise(l), Ok(Recognised::Known { .. })))
@@ -811,7 +811,7 @@ fn check_missing_ranks(
         return Ok(());
     }
     // List at most a few names: the size comes from the trace and may be
-    // anything up to 2^63 (issue 12, item 1).
+    // anything up to 2^63.
     const LIST: i64 = 8;
     let mut missing: Vec<String> = (h..world.min(h.saturating_add(LIST)))
         .map(|r| trace_file_names(first, r as usize).map(|p| p.display().to_string()))
@@ -1549,7 +1549,7 @@ fn translate_rank(
 /// A point-to-point peer from a trace, shifted to the extrapolation copy
 /// (`off`), must be one of the `total` ranks (a receive may use -1, any
 /// source). A peer beyond the trace files found used to be written and only
-/// failed when simulated (issue 12).
+/// failed when simulated.
 fn check_peer(peer: i32, is_recv: bool, off: i32, total: i32, hn: usize) -> Result<i32, String> {
     if is_recv && peer == -1 {
         return Ok(-1);

@@ -1,6 +1,6 @@
-//! Regression tests of issue 12 for ibnet (one test per item; each failed
-//! before the fix): bad input is a clear error naming file and line, exit
-//! 2, no panic, no abort, no hang; units and flags of `ibnet run`.
+//! Regression tests of ibnet's input handling (each failed before its fix):
+//! bad input is a clear error naming file and line, exit 2, no panic, no
+//! abort, no hang; units and flags of `ibnet run`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -82,10 +82,10 @@ fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-// item 2 ---------------------------------------------------------------
+// delays that round to zero --------------------------------------------
 
 #[test]
-fn item2_delays_that_round_to_zero_ps_are_rejected() {
+fn delays_that_round_to_zero_ps_are_rejected() {
     assert_bad_input(
         &[
             "run",
@@ -123,10 +123,10 @@ fn item2_delays_that_round_to_zero_ps_are_rejected() {
     p.check().unwrap();
 }
 
-// item 3 ---------------------------------------------------------------
+// huge sizes -----------------------------------------------------------
 
 #[test]
-fn item3_huge_sizes_are_errors_not_aborts() {
+fn huge_sizes_are_errors_not_aborts() {
     assert_bad_input(
         &[
             "run",
@@ -175,14 +175,14 @@ fn item3_huge_sizes_are_errors_not_aborts() {
     assert!(e.to_string().contains("1 TiB"), "{e}");
 }
 
-// item 6 ---------------------------------------------------------------
+// file names without a directory part ----------------------------------
 
 #[test]
 #[cfg_attr(
     not(reference_data),
     ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
 )]
-fn item6_topology_files_without_a_directory_part() {
+fn topology_files_without_a_directory_part() {
     let dir = tempfile::tempdir().unwrap();
     for n in [
         "is1_3l_32n.topo",
@@ -220,10 +220,10 @@ fn item6_topology_files_without_a_directory_part() {
     assert_eq!(v["report"]["sinks"].as_array().unwrap().len(), 32);
 }
 
-// item 7 ---------------------------------------------------------------
+// --until with closed-loop traffic -------------------------------------
 
 #[test]
-fn item7_until_stops_closed_loop_traffic() {
+fn until_stops_closed_loop_traffic() {
     let t0 = Instant::now();
     let o = ibnet(&[
         "run",
@@ -266,7 +266,7 @@ fn item7_until_stops_closed_loop_traffic() {
     assert_eq!(v["closed_loop"]["messages"], 24);
 }
 
-// item 8 ---------------------------------------------------------------
+// out-of-range delays --------------------------------------------------
 
 const DELAY_KEYS: &[&str] = &[
     "gen_dly_per_byte_ns",
@@ -285,7 +285,7 @@ const DELAY_KEYS: &[&str] = &[
 ];
 
 #[test]
-fn item8_out_of_range_delays_are_errors() {
+fn out_of_range_delays_are_errors() {
     for key in DELAY_KEYS {
         for v in ["1e17", "1e308", "1.7976931348623157e308", "1e13"] {
             let e = Params::qdr()
@@ -349,14 +349,14 @@ fn item8_out_of_range_delays_are_errors() {
     );
 }
 
-// item 9 ---------------------------------------------------------------
+// error messages name file, line and parameter -------------------------
 
 #[test]
 #[cfg_attr(
     not(reference_data),
     ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
 )]
-fn item9_errors_name_file_line_and_the_right_parameter() {
+fn errors_name_file_line_and_the_right_parameter() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // non-UTF-8: TOML topology, IBDM .topo, dstSeq, --config
@@ -481,17 +481,17 @@ fn item9_errors_name_file_line_and_the_right_parameter() {
     );
 }
 
-// item 10 --------------------------------------------------------------
+// serve with a bad key -------------------------------------------------
 
 #[test]
-fn item10_serve_with_a_bad_key_exits_2() {
+fn serve_with_a_bad_key_exits_2() {
     assert_bad_input(&["serve", "--key", "a/b", "--topology", "H8_S1"], &["a/b"]);
 }
 
-// item 11 --------------------------------------------------------------
+// devices and FIFOs ----------------------------------------------------
 
 #[test]
-fn item11_devices_and_fifos_are_refused_without_hanging() {
+fn devices_and_fifos_are_refused_without_hanging() {
     assert_bad_input(
         &["run", "--topology", "/dev/zero"],
         &["/dev/zero", "not a regular file"],
