@@ -638,8 +638,8 @@ impl Supervisor {
 /// version 3 for the chosen protocol: a schedule with put/get runs under
 /// plain `-p notify`/`-p query`. Version 4 (triggered inserts) is served
 /// only when asked for (`-p notify-v4`): on this machine it saves round
-/// trips but costs more per message than they do (docs/cosim-speed-history.md,
-/// session 15).
+/// trips but costs more per message than they do (docs/cosim.md, "Speed:
+/// what the coupling costs").
 fn fabric_protocol(p: &str) -> &str {
     match p {
         "notify" => "notify-v3",

@@ -4,7 +4,7 @@
 //! Why one CPU: under every protocol of the co-simulation the two sides
 //! alternate. The scheduler works until it has sent its inserts and its
 //! horizon (notify) or its query; then the fabric works until it answers;
-//! neither has anything to do while the other works (cosim-protocol.md
+//! neither has anything to do while the other works (docs/protocol.md
 //! sections 2, 3, 3a). Two CPUs therefore buy no parallelism, only a
 //! cross-CPU wake-up per round trip: on this kind of VM about 50 us, against
 //! 7-10 us when the woken side runs on the waker's CPU (and a spinning

@@ -117,10 +117,9 @@ pub fn spawn(
 /// Start `prog args` (stdin empty, stdout and stderr piped) without the
 /// threads that collect its output: a supervisor that starts two sides
 /// starts both first and only then calls [`watch`] on each, because on
-/// this project's VM a spawn from a process that has just created threads
-/// cost about 2 ms instead of 0.3 ms, time the fabric's start-up then
-/// lacks (measured on a one-message chain, 28 Nov 2026:
-/// docs/cosim-speed-history.md, session 17).
+/// a virtual machine a spawn from a process that has just created threads
+/// can cost about 2 ms instead of 0.3 ms (measured on a one-message chain),
+/// time the fabric's start-up then lacks.
 pub fn start(
     prog: &Path,
     args: &[String],

@@ -17,7 +17,7 @@
 //! *starts* (the engine adds a flit's whole wire time when it goes on the
 //! wire), so `utilisation = busy_ps / window length` can exceed 1 by at most
 //! one flit time over the window length. The queue depth is the mean of the
-//! obuf's periodic samples (one per credit period, ibfabric.md section 8)
+//! obuf's periodic samples (one per credit period, docs/model/fabric.md section 8)
 //! taken in the window; empty when none was taken.
 //!
 //! Message rows (`--messages-csv`), one per message at the end: `id, src,

@@ -313,7 +313,7 @@ fn dissemination_identical_in_every_mode_on_h8_topologies() {
 /// (Not a many-to-one gather: at q = 1 ps a message delayed by incast is
 /// polled once per ps of delay, e.g. a 3-to-1 fan-in after these rounds
 /// takes 5e6 round trips; a 63-to-1 gather of 180 B overflows a spine
-/// obuf, ibfabric.md Q4, reported as a fabric error.)
+/// obuf, docs/model/fabric.md Q4, reported as a fabric error.)
 fn any_source_goal(n: usize) -> String {
     let rounds = n.trailing_zeros() as usize;
     let mut s = format!("num_ranks {n}\n\n");
@@ -397,10 +397,10 @@ fn query_at_1ns_stays_within_quantum_times_critical_path() {
 }
 
 /// One message between the two HCAs of `chain:1` (H_1 - SW_1 - H_2, the
-/// network of ibfabric.md 11), L=o=g=G=O=0: the receiver finishes at the
+/// network of docs/model/fabric.md 11), L=o=g=G=O=0: the receiver finishes at the
 /// fabric's travel time.
 ///
-/// 1 flit (44 B + 20 B header = 64 B, thesis-ddr, ibfabric.md 11 case 1
+/// 1 flit (44 B + 20 B header = 64 B, thesis-ddr, docs/model/fabric.md 11 case 1
 /// and 13): injected at 0, the generator gets it at 1 ns (msg2msgGap) and
 /// pops it in 64 x 0.25 = 16 ns: it leaves H_1 at 17 ns, reaches the switch
 /// at 17 ns (first bit), ISW 50 ns, VSW 50 ns -> at H_2 at 117 ns, drained
@@ -512,7 +512,7 @@ fn dissemination_648_on_m9_equals_fabric_alone() {
 }
 
 /// 4312 B = 2 x 2156 B payload: two packets of 2176 B = 34 full flits each,
-/// over one switch (thesis-ddr, ibfabric.md 13; derivation in docs/cosim.md).
+/// over one switch (thesis-ddr, docs/model/fabric.md 13; derivation in docs/cosim.md).
 /// Packet 0 is the single-packet case: flit k reaches H_2 at 117 + 32k ns
 /// and, the 33.6 ns drain being slower than the 32 ns wire, is consumed at
 /// 150.6 + 33.6k ns, flit 33 at 1259.4 ns. Packet 1 may start at H_1 only
@@ -1112,7 +1112,7 @@ fn fabric_logs_are_written() {
 }
 
 /// `--map` moves ranks: rank 0 on H_8 and rank 1 on H_1 of H8_S2 puts the
-/// two switches on the path, +100 ns (ISW + VSW, ibfabric.md 11 case 6)
+/// two switches on the path, +100 ns (ISW + VSW, docs/model/fabric.md 11 case 6)
 /// over the one-switch 150.6 ns. A bad map file is a startup error naming
 /// file and line.
 #[test]
@@ -1512,7 +1512,7 @@ fn sides_follow_a_supervisor_killed_with_sigkill() {
     }
 }
 
-/// Issue 14: a schedule with put, get and poll runs through the supervisor
+/// A schedule with put, get and poll runs through the supervisor
 /// under protocol version 3 (`-p notify-v3`) with identical per-rank times
 /// over shared memory, message queues, the fabric thread and one-piece;
 /// under plain `-p notify` the supervisor serves version 3 (the fabric

@@ -1,5 +1,5 @@
 //! The server's per-message bookkeeping structures, built for the
-//! co-simulation's per-record path (issue 19: every insert and every
+//! co-simulation's per-record path (every insert and every
 //! arrival passes through them, serially with the fabric's own work).
 //!
 //! - [`HandleMap`](crate::handles::HandleMap) (in `handles.rs`, shared

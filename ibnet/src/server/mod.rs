@@ -1,9 +1,9 @@
-//! The fabric's co-simulation server (cosim-protocol.md): a sans-I/O state
+//! The fabric's co-simulation server (docs/protocol.md): a sans-I/O state
 //! machine [`FabricServer`] that turns the scheduler's records into
 //! [`Fabric`] calls and answers with records, plus the transport loop and
 //! the `ibnet serve` command ([`serve`]).
 //!
-//! Rules implemented here (section numbers of cosim-protocol.md):
+//! Rules implemented here (rule numbers of docs/protocol.md):
 //!
 //! - Insert (2.1, 3.1): rank -> HCA through the rank map (7); the message is
 //!   injected at its own time from the source HCA to the destination HCA;
@@ -172,7 +172,7 @@ struct Slot {
     base: Time,
     /// The stronger lower bound with the serialisation (zero-load bound).
     lb: Time,
-    /// Version 3 (issue 14): 0 a message, `OP_PUT` or `OP_GET`. For a put
+    /// Version 3: 0 a message, `OP_PUT` or `OP_GET`. For a put
     /// `arrived` is the local completion (its final point), `remote` the
     /// remote completion, reported under `handle`; the local one under
     /// `ack_handle`. For a get `arrived` is its completion.
@@ -281,7 +281,7 @@ impl FabricServer {
         let triggers_ok = fabric.inject_order_free();
         let mut fabric = fabric;
         if ops {
-            // start recording completion points (issue 14)
+            // start recording completion points
             fabric.take_op_events();
         }
         Ok(FabricServer {
@@ -705,7 +705,7 @@ impl FabricServer {
         n
     }
 
-    /// The thesis's base (cosim-protocol.md 2.5): the fixed per-hop
+    /// The thesis's base (docs/protocol.md rule 2.5): the fixed per-hop
     /// latencies along the route, i.e. ISW + VSW delay per switch (the
     /// model has no wire propagation delay), without serialisation,
     /// generator or sink time. Every travel time is at least this: a flit
@@ -855,7 +855,7 @@ impl FabricServer {
         by_base.max(by_engine)
     }
 
-    /// Version 2 NoMoreInserts{time, horizon} (cosim-protocol.md 3a): the
+    /// Version 2 NoMoreInserts{time, horizon} (docs/protocol.md rule 3a): the
     /// answer of [`FabricServer::wait_exact`] as records.
     fn wait_v2(
         &mut self,

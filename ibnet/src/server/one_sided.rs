@@ -1,4 +1,4 @@
-//! Protocol version 3 in the fabric server (issue 14): one-sided
+//! Protocol version 3 in the fabric server: one-sided
 //! operations. An InsertOp is injected with `Fabric::inject_op`; the
 //! fabric's completion points (`take_op_events`) become the arrivals of
 //! their handles: a put's remote completion (Delivered) under its

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `ibnet serve`: the fabric side of a co-simulation (cosim-protocol.md)
+/// `ibnet serve`: the fabric side of a co-simulation (docs/protocol.md)
 /// over shared-memory rings (the default, as in scripts/cosim) or POSIX
 /// message queues. Creates the session's objects, waits for the
 /// scheduler, serves until Finish, prints its statistics and exits 0.
@@ -29,7 +29,7 @@ pub struct ServeArgs {
     pub key: String,
     /// Synchronisation protocol and wire version: notify (exact
     /// notification, version 2), query (polling, version 2), notify-v3 /
-    /// query-v3 (version 3: version 2 plus put/get, issue 14), notify-v1
+    /// query-v3 (version 3: version 2 plus put/get), notify-v1
     /// (the thesis's run-ahead notification, version 1, for v1 peers),
     /// query-v1 (polling with v1 peers), notify-v4 (version 4: version 3
     /// plus triggered inserts; loggopsim asked for notify version 2 or 3
@@ -368,7 +368,7 @@ pub fn run_serve(a: &ServeArgs) -> i32 {
     name = "ibnet serve",
     bin_name = "ibnet serve",
     version,
-    about = "Serve a co-simulation: the fabric side of cosim-protocol.md over shared memory (default) or POSIX message queues"
+    about = "Serve a co-simulation: the fabric side of docs/protocol.md over shared memory (default) or POSIX message queues"
 )]
 pub struct ServeCli {
     #[command(flatten)]

@@ -17,7 +17,7 @@ pub struct SetupArgs {
     #[arg(long, value_name = "TOPOLOGY", default_value = "H8_S6")]
     pub topology: String,
     /// Fabric parameter preset (thesis-ddr is the co-simulation default,
-    /// ibfabric.md section 13; qdr; hcyang99; thesis-ch5 and thesis-ch4, the
+    /// docs/model/fabric.md section 13; qdr; hcyang99; thesis-ch5 and thesis-ch4, the
     /// thesis's chapter-5 and chapter-4 model generations, docs/thesis.md).
     #[arg(long, value_name = "NAME", default_value = "thesis-ddr")]
     pub preset: String,

@@ -80,7 +80,7 @@ fn ins(handle: u64, time: u64, src: u32, dst: u32, size: u64) -> Record {
     }
 }
 
-/// ibfabric.md 11 case 1 with the thesis-era numbers (sec. 13): a 44-byte
+/// docs/model/fabric.md 11 case 1 with the thesis-era numbers (sec. 13): a 44-byte
 /// message is one 64-byte packet (20-byte header), one flit. Injected at 0:
 /// generator at 1 ns, pop 16 ns -> leaves H_1 at 17 ns, ISW + VSW = 100 ns
 /// -> reaches H_2 at 117 ns, drained in 64 x 0.525 = 33.6 ns -> 150.6 ns.
@@ -259,7 +259,7 @@ fn estimate_is_f_times_per_hop_latencies_and_counts_causality_errors() {
     assert_eq!(s.stats().causality_errors, 0);
 }
 
-/// The issue's case: with the qdr preset on one switch the old zero-load
+/// The case that showed it: with the qdr preset on one switch the old zero-load
 /// base gave 8 causality errors at F = 1 (up to 18.7 ns). The per-hop base
 /// is a true lower bound: no error for any size.
 #[test]
@@ -550,7 +550,7 @@ fn logs_are_written() {
     );
 }
 
-/// Version 3 (issue 14): a put's two points arrive under its two handles,
+/// Version 3: a put's two points arrive under its two handles,
 /// a get's under its handle, at the fabric's own times; a message beside
 /// them as in version 2. Thesis-ddr on H8_S1: a 44-byte put's data is the
 /// 44-byte message above (ONE_FLIT_PS); the acknowledgement is a real
