@@ -1,0 +1,31 @@
+"""ibcosim: co-simulation of MPI applications on InfiniBand, from Python.
+
+A thin layer over the workspace's Rust crates (loggopsim, ibnet,
+schedgen), called in this process:
+
+- schedules: :func:`read_goal`, :func:`gen`, :func:`trace2goal`;
+- topologies: :func:`topology` (summary, hosts, switches, links, routes),
+  :func:`preset`;
+- simulations: :func:`simulate` (a schedule on a backend: loggp, flow,
+  penalty, lop, onepiece, inproc; cosim through the ``cosim`` binary),
+  :func:`fabric_run` (the fabric alone with its traffic patterns);
+- sweeps: :func:`sweep` (a grid of simulations on a Dask cluster, cached
+  on disk);
+- errors: :class:`InputError` (a ValueError; :class:`FileError` also an
+  OSError), :class:`SimulationError`.
+
+See docs/python.md.
+"""
+
+from ._native import __version__
+from .errors import FileError, IbcosimError, InputError, SimulationError
+from .schedule import Schedule, gen, read_goal, trace2goal
+from .sim import BACKENDS, FabricResult, SimResult, fabric_run, simulate, simulate_cosim
+from .sweep import sweep
+from .topo import Topology, preset, topology
+
+__all__ = [
+    "__version__", "BACKENDS", "FabricResult", "FileError", "IbcosimError", "InputError",
+    "Schedule", "SimResult", "SimulationError", "Topology", "fabric_run", "gen", "preset",
+    "read_goal", "simulate", "simulate_cosim", "sweep", "topology", "trace2goal",
+]

@@ -1,0 +1,999 @@
+//! `ibcosim._native`: the Rust side of the Python package `ibcosim`.
+//!
+//! Every function is a thin layer over the workspace's library crates, doing
+//! what the command lines (`loggopsim`, `loggopsim gen|trace2goal`, `ibnet
+//! run|topology|routes`) do with the same library calls. Options arrive as
+//! command-line words (the Python side turns keyword arguments into them)
+//! and are parsed by the same clap definitions (`CosimArgs`, `FastArgs`,
+//! `GenArgs`, `Trace2GoalArgs`) or by copies of the binaries' small ones
+//! with the same defaults, so that a value means what it means on the
+//! command line. Reports go back as JSON text with the binaries' keys.
+//!
+//! Errors become the Python exceptions of `ibcosim.errors`: `InputError`
+//! for what the binaries report with exit code 2 (bad options, files,
+//! parameters), `SimulationError` for exit code 1 (a failed run).
+
+use clap::{Parser, ValueEnum};
+use loggopsim::engine::{NoTrace, Params, Sim, TraceEvent, Tracer};
+use loggopsim::network::{LogGp, Network};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+// ---------------------------------------------------------------- errors
+
+/// An error and the exception class it becomes.
+enum Fail {
+    /// bad input (the binaries' exit code 2)
+    Input(String),
+    /// an input file that cannot be opened or read (also exit code 2)
+    Io(String),
+    /// a failed run (exit code 1)
+    Sim(String),
+    /// stopped by a signal (the pending KeyboardInterrupt is raised)
+    Interrupted,
+}
+
+impl Fail {
+    fn into_py(self, py: Python<'_>) -> PyErr {
+        let (class, msg) = match self {
+            Fail::Input(m) => ("InputError", m),
+            Fail::Io(m) => ("FileError", m),
+            Fail::Sim(m) => ("SimulationError", m),
+            Fail::Interrupted => return pyo3::exceptions::PyKeyboardInterrupt::new_err(()),
+        };
+        match py
+            .import_bound("ibcosim.errors")
+            .and_then(|m| m.getattr(class))
+        {
+            Ok(cls) => match cls.call1((msg.clone(),)) {
+                Ok(v) => PyErr::from_value_bound(v),
+                Err(e) => e,
+            },
+            Err(_) => pyo3::exceptions::PyValueError::new_err(msg),
+        }
+    }
+}
+
+type R<T> = Result<T, Fail>;
+
+fn input(e: impl std::fmt::Display) -> Fail {
+    Fail::Input(e.to_string())
+}
+
+/// clap's message for bad options, without its usage lines.
+fn clap_err(e: clap::Error) -> Fail {
+    let s = e.render().to_string();
+    let first = s
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .to_string();
+    Fail::Input(first)
+}
+
+// ------------------------------------------------------------- progress
+
+/// Calls a Python callable now and then (with the GIL) from a run that
+/// released it, and checks for signals (Ctrl-C stops the run with
+/// KeyboardInterrupt).
+struct Progress {
+    cb: Option<PyObject>,
+    last: Instant,
+    every: f64,
+    /// a signal handler raised (KeyboardInterrupt): the run stops
+    interrupted: Option<PyErr>,
+}
+
+impl Progress {
+    fn new(cb: Option<PyObject>) -> Progress {
+        Progress {
+            cb,
+            last: Instant::now(),
+            every: 0.5,
+            interrupted: None,
+        }
+    }
+    fn due(&self) -> bool {
+        self.last.elapsed().as_secs_f64() >= self.every
+    }
+    /// Call back with a dict of `items` (when due, or `force`); false
+    /// when the run must stop (a signal).
+    fn call(&mut self, items: &[(&str, f64)], force: bool) -> bool {
+        if !(force || self.due()) {
+            return self.interrupted.is_none();
+        }
+        self.last = Instant::now();
+        Python::with_gil(|py| {
+            if let Err(e) = py.check_signals() {
+                self.interrupted = Some(e);
+                return;
+            }
+            if let Some(cb) = &self.cb {
+                let d = PyDict::new_bound(py);
+                for (k, v) in items {
+                    let _ = d.set_item(*k, *v);
+                }
+                // a failing progress callback must not stop the run
+                if let Err(e) = cb.call1(py, (d,)) {
+                    e.print(py);
+                }
+            }
+        });
+        self.interrupted.is_none()
+    }
+}
+
+// ------------------------------------------------------------ schedules
+
+/// A schedule in memory (loggopsim's compact form).
+#[pyclass(module = "ibcosim._native", name = "NativeSchedule")]
+#[derive(Clone)]
+struct NativeSchedule {
+    s: loggopsim::schedule::Schedule,
+}
+
+#[pymethods]
+impl NativeSchedule {
+    #[getter]
+    fn num_ranks(&self) -> u32 {
+        self.s.num_ranks()
+    }
+    #[getter]
+    fn num_cpus(&self) -> u32 {
+        self.s.num_cpus()
+    }
+    #[getter]
+    fn num_nics(&self) -> u32 {
+        self.s.num_nics()
+    }
+    #[getter]
+    fn uses_one_sided(&self) -> bool {
+        self.s.uses_one_sided()
+    }
+    /// Operations per kind and bytes sent: a dict.
+    fn stats(&self, py: Python<'_>) -> PyResult<PyObject> {
+        use loggopsim::schedule::Kind;
+        let (mut sends, mut recvs, mut calcs, mut other, mut bytes) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        for r in 0..self.s.num_ranks() {
+            for n in self.s.rank_nodes(r) {
+                let op = self.s.op(n);
+                match op.kind {
+                    Kind::Send => {
+                        sends += 1;
+                        bytes += op.size;
+                    }
+                    Kind::Recv => recvs += 1,
+                    Kind::Calc => calcs += 1,
+                    _ => other += 1,
+                }
+            }
+        }
+        let d = PyDict::new_bound(py);
+        d.set_item("num_ranks", self.s.num_ranks())?;
+        d.set_item("num_ops", sends + recvs + calcs + other)?;
+        d.set_item("sends", sends)?;
+        d.set_item("recvs", recvs)?;
+        d.set_item("calcs", calcs)?;
+        d.set_item("other_ops", other)?;
+        d.set_item("bytes_sent", bytes)?;
+        Ok(d.into_any().unbind())
+    }
+    /// Write as GOAL text (`binary=False`) or LogGOPSim's binary layout.
+    #[pyo3(signature = (path, binary=false))]
+    fn write(&self, py: Python<'_>, path: PathBuf, binary: bool) -> PyResult<()> {
+        let r = (|| -> std::io::Result<()> {
+            use std::io::Write;
+            let f = std::fs::File::create(&path)?;
+            let mut w = std::io::BufWriter::new(f);
+            if binary {
+                loggopsim::binfmt::write(&self.s, &mut w)?;
+            } else {
+                loggopsim::goal::write_goal(&self.s, &mut w)?;
+            }
+            w.flush()
+        })();
+        r.map_err(|e| input(format!("cannot write {}: {e}", path.display())).into_py(py))
+    }
+    fn __repr__(&self) -> String {
+        format!("<NativeSchedule: {} ranks>", self.s.num_ranks())
+    }
+}
+
+/// Read a schedule (GOAL text or binary, detected by content) as loggopsim
+/// does; returns the schedule and the reader's warnings.
+#[pyfunction]
+fn load_schedule(py: Python<'_>, path: PathBuf) -> PyResult<(NativeSchedule, Vec<String>)> {
+    let r = py.allow_threads(|| loggopsim::load_schedule_warnings(&path));
+    match r {
+        Ok((s, w)) => Ok((NativeSchedule { s }, w)),
+        Err(e @ loggopsim::goal::LoadError::Io { .. }) => Err(Fail::Io(e.to_string()).into_py(py)),
+        Err(e) => Err(input(e).into_py(py)),
+    }
+}
+
+#[derive(Parser)]
+#[command(name = "loggopsim gen", no_binary_name = true)]
+struct GenCli {
+    #[command(flatten)]
+    a: schedgen::cli::GenArgs,
+}
+
+#[derive(Parser)]
+#[command(name = "loggopsim trace2goal", no_binary_name = true)]
+struct T2gCli {
+    #[command(flatten)]
+    a: schedgen::cli::Trace2GoalArgs,
+}
+
+/// `loggopsim gen WORDS`: the GOAL file is written where `-o` says.
+#[pyfunction]
+fn gen(py: Python<'_>, words: Vec<String>) -> PyResult<()> {
+    let cli = GenCli::try_parse_from(&words).map_err(|e| clap_err(e).into_py(py))?;
+    py.allow_threads(|| schedgen::cli::run_gen(&cli.a))
+        .map_err(|e| input(format!("{e:#}")).into_py(py))
+}
+
+/// `loggopsim trace2goal WORDS`.
+#[pyfunction]
+fn trace2goal(py: Python<'_>, words: Vec<String>) -> PyResult<()> {
+    let cli = T2gCli::try_parse_from(&words).map_err(|e| clap_err(e).into_py(py))?;
+    py.allow_threads(|| schedgen::cli::run_trace2goal(&cli.a))
+        .map_err(|e| input(format!("{e:#}")).into_py(py))
+}
+
+// ----------------------------------------------------------- topologies
+
+fn open_topology(spec: &str, lfts: Option<&Path>) -> R<ibnet::topology::Topology> {
+    ibnet::topology::open_with(spec, lfts).map_err(|e| input(ibnet::topology::open_error(spec, &e)))
+}
+
+/// `ibnet topology --summary --json` plus the hosts (name, LID, rank),
+/// switches (name, ports) and links (both ends) as JSON text.
+#[pyfunction]
+#[pyo3(signature = (spec, lfts=None))]
+fn topology(py: Python<'_>, spec: String, lfts: Option<PathBuf>) -> PyResult<String> {
+    py.allow_threads(|| -> R<String> {
+        let t = open_topology(&spec, lfts.as_deref())?;
+        let s = ibnet::topology::summary::summarize(&t);
+        let mut rank_of = vec![None; t.nodes.len()];
+        for r in 0..t.num_ranks() {
+            if let Some(h) = t.hca_of_rank(r) {
+                rank_of[h] = Some(r);
+            }
+        }
+        let hosts: Vec<serde_json::Value> = t
+            .hcas()
+            .into_iter()
+            .map(|i| {
+                serde_json::json!({
+                    "name": t.nodes[i].name, "lid": t.lid_of_hca(i), "rank": rank_of[i],
+                })
+            })
+            .collect();
+        let switches: Vec<serde_json::Value> = t
+            .switches()
+            .into_iter()
+            .map(|i| {
+                let ports = match &t.nodes[i].kind {
+                    ibnet::topology::NodeKind::Switch { ports, .. } => *ports,
+                    _ => 0,
+                };
+                serde_json::json!({ "name": t.nodes[i].name, "ports": ports })
+            })
+            .collect();
+        let links: Vec<serde_json::Value> = t
+            .links
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "node_a": t.nodes[l.a.node].name, "port_a": l.a.port,
+                    "node_b": t.nodes[l.b.node].name, "port_b": l.b.port,
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "name": t.name,
+            "note": ibnet::topology::explain(&spec),
+            "summary": s,
+            "hosts": hosts,
+            "switches": switches,
+            "links": links,
+        });
+        Ok(v.to_string())
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+/// A host given by name or rank (as `ibnet routes`).
+fn host_of(t: &ibnet::topology::Topology, s: &str) -> R<usize> {
+    if let Some(i) = t.node_by_name(s) {
+        if t.lid_of_hca(i).is_some() {
+            return Ok(i);
+        }
+        return Err(input(format!("'{s}' is a switch, not a host")));
+    }
+    if let Ok(r) = s.parse::<usize>() {
+        return t.hca_of_rank(r).ok_or_else(|| {
+            input(format!(
+                "rank {r} is not mapped (the topology has {} ranks)",
+                t.num_ranks()
+            ))
+        });
+    }
+    Err(input(format!(
+        "no host named '{s}' in the topology (give a host name such as H_1, or a rank number)"
+    )))
+}
+
+/// `ibnet routes --json SRC DST`.
+#[pyfunction]
+#[pyo3(signature = (spec, src, dst, lfts=None))]
+fn route(
+    py: Python<'_>,
+    spec: String,
+    src: String,
+    dst: String,
+    lfts: Option<PathBuf>,
+) -> PyResult<String> {
+    py.allow_threads(|| -> R<String> {
+        let t = open_topology(&spec, lfts.as_deref())?;
+        let s = host_of(&t, &src)?;
+        let d = host_of(&t, &dst)?;
+        if s == d {
+            return Err(input("source and destination are the same host"));
+        }
+        let sl = t.route_sl(t.lid_of_hca(s).unwrap_or(0), t.lid_of_hca(d).unwrap_or(0));
+        let hops = ibnet::topology::summary::route_hops(&t, s, d)
+            .map_err(|e| Fail::Sim(format!("no route from {src} to {dst}: {e}")))?;
+        Ok(serde_json::json!({
+            "src": t.nodes[s].name, "dst": t.nodes[d].name,
+            "links": hops.len(), "switches": hops.len() - 1, "sl": sl, "hops": hops,
+        })
+        .to_string())
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+// ------------------------------------------------------------ simulate
+
+/// Backends of `loggopsim --network` that run in this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum NetworkKind {
+    Loggp,
+    Inproc,
+    Onepiece,
+    Flow,
+    Penalty,
+    Lop,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum InsertAt {
+    Start,
+    #[value(name = "after-o")]
+    AfterO,
+}
+
+fn time_ps(s: &str) -> Result<u64, String> {
+    ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Ps).map(|t| t.as_ps())
+}
+
+/// The simulation options of `loggopsim` (src/main.rs `SimArgs`) that
+/// concern a run in this process, with the same names and defaults.
+#[derive(Parser, Debug)]
+#[command(name = "loggopsim", no_binary_name = true)]
+struct SimOpts {
+    #[arg(short = 'L', default_value = "2500", value_parser = time_ps)]
+    l: u64,
+    #[arg(short = 'o', default_value = "1500", value_parser = time_ps)]
+    o: u64,
+    #[arg(short = 'g', default_value = "1000", value_parser = time_ps)]
+    g: u64,
+    #[arg(short = 'G', default_value = "6", value_parser = time_ps)]
+    big_g: u64,
+    #[arg(short = 'O', default_value = "0", value_parser = time_ps)]
+    big_o: u64,
+    #[arg(short = 'S', default_value_t = 65535)]
+    s: u64,
+    #[arg(long = "o-large", value_parser = time_ps)]
+    o_large: Option<u64>,
+    #[arg(long = "O-large", value_parser = time_ps)]
+    big_o_large: Option<u64>,
+    #[arg(long = "large-threshold")]
+    large_threshold: Option<u64>,
+    #[arg(long = "insert-at", value_enum, default_value = "start")]
+    insert_at: InsertAt,
+    #[arg(long = "noise-trace")]
+    noise_trace: Option<PathBuf>,
+    #[arg(long = "noise-seed", default_value_t = 0)]
+    noise_seed: u64,
+    #[arg(long, value_enum, default_value = "loggp")]
+    network: NetworkKind,
+    #[command(flatten)]
+    cosim: loggopsim::network::fabric::CosimArgs,
+    #[command(flatten)]
+    fast: loggopsim::network::flow::FastArgs,
+}
+
+impl SimOpts {
+    fn params(&self) -> Params {
+        Params {
+            l: self.l,
+            o: self.o,
+            g: self.g,
+            big_g: self.big_g,
+            big_o: self.big_o,
+            s: self.s,
+            o_large: self.o_large,
+            big_o_large: self.big_o_large,
+            large_threshold: self.large_threshold,
+        }
+    }
+}
+
+/// Largest message the flit-level fabric simulates (1 TiB), as loggopsim.
+const FABRIC_MAX_MESSAGE_BYTES: u64 = 1 << 40;
+
+fn check_fabric_sizes(name: &str, s: &loggopsim::schedule::Schedule) -> R<()> {
+    for r in 0..s.num_ranks() {
+        for n in s.rank_nodes(r) {
+            let op = s.op(n);
+            if op.kind == loggopsim::schedule::Kind::Send && op.size > FABRIC_MAX_MESSAGE_BYTES {
+                return Err(input(format!(
+                    "{name}: rank {r}: a send of {} bytes is larger than the largest message the \
+                     fabric simulates ({FABRIC_MAX_MESSAGE_BYTES} bytes, 1 TiB); the LogGP \
+                     backend (--network loggp) has no such limit",
+                    op.size
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The messages a run delivered (receiver side), column by column.
+#[derive(Default)]
+struct MsgLog {
+    src: Vec<u32>,
+    dst: Vec<u32>,
+    bytes: Vec<u64>,
+    tag: Vec<u32>,
+    sent_ps: Vec<u64>,
+    arrived_ps: Vec<u64>,
+    recv_start_ps: Vec<u64>,
+    recv_end_ps: Vec<u64>,
+}
+
+impl Tracer for MsgLog {
+    fn event(&mut self, e: &TraceEvent) {
+        if let TraceEvent::MsgReceived {
+            host,
+            src,
+            size,
+            tag,
+            sent,
+            arrived,
+            start,
+            end,
+            ..
+        } = *e
+        {
+            self.src.push(src);
+            self.dst.push(host);
+            self.bytes.push(size);
+            self.tag.push(tag);
+            self.sent_ps.push(sent);
+            self.arrived_ps.push(arrived);
+            self.recv_start_ps.push(start);
+            self.recv_end_ps.push(end);
+        }
+    }
+}
+
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes into the timespec we pass.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+fn make_network(
+    a: &SimOpts,
+    cosim: &loggopsim::network::fabric::CosimArgs,
+    num_ranks: u32,
+) -> R<Box<dyn Network>> {
+    Ok(match a.network {
+        NetworkKind::Loggp => Box::new(LogGp::new()),
+        NetworkKind::Inproc => {
+            Box::new(loggopsim::network::inproc::spawn(cosim, num_ranks).map_err(input)?)
+        }
+        NetworkKind::Onepiece => {
+            Box::new(loggopsim::network::onepiece::build(cosim, num_ranks).map_err(input)?)
+        }
+        NetworkKind::Flow | NetworkKind::Penalty | NetworkKind::Lop => {
+            let kind = match a.network {
+                NetworkKind::Flow => "flow",
+                NetworkKind::Penalty => "penalty",
+                _ => "lop",
+            };
+            loggopsim::network::fast::build(kind, &cosim.fabric, &a.fast, cosim.protocol, num_ranks)
+                .map_err(input)?
+        }
+    })
+}
+
+/// Steps `sim` to the end (as loggopsim's run loop) with progress calls.
+fn run_sim<T: Tracer>(
+    sim: &mut Sim<Box<dyn Network>, T>,
+    a: &SimOpts,
+    noise: Option<loggopsim::noise::Noise>,
+    progress: &mut Progress,
+) -> R<String> {
+    if let Some(n) = noise {
+        sim.set_noise(n);
+    }
+    sim.set_insert_after_o(a.insert_at == InsertAt::AfterO);
+    let t0 = Instant::now();
+    let c0 = cpu_seconds();
+    let mut res = Ok(());
+    loop {
+        match sim.step() {
+            Ok(Some(t)) => {
+                if sim.processed().is_multiple_of(1 << 16)
+                    && progress.due()
+                    && !progress.call(
+                        &[
+                            ("events", sim.events() as f64),
+                            ("sim_time_ps", t.as_ps() as f64),
+                            ("wall_s", t0.elapsed().as_secs_f64()),
+                        ],
+                        false,
+                    )
+                {
+                    return Err(Fail::Interrupted);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => {
+                res = Err(e);
+                break;
+            }
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - c0;
+    if progress.cb.is_some() {
+        let _ = progress.call(
+            &[
+                ("events", sim.events() as f64),
+                ("sim_time_ps", sim.now().as_ps() as f64),
+                ("wall_s", wall),
+                ("done", 1.0),
+            ],
+            true,
+        );
+    }
+    res.map_err(|e| {
+        let m = format!("simulation failed: {e}");
+        if matches!(e, loggopsim::engine::SimError::TimeOverflow { .. }) {
+            Fail::Input(m)
+        } else {
+            Fail::Sim(m)
+        }
+    })?;
+    let rep = sim.report();
+    Ok(loggopsim::report::json(
+        sim.network().name(),
+        &rep,
+        sim.params(),
+        wall,
+        cpu,
+    ))
+}
+
+/// Run `schedule` as `loggopsim WORDS --json` does (without -f: the
+/// schedule is given). Returns the JSON report (loggopsim's), the fabric
+/// backends' own report (JSON text, inproc/onepiece) and the message
+/// records (a dict of columns) when `messages`.
+#[pyfunction]
+#[pyo3(signature = (schedule, words, name, messages=false, progress=None))]
+fn simulate(
+    py: Python<'_>,
+    schedule: &NativeSchedule,
+    words: Vec<String>,
+    name: String,
+    messages: bool,
+    progress: Option<PyObject>,
+) -> PyResult<(String, Option<String>, Option<PyObject>)> {
+    let mut a = SimOpts::try_parse_from(&words).map_err(|e| clap_err(e).into_py(py))?;
+    let sched = schedule.s.clone();
+    let dir = tempfile::tempdir().map_err(|e| Fail::Input(format!("temporary directory: {e}")).into_py(py))?;
+    let fabric_backend = matches!(a.network, NetworkKind::Inproc | NetworkKind::Onepiece);
+    let report_path = dir.path().join("fabric.json");
+    if fabric_backend && a.cosim.fabric_report.is_none() {
+        a.cosim.fabric_report = Some(report_path.clone());
+        a.cosim.fabric_json = true;
+    }
+    let mut prog = Progress::new(progress);
+    let r = py.allow_threads(|| -> R<(String, Option<MsgLog>)> {
+        let noise = match &a.noise_trace {
+            Some(nf) => {
+                let text =
+                    schedgen::input::read_text_limited(nf, schedgen::input::MAX_SMALL_TEXT_BYTES)
+                        .map_err(|e| input(format!("{}: {e}", nf.display())))?;
+                Some(
+                    loggopsim::noise::Noise::parse(
+                        &nf.display().to_string(),
+                        &text,
+                        sched.num_ranks(),
+                        a.noise_seed,
+                    )
+                    .map_err(input)?,
+                )
+            }
+            None => None,
+        };
+        if a.network != NetworkKind::Loggp {
+            check_fabric_sizes(&name, &sched)?;
+        }
+        // put/get need a version-3 session; where this process builds the
+        // fabric a version-2 protocol is raised (as loggopsim does)
+        let cosim = if sched.uses_one_sided() && fabric_backend && a.cosim.protocol.version == 2 {
+            loggopsim::network::fabric::CosimArgs {
+                protocol: a.cosim.protocol.with_one_sided(),
+                ..a.cosim.clone()
+            }
+        } else {
+            a.cosim.clone()
+        };
+        let net = make_network(&a, &cosim, sched.num_ranks())?;
+        let p = a.params();
+        let mk = |e: loggopsim::engine::SimError| input(format!("{e}"));
+        if messages {
+            let mut sim = Sim::with_tracer(sched, p, net, MsgLog::default()).map_err(mk)?;
+            let j = run_sim(&mut sim, &a, noise, &mut prog)?;
+            Ok((j, Some(std::mem::take(sim.tracer_mut()))))
+        } else {
+            let mut sim = Sim::with_tracer(sched, p, net, NoTrace).map_err(mk)?;
+            let j = run_sim(&mut sim, &a, noise, &mut prog)?;
+            Ok((j, None))
+        }
+    });
+    let (json, log) = r.map_err(|e| e.into_py(py))?;
+    let fabric = if fabric_backend {
+        a.cosim
+            .fabric_report
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+    } else {
+        None
+    };
+    let msgs = match log {
+        Some(m) => {
+            let d = PyDict::new_bound(py);
+            d.set_item("src", m.src)?;
+            d.set_item("dst", m.dst)?;
+            d.set_item("bytes", m.bytes)?;
+            d.set_item("tag", m.tag)?;
+            d.set_item("sent_ps", m.sent_ps)?;
+            d.set_item("arrived_ps", m.arrived_ps)?;
+            d.set_item("recv_start_ps", m.recv_start_ps)?;
+            d.set_item("recv_end_ps", m.recv_end_ps)?;
+            Some(d.into_any().unbind())
+        }
+        None => None,
+    };
+    Ok((json, fabric, msgs))
+}
+
+// ----------------------------------------------------------- fabric run
+
+fn parse_time(s: &str) -> Result<ibnet::Time, String> {
+    ibnet::units::parse_time(s)
+}
+
+/// The options of `ibnet run` (src/main.rs `RunArgs`) that concern a run
+/// in this process, with the same names and defaults.
+#[derive(Parser, Debug)]
+#[command(name = "ibnet run", no_binary_name = true)]
+struct RunOpts {
+    #[arg(long)]
+    topology: String,
+    #[arg(long)]
+    lfts: Option<PathBuf>,
+    #[arg(long, default_value = "thesis-ddr")]
+    preset: String,
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[arg(long = "set")]
+    set: Vec<String>,
+    #[arg(long)]
+    traffic: Vec<String>,
+    #[arg(long, value_parser = parse_time)]
+    until: Option<ibnet::Time>,
+    #[arg(long)]
+    latencies: bool,
+    #[arg(long)]
+    link_stats: Option<PathBuf>,
+    #[arg(long)]
+    heatmap: Option<PathBuf>,
+    #[arg(long, value_parser = parse_time, default_value = "1us")]
+    window: ibnet::Time,
+    #[arg(long)]
+    messages_csv: Option<PathBuf>,
+}
+
+fn fabric_params(a: &RunOpts) -> anyhow::Result<ibnet::Params> {
+    use anyhow::Context;
+    let mut p =
+        ibnet::Params::preset(&a.preset).with_context(|| format!("--preset {}", a.preset))?;
+    if let Some(f) = &a.config {
+        let text = ibnet::input::read_text(f)
+            .map_err(|e| anyhow::anyhow!("--config {}", e.describe(f)))?;
+        p = p
+            .apply_toml(&text, &f.display().to_string())
+            .context("--config")?;
+    }
+    for kv in &a.set {
+        p = p
+            .apply_override(kv)
+            .with_context(|| format!("--set {kv}"))?;
+    }
+    p.check()?;
+    Ok(p)
+}
+
+struct ObsHook<'a> {
+    obs: &'a mut ibnet::observe::Observers,
+    err: Option<anyhow::Error>,
+}
+
+impl ibnet::traffic::WindowHook for ObsHook<'_> {
+    fn next(&self) -> Option<ibnet::Time> {
+        if self.err.is_some() {
+            return None;
+        }
+        self.obs.next_boundary()
+    }
+    fn at(&mut self, f: &mut ibnet::Fabric) {
+        if let Err(e) = self.obs.window_end(f) {
+            self.err = Some(e);
+        }
+    }
+}
+
+/// `ibnet run WORDS --json --no-wall-time` (plus the wall time): the JSON
+/// report as text with `ibnet run`'s keys; the run's error, if any, is in
+/// its `error` field (exit code 1 on the command line).
+#[pyfunction]
+#[pyo3(signature = (words, progress=None))]
+fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) -> PyResult<String> {
+    use ibnet::traffic::{apply_app_traffic, rank_hcas, TrafficSpec};
+    use ibnet::{Fabric, Time};
+    let a = RunOpts::try_parse_from(&words).map_err(|e| clap_err(e).into_py(py))?;
+    let mut prog = Progress::new(progress);
+    py.allow_threads(|| -> R<String> {
+        let u = |e: anyhow::Error| input(format!("{e:#}"));
+        let params = fabric_params(&a).map_err(u)?;
+        let topo = open_topology(&a.topology, a.lfts.as_deref())?;
+        let mut fabric = Fabric::new(&topo, &params).map_err(|e| {
+            let mut from = format!("--preset {}", a.preset);
+            if let Some(c) = &a.config {
+                from += &format!(", --config {}", c.display());
+            }
+            for s in &a.set {
+                from += &format!(", --set {s}");
+            }
+            input(format!("{e} (parameters: {from})"))
+        })?;
+        let mut specs = Vec::new();
+        for s in &a.traffic {
+            specs.push(TrafficSpec::parse(s).map_err(input)?);
+        }
+        let closed: Vec<&TrafficSpec> = specs.iter().filter(|s| s.is_closed_loop()).collect();
+        if closed.len() > 1 {
+            return Err(input("at most one closed-loop traffic pattern per run"));
+        }
+        for s in specs.iter().filter(|s| !s.is_closed_loop()) {
+            apply_app_traffic(&mut fabric, &topo, s).map_err(input)?;
+        }
+        for s in &closed {
+            ibnet::traffic::check_op_traffic(&fabric, s).map_err(input)?;
+        }
+        let obs_cfg = ibnet::observe::ObserveConfig {
+            window: a.window,
+            link_stats: a.link_stats.clone(),
+            heatmap: a.heatmap.clone(),
+            messages: a.messages_csv.clone(),
+            trace: None,
+            trace_nodes: Vec::new(),
+            trace_from: Time(0),
+            trace_until: None,
+        };
+        let mut observers = if obs_cfg.any() {
+            Some(ibnet::observe::Observers::new(obs_cfg, &topo, &mut fabric).map_err(u)?)
+        } else {
+            None
+        };
+        let until = a.until.or(if closed.is_empty() {
+            Some(Time(2_000_000_000))
+        } else {
+            None
+        });
+        let until_ps = until.map_or(0.0, |t| t.0 as f64);
+        let t0 = Instant::now();
+        let mut closed_summary = None;
+        let mut run_error: Option<String> = None;
+        if let Some(spec) = closed.first() {
+            let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
+            let r = ibnet::traffic::run_closed_loop_observed(
+                &mut fabric,
+                spec,
+                &rank_hcas(&topo),
+                until,
+                &mut |f, m| {
+                    if prog.due() {
+                        // (a signal stops the open-loop runs only: the
+                        // closed-loop driver has no way to stop early)
+                        let _ = prog.call(
+                            &[
+                                ("sim_time_ps", f.now().0 as f64),
+                                ("until_ps", until_ps),
+                                ("events", f.events_processed() as f64),
+                                ("messages", m as f64),
+                            ],
+                            false,
+                        );
+                    }
+                },
+                hook.as_mut()
+                    .map(|h| h as &mut dyn ibnet::traffic::WindowHook),
+            );
+            if let Some(e) = hook.and_then(|h| h.err) {
+                return Err(u(e));
+            }
+            match r {
+                Ok(s) => closed_summary = Some(s),
+                Err(e) => run_error = Some(e.to_string()),
+            }
+        } else if let Some(limit) = until {
+            // as `ibnet run` when stderr is not a terminal: 1000 steps
+            let steps = 1000;
+            for i in 1..=steps {
+                let step_end =
+                    Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
+                while let Some(obs) = observers.as_mut() {
+                    match obs.next_boundary() {
+                        Some(b) if b < step_end => {
+                            fabric.run_until(b);
+                            if fabric.error().is_some() {
+                                break;
+                            }
+                            obs.window_end(&mut fabric).map_err(u)?;
+                        }
+                        _ => break,
+                    }
+                }
+                fabric.run_until(step_end);
+                if prog.due()
+                    && !prog.call(
+                        &[
+                            ("sim_time_ps", fabric.now().0 as f64),
+                            ("until_ps", until_ps),
+                            ("events", fabric.events_processed() as f64),
+                        ],
+                        false,
+                    )
+                {
+                    return Err(Fail::Interrupted);
+                }
+                if fabric.error().is_some() {
+                    break;
+                }
+            }
+        }
+        let wall = t0.elapsed().as_secs_f64();
+        if prog.cb.is_some() {
+            let _ = prog.call(
+                &[
+                    ("sim_time_ps", fabric.now().0 as f64),
+                    ("until_ps", until_ps),
+                    ("events", fabric.events_processed() as f64),
+                    ("done", 1.0),
+                ],
+                true,
+            );
+        }
+        if run_error.is_none() {
+            if let Some(e) = fabric.error() {
+                run_error = Some(e.to_string());
+            }
+        }
+        if let Some(obs) = observers {
+            obs.finish(&mut fabric, &topo).map_err(u)?;
+        }
+        let report = fabric.report_with(a.latencies);
+        let mut warnings = Vec::new();
+        if run_error.is_none()
+            && report.events_processed > 0
+            && report.stat_window_start_ps < ibnet::params::ps(params.start_stat_col_ns)
+        {
+            warnings.push(format!(
+                "the run ended at {} ps, before the statistics start (start_stat_col_ns = {} ns): the sink bandwidth is computed from t = 0 instead, and the packet fabric time and waiting time statistics are empty (use --set start_stat_col_ns=0)",
+                report.now_ps, params.start_stat_col_ns
+            ));
+        }
+        let mut run = serde_json::json!({
+            "until_ps": until.map(|t| t.0),
+            "sim_time_ps": fabric.now().0,
+            "events_processed": fabric.events_processed(),
+            "wall_s": wall,
+            "events_per_sec": fabric.events_processed() as f64 / wall.max(1e-9),
+            "sim_time_per_wall_s": fabric.now().as_secs_f64() / wall.max(1e-9),
+            "lazy_credit_timer": fabric.lazy_credit_timer_active(),
+        });
+        let _ = &mut run;
+        let mut out = serde_json::json!({
+            "ibnet": env!("CARGO_PKG_VERSION"),
+            "topology": a.topology,
+            "preset": a.preset,
+            "traffic": a.traffic,
+            "params": params,
+            "run": run,
+            "report": report,
+        });
+        if let Some(c) = closed_summary {
+            out["closed_loop"] = serde_json::to_value(c).expect("serialises");
+        }
+        if let Some(e) = run_error {
+            out["error"] = serde_json::Value::String(e);
+        }
+        if !warnings.is_empty() {
+            out["warnings"] = serde_json::json!(warnings);
+        }
+        Ok(out.to_string())
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+/// The presets of the fabric (`--preset NAME`) and their parameters.
+#[pyfunction]
+#[pyo3(signature = (name, set=Vec::new()))]
+fn preset(py: Python<'_>, name: String, set: Vec<String>) -> PyResult<String> {
+    let r = (|| -> anyhow::Result<String> {
+        use anyhow::Context;
+        let mut p = ibnet::Params::preset(&name).with_context(|| format!("--preset {name}"))?;
+        for kv in &set {
+            p = p
+                .apply_override(kv)
+                .with_context(|| format!("--set {kv}"))?;
+        }
+        p.check()?;
+        Ok(serde_json::to_string(&p)?)
+    })();
+    r.map_err(|e| input(format!("{e:#}")).into_py(py))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<NativeSchedule>()?;
+    m.add_function(wrap_pyfunction!(load_schedule, m)?)?;
+    m.add_function(wrap_pyfunction!(gen, m)?)?;
+    m.add_function(wrap_pyfunction!(trace2goal, m)?)?;
+    m.add_function(wrap_pyfunction!(topology, m)?)?;
+    m.add_function(wrap_pyfunction!(route, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(fabric_run, m)?)?;
+    m.add_function(wrap_pyfunction!(preset, m)?)?;
+    Ok(())
+}
