@@ -175,25 +175,10 @@ struct ConformanceArgs {
     transport: ipc_proto::TransportKind,
 }
 
-/// `1000`, `1000ps`, `1ns`, `2us`, `1ms` -> picoseconds.
+/// `1000`, `1000ps`, `1ns`, `2us`, `1ms` -> picoseconds (simtime's
+/// syntax: a bare number is picoseconds).
 fn parse_time(s: &str) -> Result<Time, String> {
-    let t = s.trim();
-    let (num, mult) = [
-        ("ps", 1u64),
-        ("ns", 1_000),
-        ("us", 1_000_000),
-        ("ms", 1_000_000_000),
-    ]
-    .iter()
-    .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n, *m)))
-    .unwrap_or((t, 1));
-    let v: u64 = num
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{s}` is not a time (e.g. 1000, 1000ps, 1ns, 2us)"))?;
-    v.checked_mul(mult)
-        .map(Time)
-        .ok_or_else(|| format!("`{s}` is too large"))
+    ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Ps)
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq)]

@@ -242,7 +242,7 @@ fn check_prelude(p: Option<Prelude>) -> anyhow::Result<()> {
 /// a number with a unit suffix (ps, ns, us, ms, s) in picoseconds, the unit
 /// loggopsim uses. Overflow and negative values are errors.
 pub fn sched_time(s: &str) -> Result<i64, String> {
-    let t = ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Ps)?;
+    let t = simtime::parse_time_arg(s, simtime::TimeUnit::Ps)?;
     i64::try_from(t.as_ps()).map_err(|_| format!("`{s}` is too large (at most {} ps)", i64::MAX))
 }
 
@@ -256,7 +256,7 @@ fn sched_time_or_off(s: &str) -> Result<i64, String> {
 
 /// Trace time (whole microseconds): a bare number is microseconds.
 fn trace_us_int(s: &str) -> Result<i64, String> {
-    let t = ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Us)?;
+    let t = simtime::parse_time_arg(s, simtime::TimeUnit::Us)?;
     let ps = t.as_ps();
     if ps % 1_000_000 != 0 {
         return Err(format!(

@@ -1,5 +1,6 @@
 //! simtime: simulated time, an unsigned 64-bit count of picoseconds, with
-//! its units, command-line parsing and human-readable formatting.
+//! its units, command-line parsing (the one time parser of every tool:
+//! [`parse_time`]) and human-readable formatting.
 //!
 //! The shared vocabulary of the workspace: the fabric engine (`ibnet`),
 //! the scheduler (`loggopsim`) and the protocol (`ipc-proto`, which
@@ -119,6 +120,71 @@ impl TimeUnit {
     }
 }
 
+/// What a number without a unit means in [`parse_time`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BareNumber {
+    /// A bare number is in this unit (`2500` with `In(Ps)` is 2500 ps).
+    In(TimeUnit),
+    /// A unit is required, so a forgotten unit never silently means
+    /// picoseconds (`ibnet run --until 5` is an error).
+    Refused,
+}
+
+/// Why a time argument was refused; [`TimeArgError`] words it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeArgErrorKind {
+    /// No number at all (`fast`, `-1`, ``).
+    NotATime,
+    /// Digits and dots that are not one number (`.`, `1.2.3`).
+    NotANumber,
+    /// A number without a unit under [`BareNumber::Refused`].
+    MissingUnit,
+    /// A suffix that is not ps, ns, us (or µs), ms or s.
+    UnknownUnit(String),
+    /// More than 2^64-1 ps.
+    TooLarge,
+    /// A fraction of a picosecond.
+    NotWholePs,
+}
+
+/// A refused time argument: the text as given and why. Its `Display` is the
+/// message every command-line tool prints; a tool with its own wording for
+/// a case matches on `kind`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeArgError {
+    pub input: String,
+    pub kind: TimeArgErrorKind,
+}
+
+impl fmt::Display for TimeArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.input;
+        match &self.kind {
+            TimeArgErrorKind::NotATime => write!(
+                f,
+                "`{s}` is not a time: expected a non-negative number with an optional unit \
+                 (ps, ns, us, ms, s), e.g. 2500, 2.5ns, 100us"
+            ),
+            TimeArgErrorKind::NotANumber => write!(f, "`{s}` is not a number"),
+            TimeArgErrorKind::MissingUnit => write!(f, "`{s}`: missing unit (s, ms, us, ns or ps)"),
+            TimeArgErrorKind::UnknownUnit(u) => {
+                write!(f, "`{s}`: unknown time unit `{u}` (known: ps, ns, us, ms, s)")
+            }
+            TimeArgErrorKind::TooLarge => write!(
+                f,
+                "`{s}` is too large: times are limited to {} ps (2^64-1, about 213 days)",
+                u64::MAX
+            ),
+            TimeArgErrorKind::NotWholePs => write!(
+                f,
+                "`{s}` is not a whole number of picoseconds (the resolution of simulated time)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TimeArgError {}
+
 /// Parses a time given on a command line: a non-negative decimal number
 /// with an optional unit suffix `ps`, `ns`, `us`, `ms` or `s` (`2500`,
 /// `2.5ns`, `100 us`, `0.25s`). A bare number is in `default_unit`. The
@@ -126,23 +192,32 @@ impl TimeUnit {
 /// anything else (overflow, a fraction of a picosecond, a sign, an unknown
 /// unit) is an error with a message, never a saturation or a rounding.
 pub fn parse_time_arg(s: &str, default_unit: TimeUnit) -> Result<Time, String> {
+    parse_time(s, BareNumber::In(default_unit)).map_err(|e| e.to_string())
+}
+
+/// The one parser of time arguments in the workspace ([`parse_time_arg`]'s
+/// syntax), with the meaning of a bare number chosen by the caller: every
+/// tool accepts the same times and words its errors the same way. The
+/// number is read as an exact decimal, not through a float, so `0.1ns` is
+/// exactly 100 ps.
+pub fn parse_time(s: &str, bare: BareNumber) -> Result<Time, TimeArgError> {
+    let err = |kind| TimeArgError {
+        input: s.to_string(),
+        kind,
+    };
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
         .unwrap_or(t.len());
     let (num, unit) = (&t[..split], t[split..].trim_start());
     if num.is_empty() {
-        return Err(format!(
-            "`{s}` is not a time: expected a non-negative number with an optional unit \
-             (ps, ns, us, ms, s), e.g. 2500, 2.5ns, 100us"
-        ));
+        return Err(err(TimeArgErrorKind::NotATime));
     }
-    let unit = if unit.is_empty() {
-        default_unit
-    } else {
-        TimeUnit::from_suffix(unit).ok_or_else(|| {
-            format!("`{s}`: unknown time unit `{unit}` (known: ps, ns, us, ms, s)")
-        })?
+    let unit = match (unit, bare) {
+        ("", BareNumber::In(u)) => u,
+        ("", BareNumber::Refused) => return Err(err(TimeArgErrorKind::MissingUnit)),
+        (u, _) => TimeUnit::from_suffix(u)
+            .ok_or_else(|| err(TimeArgErrorKind::UnknownUnit(u.to_string())))?,
     };
     let num: String = num.chars().filter(|&c| c != '_').collect();
     let (int, frac) = match num.split_once('.') {
@@ -150,14 +225,9 @@ pub fn parse_time_arg(s: &str, default_unit: TimeUnit) -> Result<Time, String> {
         None => (num.as_str(), ""),
     };
     if frac.contains('.') || (int.is_empty() && frac.is_empty()) {
-        return Err(format!("`{s}` is not a number"));
+        return Err(err(TimeArgErrorKind::NotANumber));
     }
-    let too_big = || {
-        format!(
-            "`{s}` is too large: times are limited to {} ps (2^64-1, about 213 days)",
-            u64::MAX
-        )
-    };
+    let too_big = || err(TimeArgErrorKind::TooLarge);
     let mut ps: u64 = 0;
     for c in int.bytes() {
         ps = ps
@@ -172,9 +242,7 @@ pub fn parse_time_arg(s: &str, default_unit: TimeUnit) -> Result<Time, String> {
         let d = (c - b'0') as u64;
         if place % 10 != 0 {
             if d != 0 {
-                return Err(format!(
-                    "`{s}` is not a whole number of picoseconds (the resolution of simulated time)"
-                ));
+                return Err(err(TimeArgErrorKind::NotWholePs));
             }
             continue;
         }
@@ -243,6 +311,28 @@ mod tests {
         assert!(p("1.2.3", Ps).is_err());
         assert!(p("5 h", Ps).unwrap_err().contains("unknown time unit"));
         assert!(p("1e3", Ps).is_err());
+    }
+
+    #[test]
+    fn unit_required_and_error_kinds() {
+        use TimeArgErrorKind::*;
+        let p = |s: &str| parse_time(s, BareNumber::Refused).map_err(|e| e.kind);
+        assert_eq!(p("2ms"), Ok(Time(2_000_000_000)));
+        assert_eq!(p("1.5us"), Ok(Time(1_500_000)));
+        assert_eq!(p("7 ps"), Ok(Time(7)));
+        assert_eq!(p("12"), Err(MissingUnit));
+        assert_eq!(p("3 furlongs"), Err(UnknownUnit("furlongs".into())));
+        assert_eq!(p("0.5ps"), Err(NotWholePs));
+        assert_eq!(p("-1ns"), Err(NotATime));
+        assert_eq!(p("1.2.3ns"), Err(NotANumber));
+        assert_eq!(p("99999999999s"), Err(TooLarge));
+        let e = parse_time("5", BareNumber::Refused).unwrap_err();
+        assert_eq!(e.to_string(), "`5`: missing unit (s, ms, us, ns or ps)");
+        // parse_time_arg is parse_time with a default unit
+        assert_eq!(
+            parse_time_arg("3 h", TimeUnit::Ps).unwrap_err(),
+            "`3 h`: unknown time unit `h` (known: ps, ns, us, ms, s)"
+        );
     }
 
     #[test]

@@ -132,26 +132,20 @@ struct Cli {
     verbose: bool,
 }
 
-/// "1ns" -> 1000, "100ps" -> 100, "2us" -> 2_000_000, "7" -> 7 (ps).
+/// "1ns" -> 1000, "100ps" -> 100, "2us" -> 2_000_000, "7" -> 7 (ps):
+/// simtime's syntax, with this tool's hint when the text is no time at all.
 fn parse_ps(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, mult) = [
-        ("ps", 1u64),
-        ("ns", 1_000),
-        ("us", 1_000_000),
-        ("ms", 1_000_000_000),
-    ]
-    .iter()
-    .find_map(|(suf, m)| s.strip_suffix(suf).map(|n| (n.trim(), *m)))
-    .unwrap_or((s, 1));
-    let v: u64 = num
-        .parse()
-        .map_err(|_| format!("`{s}`: expected a time like 1ns, 100ps or 10 (ps)"))?;
-    if v == 0 {
-        return Err(format!("`{s}`: must be > 0"));
+    use simtime::{BareNumber, TimeArgErrorKind as K, TimeUnit};
+    let t = simtime::parse_time(s, BareNumber::In(TimeUnit::Ps)).map_err(|e| match e.kind {
+        K::NotATime | K::NotANumber | K::UnknownUnit(_) => {
+            format!("`{}`: expected a time like 1ns, 100ps or 10 (ps)", s.trim())
+        }
+        _ => e.to_string(),
+    })?;
+    if t.as_ps() == 0 {
+        return Err(format!("`{}`: must be > 0", s.trim()));
     }
-    v.checked_mul(mult)
-        .ok_or_else(|| format!("`{s}`: too large"))
+    Ok(t.as_ps())
 }
 
 fn bin_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
@@ -422,6 +416,9 @@ mod tests {
         assert_eq!(parse_ps("7"), Ok(7));
         assert_eq!(parse_ps("2us"), Ok(2_000_000));
         assert!(parse_ps("0ps").is_err());
-        assert!(parse_ps("fast").is_err());
+        assert!(parse_ps("fast")
+            .unwrap_err()
+            .contains("expected a time like 1ns"));
+        assert!(parse_ps("1.5ps").unwrap_err().contains("whole number"));
     }
 }

@@ -96,11 +96,7 @@ impl FabricSetup {
 /// Parse a query quantum such as `1ns`, `100ps`, `10ps`, `1ps` (a bare
 /// number means picoseconds). Must be at least 1 ps.
 pub fn parse_quantum(s: &str) -> Result<Time, String> {
-    let t = if s.trim().chars().all(|c| c.is_ascii_digit()) && !s.trim().is_empty() {
-        Time(s.trim().parse::<u64>().map_err(|e| format!("`{s}`: {e}"))?)
-    } else {
-        crate::units::parse_time(s)?
-    };
+    let t = simtime::parse_time_arg(s, simtime::TimeUnit::Ps)?;
     if t.0 == 0 {
         return Err(format!("`{s}`: the quantum must be at least 1 ps"));
     }
