@@ -13,13 +13,11 @@ pub use simtime::Time;
 
 pub mod engine;
 pub mod flowlevel;
-pub mod handles;
 pub mod hostparams;
 pub mod hugepages;
 pub mod input;
 pub mod observe;
 pub mod params;
-pub mod prefetch;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod simgrid;
@@ -28,6 +26,10 @@ pub mod topology;
 pub mod traffic;
 pub mod units;
 pub mod zeroload;
+
+// The handle map and the prefetch hint are in ibcosim-common, shared with
+// the scheduler; `crate::handles` and `crate::prefetch` name them here.
+pub use ibcosim_common::{handles, prefetch};
 
 pub use engine::{Fabric, FabricError, MsgId, OpKind, OpPoint, RunOutcome, TrafficMode};
 pub use params::{ConfigError, Params};

@@ -484,7 +484,7 @@ impl ExactRq {
             return;
         }
         let i = self.home(self.tag32(key)) & (self.slots.len() - 1);
-        ibnet::prefetch::line(self.slots.as_ptr().wrapping_add(i));
+        ibcosim_common::prefetch::line(self.slots.as_ptr().wrapping_add(i));
     }
 
     /// Appends `node` with key (src << 32 | tag); `link` is the shared array.

@@ -591,15 +591,15 @@ impl Schedule {
     #[inline]
     pub(crate) fn prefetch_node(&self, node: u32) {
         let p = self.nodes.as_ptr().wrapping_add(node as usize);
-        ibnet::prefetch::line(p);
-        ibnet::prefetch::line(p.wrapping_add(1));
+        ibcosim_common::prefetch::line(p);
+        ibcosim_common::prefetch::line(p.wrapping_add(1));
     }
     /// Hints the CPU to load the start of `node`'s dependents (reads the
     /// node's record, so best after [`Self::prefetch_node`] had time).
     #[inline]
     pub(crate) fn prefetch_edges(&self, node: u32) {
         if let Some(n) = self.nodes.get(node as usize) {
-            ibnet::prefetch::line(self.edges.as_ptr().wrapping_add(n.edge_start as usize));
+            ibcosim_common::prefetch::line(self.edges.as_ptr().wrapping_add(n.edge_start as usize));
         }
     }
     #[inline]

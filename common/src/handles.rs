@@ -12,7 +12,8 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 
-use crate::engine::MsgId;
+/// What a handle maps to: the fabric's message id, the scheduler's slot.
+pub type MsgId = u64;
 
 /// Handle -> message id (or any other index). Schedulers number their
 /// messages 0, 1, 2, ... (loggopsim does): such handles index a window of a vector, from the
