@@ -94,17 +94,49 @@ fn create(path: &Path, what: &str) -> anyhow::Result<BufWriter<std::fs::File>> {
     Ok(BufWriter::new(f))
 }
 
+/// A CSV output: the csv crate quotes the fields that need it (node names
+/// with a comma or a quote) and buffers the file.
+type CsvOut = csv::Writer<std::fs::File>;
+
+/// Creates a CSV file and writes its header.
+fn create_csv(path: &Path, what: &str, header: &str) -> anyhow::Result<CsvOut> {
+    let f = std::fs::File::create(path)
+        .map_err(|e| anyhow::anyhow!("cannot create the {what} file {}: {e}", path.display()))?;
+    let mut w = csv::Writer::from_writer(f);
+    w.write_record(header.split(','))?;
+    Ok(w)
+}
+
+/// Writes one record; each field as `Display` prints it (numbers exactly
+/// as before the csv crate wrote them, e.g. utilisation `0.5`, not `5e-1`).
+/// `buf` is reused so that a long flit trace allocates nothing per field.
+fn write_row(
+    w: &mut CsvOut,
+    buf: &mut String,
+    fields: &[&dyn std::fmt::Display],
+) -> csv::Result<()> {
+    use std::fmt::Write as _;
+    for f in fields {
+        buf.clear();
+        let _ = write!(buf, "{f}");
+        w.write_field(buf.as_bytes())?;
+    }
+    w.write_record(None::<&[u8]>)
+}
+
 /// The observers of one run.
 pub struct Observers {
     cfg: ObserveConfig,
     /// Start of the current window.
     start: Time,
     prev: Vec<LinkCounters>,
-    links: Option<BufWriter<std::fs::File>>,
+    links: Option<CsvOut>,
     /// Utilisation per window (rows) and link (columns), for the heat map.
     heat: Vec<Vec<f32>>,
     link_names: Vec<String>,
-    trace: Option<BufWriter<std::fs::File>>,
+    trace: Option<CsvOut>,
+    /// The text of one field (`write_row`).
+    field: String,
     trace_nodes: Option<HashSet<u32>>,
     node_names: Vec<String>,
     windows: u64,
@@ -134,18 +166,15 @@ impl Observers {
         };
         let mut links = None;
         if let Some(p) = &cfg.link_stats {
-            let mut w = create(p, "link statistics")?;
-            writeln!(
-                w,
-                "window_start_ps,window_end_ps,link,node,port,peer,data_flits,fc_packets,bytes,busy_ps,utilisation,queue_depth_mean,queue_samples"
-            )?;
-            links = Some(w);
+            links = Some(create_csv(
+                p,
+                "link statistics",
+                "window_start_ps,window_end_ps,link,node,port,peer,data_flits,fc_packets,bytes,busy_ps,utilisation,queue_depth_mean,queue_samples",
+            )?);
         }
         let mut trace = None;
         if let Some(p) = &cfg.trace {
-            let mut w = create(p, "trace")?;
-            writeln!(w, "t_ps,kind,node,port,msg,pkt,sn")?;
-            trace = Some(w);
+            trace = Some(create_csv(p, "trace", "t_ps,kind,node,port,msg,pkt,sn")?);
             f.enable_trace();
         }
         let r = f.report();
@@ -161,6 +190,7 @@ impl Observers {
             heat: Vec::new(),
             link_names,
             trace,
+            field: String::new(),
             trace_nodes,
             node_names,
             windows: 0,
@@ -205,22 +235,24 @@ impl Observers {
                 } else {
                     String::new()
                 };
-                writeln!(
+                write_row(
                     w,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                    self.start.0,
-                    end.0,
-                    csv_field(&self.link_names[i]),
-                    csv_field(&o.node),
-                    o.port,
-                    csv_field(o.peer.as_deref().unwrap_or("")),
-                    c.data_flits - p.data_flits,
-                    c.fc_packets - p.fc_packets,
-                    c.bytes - p.bytes,
-                    busy,
-                    util,
-                    qmean,
-                    qn
+                    &mut self.field,
+                    &[
+                        &self.start.0,
+                        &end.0,
+                        &self.link_names[i],
+                        &o.node,
+                        &o.port,
+                        &o.peer.as_deref().unwrap_or(""),
+                        &(c.data_flits - p.data_flits),
+                        &(c.fc_packets - p.fc_packets),
+                        &(c.bytes - p.bytes),
+                        &busy,
+                        &util,
+                        &qmean,
+                        &qn,
+                    ],
                 )?;
             }
         }
@@ -247,16 +279,18 @@ impl Observers {
                     continue;
                 }
             }
-            writeln!(
+            write_row(
                 w,
-                "{},{:?},{},{},{},{},{}",
-                t.t,
-                t.kind,
-                csv_field(&self.node_names[t.node as usize]),
-                t.port,
-                t.msg,
-                t.pkt,
-                t.sn
+                &mut self.field,
+                &[
+                    &t.t,
+                    &format_args!("{:?}", t.kind),
+                    &self.node_names[t.node as usize],
+                    &t.port,
+                    &t.msg,
+                    &t.pkt,
+                    &t.sn,
+                ],
             )?;
         }
         Ok(())
@@ -284,21 +318,13 @@ impl Observers {
     }
 }
 
-/// Quote a CSV field when it needs it.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 fn write_messages(p: &Path, f: &Fabric, topo: &Topology) -> anyhow::Result<()> {
-    let mut w = create(p, "message records")?;
-    writeln!(
-        w,
-        "id,src,dst,src_lid,dst_lid,bytes,injected_ps,first_flit_ps,completed_ps,latency_ps,network_latency_ps,switch_hops"
+    let mut w = create_csv(
+        p,
+        "message records",
+        "id,src,dst,src_lid,dst_lid,bytes,injected_ps,first_flit_ps,completed_ps,latency_ps,network_latency_ps,switch_hops",
     )?;
+    let mut field = String::new();
     let r = f.report_with(true);
     let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
     let mut hops_cache = std::collections::HashMap::new();
@@ -314,21 +340,23 @@ fn write_messages(p: &Path, f: &Fabric, topo: &Topology) -> anyhow::Result<()> {
                 .or_insert_with(|| topo.hops(a, b).ok().map(|l| l.saturating_sub(1))),
             _ => None,
         };
-        writeln!(
-            w,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
-            m.id,
-            csv_field(&name(src)),
-            csv_field(&name(dst)),
-            m.src_lid,
-            m.dst_lid,
-            m.bytes,
-            m.injected_ps,
-            opt(m.first_flit_stamp_ps),
-            opt(m.completed_ps),
-            opt(m.completed_ps.map(|c| c.saturating_sub(m.injected_ps))),
-            opt(m.network_latency_ps),
-            hops.map(|h| h.to_string()).unwrap_or_default()
+        write_row(
+            &mut w,
+            &mut field,
+            &[
+                &m.id,
+                &name(src),
+                &name(dst),
+                &m.src_lid,
+                &m.dst_lid,
+                &m.bytes,
+                &m.injected_ps,
+                &opt(m.first_flit_stamp_ps),
+                &opt(m.completed_ps),
+                &opt(m.completed_ps.map(|c| c.saturating_sub(m.injected_ps))),
+                &opt(m.network_latency_ps),
+                &hops.map(|h| h.to_string()).unwrap_or_default(),
+            ],
         )?;
     }
     w.flush()?;

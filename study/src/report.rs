@@ -92,12 +92,18 @@ fn csv_cell<T: ToString>(applies: bool, v: Option<T>) -> String {
     }
 }
 
-fn csv_escape(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// A CSV file's text: the header, then the rows, each field quoted by the
+/// csv crate when it needs it (a comma, a quote, a line break).
+fn csv_text(columns: &[&str], rows: &[Vec<String>]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    // Writing to memory fails only on rows of another length than the
+    // header, which the callers' debug assertions rule out.
+    w.write_record(columns).expect("CSV header");
+    for r in rows {
+        w.write_record(r).expect("CSV row of the header's length");
     }
+    let bytes = w.into_inner().expect("CSV in memory");
+    String::from_utf8(bytes).expect("CSV of UTF-8 fields")
 }
 
 /// Which measurements apply to a setup.
@@ -169,8 +175,7 @@ fn mib(kb: Option<u64>) -> Option<String> {
 }
 
 pub fn eff_csv(res: &EffResult) -> String {
-    let mut out = EFF_COLUMNS.join(",");
-    out.push('\n');
+    let mut rows = Vec::new();
     for r in &res.rows {
         let a = applies(&r.setup);
         let s = &r.sample;
@@ -187,7 +192,7 @@ pub fn eff_csv(res: &EffResult) -> String {
         // A stopped run has no reports: its counters are "n/a".
         let m = |applies: bool, v: Option<u64>| csv_cell(applies, if ok { v } else { None });
         let fields: Vec<String> = vec![
-            csv_escape(&r.setup.label()),
+            r.setup.label(),
             kind(&r.setup).into(),
             r.setup.protocol().into(),
             r.setup.transport().map(|t| t.name()).unwrap_or("").into(),
@@ -234,10 +239,9 @@ pub fn eff_csv(res: &EffResult) -> String {
             m(a.query, s.causality_max_ps),
         ];
         debug_assert_eq!(fields.len(), EFF_COLUMNS.len());
-        out.push_str(&fields.join(","));
-        out.push('\n');
+        rows.push(fields);
     }
-    out
+    csv_text(EFF_COLUMNS, &rows)
 }
 
 fn wall_cell(r: &Row) -> String {
@@ -398,8 +402,7 @@ pub fn eff_pivot(res: &EffResult) -> String {
 }
 
 pub fn scaling_csv(rows: &[ScalingRow]) -> String {
-    let mut out = SCALING_COLUMNS.join(",");
-    out.push('\n');
+    let mut out = Vec::new();
     for r in rows {
         let ok = r.status == "ok";
         let fields: Vec<String> = vec![
@@ -421,10 +424,9 @@ pub fn scaling_csv(rows: &[ScalingRow]) -> String {
             csv_cell(true, r.peak_rss_kb),
         ];
         debug_assert_eq!(fields.len(), SCALING_COLUMNS.len());
-        out.push_str(&fields.join(","));
-        out.push('\n');
+        out.push(fields);
     }
-    out
+    csv_text(SCALING_COLUMNS, &out)
 }
 
 pub fn scaling_markdown(rows: &[ScalingRow], fits: &[Fit]) -> String {
@@ -505,6 +507,17 @@ mod tests {
         assert_eq!(cell::<u64>(true, None), "n/a");
         assert_eq!(cell(true, Some(5u64)), "5");
         assert_eq!(csv_cell::<u64>(false, Some(1)), "");
-        assert_eq!(csv_escape("a,b"), "\"a,b\"");
+    }
+
+    #[test]
+    fn csv_quotes_only_fields_that_need_it() {
+        let rows = vec![
+            vec!["a,b".to_string(), "say \"hi\"".into(), "".into()],
+            vec!["plain".to_string(), "1.5".into(), "n/a".into()],
+        ];
+        assert_eq!(
+            csv_text(&["x", "y", "z"], &rows),
+            "x,y,z\n\"a,b\",\"say \"\"hi\"\"\",\nplain,1.5,n/a\n"
+        );
     }
 }
