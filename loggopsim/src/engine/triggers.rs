@@ -31,7 +31,11 @@
 //! and checks it against what the network did (`prefired`): the same
 //! time, destination and size, or the run fails loudly.
 
-use super::*;
+use super::{one_sided, Sim, SimError, Tracer};
+use crate::hash::FastMap;
+use crate::network::{Handle, Network, Trigger};
+use crate::schedule::{Kind, Schedule};
+use crate::Time;
 
 /// The reaction the network carried out for rank r, until the engine
 /// makes the same insert.
@@ -348,5 +352,33 @@ impl<T: Copy + Default, const N: usize> Small<T, N> {
     }
     fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
         self.v[..self.n].iter_mut()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Small, Triggers};
+
+    #[test]
+    fn small_list_refuses_a_push_when_full() {
+        let mut s: Small<u32, 2> = Small::new();
+        assert_eq!(s.push(1), Some(()));
+        assert_eq!(s.push(2), Some(()));
+        assert_eq!(s.push(3), None);
+        s.iter_mut().for_each(|x| *x *= 10);
+        assert_eq!(s.as_slice(), &[10, 20]);
+    }
+
+    /// A rank becomes a candidate once until the next wait clears `seen`.
+    #[test]
+    fn a_rank_is_noted_once() {
+        let mut t = Triggers {
+            seen: vec![false; 3],
+            ..Triggers::default()
+        };
+        t.note(2);
+        t.note(0);
+        t.note(2);
+        assert_eq!(t.candidates, vec![2, 0]);
     }
 }

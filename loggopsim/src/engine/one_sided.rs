@@ -29,7 +29,10 @@
 //! composed model), get completion = response delivery + (s-1)G. Other
 //! backends get the parts as messages (network/mod.rs `native_one_sided`).
 
-use super::{add, mul, overflow, v, Ev, Msg, Outcome, Params, SimError, TraceEvent, Tracer};
+use super::checked::{add, mul, overflow, v};
+use super::handlers::{Msg, Outcome};
+use super::queue::Ev;
+use super::{Params, SimError, TraceEvent, Tracer};
 use crate::hash::FastMap;
 use crate::network::{Handle, Network, OneSidedOp, SyncMode};
 use crate::schedule::Kind;
@@ -382,5 +385,45 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
             None => self.rdma.polls.entry(key).or_default().push_back(ev.id),
         }
         Outcome::Done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::{OneSidedTimes, Params, Sim};
+    use crate::network::LogGp;
+
+    /// docs/rdma.md "LogGP costs" with the defaults and s = 10:
+    /// put_remote = o + L + 9G = 1500 + 2500 + 54 = 4054, one more L for
+    /// the acknowledgement (put) or the response (get): 6554.
+    #[test]
+    fn uncontended_times() {
+        assert_eq!(
+            Params::default().one_sided_times(10),
+            Some(OneSidedTimes {
+                put_remote: 4054,
+                put_local: 6554,
+                get_done: 6554,
+            })
+        );
+        let huge = Params {
+            big_g: u64::MAX / 2,
+            ..Params::default()
+        };
+        assert_eq!(huge.one_sided_times(10), None);
+    }
+
+    /// The composed put on LogGP: the initiator's dependent calc starts at
+    /// the local completion 6554; the target's poll completes at the
+    /// remote completion 4054 (a poll costs no CPU), so its calc ends at 4055.
+    #[test]
+    fn put_completions_release_their_dependents() {
+        let text = "num_ranks 2\nrank 0 {\nl1: put 10b to 1\nl2: calc 1\nl2 requires l1\n}\nrank 1 {\nl1: poll 10b from 0\nl2: calc 1\nl2 requires l1\n}\n";
+        let s = crate::goal::parse_str("p.goal", text).unwrap();
+        let mut sim = Sim::new(s, Params::default(), LogGp::new()).unwrap();
+        sim.run().unwrap();
+        let r = sim.report();
+        assert!(r.ok(), "{r:?}");
+        assert_eq!(r.finish_times, vec![6555, 4055]);
     }
 }
