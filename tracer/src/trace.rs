@@ -7,8 +7,11 @@
 //! This reader checks what every well-formed trace satisfies (known shape,
 //! integer microsecond times, return >= call, times never decreasing) and
 //! gives per-call times; translating calls into GOAL is the job of
-//! `loggopsim trace2goal`.
+//! `loggopsim trace2goal`. The tracer's CPU-time fields are read by the
+//! translator's reader (`schedgen::trace::reader`), so both take the same
+//! records apart the same way.
 
+use schedgen::trace::reader::split_cpu_times;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -31,45 +34,6 @@ pub struct Record {
     /// MPI_Finalize has only C0). `None` in traces without CPU times
     /// (liballprof's, the thesis's, older tracers').
     pub cpu_ns: Option<(Option<u64>, Option<u64>)>,
-}
-
-/// Splits the optional trailing `cpu=C0[:C1]` fields off a record's fields.
-/// Returns the CPU values, or an error message for a malformed value.
-#[allow(clippy::type_complexity)]
-pub fn split_cpu_fields(
-    fields: &mut Vec<String>,
-) -> Result<Option<(Option<u64>, Option<u64>)>, String> {
-    let Some(k) = fields.iter().rposition(|f| f.starts_with("cpu=")) else {
-        return Ok(None);
-    };
-    if fields.len() - k > 2 {
-        return Err(format!(
-            "`cpu=` must be followed by at most one more field (C1), found {}",
-            fields.len() - k - 1
-        ));
-    }
-    let val = |s: &str, what: &str| -> Result<Option<u64>, String> {
-        if s == "-" {
-            return Ok(None);
-        }
-        s.parse::<u64>().map(Some).map_err(|_| {
-            format!("{what} `{s}` is not a CPU time (non-negative integer nanoseconds or `-`)")
-        })
-    };
-    let c0 = val(&fields[k][4..], "cpu=")?;
-    let c1 = match fields.get(k + 1) {
-        Some(s) => val(s, "the CPU time at return")?,
-        None => None,
-    };
-    if let (Some(a), Some(b)) = (c0, c1) {
-        if b < a {
-            return Err(format!(
-                "CPU time at return {b} ns is before the one at the call {a} ns"
-            ));
-        }
-    }
-    fields.truncate(k);
-    Ok(Some((c0, c1)))
 }
 
 /// A parsed trace file of one rank.
@@ -165,15 +129,24 @@ impl Trace {
                     "line starts neither with `#` nor with `MPI_`",
                 ));
             }
-            let mut parts = line.split(':');
+            // The CPU times by the translator's reader; the checks of
+            // their order and of the liballprof fields below are this
+            // summary's.
+            let (call_line, cpu_ns) =
+                split_cpu_times(line).map_err(|e| syntax(path, line_no, e.col, e.msg))?;
+            if let Some((Some(a), Some(b))) = cpu_ns {
+                if b < a {
+                    return Err(syntax(
+                        path,
+                        line_no,
+                        call_line.len() + 2,
+                        format!("CPU time at return {b} ns is before the one at the call {a} ns"),
+                    ));
+                }
+            }
+            let mut parts = call_line.split(':');
             let name = parts.next().unwrap_or_default().to_string();
-            let mut fields: Vec<String> = parts.map(str::to_string).collect();
-            let cpu_col = {
-                let k = fields.iter().rposition(|f| f.starts_with("cpu="));
-                k.map(|k| name.len() + 2 + fields[..k].iter().map(|f| f.len() + 1).sum::<usize>())
-            };
-            let cpu_ns = split_cpu_fields(&mut fields)
-                .map_err(|m| syntax(path, line_no, cpu_col.unwrap_or(1), m))?;
+            let fields: Vec<String> = parts.map(str::to_string).collect();
             // Column (1-based) where field k (0-based) starts.
             let col_of = |k: usize| -> usize {
                 name.len() + 2 + fields[..k].iter().map(|f| f.len() + 1).sum::<usize>()

@@ -217,6 +217,54 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// The tracer's CPU times of one record, in ns: at the call (C0) and at
+/// its return (C1), `None` where the clock could not be read (`-`).
+pub type CpuTimes = (Option<u64>, Option<u64>);
+
+/// A malformed `cpu=` field: why, and the 1-based column where the field
+/// starts (the tracer's summary names it; the translator names the line).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuFieldError {
+    pub col: usize,
+    pub msg: String,
+}
+
+/// The one reader of the tracer's `:cpu=C0:C1` fields (docs/tracing.md,
+/// "CPU times"), used by the translator and by `mpi-tracer summary`: they
+/// follow the last liballprof field, so they are found from the end of the
+/// line. Returns the record without them and the times, or the record as
+/// it is and `None` when it has none (liballprof's and the thesis's
+/// traces). C1 may be missing (MPI_Finalize writes only C0).
+pub fn split_cpu_times(line: &str) -> Result<(&str, Option<CpuTimes>), CpuFieldError> {
+    let Some(i) = line.rfind(":cpu=") else {
+        return Ok((line, None));
+    };
+    let err = |msg: String| CpuFieldError { col: i + 2, msg };
+    let values: Vec<&str> = line[i + 5..].split(':').collect();
+    if values.len() > 2 {
+        return Err(err(format!(
+            "`cpu=` must be followed by at most one more field (C1), found {}",
+            values.len() - 1
+        )));
+    }
+    let val = |s: &str, what: &str| -> Result<Option<u64>, CpuFieldError> {
+        match s.trim() {
+            "-" => Ok(None),
+            v => v.parse::<u64>().map(Some).map_err(|_| {
+                err(format!(
+                    "{what} `{s}` is not a CPU time (non-negative integer nanoseconds or `-`)"
+                ))
+            }),
+        }
+    };
+    let c0 = val(values[0], "cpu=")?;
+    let c1 = match values.get(1) {
+        Some(s) => val(s, "the CPU time at return")?,
+        None => None,
+    };
+    Ok((&line[..i], Some((c0, c1))))
+}
+
 /// `sscanf("%i")`-like integer parsing: leading blanks, optional sign, base
 /// prefix; stops at the first non-digit; saturates to the i64 range.
 pub fn parse_c_int(s: &str) -> Option<i64> {
@@ -324,6 +372,42 @@ mod tests {
         assert_eq!(parse_c_double("1302767374553965"), Some(1302767374553965.0));
         assert_eq!(parse_c_double("1.5x"), Some(1.5));
         assert_eq!(parse_c_double("x"), None);
+    }
+
+    #[test]
+    fn cpu_times_are_split_off_the_end() {
+        let l = "MPI_Send:110:4096:10:11,8,8:1:7:0,0,2:115:cpu=9000:9500";
+        assert_eq!(
+            split_cpu_times(l),
+            Ok((
+                "MPI_Send:110:4096:10:11,8,8:1:7:0,0,2:115",
+                Some((Some(9000), Some(9500)))
+            ))
+        );
+        assert_eq!(
+            split_cpu_times("MPI_Finalize:150:-:cpu=20000:-"),
+            Ok(("MPI_Finalize:150:-", Some((Some(20000), None))))
+        );
+        assert_eq!(
+            split_cpu_times("MPI_Finalize:150:-:cpu=7"),
+            Ok(("MPI_Finalize:150:-", Some((Some(7), None))))
+        );
+        assert_eq!(
+            split_cpu_times("MPI_Init:-:1:2:100"),
+            Ok(("MPI_Init:-:1:2:100", None))
+        );
+        // errors name the column where `cpu=` starts
+        let e = split_cpu_times("MPI_Init:-:1:2:100:cpu=x5:6").unwrap_err();
+        assert_eq!(e.col, 20);
+        assert!(e.msg.contains("`x5` is not a CPU time"), "{}", e.msg);
+        let e = split_cpu_times("MPI_Init:-:1:2:100:cpu=5:-1").unwrap_err();
+        assert!(
+            e.msg.starts_with("the CPU time at return `-1`"),
+            "{}",
+            e.msg
+        );
+        let e = split_cpu_times("MPI_Init:-:1:2:100:cpu=5:6:7").unwrap_err();
+        assert!(e.msg.contains("at most one more field"), "{}", e.msg);
     }
 
     #[test]
