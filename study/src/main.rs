@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use study::efficiency::{EffConfig, Runner};
 use study::scaling::{self, ScalingConfig};
@@ -146,6 +146,14 @@ fn parse_ps(s: &str) -> Result<u64, String> {
         return Err(format!("`{}`: must be > 0", s.trim()));
     }
     Ok(t.as_ps())
+}
+
+/// Writes one output file into the output directory; returns its path for
+/// the list of files written.
+fn write_out(dir: &Path, file: &str, text: &str) -> anyhow::Result<PathBuf> {
+    let p = dir.join(file);
+    std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))?;
+    Ok(p)
 }
 
 fn bin_dir(cli: &Cli) -> anyhow::Result<PathBuf> {
@@ -339,10 +347,11 @@ Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy
             md.push_str("\nPolling wall time [s] by quantum and estimate factor (the layout of the thesis's Table 4.8; \"~\": extrapolated):\n\n");
             md.push_str(&pivot);
         }
-        let csv = cli.out.join(format!("{name}.csv"));
-        std::fs::write(&csv, report::eff_csv(&res))
-            .with_context(|| format!("writing {}", csv.display()))?;
-        written.push(csv);
+        written.push(write_out(
+            &cli.out,
+            &format!("{name}.csv"),
+            &report::eff_csv(&res),
+        )?);
         written.extend(plot::quantum_plot(
             &res,
             &cli.out.join(format!("{name}-quantum")),
@@ -377,19 +386,18 @@ Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy
             scfg.runs
         ));
         md.push_str(&report::scaling_markdown(&rows, &fits));
-        let csv = cli.out.join(format!("{name}-scaling.csv"));
-        std::fs::write(&csv, report::scaling_csv(&rows))
-            .with_context(|| format!("writing {}", csv.display()))?;
-        written.push(csv);
+        written.push(write_out(
+            &cli.out,
+            &format!("{name}-scaling.csv"),
+            &report::scaling_csv(&rows),
+        )?);
         written.extend(plot::scaling_plot(
             &rows,
             &cli.out.join(format!("{name}-scaling")),
         )?);
     }
 
-    let mdp = cli.out.join(format!("{name}.md"));
-    std::fs::write(&mdp, &md).with_context(|| format!("writing {}", mdp.display()))?;
-    written.insert(0, mdp);
+    written.insert(0, write_out(&cli.out, &format!("{name}.md"), &md)?);
     print!("{md}");
     eprintln!("written:");
     for p in &written {
