@@ -429,7 +429,7 @@ impl Setup {
                     );
                 }
             }
-            Setup::LogGops => {
+            Setup::LogGops | Setup::Query { .. } | Setup::Notify { .. } => {
                 let p = r
                     .proc("scheduler")
                     .ok_or_else(|| anyhow!("no scheduler process"))?;
@@ -437,15 +437,10 @@ impl Setup {
                 s.sched_events = j.processed_events;
                 s.final_ps = j.max_finish_time;
                 s.sched_loop_s = j.wall_time_s;
-            }
-            Setup::Query { .. } | Setup::Notify { .. } => {
-                let p = r
-                    .proc("scheduler")
-                    .ok_or_else(|| anyhow!("no scheduler process"))?;
-                let j: SchedJson = read_json(&p.stdout_path, "loggopsim --json")?;
-                s.sched_events = j.processed_events;
-                s.final_ps = j.max_finish_time;
-                s.sched_loop_s = j.wall_time_s;
+                if matches!(self, Setup::LogGops) {
+                    // LogGP alone: no network statistics, no fabric
+                    return Ok(s);
+                }
                 let ns = |k: &str| j.network_stats.get(k).copied();
                 s.sched_messages = ns("messages_sent");
                 s.sched_records = ns("records_sent");
