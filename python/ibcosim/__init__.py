@@ -8,7 +8,8 @@ schedgen), called in this process:
   :func:`preset`;
 - simulations: :func:`simulate` (a schedule on a backend: loggp, flow,
   penalty, lop, onepiece, inproc; cosim through the ``cosim`` binary),
-  :func:`fabric_run` (the fabric alone with its traffic patterns);
+  :func:`simulate_jobs` (several jobs on one fabric), :func:`fabric_run`
+  (the fabric alone with its traffic patterns);
 - sweeps: :func:`sweep` (a grid of simulations on a Dask cluster, cached
   on disk);
 - errors: :class:`InputError` (a ValueError; :class:`FileError` also an
@@ -20,12 +21,14 @@ See docs/python.md.
 from ._native import __version__
 from .errors import FileError, IbcosimError, InputError, SimulationError
 from .schedule import Schedule, gen, read_goal, trace2goal
-from .sim import BACKENDS, FabricResult, SimResult, fabric_run, simulate, simulate_cosim
+from .sim import (BACKENDS, FabricResult, JobsResult, SimResult, fabric_run, simulate,
+                  simulate_cosim, simulate_jobs)
 from .sweep import sweep
 from .topo import Topology, preset, topology
 
 __all__ = [
     "__version__", "BACKENDS", "FabricResult", "FileError", "IbcosimError", "InputError",
+    "JobsResult", "simulate_jobs",
     "Schedule", "SimResult", "SimulationError", "Topology", "fabric_run", "gen", "preset",
     "read_goal", "simulate", "simulate_cosim", "sweep", "topology", "trace2goal",
 ]

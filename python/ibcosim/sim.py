@@ -321,3 +321,92 @@ def fabric_run(topology, traffic="shift:1", until=None, preset=None, set=None,
         err.result = res
         raise err
     return res
+
+
+class JobsResult:
+    """The result of :func:`simulate_jobs`.
+
+    - ``result``: the merged run's :class:`SimResult` (global ranks);
+    - ``jobs``: DataFrame, one row per job: ``job``, ``schedule``,
+      ``placement``, ``num_ranks``, ``first_global_rank``, ``finish_ps``,
+      and with ``slowdown=True`` ``alone_finish_ps`` and ``slowdown``
+      (finish together / alone), as ``loggopsim --job ... --json``'s
+      ``jobs`` array;
+    - ``hcas``: per job, the HCA of each rank;
+    - ``alone``: per job, the :class:`SimResult` of its run alone (with
+      ``slowdown=True``)."""
+
+    def __init__(self, result, jobs, hcas, alone):
+        self.result = result
+        self.jobs = jobs
+        self.hcas = hcas
+        self.alone = alone
+
+    @property
+    def summary(self):
+        s = dict(self.result.summary)
+        for _, r in self.jobs.iterrows():
+            s["job%d_finish_ps" % r["job"]] = r["finish_ps"]
+            if "slowdown" in r:
+                s["job%d_slowdown" % r["job"]] = r["slowdown"]
+        return s
+
+
+def _write_map(path, names):
+    with open(path, "w") as f:
+        f.write("# rank -> HCA map of loggopsim --job (temporary)\n")
+        for r, n in enumerate(names):
+            f.write("%d %s\n" % (r, n))
+
+
+def simulate_jobs(jobs, backend="onepiece", topology="H8_S6", slowdown=False, **kwargs):
+    """Several jobs on one fabric, as ``loggopsim --job FILE[:PLACEMENT]
+    ... [--slowdown]`` (docs/jobs.md): ``jobs`` is a list of schedules
+    (paths or :class:`Schedule`) or of ``(schedule, placement)`` pairs,
+    placement ``linear`` (the default), ``round-robin``, ``random:SEED`` or
+    ``map:FILE``. The jobs are placed (``loggopsim::jobs::place``), merged
+    into one schedule (job j's ranks follow those of jobs 0..j-1) and run
+    on ``backend`` (any fabric backend but cosim) with a rank map, as the
+    command line does; with ``slowdown`` each job also runs alone on the
+    same HCAs. ``kwargs`` go to :func:`simulate`. Returns a
+    :class:`JobsResult`."""
+    import pandas as pd
+    if backend in ("loggp", "cosim"):
+        raise InputError("simulate_jobs: backend %r: the jobs are placed on a fabric "
+                         "(onepiece, inproc, flow, penalty, lop)" % backend)
+    if "map" in kwargs:
+        raise InputError("map cannot be combined with jobs: give a job's hosts with its "
+                         "placement (map:FILE)")
+    specs = []
+    for j in jobs:
+        s, pl = (j if isinstance(j, (tuple, list)) else (j, "linear"))
+        specs.append((as_schedule(s), pl))
+    labels = ["job %d (%s)" % (i, s.name) for i, (s, _) in enumerate(specs)]
+    hcas = _native.place_jobs(word(topology), [(labels[i], s.num_ranks, pl)
+                                                for i, (s, pl) in enumerate(specs)])
+    merged_native = _native.merge_schedules([s._native for s, _ in specs])
+    from .schedule import Schedule
+    merged = Schedule(merged_native, "+".join(s.name for s, _ in specs))
+    with tempfile.TemporaryDirectory(prefix="ibcosim-jobs-") as d:
+        m = os.path.join(d, "all.map")
+        _write_map(m, [h for hs in hcas for h in hs])
+        res = simulate(merged, backend=backend, topology=topology, map=m, **kwargs)
+        alone = []
+        if slowdown:
+            for i, (s, _) in enumerate(specs):
+                mj = os.path.join(d, "job%d.map" % i)
+                _write_map(mj, hcas[i])
+                alone.append(simulate(s, backend=backend, topology=topology, map=mj, **kwargs))
+    rows, first = [], 0
+    ft = res.report["finish_times_ps"]
+    for i, (s, pl) in enumerate(specs):
+        n = s.num_ranks
+        row = {"job": i, "schedule": s.name, "placement": pl, "num_ranks": n,
+               "first_global_rank": first, "finish_ps": max(ft[first:first + n], default=0)}
+        if slowdown:
+            a = alone[i].summary["finish_ps"]
+            row["alone_finish_ps"] = a
+            row["slowdown"] = row["finish_ps"] / a if a > 0 else None
+        rows.append(row)
+        first += n
+    return JobsResult(res, pd.DataFrame(rows), hcas, alone)

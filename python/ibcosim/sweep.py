@@ -156,7 +156,7 @@ def sweep(function_or_config, grid, client=None, cache_dir=None, n_workers=None,
         if client is None:
             cluster = LocalCluster(n_workers=n_workers or os.cpu_count() or 1,
                                    threads_per_worker=1, processes=True,
-                                   dashboard_address=None)
+                                   dashboard_address=":0")
             own = (Client(cluster), cluster)
             cl = own[0]
         elif isinstance(client, str):

@@ -13,6 +13,9 @@
 //! for what the binaries report with exit code 2 (bad options, files,
 //! parameters), `SimulationError` for exit code 1 (a failed run).
 
+// pyo3 0.22's #[pyfunction] expansion converts PyErr into itself
+#![allow(clippy::useless_conversion)]
+
 use clap::{Parser, ValueEnum};
 use loggopsim::engine::{NoTrace, Params, Sim, TraceEvent, Tracer};
 use loggopsim::network::{LogGp, Network};
@@ -156,7 +159,8 @@ impl NativeSchedule {
     /// Operations per kind and bytes sent: a dict.
     fn stats(&self, py: Python<'_>) -> PyResult<PyObject> {
         use loggopsim::schedule::Kind;
-        let (mut sends, mut recvs, mut calcs, mut other, mut bytes) = (0u64, 0u64, 0u64, 0u64, 0u64);
+        let (mut sends, mut recvs, mut calcs, mut other, mut bytes) =
+            (0u64, 0u64, 0u64, 0u64, 0u64);
         for r in 0..self.s.num_ranks() {
             for n in self.s.rank_nodes(r) {
                 let op = self.s.op(n);
@@ -616,7 +620,8 @@ fn simulate(
 ) -> PyResult<(String, Option<String>, Option<PyObject>)> {
     let mut a = SimOpts::try_parse_from(&words).map_err(|e| clap_err(e).into_py(py))?;
     let sched = schedule.s.clone();
-    let dir = tempfile::tempdir().map_err(|e| Fail::Input(format!("temporary directory: {e}")).into_py(py))?;
+    let dir = tempfile::tempdir()
+        .map_err(|e| Fail::Input(format!("temporary directory: {e}")).into_py(py))?;
     let fabric_backend = matches!(a.network, NetworkKind::Inproc | NetworkKind::Onepiece);
     let report_path = dir.path().join("fabric.json");
     if fabric_backend && a.cosim.fabric_report.is_none() {
@@ -983,6 +988,70 @@ fn preset(py: Python<'_>, name: String, set: Vec<String>) -> PyResult<String> {
     r.map_err(|e| input(format!("{e:#}")).into_py(py))
 }
 
+// ----------------------------------------------------------------- jobs
+
+/// `loggopsim --job`'s placement: the HCAs (names) of each job on the
+/// topology. `jobs`: (label, ranks, placement) with placement as after
+/// `FILE:` (linear, round-robin, random:SEED, map:FILE).
+#[pyfunction]
+fn place_jobs(
+    py: Python<'_>,
+    spec: String,
+    jobs: Vec<(String, u32, String)>,
+) -> PyResult<Vec<Vec<String>>> {
+    py.allow_threads(|| -> R<Vec<Vec<String>>> {
+        use loggopsim::jobs;
+        let topo = open_topology(&spec, None)?;
+        let mut placements = Vec::new();
+        let mut texts: Vec<Option<String>> = Vec::new();
+        for (label, _, pl) in &jobs {
+            let js = jobs::parse_job_spec(&format!("job:{pl}"))
+                .map_err(|e| input(format!("{label}: placement {pl:?}: {e}")))?;
+            // (a word that is no placement stays part of the file name)
+            if js.file != Path::new("job") {
+                return Err(input(format!(
+                    "{label}: placement {pl:?}: expected linear, round-robin, random:SEED or map:FILE"
+                )));
+            }
+            let p = js.placement;
+            texts.push(match &p {
+                jobs::Placement::Map(f) => Some(
+                    schedgen::input::read_text_limited(f, schedgen::input::MAX_SMALL_TEXT_BYTES)
+                        .map_err(|e| input(format!("{label}: map {}: {e}", f.display())))?,
+                ),
+                _ => None,
+            });
+            placements.push(p);
+        }
+        let needs: Vec<jobs::JobNeed> = jobs
+            .iter()
+            .enumerate()
+            .map(|(j, (label, ranks, _))| jobs::JobNeed {
+                label: label.clone(),
+                ranks: *ranks,
+                placement: &placements[j],
+                map_text: texts[j].as_deref(),
+            })
+            .collect();
+        let placed = jobs::place(&topo, &needs).map_err(input)?;
+        Ok(placed
+            .iter()
+            .map(|hs| hs.iter().map(|&h| topo.nodes[h].name.clone()).collect())
+            .collect())
+    })
+    .map_err(|e| e.into_py(py))
+}
+
+/// `loggopsim --job`'s merged schedule: job j's ranks follow those of
+/// jobs 0..j-1.
+#[pyfunction]
+fn merge_schedules(py: Python<'_>, parts: Vec<NativeSchedule>) -> PyResult<NativeSchedule> {
+    let refs: Vec<&loggopsim::schedule::Schedule> = parts.iter().map(|p| &p.s).collect();
+    loggopsim::jobs::merge(&refs)
+        .map(|s| NativeSchedule { s })
+        .map_err(|e| input(e).into_py(py))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -995,5 +1064,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(fabric_run, m)?)?;
     m.add_function(wrap_pyfunction!(preset, m)?)?;
+    m.add_function(wrap_pyfunction!(place_jobs, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_schedules, m)?)?;
     Ok(())
 }

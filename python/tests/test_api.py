@@ -242,3 +242,25 @@ def test_plots(tmp_path):
         assert (tmp_path / n).stat().st_size > 1000
     with pytest.raises(ValueError):
         r.plot_link_heatmap()
+
+
+def test_jobs_equal_the_cli(loggopsim, pingpong, tmp_path):
+    a2a = tmp_path / "a2a.goal"
+    ibcosim.gen("linear_alltoall", size=4, data=400000, output=a2a)
+    zero = ["-L", "0", "-o", "0", "-g", "0", "-G", "0", "-O", "0"]
+    cli = run_json([loggopsim, "--network", "onepiece", "--topology", "H8_S2", "--json",
+                    "--job", pingpong + ":round-robin", "--job", str(a2a), "--slowdown"] + zero)
+    r = ibcosim.simulate_jobs([(pingpong, "round-robin"), a2a], backend="onepiece",
+                              topology="H8_S2", slowdown=True,
+                              loggops=dict(L=0, o=0, g=0, G=0, O=0))
+    assert list(r.result.ranks["finish_ps"]) == cli["finish_times_ps"]
+    for j, row in r.jobs.iterrows():
+        c = cli["jobs"][j]
+        assert row["finish_ps"] == c["finish_time_ps"]
+        assert row["alone_finish_ps"] == c["alone_finish_time_ps"]
+        assert row["slowdown"] == pytest.approx(c["slowdown"])
+        assert r.hcas[j] == c["hcas"]
+        assert row["first_global_rank"] == c["first_global_rank"]
+    assert r.jobs["slowdown"][0] > 1.0
+    with pytest.raises(ibcosim.InputError, match="placement"):
+        ibcosim.simulate_jobs([(pingpong, "nowhere")], topology="H8_S2")

@@ -12,7 +12,7 @@ import ibcosim
 def client():
     from dask.distributed import Client, LocalCluster
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           dashboard_address=None)
+                           dashboard_address=":0")
     c = Client(cluster)
     yield c
     c.close()
