@@ -34,7 +34,7 @@ def link_heatmap(links, ax=None, title=None, max_rows=64):
     if len(m) > max_rows:
         m = m.loc[m.sum(axis=1).sort_values(ascending=False).index[:max_rows]]
     starts = np.array(m.columns, dtype=float)
-    width = float(links["window_end_ps"].iloc[0] - links["window_start_ps"].iloc[0])
+    width = float(links["window_end_ps"].iloc[0] - links["window_start_ps"].iloc[0]) or 1.0
     edges = np.append(starts, starts[-1] + width) / 1e6
     im = ax.pcolormesh(edges, np.arange(len(m) + 1), m.values, cmap="Blues", vmin=0.0, vmax=1.0)
     ax.set_yticks(np.arange(len(m)) + 0.5)

@@ -40,8 +40,10 @@ class SimResult:
       or None with ``messages=False``;
     - ``fabric``: the fabric's own report (inproc, onepiece; ``ibnet``'s
       statistics as JSON), else None;
-    - ``links``: per-link totals of the run from the fabric's report
-      (one window: the whole run) where it has them, else None."""
+    - ``links``: with a flit-level fabric (inproc, onepiece, cosim), its
+      per-link totals over the run (the fabric report's obufs) in the
+      columns of ``ibnet run --link-stats`` with one window, the whole run
+      (windows over time are :func:`fabric_run`'s); else None."""
 
     def __init__(self, report, fabric, messages, schedule):
         import pandas as pd
@@ -71,7 +73,7 @@ class SimResult:
             self.messages = m
         else:
             self.messages = None
-        self.links = None
+        self.links = _links_of_fabric_report(fabric)
 
     @property
     def ok(self):
@@ -86,14 +88,37 @@ class SimResult:
         """Histogram of the message latencies (sent to arrived)."""
         return plot.latency_histogram(self.messages, ax, bins)
 
-    def plot_link_heatmap(self, ax=None):
-        """Link utilisation over time: for a schedule run this needs the
-        fabric's windows, which only :func:`fabric_run` records."""
-        return plot.link_heatmap(self.links, ax)
+    def plot_link_heatmap(self, ax=None, max_rows=64):
+        """Link utilisation of a flit-level run (one column: the whole run;
+        :func:`fabric_run` records windows over time)."""
+        return plot.link_heatmap(self.links, ax, title="%s on %s" % (
+            self.schedule.name, self.summary["backend"]), max_rows=max_rows)
 
     def __repr__(self):
         return "<SimResult %s on %s: finish %d ps>" % (
             self.schedule.name, self.summary["backend"], self.summary["finish_ps"])
+
+
+def _links_of_fabric_report(fabric):
+    """The fabric report's per-obuf totals as rows of ``--link-stats``
+    (one window: the whole run), or None without a fabric."""
+    if not fabric or not isinstance(fabric.get("fabric"), dict):
+        return None
+    import pandas as pd
+    rep = fabric["fabric"]
+    end = rep.get("now_ps", 0)
+    rows = []
+    for o in rep.get("obufs", []):
+        q = o.get("queue_depth") or {}
+        rows.append({
+            "window_start_ps": 0, "window_end_ps": end,
+            "link": "%s[%d]" % (o["node"], o["port"]), "node": o["node"], "port": o["port"],
+            "peer": o["peer"], "data_flits": o["data_flits_sent"],
+            "fc_packets": o["fc_packets_sent"], "bytes": o["bytes_sent"],
+            "busy_ps": o["busy_ps"], "utilisation": o["utilisation"],
+            "queue_depth_mean": q.get("mean") if q.get("count") else None,
+            "queue_samples": q.get("count", 0)})
+    return pd.DataFrame(rows)
 
 
 def _sim_words(backend, topology, preset, set, loggops, options):

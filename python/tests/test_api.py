@@ -58,6 +58,13 @@ def test_backends_equal_the_cli(loggopsim, root, tmp_path, backend):
     assert (r.messages["arrived_ps"] >= r.messages["sent_ps"]).all()
     if backend in ("onepiece", "inproc"):
         assert r.fabric is not None and "fabric" in r.fabric
+        # the links: the fabric report's obufs, whole-run totals
+        obufs = r.fabric["fabric"]["obufs"]
+        assert len(r.links) == len(obufs)
+        assert list(r.links["data_flits"]) == [o["data_flits_sent"] for o in obufs]
+        assert r.links["data_flits"].sum() > 0
+    else:
+        assert r.links is None
 
 
 def test_fabric_options_and_protocols_equal_the_cli(loggopsim, tmp_path):
@@ -242,6 +249,10 @@ def test_plots(tmp_path):
         assert (tmp_path / n).stat().st_size > 1000
     with pytest.raises(ValueError):
         r.plot_link_heatmap()
+    o = ibcosim.simulate(ibcosim.gen("linear_alltoall", size=8, data=1000),
+                         backend="onepiece", topology="H8_S2")
+    o.plot_link_heatmap().figure.savefig(tmp_path / "o.png")
+    assert (tmp_path / "o.png").stat().st_size > 1000
 
 
 def test_jobs_equal_the_cli(loggopsim, pingpong, tmp_path):
