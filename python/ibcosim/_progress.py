@@ -28,16 +28,15 @@ class Reporter:
         t = d.get("sim_time_ps", 0)
         done = d.get("done")
         if self._tqdm is not None:
+            now = min(t, until) / 1e6 if until else int(d.get("events", 0))
             if self.bar is None:
+                # (the first call comes half a second into the run: the
+                # rate counts from there)
                 total = until / 1e6 if until else None
-                self.bar = self._tqdm(total=total, desc=self.what,
+                self.bar = self._tqdm(total=total, desc=self.what, initial=now,
                                       unit="us" if total else " events")
-            if until:
-                self.bar.n = min(t, until) / 1e6
-            else:
-                self.bar.n = int(d.get("events", 0))
             self.bar.set_postfix_str("simulated %s" % _human_ps(t), refresh=False)
-            self.bar.refresh()
+            self.bar.update(now - self.bar.n)
             if done:
                 self.bar.close()
             return
