@@ -166,7 +166,7 @@ def sweep(function_or_config, grid, client=None, cache_dir=None, n_workers=None,
             cl = client
         try:
             futs = {cl.submit(_run_point, function_or_config, points[i], keys[i], cache_dir,
-                              key="ibcosim-point-%s" % keys[i], pure=False): i for i in todo}
+                              pure=False): i for i in todo}
             bar = None
             if progress:
                 try:

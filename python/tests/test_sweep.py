@@ -91,3 +91,7 @@ def test_a_sweep_starts_its_own_local_cluster(tmp_path):
     df = ibcosim.sweep(CONFIG, {"size": [4, 8]}, n_workers=2)
     assert df["error"].isna().all()
     assert list(df["size"]) == [4, 8]
+    # a list of points, one of them twice: a row each
+    df = ibcosim.sweep(CONFIG, [{"size": 4}, {"size": 4}], n_workers=2)
+    assert len(df) == 2 and df["error"].isna().all()
+    assert df["finish_ps"][0] == df["finish_ps"][1]
