@@ -28,8 +28,11 @@ pub mod units;
 pub mod zeroload;
 
 // The handle map and the prefetch hint are in ibcosim-common, shared with
-// the scheduler; `crate::handles` and `crate::prefetch` name them here.
-pub use ibcosim_common::{handles, prefetch};
+// the scheduler; `crate::handles` and `crate::prefetch` name them inside
+// this crate (nothing outside needs them from here).
+#[cfg(feature = "server")]
+use ibcosim_common::handles;
+use ibcosim_common::prefetch;
 
 pub use engine::{Fabric, FabricError, MsgId, OpKind, OpPoint, RunOutcome, TrafficMode};
 pub use params::{ConfigError, Params};

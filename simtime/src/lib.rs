@@ -168,7 +168,10 @@ impl fmt::Display for TimeArgError {
             TimeArgErrorKind::NotANumber => write!(f, "`{s}` is not a number"),
             TimeArgErrorKind::MissingUnit => write!(f, "`{s}`: missing unit (s, ms, us, ns or ps)"),
             TimeArgErrorKind::UnknownUnit(u) => {
-                write!(f, "`{s}`: unknown time unit `{u}` (known: ps, ns, us, ms, s)")
+                write!(
+                    f,
+                    "`{s}`: unknown time unit `{u}` (known: ps, ns, us, ms, s)"
+                )
             }
             TimeArgErrorKind::TooLarge => write!(
                 f,

@@ -2,8 +2,9 @@
 //! co-simulation's per-record path (every insert and every
 //! arrival passes through them, serially with the fabric's own work).
 //!
-//! - [`HandleMap`](crate::handles::HandleMap) (in `handles.rs`, shared
-//!   with loggopsim): the scheduler's handle -> the fabric's message id.
+//! - [`HandleMap`](ibcosim_common::handles::HandleMap) (in the
+//!   `ibcosim-common` crate, shared with loggopsim): the scheduler's
+//!   handle -> the fabric's message id.
 //! - [`EarliestBound`]: the smallest `t_insert + lower bound` of the
 //!   messages in flight (the per-message part of a version-2 grant).
 //!
