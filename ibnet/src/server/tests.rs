@@ -5,7 +5,12 @@ use crate::params::Params;
 use crate::topology::builtin;
 
 /// A version-1 server (q and F given to the fabric, no Config record).
-fn server(topo: &str, protocol: Protocol, quantum: u64, estimate: Option<f64>) -> FabricServer {
+pub(super) fn server(
+    topo: &str,
+    protocol: Protocol,
+    quantum: u64,
+    estimate: Option<f64>,
+) -> FabricServer {
     server_with(
         topo,
         Params::thesis_ddr(),
@@ -15,7 +20,7 @@ fn server(topo: &str, protocol: Protocol, quantum: u64, estimate: Option<f64>) -
     )
 }
 
-fn server_with(
+pub(super) fn server_with(
     topo: &str,
     params: Params,
     spec: ProtocolSpec,
@@ -33,7 +38,7 @@ fn server_with(
 
 /// A version-2 server after its Config exchange (q = 1 ps, no estimate
 /// for notify).
-fn server_v2(topo: &str, protocol: Protocol, estimate_milli: u32) -> FabricServer {
+pub(super) fn server_v2(topo: &str, protocol: Protocol, estimate_milli: u32) -> FabricServer {
     let mut s = server_with(
         topo,
         Params::thesis_ddr(),
@@ -55,21 +60,21 @@ fn server_v2(topo: &str, protocol: Protocol, estimate_milli: u32) -> FabricServe
     s
 }
 
-fn nmi(t: u64) -> Record {
+pub(super) fn nmi(t: u64) -> Record {
     Record::NoMoreInserts {
         time: Time(t),
         horizon: Time(0),
     }
 }
 
-fn wait(t: u64, horizon: u64) -> Record {
+pub(super) fn wait(t: u64, horizon: u64) -> Record {
     Record::NoMoreInserts {
         time: Time(t),
         horizon: Time(horizon),
     }
 }
 
-fn ins(handle: u64, time: u64, src: u32, dst: u32, size: u64) -> Record {
+pub(super) fn ins(handle: u64, time: u64, src: u32, dst: u32, size: u64) -> Record {
     Record::Insert {
         handle,
         time: Time(time),
@@ -84,7 +89,7 @@ fn ins(handle: u64, time: u64, src: u32, dst: u32, size: u64) -> Record {
 /// message is one 64-byte packet (20-byte header), one flit. Injected at 0:
 /// generator at 1 ns, pop 16 ns -> leaves H_1 at 17 ns, ISW + VSW = 100 ns
 /// -> reaches H_2 at 117 ns, drained in 64 x 0.525 = 33.6 ns -> 150.6 ns.
-const ONE_FLIT_PS: u64 = 150_600;
+pub(super) const ONE_FLIT_PS: u64 = 150_600;
 
 #[test]
 fn notify_single_message_arrives_at_sink_consumption() {
