@@ -57,11 +57,12 @@
 //! they are all at time 0 with seq 0..R-1 in a known order, so the engine
 //! merges a cursor over them with the heap (same order, much less memory).
 //!
-//! Modules: [`params`](Params) and the trace, error and report types;
-//! `queue.rs` (the active queue), `order.rs` (section 5), `groups.rs`
-//! (blocked events), `handlers/` (section 6), `sync.rs` (section 7, the
-//! synchronisation modes), `one_sided.rs`, `triggers.rs`, `run.rs` (the
-//! main loop), `build.rs` (construction), `checked.rs` (9.4).
+//! Modules: `params.rs`, `trace.rs`, `error.rs` and `report.rs` (the
+//! public types); `queue.rs` (the active queue, section 4), `order.rs`
+//! (section 5), `handlers/` (section 6), `groups.rs` (blocked events put
+//! back), `sync.rs` (section 7: poll, notify, exact), `one_sided.rs`,
+//! `triggers.rs`, `run.rs` (the main loop), `build.rs` (construction),
+//! `checked.rs` (9.4).
 
 mod build;
 mod checked;
