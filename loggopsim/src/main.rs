@@ -9,7 +9,8 @@
 use anyhow::Context;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use loggopsim::engine::{NoTrace, Params, Sim, TraceEvent, Tracer};
-use loggopsim::network::{LogGp, Network};
+use loggopsim::network::registry::{self, Backend, Prebuilt};
+use loggopsim::network::Network;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -72,27 +73,6 @@ struct ConvertArgs {
 enum Format {
     Text,
     Binary,
-}
-
-/// Network backends. Adding one = a variant here and a match arm in `make_network`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum NetworkKind {
-    /// Built-in LogGP model (the reference's).
-    Loggp,
-    /// Flit-level IB fabric in another process (`ibnet serve --key KEY`), over the transport the
-    /// fabric chose (shared-memory rings or POSIX message queues).
-    Ipc,
-    /// Flit-level IB fabric on a thread of this process (same protocol, in-process channels).
-    Inproc,
-    /// Flit-level IB fabric called directly from the scheduler's thread (no second thread, no channel).
-    Onepiece,
-    /// Flow-level max-min model (SimGrid CM02-like) on the fabric's topology, routes and rank map
-    /// (--topology/--preset/--set/--map): link rate after 8b/10b, ISW+VSW per switch (docs/backends.md).
-    Flow,
-    /// Martinasso-Mehaut penalty contention model on the hosts' NICs, max-min on inter-switch links.
-    Penalty,
-    /// LoP: per-peer L(p) and o(p) for small messages (--lop-set/--lop-L/--lop-o/--lop-G).
-    Lop,
 }
 
 #[derive(Args, Debug)]
@@ -219,8 +199,8 @@ struct SimArgs {
     #[arg(long)]
     json: bool,
     /// Network backend.
-    #[arg(long, value_enum, default_value = "loggp")]
-    network: NetworkKind,
+    #[arg(long, value_parser = registry::value_parser(), default_value = "loggp")]
+    network: &'static Backend,
     /// Options of the co-simulation backends (ipc, inproc).
     #[command(flatten)]
     cosim: loggopsim::network::fabric::CosimArgs,
@@ -315,41 +295,20 @@ fn params(a: &SimArgs) -> Params {
     }
 }
 
-/// A fabric server built beforehand (one-piece mode), or why it failed.
-type Prebuilt = Result<ibnet::server::FabricServer, String>;
-
 fn make_network(
     a: &SimArgs,
     cosim: &loggopsim::network::fabric::CosimArgs,
     num_ranks: u32,
     prebuilt: Option<Prebuilt>,
 ) -> anyhow::Result<Box<dyn Network>> {
-    Ok(match a.network {
-        NetworkKind::Loggp => Box::new(LogGp::new()),
-        NetworkKind::Ipc => Box::new(
-            loggopsim::network::fabric::CosimNetwork::connect_ipc(cosim, num_ranks)
-                .map_err(|e| Exit(1, e))?,
-        ),
-        NetworkKind::Inproc => {
-            Box::new(loggopsim::network::inproc::spawn(cosim, num_ranks).map_err(|e| Exit(2, e))?)
-        }
-        NetworkKind::Onepiece => Box::new(
-            match prebuilt {
-                Some(p) => loggopsim::network::onepiece::build_from(cosim, num_ranks, p),
-                None => loggopsim::network::onepiece::build(cosim, num_ranks),
-            }
-            .map_err(|e| Exit(2, e))?,
-        ),
-        NetworkKind::Flow | NetworkKind::Penalty | NetworkKind::Lop => {
-            let kind = match a.network {
-                NetworkKind::Flow => "flow",
-                NetworkKind::Penalty => "penalty",
-                _ => "lop",
-            };
-            loggopsim::network::fast::build(kind, &cosim.fabric, &a.fast, cosim.protocol, num_ranks)
-                .map_err(|e| Exit(2, e))?
-        }
-    })
+    a.network
+        .make(registry::Setup {
+            cosim,
+            fast: &a.fast,
+            num_ranks,
+            prebuilt,
+        })
+        .map_err(|e| Exit(e.code, e.message).into())
 }
 
 /// The `-v` line of an event: its Debug form with ` ps` after every time
@@ -450,28 +409,21 @@ impl Tracer for CliTracer {
     }
 }
 
-/// `--network ipc`: the session key is checked before anything is read or
-/// attached, by the rule `ibnet serve` applies when it creates the session
-/// ([`ipc_proto::SessionKey::new`]); a missing or invalid key is bad input.
-fn check_ipc_key(a: &SimArgs) -> anyhow::Result<()> {
-    if a.network != NetworkKind::Ipc || a.print_map {
-        return Ok(());
-    }
-    match a.cosim.key.as_deref() {
-        None => Err(Exit(
-            2,
-            "--network ipc needs --key KEY (the session key given to `ibnet serve --key`)".into(),
-        )
-        .into()),
-        Some(k) => match ipc_proto::SessionKey::new(k) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(Exit(2, format!("--key: {e}")).into()),
-        },
-    }
+/// The options that depend on the backend's capabilities (the session
+/// key of `--network ipc`, checked before anything is read or attached;
+/// with `slowdown`, also `--slowdown`, checked after the job specs); a
+/// refusal is bad input.
+fn check_backend(a: &SimArgs, slowdown: bool) -> anyhow::Result<()> {
+    let r = registry::Request {
+        key: a.cosim.key.as_deref(),
+        print_map: a.print_map,
+        slowdown: slowdown && a.slowdown,
+    };
+    registry::check(a.network, &r).map_err(input_err)
 }
 
 fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
-    check_ipc_key(a)?;
+    check_backend(a, false)?;
     if !a.jobs.is_empty() {
         return simulate_jobs(a);
     }
@@ -485,7 +437,7 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
     // One-piece: the fabric is built while the schedule is read (on two
     // CPUs both at once; the run itself is one thread, the fabric called
     // by the scheduler's). A schedule error is still reported first.
-    let (sched, prebuilt) = if a.network == NetworkKind::Onepiece {
+    let (sched, prebuilt) = if a.network.caps.prebuild {
         std::thread::scope(|sc| {
             // the main thread's stack size (8 MiB), as the build had there
             let fabric = std::thread::Builder::new()
@@ -507,7 +459,7 @@ fn simulate(a: &SimArgs) -> anyhow::Result<i32> {
     };
     let sched = sched.map_err(input_err)?;
     let noise = load_noise(a, sched.num_ranks())?;
-    if a.network != NetworkKind::Loggp {
+    if a.network.caps.topology {
         check_fabric_sizes(file, &sched)?;
     }
     let o = execute(a, &a.cosim, sched, noise, true, prebuilt)?;
@@ -559,7 +511,7 @@ fn execute(
     // builds the fabric (inproc, onepiece) a version-2 protocol is raised
     let raised;
     let cosim = if sched.uses_one_sided()
-        && matches!(a.network, NetworkKind::Inproc | NetworkKind::Onepiece)
+        && a.network.caps.fabric_in_process
         && cosim.protocol.version == 2
     {
         raised = loggopsim::network::fabric::CosimArgs {
@@ -649,12 +601,7 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
              (FILE:map:HOSTS)",
         ));
     }
-    if a.slowdown && a.network == NetworkKind::Ipc {
-        return Err(input_err(
-            "--slowdown needs a fabric per alone run; with --network ipc there is one fabric \
-             process: use --network onepiece or inproc (the same fabric on this process)",
-        ));
-    }
+    check_backend(a, true)?;
     let labels: Vec<String> = specs
         .iter()
         .enumerate()
@@ -665,12 +612,12 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
         // (the reader's errors start with the file's name)
         let sc =
             loggopsim::load_schedule(&s.file).map_err(|e| input_err(format!("job {j}: {e}")))?;
-        if a.network != NetworkKind::Loggp {
+        if a.network.caps.topology {
             check_fabric_sizes(&s.file, &sc)?;
         }
         scheds.push(sc);
     }
-    let uses_topology = a.network != NetworkKind::Loggp || a.print_map;
+    let uses_topology = a.network.caps.topology || a.print_map;
     let mut placed: Option<(ibnet::topology::Topology, Vec<Vec<usize>>)> = None;
     if uses_topology {
         let t = &a.cosim.fabric.topology;
@@ -755,7 +702,7 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
         .collect();
     let noise = load_noise(a, merged.num_ranks())?;
     // The fabric backends in this process read the placement from a map file.
-    let in_process_fabric = !matches!(a.network, NetworkKind::Loggp | NetworkKind::Ipc);
+    let in_process_fabric = a.network.caps.map_in_process;
     let mut cosim = a.cosim.clone();
     let _map = match &placed {
         Some((topo, _)) if in_process_fabric => {
@@ -837,10 +784,8 @@ fn simulate_jobs(a: &SimArgs) -> anyhow::Result<i32> {
     emit(a, &o, Some(&results))
 }
 
-/// Largest message the flit-level fabric simulates (the same limit as
-/// ibnet's `MAX_MESSAGE_BYTES`, 1 TiB): bigger sends are refused before the
-/// fabric is started (they used to abort it).
-pub const FABRIC_MAX_MESSAGE_BYTES: u64 = 1 << 40;
+/// Largest message the flit-level fabric simulates.
+const FABRIC_MAX_MESSAGE_BYTES: u64 = registry::MAX_MESSAGE_BYTES;
 
 fn check_fabric_sizes(
     file: &std::path::Path,

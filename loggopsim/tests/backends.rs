@@ -10,7 +10,7 @@ use loggopsim::engine::{Params, Report};
 use loggopsim::goal::parse_str;
 use loggopsim::network::fabric::CosimArgs;
 use loggopsim::network::flow::{FastArgs, FlowNet, FlowTopology};
-use loggopsim::network::{fast, Network};
+use loggopsim::network::{fast, registry, Network};
 use loggopsim::Time;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -181,35 +181,42 @@ fn gen(pattern: &str, ranks: u32, size: u64, dir: &Path) -> PathBuf {
     out
 }
 
+/// Backend `kind` from the registry, on `topo` with the default options
+/// (the fabric's report goes to a temporary file).
 fn backend(kind: &str, topo: &str, ranks: u32) -> Box<dyn Network> {
-    match kind {
-        "loggp" => Box::new(loggopsim::network::LogGp::new()),
-        "onepiece" => {
-            let dir = std::env::temp_dir();
-            let a = CosimArgs {
-                protocol: ipc_proto::ProtocolSpec::NOTIFY,
-                quantum: Time(1),
-                estimate: None,
-                estimate_base: ipc_proto::EstimateBase::Hops,
-                key: None,
-                connect_timeout: 1.0,
-                fabric: setup(topo),
-                fabric_report: Some(dir.join(format!("backends-test-{}.txt", std::process::id()))),
-                fabric_json: false,
-                log_inserts: None,
-                log_arrivals: None,
-            };
-            Box::new(loggopsim::network::onepiece::build(&a, ranks).unwrap())
-        }
-        k => fast::build(
-            k,
-            &setup(topo),
-            &FastArgs::default(),
-            ipc_proto::ProtocolSpec::NOTIFY,
-            ranks,
-        )
-        .unwrap(),
-    }
+    let a = CosimArgs {
+        protocol: ipc_proto::ProtocolSpec::NOTIFY,
+        quantum: Time(1),
+        estimate: None,
+        estimate_base: ipc_proto::EstimateBase::Hops,
+        key: None,
+        connect_timeout: 1.0,
+        fabric: setup(topo),
+        fabric_report: Some(
+            std::env::temp_dir().join(format!("backends-test-{}.txt", std::process::id())),
+        ),
+        fabric_json: false,
+        log_inserts: None,
+        log_arrivals: None,
+    };
+    registry::find(kind)
+        .unwrap()
+        .make(registry::Setup {
+            cosim: &a,
+            fast: &FastArgs::default(),
+            num_ranks: ranks,
+            prebuilt: None,
+        })
+        .unwrap_or_else(|e| panic!("{kind}: {}", e.message))
+}
+
+/// Every registered backend that runs in this process (`ipc` attaches to a
+/// fabric process: tests/networks.rs).
+fn in_process() -> impl Iterator<Item = &'static str> {
+    registry::all()
+        .iter()
+        .filter(|b| !b.caps.session_key)
+        .map(|b| b.name)
 }
 
 fn run(path: &Path, kind: &str, topo: &str) -> Report {
@@ -217,8 +224,6 @@ fn run(path: &Path, kind: &str, topo: &str) -> Report {
     let n = s.num_ranks();
     fast::run_schedule(s, Params::default(), backend(kind, topo, n)).unwrap()
 }
-
-const ALL: [&str; 5] = ["loggp", "lop", "penalty", "flow", "onepiece"];
 
 /// Every backend on the thesis's ltest and a dissemination schedule, and
 /// on a small all-to-all: all operations complete, and no backend beats
@@ -245,7 +250,7 @@ fn every_backend_on_the_thesis_schedules() {
     ] {
         let mut ranks = 0;
         let base = run(path, "loggp", topo);
-        for kind in ALL {
+        for kind in in_process() {
             let r = run(path, kind, topo);
             ranks = r.finish_times.len();
             assert!(r.ok(), "{kind} on {}: incomplete", path.display());
@@ -255,7 +260,8 @@ fn every_backend_on_the_thesis_schedules() {
                 base.finish_times.iter().max().unwrap(),
             );
             assert!(mx >= mb, "{kind} on {}: {mx} < LogGP {mb}", path.display());
-            if path == &a2a && (kind == "flow" || kind == "penalty" || kind == "onepiece") {
+            // (lop models no contention)
+            if path == &a2a && kind != "loggp" && kind != "lop" {
                 assert!(*mx >= 7 * 4096 * 500, "{kind}: {mx}");
             }
         }
@@ -311,12 +317,12 @@ fn exact_equals_poll() {
     }
 }
 
-/// Same input, same bytes: the CLI's finish times twice (flow, penalty, lop).
+/// Same input, same bytes: the CLI's finish times twice (the fast models).
 #[test]
 fn deterministic_output() {
     let dir = tempfile::tempdir().unwrap();
     let a2a = gen("linear_alltoall", 32, 3000, dir.path());
-    for kind in ["flow", "penalty", "lop"] {
+    for kind in registry::fast_names() {
         let out: Vec<Vec<u8>> = (0..2)
             .map(|_| {
                 let o = Command::new(env!("CARGO_BIN_EXE_loggopsim"))
@@ -465,5 +471,33 @@ mod prop {
             let a = FastArgs { lop_l: Some(s.clone()), lop_o: Some(s), ..FastArgs::default() };
             let _ = loggopsim::network::lop::build(&a, 4);
         }
+    }
+}
+
+/// The command line takes every registered backend: `--help` lists each
+/// with its help line, and each one that runs in this process runs the
+/// ping-pong example through `--network NAME` to the end.
+#[test]
+fn command_line_takes_every_registered_backend() {
+    let bin = env!("CARGO_BIN_EXE_loggopsim");
+    let help = Command::new(bin).arg("--help").output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for b in registry::all() {
+        assert!(help.contains(&format!("- {}:", b.name)), "{}", b.name);
+        assert!(help.contains(b.help), "{}", b.name);
+    }
+    let pp = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/pingpong.goal");
+    for kind in in_process() {
+        let o = Command::new(bin)
+            .arg("-f")
+            .arg(&pp)
+            .args(["--network", kind, "--topology", "H8_S1"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
 }

@@ -20,7 +20,7 @@ use loggopsim::engine::{Params, Report, Sim};
 use loggopsim::goal::parse_str;
 use loggopsim::network::fabric::CosimArgs;
 use loggopsim::network::flow::FastArgs;
-use loggopsim::network::{fast, inproc, onepiece, Network};
+use loggopsim::network::{registry, Network};
 use proptest::prelude::*;
 
 fn setup(topology: &str) -> SetupArgs {
@@ -60,20 +60,29 @@ fn zero() -> Params {
     }
 }
 
+/// Backend `kind` from the registry (the fast models read `spec` as
+/// notify = exact).
 fn backend(kind: &str, spec: ProtocolSpec, topology: &str, ranks: u32) -> Box<dyn Network> {
-    match kind {
-        "loggp" => Box::new(loggopsim::network::LogGp::new()),
-        "inproc" => Box::new(inproc::spawn(&args(spec, topology), ranks).unwrap()),
-        "onepiece" => Box::new(onepiece::build(&args(spec, topology), ranks).unwrap()),
-        k => fast::build(
-            k,
-            &setup(topology),
-            &FastArgs::default(),
-            ProtocolSpec::NOTIFY,
-            ranks,
-        )
-        .unwrap(),
-    }
+    registry::find(kind)
+        .unwrap()
+        .make(registry::Setup {
+            cosim: &args(spec, topology),
+            fast: &FastArgs::default(),
+            num_ranks: ranks,
+            prebuilt: None,
+        })
+        .unwrap_or_else(|e| panic!("{kind}: {}", e.message))
+}
+
+/// The registered backends but LogGP that run in this process (`ipc`
+/// attaches to a fabric process); with `fabric`, only the flit fabric's.
+fn backends(fabric: bool) -> impl Iterator<Item = &'static str> {
+    registry::all()
+        .iter()
+        .filter(move |b| {
+            b.name != "loggp" && !b.caps.session_key && (!fabric || b.caps.fabric_in_process)
+        })
+        .map(|b| b.name)
 }
 
 fn run(goal: &str, p: Params, kind: &str, spec: ProtocolSpec, topology: &str) -> Report {
@@ -197,7 +206,7 @@ fn every_backend_runs_one_sided_operations() {
     let base = run(MIXED, p, "loggp", ProtocolSpec::NOTIFY, "H8_S1");
     assert!(base.ok());
     let mb = *base.finish_times.iter().max().unwrap();
-    for kind in ["lop", "penalty", "flow", "onepiece", "inproc"] {
+    for kind in backends(false) {
         let r = run(MIXED, p, kind, ProtocolSpec::NOTIFY_V3, "H8_S1");
         assert!(r.ok(), "{kind}: {:?} {}", r.leftovers, r.incomplete_ops);
         let m = *r.finish_times.iter().max().unwrap();
@@ -293,7 +302,7 @@ proptest! {
     fn exact_notify_equals_polling_with_one_sided((goal, p, topo) in arb_case()) {
         let reference = run(&goal, p, "onepiece", ProtocolSpec::QUERY_V3, topo);
         prop_assert!(reference.ok());
-        for kind in ["inproc", "onepiece"] {
+        for kind in backends(true) {
             let r = run(&goal, p, kind, ProtocolSpec::NOTIFY_V3, topo);
             prop_assert_eq!(&r.finish_times, &reference.finish_times, "{} on {}\n{}", kind, topo, goal);
             let late = r.network_stats.iter().find(|(k, _)| k == "late_arrivals").map(|x| x.1);

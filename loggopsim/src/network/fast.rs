@@ -9,10 +9,8 @@ use crate::schedule::Schedule;
 use ibnet::server::SetupArgs;
 use ipc_proto::{Protocol, ProtocolSpec};
 
-/// The fast backends' names.
-pub const KINDS: &[&str] = &["flow", "penalty", "lop"];
-
-/// Build backend `kind` ("flow", "penalty" or "lop") for `num_ranks`
+/// Build backend `kind` (a registered fast model: "flow", "penalty" or
+/// "lop", `super::registry`) for `num_ranks`
 /// ranks. flow and penalty read `fabric` (topology, preset, overrides,
 /// rank map) and sync by `protocol`: notify (version 2) = exact
 /// notification, query = polling; notify-v1 is refused. Errors are the
@@ -33,12 +31,13 @@ pub fn build(
             ))
         }
     };
-    Ok(match kind {
-        "flow" => Box::new(super::flow::build(fabric, fast, exact, num_ranks)?),
-        "penalty" => Box::new(super::penalty::build(fabric, fast, exact, num_ranks)?),
-        "lop" => Box::new(super::lop::build(fast, num_ranks)?),
-        other => return Err(format!("unknown fast backend `{other}` (known: {KINDS:?})")),
-    })
+    match super::registry::find(kind).and_then(|b| b.fast_build) {
+        Some(build) => build(fabric, fast, exact, num_ranks),
+        None => Err(format!(
+            "unknown fast backend `{kind}` (known: {:?})",
+            super::registry::fast_names()
+        )),
+    }
 }
 
 /// Run `sched` with LogGOPS parameters `params` on `net` to the end and

@@ -29,6 +29,7 @@ pub mod loggp;
 pub mod lop;
 pub mod onepiece;
 pub mod penalty;
+pub mod registry;
 pub use loggp::LogGp;
 
 pub type Handle = u64;
