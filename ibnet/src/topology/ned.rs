@@ -346,6 +346,28 @@ pub(crate) fn load_files(
         file: path,
         last_line: text.lines().count().max(1),
     };
+    let name = network_header(&mut p)?;
+    let mods = submodules(&mut p)?;
+    let links = connections(&mut p, &mods)?;
+    let fdb = switch_tables(files, &mods)?;
+    let nodes = build(&mods.decls, fdb);
+    let lines: Vec<usize> = mods.decls.iter().map(|d| d.line).collect();
+    finish_import(
+        name,
+        path,
+        nodes,
+        &lines,
+        links,
+        files.fdbs.is_some(),
+        routing,
+        "routing = \"tables\" needs .fdbs and .fdbs.ini beside it",
+        opts,
+    )
+}
+
+/// Step 1: `package` and `import` lines skipped, `network NAME {` and
+/// `submodules:`; the network's name.
+fn network_header(p: &mut Parser) -> Result<String, TopoError> {
     if p.is_ident("package") {
         p.pos += 1;
         p.skip_to_semicolon()?;
@@ -368,8 +390,28 @@ pub(crate) fn load_files(
     }
     p.pos += 1;
     p.punct(":")?;
+    Ok(name)
+}
 
-    // --- submodules
+/// The submodules of a network: their declarations, by name, and the
+/// HCA of each LID.
+struct Submodules {
+    decls: Vec<Decl>,
+    by_name: HashMap<String, usize>,
+    lids: HashMap<u16, usize>,
+}
+
+/// A submodule's settings, each with where it was written: `srcLid`,
+/// `numSwitchPorts` and the size of its `port[N]` gate vector.
+#[derive(Default)]
+struct Settings {
+    lid: Option<(u64, Loc)>,
+    nsp: Option<(u64, Loc)>,
+    gates: Option<(u64, Loc)>,
+}
+
+/// Step 2: the submodules up to `connections:` (or the network's end).
+fn submodules(p: &mut Parser) -> Result<Submodules, TopoError> {
     let mut decls: Vec<Decl> = Vec::new();
     let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut lids: HashMap<u16, usize> = HashMap::new();
@@ -390,139 +432,15 @@ pub(crate) fn load_files(
                 ))
             }
         };
-        // value and where it was written
-        let mut lid: Option<(u64, Loc)> = None;
-        let mut nsp: Option<(u64, Loc)> = None;
-        let mut gates: Option<(u64, Loc)> = None;
-        if p.is_punct(";") {
-            p.pos += 1;
-        } else {
-            p.punct("{")?;
-            while !p.is_punct("}") {
-                if p.peek().is_none() {
-                    return p.err(format!("expected `}}` closing submodule {m}"));
-                }
-                if (p.is_ident("parameters") || p.is_ident("gates"))
-                    && matches!(p.toks.get(p.pos + 1), Some((Tok::Punct(":"), ..)))
-                {
-                    p.pos += 2;
-                    continue;
-                }
-                if let Some(Tok::Ident(s)) = p.peek() {
-                    if s.starts_with('@') {
-                        p.pos += 1;
-                        if p.is_punct("(") {
-                            p.skip_parens()?;
-                        }
-                        p.punct(";")?;
-                        continue;
-                    }
-                }
-                let key_at = p.loc();
-                let key = p.ident("a parameter `name = value;` or a gate `port[N];`")?;
-                if p.is_punct("[") {
-                    // gate vector size
-                    p.pos += 1;
-                    let at = p.loc();
-                    let n = p.num("a gate vector size")?;
-                    p.punct("]")?;
-                    p.punct(";")?;
-                    if key != "port" {
-                        return Err(TopoError::parse(
-                            key_at,
-                            format!("gate {key}: the only gate is `port`"),
-                        ));
-                    }
-                    gates = Some((n, at));
-                    continue;
-                }
-                p.punct("=")?;
-                let vat = p.loc();
-                match key.as_str() {
-                    "srcLid" => lid = Some((p.num("a LID")?, vat)),
-                    "numSwitchPorts" => nsp = Some((p.num("a port count")?, vat)),
-                    _ => {
-                        // another parameter: its value is not used
-                        while !p.is_punct(";") {
-                            if p.peek().is_none() || p.is_punct("}") || p.is_punct("{") {
-                                return p.err(format!("expected `;` after parameter {key}"));
-                            }
-                            p.pos += 1;
-                        }
-                    }
-                }
-                p.punct(";")?;
-            }
-            p.punct("}")?;
-        }
+        let s = settings(p, &m)?;
         let decl = if is_hca {
-            let Some((lid, lat)) = lid else {
-                return Err(TopoError::parse(at, format!("HCA {m} has no srcLid")));
-            };
-            if !(1..=65535).contains(&lid) {
-                return Err(TopoError::parse(
-                    lat,
-                    format!("srcLid {lid}: a LID is 1..65535"),
-                ));
-            }
-            let lid = lid as u16;
-            if let Some(&o) = lids.get(&lid) {
-                return Err(TopoError::parse(
-                    lat,
-                    format!(
-                        "LID {lid} already used by {} (line {})",
-                        decls[o].name, decls[o].line
-                    ),
-                ));
-            }
-            lids.insert(lid, decls.len());
-            if let Some((_, gat)) = gates {
-                return Err(TopoError::parse(
-                    gat,
-                    format!("HCA {m} has one port: no gate vector"),
-                ));
-            }
-            Decl {
-                name: m.clone(),
-                line,
-                lid: Some(lid),
-                ports: 1,
-            }
+            hca_decl(&m, line, &at, s, &lids, &decls)?
         } else {
-            if let Some((_, lat)) = lid {
-                return Err(TopoError::parse(
-                    lat,
-                    format!("switch {m}: srcLid is for HCAs"),
-                ));
-            }
-            let n = match (nsp, gates) {
-                (Some((a, _)), Some((b, gat))) if a != b => {
-                    return Err(TopoError::parse(
-                        gat,
-                        format!("switch {m}: numSwitchPorts = {a} but port[{b}]"),
-                    ))
-                }
-                (Some((n, at)), _) | (None, Some((n, at))) => (n, at),
-                (None, None) => {
-                    return Err(TopoError::parse(
-                        at,
-                        format!("switch {m} has no numSwitchPorts"),
-                    ))
-                }
-            };
-            if !(1..=MAX_PORTS as u64).contains(&n.0) {
-                return Err(TopoError::parse(
-                    n.1,
-                    format!("switch {m}: {} ports (1..={MAX_PORTS})", n.0),
-                ));
-            }
-            Decl {
-                name: m.clone(),
-                line,
-                lid: None,
-                ports: n.0 as u16,
-            }
+            switch_decl(&m, line, &at, s)?
         };
+        if let Some(lid) = decl.lid {
+            lids.insert(lid, decls.len());
+        }
         if let Some(&o) = by_name.get(&m) {
             return Err(TopoError::parse(
                 at,
@@ -541,8 +459,174 @@ pub(crate) fn load_files(
         by_name.insert(m, decls.len());
         decls.push(decl);
     }
+    Ok(Submodules {
+        decls,
+        by_name,
+        lids,
+    })
+}
 
-    // --- connections
+/// A submodule's body: `;` or `{ parameters: ... gates: ... }`; unknown
+/// parameters and `@` properties are skipped.
+fn settings(p: &mut Parser, m: &str) -> Result<Settings, TopoError> {
+    let Settings {
+        mut lid,
+        mut nsp,
+        mut gates,
+    } = Settings::default();
+    if p.is_punct(";") {
+        p.pos += 1;
+    } else {
+        p.punct("{")?;
+        while !p.is_punct("}") {
+            if p.peek().is_none() {
+                return p.err(format!("expected `}}` closing submodule {m}"));
+            }
+            if (p.is_ident("parameters") || p.is_ident("gates"))
+                && matches!(p.toks.get(p.pos + 1), Some((Tok::Punct(":"), ..)))
+            {
+                p.pos += 2;
+                continue;
+            }
+            if let Some(Tok::Ident(s)) = p.peek() {
+                if s.starts_with('@') {
+                    p.pos += 1;
+                    if p.is_punct("(") {
+                        p.skip_parens()?;
+                    }
+                    p.punct(";")?;
+                    continue;
+                }
+            }
+            let key_at = p.loc();
+            let key = p.ident("a parameter `name = value;` or a gate `port[N];`")?;
+            if p.is_punct("[") {
+                // gate vector size
+                p.pos += 1;
+                let at = p.loc();
+                let n = p.num("a gate vector size")?;
+                p.punct("]")?;
+                p.punct(";")?;
+                if key != "port" {
+                    return Err(TopoError::parse(
+                        key_at,
+                        format!("gate {key}: the only gate is `port`"),
+                    ));
+                }
+                gates = Some((n, at));
+                continue;
+            }
+            p.punct("=")?;
+            let vat = p.loc();
+            match key.as_str() {
+                "srcLid" => lid = Some((p.num("a LID")?, vat)),
+                "numSwitchPorts" => nsp = Some((p.num("a port count")?, vat)),
+                _ => {
+                    // another parameter: its value is not used
+                    while !p.is_punct(";") {
+                        if p.peek().is_none() || p.is_punct("}") || p.is_punct("{") {
+                            return p.err(format!("expected `;` after parameter {key}"));
+                        }
+                        p.pos += 1;
+                    }
+                }
+            }
+            p.punct(";")?;
+        }
+        p.punct("}")?;
+    }
+    Ok(Settings { lid, nsp, gates })
+}
+
+/// An HCA: a LID (1..65535, not used before) and no gate vector.
+fn hca_decl(
+    m: &str,
+    line: usize,
+    at: &Loc,
+    s: Settings,
+    lids: &HashMap<u16, usize>,
+    decls: &[Decl],
+) -> Result<Decl, TopoError> {
+    let Settings { lid, gates, .. } = s;
+    let Some((lid, lat)) = lid else {
+        return Err(TopoError::parse(
+            at.clone(),
+            format!("HCA {m} has no srcLid"),
+        ));
+    };
+    if !(1..=65535).contains(&lid) {
+        return Err(TopoError::parse(
+            lat,
+            format!("srcLid {lid}: a LID is 1..65535"),
+        ));
+    }
+    let lid = lid as u16;
+    if let Some(&o) = lids.get(&lid) {
+        return Err(TopoError::parse(
+            lat,
+            format!(
+                "LID {lid} already used by {} (line {})",
+                decls[o].name, decls[o].line
+            ),
+        ));
+    }
+    if let Some((_, gat)) = gates {
+        return Err(TopoError::parse(
+            gat,
+            format!("HCA {m} has one port: no gate vector"),
+        ));
+    }
+    Ok(Decl {
+        name: m.to_string(),
+        line,
+        lid: Some(lid),
+        ports: 1,
+    })
+}
+
+/// A switch: its port count from `numSwitchPorts` or `port[N]` (equal
+/// when both are given), no LID.
+fn switch_decl(m: &str, line: usize, at: &Loc, s: Settings) -> Result<Decl, TopoError> {
+    let Settings { lid, nsp, gates } = s;
+    if let Some((_, lat)) = lid {
+        return Err(TopoError::parse(
+            lat,
+            format!("switch {m}: srcLid is for HCAs"),
+        ));
+    }
+    let n = match (nsp, gates) {
+        (Some((a, _)), Some((b, gat))) if a != b => {
+            return Err(TopoError::parse(
+                gat,
+                format!("switch {m}: numSwitchPorts = {a} but port[{b}]"),
+            ))
+        }
+        (Some((n, at)), _) | (None, Some((n, at))) => (n, at),
+        (None, None) => {
+            return Err(TopoError::parse(
+                at.clone(),
+                format!("switch {m} has no numSwitchPorts"),
+            ))
+        }
+    };
+    if !(1..=MAX_PORTS as u64).contains(&n.0) {
+        return Err(TopoError::parse(
+            n.1,
+            format!("switch {m}: {} ports (1..={MAX_PORTS})", n.0),
+        ));
+    }
+    Ok(Decl {
+        name: m.to_string(),
+        line,
+        lid: None,
+        ports: n.0 as u16,
+    })
+}
+
+/// Step 3: `connections:` (optional), each a bidirectional link between
+/// two free gates, all of one channel type; then the network's end.
+fn connections(p: &mut Parser, mods: &Submodules) -> Result<Vec<Link>, TopoError> {
+    let (by_name, decls) = (&mods.by_name, &mods.decls);
     let mut links: Vec<Link> = Vec::new();
     let mut used: HashMap<PortRef, usize> = HashMap::new();
     let mut channel: Option<(String, usize)> = None;
@@ -557,7 +641,7 @@ pub(crate) fn load_files(
                 return p.err("expected `}` closing the network");
             }
             let at = p.loc();
-            let a = gate(&mut p, &by_name, &decls)?;
+            let a = gate(p, by_name, decls)?;
             if !p.is_punct("<-->") {
                 return p.err("expected `<-->` (links are bidirectional)");
             }
@@ -579,7 +663,7 @@ pub(crate) fn load_files(
                 }
                 p.punct("<-->")?;
             }
-            let b = gate(&mut p, &by_name, &decls)?;
+            let b = gate(p, by_name, decls)?;
             p.punct(";")?;
             let show = |r: PortRef| {
                 if decls[r.node].lid.is_some() {
@@ -609,8 +693,13 @@ pub(crate) fn load_files(
     if p.peek().is_some() {
         return p.err("expected the end of the file after the network (one network per file)");
     }
+    Ok(links)
+}
 
-    // --- tables
+/// Step 4: the switches' tables from `.fdbs` and `.fdbs.ini`, by node
+/// (empty for HCAs, or for every node without tables).
+fn switch_tables(files: &NedFiles, mods: &Submodules) -> Result<Vec<Vec<u16>>, TopoError> {
+    let (decls, lids, path) = (&mods.decls, &mods.lids, &files.ned);
     let sw: Vec<usize> = (0..decls.len())
         .filter(|&i| decls[i].lid.is_none())
         .collect();
@@ -633,7 +722,12 @@ pub(crate) fn load_files(
             )))
         }
     }
-    let nodes = decls
+    Ok(fdb)
+}
+
+/// Step 5: the topology's nodes in declaration order.
+fn build(decls: &[Decl], fdb: Vec<Vec<u16>>) -> Vec<Node> {
+    decls
         .iter()
         .zip(fdb)
         .map(|(d, fdb)| Node {
@@ -646,17 +740,126 @@ pub(crate) fn load_files(
                 },
             },
         })
-        .collect();
-    let lines: Vec<usize> = decls.iter().map(|d| d.line).collect();
-    finish_import(
-        name,
-        path,
-        nodes,
-        &lines,
-        links,
-        files.fdbs.is_some(),
-        routing,
-        "routing = \"tables\" needs .fdbs and .fdbs.ini beside it",
-        opts,
-    )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NET: &str = "package ib_model.examples.x;\n\
+                       import ib_model.*;\n\
+                       network two\n\
+                       {\n\
+                       \x20   submodules:\n\
+                       \x20       H_1: HCA { parameters: srcLid = 5; @display(\"p=1\"); }\n\
+                       \x20       H_2: HCA { parameters: srcLid = 2; }\n\
+                       \x20       SW: Switch { parameters: numSwitchPorts = 2; gates: port[2]; }\n\
+                       \x20   connections:\n\
+                       \x20       H_1.port <--> IB4XQDRWire <--> SW.port[0];\n\
+                       \x20       H_2.port <--> SW.port[1];\n\
+                       }\n";
+
+    fn parser<'a>(toks: Vec<(Tok, usize, usize)>, file: &'a Path) -> Parser<'a> {
+        Parser {
+            toks,
+            pos: 0,
+            file,
+            last_line: 99,
+        }
+    }
+
+    /// The steps up to the submodules of `text`.
+    fn steps(text: &str) -> Result<(String, Submodules, Vec<Link>), TopoError> {
+        let path = Path::new("t.ned");
+        let mut p = parser(lex(text, path)?, path);
+        let name = network_header(&mut p)?;
+        let mods = submodules(&mut p)?;
+        let links = connections(&mut p, &mods)?;
+        Ok((name, mods, links))
+    }
+
+    #[test]
+    fn header_submodules_and_connections() {
+        let (name, mods, links) = steps(NET).unwrap();
+        assert_eq!(name, "two");
+        let decls: Vec<(&str, usize, Option<u16>, u16)> = mods
+            .decls
+            .iter()
+            .map(|d| (d.name.as_str(), d.line, d.lid, d.ports))
+            .collect();
+        assert_eq!(
+            decls,
+            [
+                ("H_1", 6, Some(5), 1),
+                ("H_2", 7, Some(2), 1),
+                ("SW", 8, None, 2)
+            ]
+        );
+        assert_eq!(mods.lids, HashMap::from([(5, 0), (2, 1)]));
+        assert_eq!(mods.by_name["SW"], 2);
+        let port = |node, port| PortRef { node, port };
+        assert_eq!(
+            links,
+            [
+                Link {
+                    a: port(0, 0),
+                    b: port(2, 0)
+                },
+                Link {
+                    a: port(1, 0),
+                    b: port(2, 1)
+                }
+            ]
+        );
+        let nodes = build(&mods.decls, vec![Vec::new(); 3]);
+        assert_eq!(nodes[0].kind, NodeKind::Hca { lid: 5 });
+        assert_eq!(
+            nodes[2].kind,
+            NodeKind::Switch {
+                ports: 2,
+                fdb: Vec::new()
+            }
+        );
+    }
+
+    #[test]
+    fn declarations_are_checked() {
+        let e = |from: &str, to: &str| {
+            let text = NET.replace(from, to);
+            match steps(&text) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("{text}"),
+            }
+        };
+        assert!(e("network two", "module two").contains("only network files are read"));
+        assert!(e("srcLid = 2", "srcLid = 5").contains("LID 5 already used by H_1 (line 6)"));
+        assert!(e("srcLid = 2;", "").contains("HCA H_2 has no srcLid"));
+        assert!(e("port[2]", "port[3]").contains("numSwitchPorts = 2 but port[3]"));
+        assert!(e("H_2: HCA", "H_1: HCA").contains("declared twice"));
+        assert!(e("Switch {", "Router {").contains("only HCA and Switch"));
+        assert!(e("SW.port[1]", "SW.port[0]").contains("already connected (line 10)"));
+        assert!(e("H_2.port <-->", "H_2.port <--> OtherWire <-->")
+            .contains("all links must be of one type"));
+    }
+
+    #[test]
+    fn tables_come_in_pairs() {
+        let (_, mods, _) = steps(NET).unwrap();
+        let files = NedFiles {
+            ned: "t.ned".into(),
+            fdbs: Some("t.fdbs".into()),
+            fdbs_ini: None,
+        };
+        let e = switch_tables(&files, &mods).unwrap_err();
+        assert!(e.to_string().contains("must be given together"), "{e}");
+        let none = NedFiles {
+            fdbs: None,
+            ..files
+        };
+        assert_eq!(
+            switch_tables(&none, &mods).unwrap(),
+            vec![Vec::<u16>::new(); 3]
+        );
+    }
 }
