@@ -24,12 +24,11 @@ use crate::Time;
 pub mod fabric;
 pub mod fast;
 pub mod flow;
-pub mod inproc;
 pub mod loggp;
 pub mod lop;
-pub mod onepiece;
 pub mod penalty;
 pub mod registry;
+pub use fabric::{inproc, onepiece};
 pub use loggp::LogGp;
 
 pub type Handle = u64;

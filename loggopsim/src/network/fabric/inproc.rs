@@ -3,8 +3,8 @@
 //! The records are encoded and batched exactly as over message queues, so
 //! this is the same protocol without the kernel in the way.
 
-use super::fabric::{CosimArgs, CosimNetwork, FinishHook};
-use super::NetError;
+use super::{CosimArgs, CosimNetwork, FinishHook};
+use crate::network::NetError;
 use ibnet::server::serve::{build_server, serve_channel, write_summary, ServeError};
 use ibnet::server::FabricServer;
 

@@ -11,9 +11,9 @@
 //! functions its record handler calls (same checks, same counters). With
 //! exact notify the results equal polling at 1 ps (docs/protocol.md rule 3a).
 
-use super::fabric::{CosimArgs, CosimNetwork, Link};
 use super::inproc::report_fabric;
-use super::NetError;
+use super::{CosimArgs, CosimNetwork, Link};
+use crate::network::NetError;
 use ibnet::server::{ExactAnswer, FabricServer, ServerError, Step};
 use ipc_proto::{ChannelStats, ProtoError, Protocol, Record, Time};
 use std::collections::VecDeque;

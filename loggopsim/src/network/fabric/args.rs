@@ -1,0 +1,100 @@
+//! The fabric backends' command-line options (protocol, quantum, estimate,
+//! session key, the fabric's own options and reports), flattened into
+//! loggopsim's. The fabric's topology, preset, overrides and rank map are
+//! ibnet's `SetupArgs` (`fabric`), which `ibnet serve` takes too.
+
+use ipc_proto::{EstimateBase, ProtocolSpec, Time};
+use std::path::PathBuf;
+
+/// Command-line options of the co-simulation backends (`--network ipc` and
+/// `--network inproc`). Flattened into loggopsim's options.
+#[derive(clap::Args, Clone, Debug)]
+pub struct CosimArgs {
+    /// Co-simulation protocol: notify (exact notification, protocol
+    /// version 2: results equal query at 1 ps), query (polling, engine
+    /// unchanged), notify-v1 (the thesis's run-ahead notification, version
+    /// 1: may process events past an arrival still in flight; for the
+    /// efficiency study and version-1 peers), query-v1 (polling with
+    /// version-1 peers), notify-v3 / query-v3 (version 3: with put/get),
+    /// notify-v4 (version 4: triggered inserts, fewer round trips, the
+    /// same results; docs/protocol.md).
+    #[arg(
+        long,
+        default_value = "notify",
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+    )]
+    pub protocol: ProtocolSpec,
+    /// Query protocol: precision q (1ns, 100ps, 10ps, 1ps, any value; a
+    /// bare number is ps). The fabric answers "not yet" with t' + q.
+    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = ibnet::server::parse_quantum, help_heading = "Co-simulation (--network ipc|inproc|onepiece)")]
+    pub quantum: Time,
+    /// Query protocol: arrival-estimate factor F (multiple of 0.001); the
+    /// first query of a message is answered max(t'+q, t_insert + F x the
+    /// per-hop fixed latencies of its route), the thesis's estimate. F = 1
+    /// never errs; real arrivals before a promise are counted as causality
+    /// errors. Version 2 sends q and F to the fabric (Config record).
+    #[arg(
+        long,
+        value_name = "F",
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+    )]
+    pub estimate: Option<f64>,
+    /// Query protocol: what F multiplies: hops (the thesis's per-hop fixed
+    /// latencies, the default) or zero-load (a lower bound of the zero-load
+    /// travel time that includes the message's serialisation: still never
+    /// late, and far fewer 1 ps polls for large messages).
+    #[arg(
+        long,
+        value_name = "BASE",
+        default_value = "hops",
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+    )]
+    pub estimate_base: EstimateBase,
+    /// ipc: session key of the fabric (`ibnet serve --key KEY`).
+    #[arg(
+        long,
+        value_name = "KEY",
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+    )]
+    pub key: Option<String>,
+    /// ipc: how long to wait for the fabric to be ready, in seconds.
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 30.0,
+        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+    )]
+    pub connect_timeout: f64,
+    #[command(
+        flatten,
+        next_help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+    )]
+    pub fabric: ibnet::server::SetupArgs,
+    /// inproc: write the fabric's statistics to FILE (default: stderr).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+    )]
+    pub fabric_report: Option<PathBuf>,
+    /// inproc: the fabric's statistics as JSON.
+    #[arg(
+        long,
+        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+    )]
+    pub fabric_json: bool,
+    /// inproc: write the fabric's insert log (handle time_ps src dst bytes).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+    )]
+    pub log_inserts: Option<PathBuf>,
+    /// inproc: write the fabric's arrival log (handle time_ps).
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+    )]
+    pub log_arrivals: Option<PathBuf>,
+}
