@@ -153,8 +153,6 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
         };
         TopoError::parse(loc, e.message().trim().replace('\n', ": "))
     })?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let rel = |p: &str| -> PathBuf { base.join(p) };
     let opts = ValidateOptions {
         allow_unroutable: raw.allow_unroutable.unwrap_or(false),
     };
@@ -171,6 +169,23 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
         })?),
     };
 
+    check_imports(&raw, path)?;
+    let mut t = match load_import(&raw, path, routing, &opts)? {
+        Some(mut t) => {
+            if let Some(n) = &raw.name {
+                t.name = n.clone();
+            }
+            t
+        }
+        None => build_native(&raw, text, path, routing)?,
+    };
+    place_ranks(&mut t, &raw, text, path)?;
+    t.validate_with(&opts).map_err(|e| e.in_file(path))?;
+    Ok(t)
+}
+
+/// At most one import table, and none beside a native description.
+fn check_imports(raw: &RawTopo, path: &Path) -> Result<(), TopoError> {
     let imports = [
         raw.ibdm.is_some(),
         raw.ned.is_some(),
@@ -191,7 +206,20 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
             format!("a file with an {which} table must not also have nodes, links or fdb"),
         ));
     }
-    let mut t = if let Some(n) = &raw.ned {
+    Ok(())
+}
+
+/// The topology an import table (`[ned]`, `[ibnetdiscover]`, `[ibdm]`)
+/// names, its files relative to the TOML file; none without such a table.
+fn load_import(
+    raw: &RawTopo,
+    path: &Path,
+    routing: Option<Routing>,
+    opts: &ValidateOptions,
+) -> Result<Option<Topology>, TopoError> {
+    let base = path.parent().unwrap_or(Path::new("."));
+    let rel = |p: &str| -> PathBuf { base.join(p) };
+    let t = if let Some(n) = &raw.ned {
         let mut files = super::ned::NedFiles::by_convention(&rel(&n.file))
             .map_err(|e| import_context(e, path, "[ned]"))?;
         match (&n.fdbs, &n.fdbs_ini) {
@@ -207,21 +235,11 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
                 ))
             }
         }
-        let mut t = super::ned::load_files(&files, routing, &opts)
-            .map_err(|e| import_context(e, path, "[ned]"))?;
-        if let Some(n) = &raw.name {
-            t.name = n.clone();
-        }
-        t
+        super::ned::load_files(&files, routing, opts).map_err(|e| import_context(e, path, "[ned]"))
     } else if let Some(n) = &raw.ibnetdiscover {
         let lfts = n.lfts.as_ref().map(|l| rel(l));
-        let mut t =
-            super::ibnetdiscover::load_files(&rel(&n.file), lfts.as_deref(), routing, &opts)
-                .map_err(|e| import_context(e, path, "[ibnetdiscover]"))?;
-        if let Some(n) = &raw.name {
-            t.name = n.clone();
-        }
-        t
+        super::ibnetdiscover::load_files(&rel(&n.file), lfts.as_deref(), routing, opts)
+            .map_err(|e| import_context(e, path, "[ibnetdiscover]"))
     } else if let Some(ib) = &raw.ibdm {
         let topo = rel(&ib.topo);
         let mut files = match &ib.hcas {
@@ -251,16 +269,18 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
                 ))
             }
         }
-        let mut t = ibdm::load_files(&files, routing, &opts).map_err(|e| ibdm_context(e, path))?;
-        if let Some(n) = &raw.name {
-            t.name = n.clone();
-        }
-        t
+        ibdm::load_files(&files, routing, opts).map_err(|e| ibdm_context(e, path))
     } else {
-        build_native(&raw, text, path, routing)?
+        return Ok(None);
     };
+    t.map(Some)
+}
 
-    // ranks
+/// `ranks` (HCA names, rank order) or `rank_file`: the rank map.
+fn place_ranks(t: &mut Topology, raw: &RawTopo, text: &str, path: &Path) -> Result<(), TopoError> {
+    let at = |span: std::ops::Range<usize>| Loc::at_offset(path, text, span.start);
+    let base = path.parent().unwrap_or(Path::new("."));
+    let rel = |p: &str| -> PathBuf { base.join(p) };
     match (&raw.ranks, &raw.rank_file) {
         (Some(_), Some(f)) => {
             return Err(TopoError::parse(
@@ -298,11 +318,10 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
                 t.ranks.push(node);
             }
         }
-        (None, Some(f)) => t.ranks = super::load_rank_file(&rel(f.get_ref()), &t)?,
+        (None, Some(f)) => t.ranks = super::load_rank_file(&rel(f.get_ref()), t)?,
         (None, None) => {}
     }
-    t.validate_with(&opts).map_err(|e| e.in_file(path))?;
-    Ok(t)
+    Ok(())
 }
 
 /// An IBDM file named by the `[ibdm]` table of `toml` cannot be read: say
@@ -657,4 +676,74 @@ fn write_toml(t: &Topology, routing: Option<Routing>) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> RawTopo {
+        toml::from_str(text).unwrap()
+    }
+
+    fn path() -> &'static Path {
+        Path::new("dir/t.toml")
+    }
+
+    #[test]
+    fn one_import_table_and_nothing_beside_it() {
+        check_imports(&raw("[ned]\nfile = \"a.ned\"\n"), path()).unwrap();
+        let e = check_imports(
+            &raw("[ned]\nfile = \"a.ned\"\n[ibnetdiscover]\nfile = \"b\"\n"),
+            path(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("at most one of the tables"), "{e}");
+        let e = check_imports(&raw("links = []\n[ned]\nfile = \"a.ned\"\n"), path()).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("a file with an [ned] table must not also have nodes, links or fdb"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn imports_name_the_table_that_named_a_missing_file() {
+        let opts = ValidateOptions::default();
+        assert!(load_import(&raw("name = \"x\"\n"), path(), None, &opts)
+            .unwrap()
+            .is_none());
+        let e = load_import(&raw("[ned]\nfile = \"no.ned\"\n"), path(), None, &opts).unwrap_err();
+        assert!(e.to_string().contains("[ned]"), "{e}");
+        let e = load_import(
+            &raw("[ned]\nfile = \"no.ned\"\nfdbs = \"x.fdbs\"\n"),
+            path(),
+            None,
+            &opts,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("[ned]"), "{e}");
+    }
+
+    #[test]
+    fn ranks_name_distinct_hcas() {
+        let mut t = crate::topology::builtin("H8_S1").unwrap();
+        t.ranks.clear();
+        let text = "ranks = [\"H_3\", \"H_1\"]\n";
+        place_ranks(&mut t, &raw(text), text, path()).unwrap();
+        assert_eq!(t.ranks.len(), 2);
+        assert_eq!(t.nodes[t.ranks[0]].name, "H_3");
+        for (text, msg) in [
+            (
+                "ranks = [\"H_1\", \"H_1\"]\n",
+                "ranks 0 and 1 are both mapped to HCA H_1",
+            ),
+            ("ranks = [\"nope\"]\n", "rank 0: no HCA named \"nope\""),
+        ] {
+            let mut t = crate::topology::builtin("H8_S1").unwrap();
+            t.ranks.clear();
+            let e = place_ranks(&mut t, &raw(text), text, path()).unwrap_err();
+            assert!(e.to_string().contains(msg), "{e}");
+        }
+    }
 }
