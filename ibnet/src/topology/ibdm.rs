@@ -208,8 +208,38 @@ pub(crate) fn load_files(
     routing: Option<Routing>,
     opts: &ValidateOptions,
 ) -> Result<Topology, TopoError> {
-    // --- .hcas
-    let hcas_text = read_text(&files.hcas)?;
+    let hcas = read_hcas(&files.hcas)?;
+    let (switches, raw_links) = read_topo(files, &hcas)?;
+    let topo_path = &files.topo;
+    let ports = port_counts(&switches, topo_path)?;
+    let (ned, fdb_of, order_key) = order_and_tables(files, &switches, &ports, &hcas.lids)?;
+    let (nodes, links, lines) = build(
+        &hcas.lids, &switches, ned, ports, fdb_of, &order_key, &raw_links,
+    );
+    finish_import(
+        file_stem_name(topo_path),
+        topo_path,
+        nodes,
+        &lines,
+        links,
+        files.fdbs.is_some(),
+        routing,
+        "routing = \"tables\" needs .fdbs and .fdbs.ini",
+        opts,
+    )
+}
+
+/// The HCAs of a `.hcas` file, in file order: name and LID, and each
+/// name's index.
+#[derive(Debug)]
+struct Hcas {
+    lids: Vec<(String, u16)>,
+    index: HashMap<String, usize>,
+}
+
+/// Step 1: the `.hcas` file, `<name>/U1/1 <LID>` per line.
+fn read_hcas(path: &Path) -> Result<Hcas, TopoError> {
+    let hcas_text = read_text(path)?;
     let mut hca_lids: Vec<(String, u16)> = Vec::new();
     let mut hca_index: HashMap<String, usize> = HashMap::new();
     let mut lid_line: HashMap<u16, usize> = HashMap::new();
@@ -219,7 +249,7 @@ pub(crate) fn load_files(
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let loc = || Loc::line(&files.hcas, lineno);
+        let loc = || Loc::line(path, lineno);
         let f: Vec<&str> = line.split_whitespace().collect();
         let [port_name, lid] = f[..] else {
             return Err(TopoError::parse(
@@ -261,8 +291,16 @@ pub(crate) fn load_files(
         }
         hca_lids.push((name, lid));
     }
+    Ok(Hcas {
+        lids: hca_lids,
+        index: hca_index,
+    })
+}
 
-    // --- .topo
+/// Step 2: the `.topo` file's device blocks: the switches (ASICs) and the
+/// cables between switch and HCA ports.
+fn read_topo(files: &IbdmFiles, hcas: &Hcas) -> Result<(Vec<RawNode>, Vec<(End, End)>), TopoError> {
+    let (hca_index, hca_lids) = (&hcas.index, &hcas.lids);
     let topo_text = read_text(&files.topo)?;
     let mut switches: Vec<RawNode> = Vec::new();
     let mut sw_index: HashMap<String, usize> = HashMap::new();
@@ -554,10 +592,14 @@ pub(crate) fn load_files(
             }
         }
     }
+    Ok((switches, raw_links))
+}
 
-    // --- port counts
+/// Step 3: each switch's port count: its device's radix (no port above
+/// it may be cabled), else the highest port cabled.
+fn port_counts(switches: &[RawNode], topo_path: &Path) -> Result<Vec<u16>, TopoError> {
     let mut ports: Vec<u16> = Vec::with_capacity(switches.len());
-    for s in &switches {
+    for s in switches {
         let n = match s.radix.or_else(|| radix_of(&s.device)) {
             Some(r) if s.max_port > r => {
                 return Err(TopoError::parse(
@@ -573,31 +615,64 @@ pub(crate) fn load_files(
         };
         ports.push(n);
     }
+    Ok(ports)
+}
 
-    // --- switch order and tables
+/// The switches' NED names, forwarding tables and order.
+type SwitchTables = (Vec<String>, Vec<Option<Vec<u16>>>, Vec<(usize, usize)>);
+
+/// Step 4: the switches' names as the reference writes them and, with
+/// `.fdbs`/`.fdbs.ini`, their tables and the order of the `.fdbs.ini`
+/// (else file order).
+fn order_and_tables(
+    files: &IbdmFiles,
+    switches: &[RawNode],
+    ports: &[u16],
+    hca_lids: &[(String, u16)],
+) -> Result<SwitchTables, TopoError> {
+    let topo_path = &files.topo;
     let ned: Vec<String> = switches.iter().map(|s| ned_name(&s.name)).collect();
     let mut fdb_of: Vec<Option<Vec<u16>>> = vec![None; switches.len()];
     let mut order_key: Vec<(usize, usize)> = (0..switches.len()).map(|i| (usize::MAX, i)).collect();
     let max_lid = hca_lids.iter().map(|h| h.1).max().unwrap_or(0) as usize;
-    match (&files.fdbs, &files.fdbs_ini) {
-        (Some(fdbs), Some(ini)) => {
-            let t = read_tables(fdbs, ini, &ned, &ports, max_lid, topo_path, false)?;
-            for (s, (index, table)) in t.into_iter().enumerate() {
-                fdb_of[s] = Some(table);
-                order_key[s].0 = index;
-            }
-        }
-        (None, None) => {}
-        _ => {
-            return Err(TopoError::Invalid(format!(
-                "{}: .fdbs and .fdbs.ini must be given together",
-                topo_path.display()
-            )))
+    if let Some((fdbs, ini)) = table_pair(&files.fdbs, &files.fdbs_ini, topo_path)? {
+        let t = read_tables(fdbs, ini, &ned, ports, max_lid, topo_path, false)?;
+        for (s, (index, table)) in t.into_iter().enumerate() {
+            fdb_of[s] = Some(table);
+            order_key[s].0 = index;
         }
     }
     order_key.sort();
+    Ok((ned, fdb_of, order_key))
+}
 
-    // --- assemble
+/// `.fdbs` and `.fdbs.ini` (IBDM and NED imports): both or neither.
+pub(crate) fn table_pair<'a>(
+    fdbs: &'a Option<PathBuf>,
+    ini: &'a Option<PathBuf>,
+    path: &Path,
+) -> Result<Option<(&'a Path, &'a Path)>, TopoError> {
+    match (fdbs, ini) {
+        (Some(f), Some(i)) => Ok(Some((f, i))),
+        (None, None) => Ok(None),
+        _ => Err(TopoError::Invalid(format!(
+            "{}: .fdbs and .fdbs.ini must be given together",
+            path.display()
+        ))),
+    }
+}
+
+/// Step 5: the topology's nodes (HCAs in `.hcas` order, then switches in
+/// table order), links and declaring lines.
+fn build(
+    hca_lids: &[(String, u16)],
+    switches: &[RawNode],
+    ned: Vec<String>,
+    ports: Vec<u16>,
+    mut fdb_of: Vec<Option<Vec<u16>>>,
+    order_key: &[(usize, usize)],
+    raw_links: &[(End, End)],
+) -> (Vec<Node>, Vec<Link>, Vec<usize>) {
     let mut nodes: Vec<Node> = hca_lids
         .iter()
         .map(|(n, lid)| Node {
@@ -606,7 +681,7 @@ pub(crate) fn load_files(
         })
         .collect();
     let mut node_of_switch = vec![0; switches.len()];
-    for &(_, s) in &order_key {
+    for &(_, s) in order_key {
         node_of_switch[s] = nodes.len();
         nodes.push(Node {
             name: ned[s].clone(),
@@ -629,17 +704,7 @@ pub(crate) fn load_files(
     for (s, &n) in node_of_switch.iter().enumerate() {
         lines[n] = switches[s].first_line;
     }
-    finish_import(
-        file_stem_name(topo_path),
-        topo_path,
-        nodes,
-        &lines,
-        links,
-        files.fdbs.is_some(),
-        routing,
-        "routing = \"tables\" needs .fdbs and .fdbs.ini",
-        opts,
-    )
+    (nodes, links, lines)
 }
 
 /// Read the forwarding tables of the switches named `names` (network
@@ -718,4 +783,111 @@ pub(crate) fn read_tables(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw_switch(name: &str, device: &str, max_port: u16, radix: Option<u16>) -> RawNode {
+        RawNode {
+            name: name.into(),
+            device: device.into(),
+            max_port,
+            max_port_line: 3,
+            first_line: 2,
+            radix,
+        }
+    }
+
+    #[test]
+    fn hcas_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.hcas");
+        std::fs::write(&p, "# name/U1/port LID\nH-1/U1/1 5\n\nH-2/U1/1 2\n").unwrap();
+        let h = read_hcas(&p).unwrap();
+        assert_eq!(h.lids, [("H-1".to_string(), 5), ("H-2".to_string(), 2)]);
+        assert_eq!(h.index["H-2"], 1);
+        for (text, msg) in [
+            ("H-1/U1/2 5\n", "HCAs have one port, P1"),
+            ("H-1/U1/1 0\n", "LID must be an integer 1..65535"),
+            ("H-1/U1/1 5\nH-2/U1/1 5\n", "LID 5 already used on line 1"),
+            ("H-1/U1/1 5\nH-1/U1/1 6\n", "HCA H-1 listed twice"),
+            ("H-1 5\n", "expected `<name>/U1/<port>`"),
+        ] {
+            std::fs::write(&p, text).unwrap();
+            let e = read_hcas(&p).unwrap_err().to_string();
+            assert!(e.contains(msg), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn port_counts_by_radix_or_use() {
+        let sw = [
+            raw_switch("a", "NoSuchDevice", 7, None),
+            raw_switch("b", "NoSuchDevice", 3, Some(36)),
+        ];
+        assert_eq!(port_counts(&sw, Path::new("t.topo")).unwrap(), [7, 36]);
+        let over = [raw_switch("c", "Dev", 40, Some(36))];
+        let e = port_counts(&over, Path::new("t.topo")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.topo:3: c: port P40 used, but a Dev has 36 ports"
+        );
+    }
+
+    #[test]
+    fn tables_come_in_pairs() {
+        let (f, i) = (
+            Some(PathBuf::from("x.fdbs")),
+            Some(PathBuf::from("x.fdbs.ini")),
+        );
+        let p = Path::new("x.topo");
+        assert_eq!(
+            table_pair(&f, &i, p).unwrap(),
+            Some((Path::new("x.fdbs"), Path::new("x.fdbs.ini")))
+        );
+        assert_eq!(table_pair(&None, &None, p).unwrap(), None);
+        let e = table_pair(&f, &None, p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            TopoError::Invalid("x.topo: .fdbs and .fdbs.ini must be given together".into())
+                .to_string()
+        );
+    }
+
+    #[test]
+    fn build_puts_hcas_first_and_switches_in_table_order() {
+        let hcas = [("H-1".to_string(), 5)];
+        let sw = [
+            raw_switch("s1", "D", 2, None),
+            raw_switch("s2", "D", 2, None),
+        ];
+        let ned = vec!["S1".to_string(), "S2".to_string()];
+        // the table order puts s2 first
+        let order = [(0, 1), (1, 0)];
+        let links = [
+            ((true, 0, 0), (false, 0, 1)),
+            ((false, 0, 0), (false, 1, 0)),
+        ];
+        let (nodes, out_links, lines) = build(
+            &hcas,
+            &sw,
+            ned,
+            vec![2, 2],
+            vec![None, None],
+            &order,
+            &links,
+        );
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names[1..], ["S2", "S1"]);
+        assert_eq!(
+            out_links[0],
+            Link {
+                a: PortRef { node: 0, port: 0 },
+                b: PortRef { node: 2, port: 1 }
+            }
+        );
+        assert_eq!(lines, [0, 2, 2]);
+    }
 }

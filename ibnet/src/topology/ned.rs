@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::error::{read_text, Loc, TopoError};
-use super::ibdm::read_tables;
+use super::ibdm::{read_tables, table_pair};
 use super::{finish_import, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions};
 
 /// Bounds that keep a malformed file from allocating without limit.
@@ -704,22 +704,13 @@ fn switch_tables(files: &NedFiles, mods: &Submodules) -> Result<Vec<Vec<u16>>, T
         .filter(|&i| decls[i].lid.is_none())
         .collect();
     let mut fdb: Vec<Vec<u16>> = vec![Vec::new(); decls.len()];
-    match (&files.fdbs, &files.fdbs_ini) {
-        (Some(f), Some(ini)) => {
-            let names: Vec<String> = sw.iter().map(|&i| decls[i].name.clone()).collect();
-            let ports: Vec<u16> = sw.iter().map(|&i| decls[i].ports).collect();
-            let max_lid = lids.keys().max().copied().unwrap_or(0) as usize;
-            let t = read_tables(f, ini, &names, &ports, max_lid, path, true)?;
-            for (k, (_, table)) in t.into_iter().enumerate() {
-                fdb[sw[k]] = table;
-            }
-        }
-        (None, None) => {}
-        _ => {
-            return Err(TopoError::Invalid(format!(
-                "{}: .fdbs and .fdbs.ini must be given together",
-                path.display()
-            )))
+    if let Some((f, ini)) = table_pair(&files.fdbs, &files.fdbs_ini, path)? {
+        let names: Vec<String> = sw.iter().map(|&i| decls[i].name.clone()).collect();
+        let ports: Vec<u16> = sw.iter().map(|&i| decls[i].ports).collect();
+        let max_lid = lids.keys().max().copied().unwrap_or(0) as usize;
+        let t = read_tables(f, ini, &names, &ports, max_lid, path, true)?;
+        for (k, (_, table)) in t.into_iter().enumerate() {
+            fdb[sw[k]] = table;
         }
     }
     Ok(fdb)
