@@ -188,23 +188,10 @@ pub fn fabric(
     sets: &[String],
     map: Option<&str>,
 ) -> Result<usize, String> {
-    let topo =
-        ibnet::topology::open(topology).map_err(|e| ibnet::topology::open_error(topology, &e))?;
-    let mut params =
-        ibnet::Params::preset(preset).map_err(|e| format!("--preset {preset}: {e}"))?;
-    for kv in sets {
-        params = params
-            .apply_override(kv)
-            .map_err(|e| format!("--set {kv}: {e}"))?;
-    }
-    match map {
-        Some(m) => ibnet::topology::load_rank_file(Path::new(m), &topo)
-            .map(|v| v.len())
-            .map_err(|e| e.to_string()),
-        None => Ok((0..topo.num_ranks())
-            .filter(|&r| topo.hca_of_rank(r).is_some())
-            .count()),
-    }
+    // the same steps, in the same order, as `ibnet serve` (ibnet::options)
+    let topo = ibnet::options::open_topology(topology)?;
+    ibnet::options::params(preset, sets)?;
+    ibnet::options::rank_nodes(map.map(Path::new), &topo).map(|v| v.len())
 }
 
 #[cfg(test)]

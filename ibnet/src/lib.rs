@@ -17,6 +17,7 @@ pub mod hostparams;
 pub mod hugepages;
 pub mod input;
 pub mod observe;
+pub mod options;
 pub mod params;
 #[cfg(feature = "server")]
 pub mod server;

@@ -4,42 +4,13 @@
 
 use crate::engine::Fabric;
 use crate::params::Params;
-use crate::topology::{self, Topology};
+use crate::options;
+use crate::topology::Topology;
 use ipc_proto::Time;
-use std::path::PathBuf;
 
-/// Fabric settings of a co-simulation (the same options in `ibnet serve`
-/// and `loggopsim --network inproc`).
-#[derive(clap::Args, Clone, Debug)]
-pub struct SetupArgs {
-    /// Topology: a file (TOML, IBDM .topo) or a built-in name (H8_S1, H8_S2,
-    /// H8_S4, H8_S6, M9, fattree:P, chain:N).
-    #[arg(long, value_name = "TOPOLOGY", default_value = "H8_S6")]
-    pub topology: String,
-    /// Fabric parameter preset (thesis-ddr is the co-simulation default,
-    /// docs/model/fabric.md section 13; qdr; hcyang99; thesis-ch5 and thesis-ch4, the
-    /// thesis's chapter-5 and chapter-4 model generations, docs/thesis.md).
-    #[arg(long, value_name = "NAME", default_value = "thesis-ddr")]
-    pub preset: String,
-    /// Override one fabric parameter, e.g. --set max_vl=1 (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
-    /// Rank -> HCA mapping file (`rank hca_name` per line). Default: rank r
-    /// runs on the r-th HCA of the topology (or the topology's own mapping).
-    #[arg(long, value_name = "FILE")]
-    pub map: Option<PathBuf>,
-}
-
-impl Default for SetupArgs {
-    fn default() -> Self {
-        SetupArgs {
-            topology: "H8_S6".into(),
-            preset: "thesis-ddr".into(),
-            set: Vec::new(),
-            map: None,
-        }
-    }
-}
+/// The fabric's options (declared once, in `crate::options`); the name
+/// the server's users know.
+pub use crate::options::FabricOptions as SetupArgs;
 
 /// A ready fabric and its rank mapping.
 pub struct FabricSetup {
@@ -54,26 +25,14 @@ impl FabricSetup {
     /// Load the topology, apply preset and overrides, build the fabric and
     /// resolve the rank mapping. Errors name the offending input.
     pub fn build(a: &SetupArgs) -> Result<FabricSetup, String> {
-        let topology =
-            topology::open(&a.topology).map_err(|e| topology::open_error(&a.topology, &e))?;
-        let mut params =
-            Params::preset(&a.preset).map_err(|e| format!("--preset {}: {e}", a.preset))?;
-        for kv in &a.set {
-            params = params
-                .apply_override(kv)
-                .map_err(|e| format!("--set {kv}: {e}"))?;
-        }
+        let topology = options::open_topology(&a.topology)?;
+        let params = options::params(&a.preset, &a.set)?;
         let hcas = topology.hcas();
         // a large network: run again with the heap on huge pages (the
         // inputs read so far are valid; no IPC object exists yet;
         // hugepages.rs)
         crate::hugepages::use_for(hcas.len(), "ibnet serve");
-        let rank_nodes: Vec<usize> = match &a.map {
-            Some(path) => topology::load_rank_file(path, &topology).map_err(|e| e.to_string())?,
-            None => (0..topology.num_ranks())
-                .filter_map(|r| topology.hca_of_rank(r))
-                .collect(),
-        };
+        let rank_nodes = options::rank_nodes(a.map.as_deref(), &topology)?;
         let rank_hcas = rank_nodes
             .iter()
             .map(|node| {

@@ -1,7 +1,8 @@
 //! The fabric backends' command-line options (protocol, quantum, estimate,
 //! session key, the fabric's own options and reports), flattened into
 //! loggopsim's. The fabric's topology, preset, overrides and rank map are
-//! ibnet's `SetupArgs` (`fabric`), which `ibnet serve` takes too.
+//! `ibnet::options::FabricOptions` (`fabric`, also named `SetupArgs`), which
+//! `ibnet serve` takes too and `cosim` checks the same way.
 
 use ipc_proto::{EstimateBase, ProtocolSpec, Time};
 use std::path::PathBuf;
