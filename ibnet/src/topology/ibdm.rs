@@ -297,9 +297,12 @@ fn read_hcas(path: &Path) -> Result<Hcas, TopoError> {
     })
 }
 
+/// The switches of a `.topo` file and its cables.
+type Cabling = (Vec<RawNode>, Vec<(End, End)>);
+
 /// Step 2: the `.topo` file's device blocks: the switches (ASICs) and the
 /// cables between switch and HCA ports.
-fn read_topo(files: &IbdmFiles, hcas: &Hcas) -> Result<(Vec<RawNode>, Vec<(End, End)>), TopoError> {
+fn read_topo(files: &IbdmFiles, hcas: &Hcas) -> Result<Cabling, TopoError> {
     let (hca_index, hca_lids) = (&hcas.index, &hcas.lids);
     let topo_text = read_text(&files.topo)?;
     let mut switches: Vec<RawNode> = Vec::new();
