@@ -846,6 +846,8 @@ fn a_polling_side_sleeps_while_its_peer_is_stopped() {
     let c0 = cpu_ticks(s);
     std::thread::sleep(Duration::from_secs(2));
     let used = cpu_ticks(s) - c0;
+    // SAFETY: sysconf(3) takes an integer name and no pointers; it only
+    // reads a system constant.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     // polling throughout would be 2 s; sleeping, a few liveness checks
     assert!(
