@@ -42,13 +42,7 @@ impl FlowLevel {
     /// From a preset name and `key=value` overrides, as `--preset` and
     /// `--set` of every command (errors name the option).
     pub fn from_preset(preset: &str, sets: &[String]) -> Result<FlowLevel, String> {
-        let mut params = Params::preset(preset).map_err(|e| format!("--preset {preset}: {e}"))?;
-        for kv in sets {
-            params = params
-                .apply_override(kv)
-                .map_err(|e| format!("--set {kv}: {e}"))?;
-        }
-        Self::from_params(&params)
+        Self::from_params(&crate::options::params(preset, sets)?)
     }
 
     /// Latency in ps of the link direction leaving a node: the switch's

@@ -436,8 +436,7 @@ fn export(a: &ExportArgs) -> Result<i32> {
     if !a.simgrid {
         anyhow::bail!("nothing to do: give the format, --simgrid (the only one so far)");
     }
-    let t = topology::open(&a.topology)
-        .map_err(|e| anyhow::anyhow!(topology::open_error(&a.topology, &e)))?;
+    let t = ibnet::options::open_topology(&a.topology).map_err(|e| anyhow::anyhow!(e))?;
     let fl = ibnet::flowlevel::FlowLevel::from_preset(&a.preset, &a.set)
         .map_err(|e| anyhow::anyhow!(e))?;
     let ranks: Vec<usize> = match &a.map {
@@ -517,7 +516,8 @@ fn main() {
 }
 
 fn params_from(a: &RunArgs) -> Result<Params> {
-    let mut p = Params::preset(&a.preset).with_context(|| format!("--preset {}", a.preset))?;
+    // the steps of ibnet::options, with the --config file between them
+    let mut p = ibnet::options::preset_params(&a.preset).map_err(anyhow::Error::msg)?;
     if let Some(f) = &a.config {
         let text = ibnet::input::read_text(f)
             .map_err(|e| anyhow::anyhow!("--config {}", e.describe(f)))?;
@@ -525,11 +525,7 @@ fn params_from(a: &RunArgs) -> Result<Params> {
             .apply_toml(&text, &f.display().to_string())
             .context("--config")?;
     }
-    for kv in &a.set {
-        p = p
-            .apply_override(kv)
-            .with_context(|| format!("--set {kv}"))?;
-    }
+    p = ibnet::options::apply_sets(p, &a.set).map_err(anyhow::Error::msg)?;
     p.check()?;
     Ok(p)
 }

@@ -8,8 +8,10 @@
 //! and the map reader's own messages).
 //!
 //! `ibnet run` and `ibnet export` take more (forwarding tables, a
-//! parameter file) and a topology without default; they share the steps
-//! ([`open_topology`], [`params`]) but not the declaration.
+//! parameter file between preset and overrides) and a topology without
+//! default, and `scripts/cosim` gives `--topology` the short `-t`; they
+//! share the steps ([`open_topology`], [`preset_params`], [`apply_sets`],
+//! [`params`]) but not the declaration.
 
 use crate::params::Params;
 use crate::topology::{self, Topology};
@@ -65,7 +67,18 @@ pub fn open_topology(spec: &str) -> Result<Topology, String> {
 /// The preset's parameters with the overrides applied in order; the
 /// error names the preset or the override.
 pub fn params(preset: &str, sets: &[String]) -> Result<Params, String> {
-    let mut p = Params::preset(preset).map_err(|e| format!("--preset {preset}: {e}"))?;
+    apply_sets(preset_params(preset)?, sets)
+}
+
+/// The parameters of preset `name`; the error names it (`--preset NAME:`).
+pub fn preset_params(name: &str) -> Result<Params, String> {
+    Params::preset(name).map_err(|e| format!("--preset {name}: {e}"))
+}
+
+/// `--set KEY=VALUE` overrides applied to `p` in order (`ibnet run`
+/// applies its `--config` file between the preset and them); the error
+/// names the override.
+pub fn apply_sets(mut p: Params, sets: &[String]) -> Result<Params, String> {
     for kv in sets {
         p = p
             .apply_override(kv)
