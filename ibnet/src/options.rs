@@ -137,6 +137,17 @@ mod tests {
     }
 
     #[test]
+    fn steps_compose_to_params() {
+        let sets = vec!["max_vl=1".to_string()];
+        let stepwise = apply_sets(preset_params("qdr").unwrap(), &sets).unwrap();
+        assert_eq!(stepwise, params("qdr", &sets).unwrap());
+        assert_eq!(
+            apply_sets(preset_params("qdr").unwrap(), &[]).unwrap(),
+            preset_params("qdr").unwrap()
+        );
+    }
+
+    #[test]
     fn overrides_apply_in_order() {
         let p = params("qdr", &["max_vl=1".into(), "max_vl=2".into()]).unwrap();
         let q = params("qdr", &["max_vl=2".into()]).unwrap();

@@ -3,8 +3,8 @@
 //! `ibnet serve` and by the scheduler's in-process backend.
 
 use crate::engine::Fabric;
-use crate::params::Params;
 use crate::options;
+use crate::params::Params;
 use crate::topology::Topology;
 use ipc_proto::Time;
 

@@ -220,7 +220,14 @@ pub static BACKENDS: &[Backend] = &[
 
 /// A fast model, through [`fast::build`] (its protocol check first).
 fn build_fast(b: &Backend, s: Setup<'_>) -> Result<Box<dyn Network>, BuildError> {
-    fast::build(b.name, &s.cosim.fabric, s.fast, s.cosim.protocol, s.num_ranks).map_err(user)
+    fast::build(
+        b.name,
+        &s.cosim.fabric,
+        s.fast,
+        s.cosim.protocol,
+        s.num_ranks,
+    )
+    .map_err(user)
 }
 
 /// Every registered backend.
