@@ -366,7 +366,10 @@ fn alltoall_stalls_group_by_group() {
 }
 
 #[test]
-#[cfg_attr(not(optimized), ignore = "slow unoptimised: 29 ms of a 64-rank all-to-all (about 5 s optimised)")]
+#[cfg_attr(
+    not(optimized),
+    ignore = "slow unoptimised: 29 ms of a 64-rank all-to-all (about 5 s optimised)"
+)]
 fn alltoall_completes_at_29_ms_without_a_stall() {
     let dir = std::env::temp_dir().join(format!("ibnet-stall-a2a-full-{}", std::process::id()));
     let t = alltoall_files(&dir);

@@ -239,7 +239,10 @@ fn dependency_cycle_detected() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.starts_with("case.goal:8:1: rank 0: dependency cycle: "), "{e}");
+    assert!(
+        e.starts_with("case.goal:8:1: rank 0: dependency cycle: "),
+        "{e}"
+    );
 }
 
 fn thesis(path: &str) -> String {

@@ -5,4 +5,6 @@ pub mod reader;
 pub mod translate;
 
 pub use reader::{Call, TraceError};
-pub use translate::{trace_file_names, translate, Compute, TraceOptions, Translation, COMPUTE_NAMES};
+pub use translate::{
+    trace_file_names, translate, Compute, TraceOptions, Translation, COMPUTE_NAMES,
+};
