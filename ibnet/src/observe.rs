@@ -98,6 +98,18 @@ fn create(path: &Path, what: &str) -> anyhow::Result<BufWriter<std::fs::File>> {
 /// with a comma or a quote) and buffers the file.
 type CsvOut = csv::Writer<std::fs::File>;
 
+/// A field as the csv crate writes it (quoted only when it needs to be),
+/// for fields written many times, such as the flit trace's node names.
+fn csv_quoted(field: &str) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_field(field).expect("writing to memory cannot fail");
+    w.write_record(None::<&[u8]>)
+        .expect("writing to memory cannot fail");
+    let bytes = w.into_inner().expect("writing to memory cannot fail");
+    let text = String::from_utf8(bytes).expect("the field was UTF-8");
+    text.trim_end_matches(['\r', '\n']).to_string()
+}
+
 /// Creates a CSV file and writes its header.
 fn create_csv(path: &Path, what: &str, header: &str) -> anyhow::Result<CsvOut> {
     let f = std::fs::File::create(path)
@@ -134,7 +146,7 @@ pub struct Observers {
     /// Utilisation per window (rows) and link (columns), for the heat map.
     heat: Vec<Vec<f32>>,
     link_names: Vec<String>,
-    trace: Option<CsvOut>,
+    trace: Option<BufWriter<std::fs::File>>,
     /// The text of one field (`write_row`).
     field: String,
     trace_nodes: Option<HashSet<u32>>,
@@ -149,7 +161,10 @@ impl Observers {
         if cfg.windowed() && cfg.window.0 == 0 {
             anyhow::bail!("--window must be longer than 0 ps");
         }
-        let node_names: Vec<String> = topo.nodes.iter().map(|n| n.name.clone()).collect();
+        // The flit trace writes a row per flit per hop: the node names,
+        // the only fields that may need quoting, are quoted once here (by
+        // the csv crate) so that a row is one formatted write.
+        let node_names: Vec<String> = topo.nodes.iter().map(|n| csv_quoted(&n.name)).collect();
         let trace_nodes = if cfg.trace_nodes.is_empty() {
             None
         } else {
@@ -174,7 +189,9 @@ impl Observers {
         }
         let mut trace = None;
         if let Some(p) = &cfg.trace {
-            trace = Some(create_csv(p, "trace", "t_ps,kind,node,port,msg,pkt,sn")?);
+            let mut w = create(p, "trace")?;
+            writeln!(w, "t_ps,kind,node,port,msg,pkt,sn")?;
+            trace = Some(w);
             f.enable_trace();
         }
         let r = f.report();
@@ -279,18 +296,10 @@ impl Observers {
                     continue;
                 }
             }
-            write_row(
+            writeln!(
                 w,
-                &mut self.field,
-                &[
-                    &t.t,
-                    &format_args!("{:?}", t.kind),
-                    &self.node_names[t.node as usize],
-                    &t.port,
-                    &t.msg,
-                    &t.pkt,
-                    &t.sn,
-                ],
+                "{},{:?},{},{},{},{},{}",
+                t.t, t.kind, self.node_names[t.node as usize], t.port, t.msg, t.pkt, t.sn
             )?;
         }
         Ok(())
@@ -537,4 +546,17 @@ fn write_heatmap(
     writeln!(w, "</svg>")?;
     w.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_quoted;
+
+    #[test]
+    fn node_names_are_quoted_only_when_they_need_it() {
+        assert_eq!(csv_quoted("leaf_0"), "leaf_0");
+        assert_eq!(csv_quoted("H,1"), "\"H,1\"");
+        assert_eq!(csv_quoted("say \"x\""), "\"say \"\"x\"\"\"");
+        assert_eq!(csv_quoted("a\nb"), "\"a\nb\"");
+    }
 }
