@@ -63,8 +63,8 @@
 //! while a dropped kick among them was counted when it was dropped. So
 //! after a fatal error `events_processed` may exceed the queued engine's
 //! by such kicks; every flit, time and other figure is the same (test
-//! `direct_events_equal_queued_random`, which found it on 28 Nov 2026:
-//! 16,235 against 16,234 events on H8_S4 with 29-flit obufs). Counting
+//! `direct_events_equal_queued_random` shows one: 16,235 against 16,234
+//! events on H8_S4 with 29-flit obufs). Counting
 //! them exactly would cost a record per dropped kick on the hot path for
 //! a run that has already failed.
 

@@ -276,10 +276,10 @@ impl<T: Copy> Wheel<T> {
 
     /// An item earlier than the base (after a peek moved the base past the
     /// current instant): it is smaller than every item outside the base
-    /// slot's vector, so a sorted insert there keeps every pop exact. (Until
-    /// 27 Nov 2026 this rebuilt the whole wheel with a sort of every item:
-    /// 3 % of a closed-loop or co-simulation run's instructions, where
-    /// each injection after a completion may come after such a peek.)
+    /// slot's vector, so a sorted insert there keeps every pop exact. (A
+    /// rebuild of the whole wheel with a sort of every item would cost
+    /// about 3 % of a closed-loop or co-simulation run's instructions,
+    /// where each injection after a completion may come after such a peek.)
     /// Out of line: rare within a run, so `push` stays small.
     #[inline(never)]
     fn push_early(&mut self, e: (u64, u64, T)) {
