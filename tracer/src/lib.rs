@@ -1,11 +1,12 @@
 //! mpi-tracer: a PMPI interposition library that writes liballprof-format
-//! MPI traces (one text file per rank), plus a small reader for those traces.
+//! MPI traces (one text file per rank), and the tools that read them back.
 //!
 //! The interposition library itself is C (`c/liballprof.c`), compiled by
 //! `build.rs` with the system's `mpicc`; see docs/tracing.md for why. This
-//! crate exposes where that library was built ([`LIBRARY`]) and parses the
-//! trace files ([`trace`]) so that tools and tests can check them and compute
-//! the traced run time of each rank.
+//! crate exposes where that library was built ([`LIBRARY`]) and finds and
+//! reads the trace files of a run ([`trace`], with schedgen's liballprof
+//! reader) so that tools and tests can check them and compute the traced
+//! run time of each rank.
 
 pub mod compare;
 pub mod trace;

@@ -1,6 +1,19 @@
-//! Line-level parsing of liballprof traces (docs/model/schedgen.md 4.2, 4.3).
+//! The one reader of liballprof traces (docs/model/schedgen.md 4.2, 4.3):
+//! splitting a file into numbered lines ([`lines_from`]), recognising a
+//! line's function, taking its fields apart, the tracer's CPU-time fields
+//! ([`split_cpu_times`]), and a whole file read into checked call records
+//! ([`Trace`], the reading of `mpi-tracer summary` and `compare`).
+//!
+//! The translator takes lines as the reference does (unknown lines are
+//! warned about and skipped, fields read like `%i`/`%lf`); [`Trace`]
+//! checks what every well-formed trace satisfies and stops at the first
+//! line that does not. Both see the same lines and the same CPU times.
+
+mod records;
 
 use std::path::{Path, PathBuf};
+
+pub use records::{Record, Trace};
 
 /// A trace problem with the file and line it comes from.
 #[derive(Debug, thiserror::Error)]
@@ -11,8 +24,24 @@ pub enum TraceError {
         line: usize,
         msg: String,
     },
+    /// A problem at a column of a line (1-based), for the readers that
+    /// point at the field.
+    #[error("{file}:{line}:{col}: {msg}")]
+    Column {
+        file: PathBuf,
+        line: usize,
+        col: usize,
+        msg: String,
+    },
     #[error("{file}: {msg}")]
     File { file: PathBuf, msg: String },
+    /// A file that could not be read as text.
+    #[error("{file}: {source}")]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Other(String),
 }
@@ -25,6 +54,58 @@ impl TraceError {
             msg: msg.into(),
         }
     }
+
+    pub fn column(file: &Path, line: usize, col: usize, msg: impl Into<String>) -> Self {
+        TraceError::Column {
+            file: file.to_path_buf(),
+            line,
+            col,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// One line of a trace with its number and the byte offset just after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line<'a> {
+    /// 1-based line number in the file.
+    pub lineno: usize,
+    /// The line without its end (`\n` or `\r\n`).
+    pub text: &'a str,
+    /// Byte offset just after the line's end.
+    pub end: u64,
+}
+
+/// Splits `text[from..]` into lines; line numbers continue the count of
+/// newlines before `from` (the translator's --traces-start resumes at a
+/// saved offset).
+pub fn lines_from(text: &str, from: usize) -> impl Iterator<Item = Line<'_>> {
+    let mut from = from.min(text.len());
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let mut lineno = text.as_bytes()[..from]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    let mut pos = from;
+    std::iter::from_fn(move || {
+        if pos >= text.len() {
+            return None;
+        }
+        let rest = &text[pos..];
+        let (line, next) = match rest.find('\n') {
+            Some(i) => (&rest[..i], pos + i + 1),
+            None => (rest, text.len()),
+        };
+        lineno += 1;
+        pos = next;
+        Some(Line {
+            lineno,
+            text: line.strip_suffix('\r').unwrap_or(line),
+            end: next as u64,
+        })
+    })
 }
 
 /// The MPI functions the translator knows, after the reference's name hash
@@ -408,6 +489,26 @@ mod tests {
         );
         let e = split_cpu_times("MPI_Init:-:1:2:100:cpu=5:6:7").unwrap_err();
         assert!(e.msg.contains("at most one more field"), "{}", e.msg);
+    }
+
+    #[test]
+    fn lines_with_numbers_and_offsets() {
+        let text = "a\r\nbb\n\nccc";
+        let r: Vec<(usize, &str, u64)> = lines_from(text, 0)
+            .map(|r| (r.lineno, r.text, r.end))
+            .collect();
+        assert_eq!(r, [(1, "a", 3), (2, "bb", 6), (3, "", 7), (4, "ccc", 10)]);
+        // from an offset, line numbers continue
+        let r: Vec<(usize, &str)> = lines_from(text, 6).map(|r| (r.lineno, r.text)).collect();
+        assert_eq!(r, [(3, ""), (4, "ccc")]);
+        assert_eq!(lines_from(text, 99).count(), 0);
+    }
+
+    #[test]
+    fn error_positions() {
+        let f = Path::new("t.txt");
+        assert_eq!(TraceError::line(f, 3, "x").to_string(), "t.txt:3: x");
+        assert_eq!(TraceError::column(f, 3, 7, "y").to_string(), "t.txt:3:7: y");
     }
 
     #[test]

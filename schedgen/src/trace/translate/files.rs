@@ -1,6 +1,6 @@
 //! The trace files of one run (docs/model/schedgen.md 4.1): their names,
-//! reading them into memory, splitting them into records, and the ranks
-//! the traces declare but no file holds.
+//! reading them into memory, and the ranks the traces declare but no file
+//! holds.
 
 use std::path::{Path, PathBuf};
 
@@ -48,44 +48,6 @@ pub(super) struct RankTrace {
     pub(super) file: PathBuf,
     pub(super) text: String,
     pub(super) lines: Vec<String>,
-}
-
-/// One line of a trace with its number and the byte offset just after it.
-pub(super) struct Record<'a> {
-    pub(super) lineno: usize,
-    pub(super) text: &'a str,
-    pub(super) end: u64,
-}
-
-/// Splits `text[from..]` into records; line numbers continue the count of
-/// newlines before `from`.
-pub(super) fn records_from(text: &str, from: usize) -> impl Iterator<Item = Record<'_>> {
-    let mut from = from.min(text.len());
-    while !text.is_char_boundary(from) {
-        from += 1;
-    }
-    let mut lineno = text.as_bytes()[..from]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count();
-    let mut pos = from;
-    std::iter::from_fn(move || {
-        if pos >= text.len() {
-            return None;
-        }
-        let rest = &text[pos..];
-        let (line, next) = match rest.find('\n') {
-            Some(i) => (&rest[..i], pos + i + 1),
-            None => (rest, text.len()),
-        };
-        lineno += 1;
-        pos = next;
-        Some(Record {
-            lineno,
-            text: line.strip_suffix('\r').unwrap_or(line),
-            end: next as u64,
-        })
-    })
 }
 
 /// Longest trace line accepted (a counts array of a million ranks fits).
@@ -217,19 +179,6 @@ mod tests {
         assert!(f("t-0-0.txt", 1).is_err());
         assert!(f("trace.txt", 1).is_err());
         assert!(f("t-0.txt.bz2", 1).is_err());
-    }
-
-    #[test]
-    fn records_with_numbers_and_offsets() {
-        let text = "a\r\nbb\n\nccc";
-        let r: Vec<(usize, &str, u64)> = records_from(text, 0)
-            .map(|r| (r.lineno, r.text, r.end))
-            .collect();
-        assert_eq!(r, [(1, "a", 3), (2, "bb", 6), (3, "", 7), (4, "ccc", 10)]);
-        // from an offset, line numbers continue
-        let r: Vec<(usize, &str)> = records_from(text, 6).map(|r| (r.lineno, r.text)).collect();
-        assert_eq!(r, [(3, ""), (4, "ccc")]);
-        assert_eq!(records_from(text, 99).count(), 0);
     }
 
     #[test]

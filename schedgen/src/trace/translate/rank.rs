@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use super::collectives::{is_collective, on_collective};
-use super::files::{records_from, RankTrace, Record};
+use super::files::RankTrace;
 use super::gaps::{cpu_times_of, Ctx, RankState};
 use super::p2p::{is_p2p, on_send_recv, on_sendrecv};
 use super::requests::{on_wait, on_waitall};
 use super::TraceOptions;
 use crate::goal::{DepKind, GoalWriter};
-use crate::trace::reader::{recognise, Call, Fields, Recognised, TraceError};
+use crate::trace::reader::{self, lines_from, recognise, Call, Fields, Recognised, TraceError};
 
 /// Calibration 4's plan for one rank (`sync.rs`).
 #[derive(Clone, Copy)]
@@ -154,14 +154,14 @@ pub(super) fn translate_rank(
 fn records<'t>(
     tr: &'t RankTrace,
     start: Option<(u64, f64)>,
-) -> Box<dyn Iterator<Item = Record<'t>> + 't> {
+) -> Box<dyn Iterator<Item = reader::Line<'t>> + 't> {
     match start {
         Some((off, _)) => Box::new(
-            records_from(&tr.text, 0)
+            lines_from(&tr.text, 0)
                 .take(1)
-                .chain(records_from(&tr.text, off as usize)),
+                .chain(lines_from(&tr.text, off as usize)),
         ),
-        None => Box::new(records_from(&tr.text, 0)),
+        None => Box::new(lines_from(&tr.text, 0)),
     }
 }
 
@@ -171,7 +171,7 @@ fn records<'t>(
 fn recognise_call(
     ctx: &mut Ctx,
     info: &RankInfo,
-    rec: &Record,
+    rec: &reader::Line,
 ) -> Result<Option<(Call, &'static str)>, TraceError> {
     let (o, tr, lineno, line) = (ctx.o, info.tr, rec.lineno, rec.text);
     let lerr = |m: String| TraceError::line(&tr.file, lineno, m);
