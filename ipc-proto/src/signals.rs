@@ -113,6 +113,17 @@ pub(crate) fn install() {
     });
 }
 
+/// For a program that handles SIGINT/SIGTERM/SIGHUP itself and ends its
+/// sessions by dropping them, which unlinks their objects (an interpreter
+/// that embeds the library: the Python package turns Ctrl-C into an
+/// exception and unwinds the run): no handler thread is installed in this
+/// process, so a signal no longer exits it. Call it before the first
+/// session; returns false when the handler was installed already.
+pub fn leave_to_program() -> bool {
+    INSTALL.call_once(|| {});
+    !handler_installed()
+}
+
 /// Set the object names guard `id` is responsible for.
 pub(crate) fn register(id: u64, names: Vec<String>) {
     install();
