@@ -46,26 +46,17 @@ side (or the supervisor) was killed by signal N. See docs/cosim.md.";
 (loggopsim) and the fabric (ibnet serve) as two processes coupled by the protocol, \
 supervised. With no arguments: the built-in example (examples/pingpong.goal on H8_S6, \
 thesis-ddr, notify over shared memory).",
-    after_help = AFTER_HELP
+    after_help = AFTER_HELP,
+    mut_arg("topology", |a| a.short('t'))
 )]
 pub struct Args {
     /// GOAL schedule (text or LogGOPSim binary) [default: examples/pingpong.goal, the built-in example]
     #[arg(short = 'f', long = "schedule", value_name = "FILE")]
     pub schedule: Option<PathBuf>,
-    /// Fabric topology: a file (TOML, IBDM .topo, the reference's .ned, ibnetdiscover output)
-    /// or a built-in name (H8_S1, H8_S2, H8_S4, H8_S6, M9, fattree:P, chain:N) or a generator
-    /// (kary:K:N, fattree2:..., torus:4x4, mesh:8x8, dragonfly:A:P:H:G; docs/topology.md)
-    #[arg(short = 't', long, value_name = "T", default_value = "H8_S6")]
-    pub topology: String,
-    /// Fabric preset: thesis-ddr, qdr, hcyang99, thesis-ch5, thesis-ch4
-    #[arg(long, value_name = "NAME", default_value = "thesis-ddr")]
-    pub preset: String,
-    /// Override one fabric parameter (repeatable)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
-    /// Rank -> HCA mapping file [default: rank r on the r-th HCA]
-    #[arg(long, value_name = "FILE")]
-    pub map: Option<String>,
+    /// The fabric's topology (also `-t`), preset, overrides and rank map,
+    /// as `ibnet serve` takes them (ibnet::options).
+    #[command(flatten)]
+    pub fabric: ibnet::options::FabricOptions,
     /// One of several jobs on the fabric instead of -f (repeatable; PL = linear | round-robin
     /// | random:SEED | map:FILE; per-job finish times after the report; docs/jobs.md)
     #[arg(long = "job", value_name = "FILE[:PL]")]
@@ -176,6 +167,26 @@ pub struct Settings {
     pub topology: String,
 }
 
+/// The fabric's options as the side that builds the fabric (`ibnet serve`,
+/// or loggopsim with an in-process fabric) reads them again.
+fn fabric_args(o: ibnet::options::FabricOptions) -> Vec<String> {
+    let mut v = vec![
+        "--topology".to_string(),
+        o.topology,
+        "--preset".into(),
+        o.preset,
+    ];
+    for s in o.set {
+        v.push("--set".into());
+        v.push(s);
+    }
+    if let Some(m) = o.map {
+        v.push("--map".into());
+        v.push(m.to_string_lossy().into_owned());
+    }
+    v
+}
+
 /// A refusal before anything starts (exit 2).
 #[derive(Debug)]
 pub struct Refusal(pub String);
@@ -280,7 +291,7 @@ impl Settings {
             b.parse::<ipc_proto::EstimateBase>()
                 .map_err(|e| Refusal(format!("invalid value '{b}' for '--estimate-base': {e}")))?;
         }
-        if !a.jobs.is_empty() && a.map.is_some() {
+        if !a.jobs.is_empty() && a.fabric.map.is_some() {
             return Err(Refusal(
                 "--map and --job exclude each other: give a job's hosts with FILE:map:HOSTS".into(),
             ));
@@ -299,29 +310,15 @@ impl Settings {
             None
         };
         // The fabric's inputs, as `ibnet serve` will read them.
-        let mapped = crate::precheck::fabric(&a.topology, &a.preset, &a.sets, a.map.as_deref())
-            .map_err(Refusal)?;
+        let mapped = crate::precheck::fabric(&a.fabric).map_err(Refusal)?;
         if let Some(n) = sched_ranks.filter(|&n| n as usize > mapped) {
             return Err(Refusal(format!(
                 "the schedule has {n} ranks but the fabric (topology {}) maps only {mapped} ranks to HCAs (use a larger topology or a --map file)",
-                a.topology
+                a.fabric.topology
             )));
         }
-        let topology = a.topology.clone();
-        let mut fabric_args = vec![
-            "--topology".to_string(),
-            a.topology,
-            "--preset".into(),
-            a.preset,
-        ];
-        for s in a.sets {
-            fabric_args.push("--set".into());
-            fabric_args.push(s);
-        }
-        if let Some(m) = a.map {
-            fabric_args.push("--map".into());
-            fabric_args.push(m);
-        }
+        let topology = a.fabric.topology.clone();
+        let fabric_args = fabric_args(a.fabric);
         let mut sched_args = Vec::new();
         if a.jobs.is_empty() {
             sched_args.push("-f".to_string());

@@ -180,18 +180,11 @@ fn text_header(s: &[u8]) -> Result<u32, (usize, usize, String)> {
 }
 
 /// The fabric's inputs as `ibnet serve` reads them (topology, preset,
-/// `--set` overrides, rank map), without building the network. Returns how
-/// many ranks are mapped to HCAs.
-pub fn fabric(
-    topology: &str,
-    preset: &str,
-    sets: &[String],
-    map: Option<&str>,
-) -> Result<usize, String> {
-    // the same steps, in the same order, as `ibnet serve` (ibnet::options)
-    let topo = ibnet::options::open_topology(topology)?;
-    ibnet::options::params(preset, sets)?;
-    ibnet::options::rank_nodes(map.map(Path::new), &topo).map(|v| v.len())
+/// `--set` overrides, rank map, in that order: ibnet::options::resolve),
+/// without building the network. Returns how many ranks are mapped to
+/// HCAs.
+pub fn fabric(o: &ibnet::options::FabricOptions) -> Result<usize, String> {
+    ibnet::options::resolve(o).map(|r| r.rank_nodes.len())
 }
 
 #[cfg(test)]
@@ -250,6 +243,14 @@ mod tests {
 
     #[test]
     fn fabric_inputs() {
+        let fabric = |topology: &str, preset: &str, set: &[String], map: Option<&str>| {
+            fabric(&ibnet::options::FabricOptions {
+                topology: topology.into(),
+                preset: preset.into(),
+                set: set.to_vec(),
+                map: map.map(Into::into),
+            })
+        };
         assert_eq!(fabric("H8_S6", "thesis-ddr", &[], None), Ok(8));
         let e = fabric("nosuch", "thesis-ddr", &[], None).unwrap_err();
         assert!(e.contains("nosuch"), "{e}");

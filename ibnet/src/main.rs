@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use ibnet::options::{self, FabricOptions};
 use ibnet::traffic::{apply_app_traffic, rank_hcas, ClosedLoopSummary, TrafficSpec};
 use ibnet::units::parse_time;
 use ibnet::{topology, Fabric, Params, Report, Time};
@@ -102,23 +103,15 @@ Exit codes: 0 written; 2 bad options, topology, parameters, routing or output fi
 }
 
 #[derive(clap::Args)]
+#[command(mut_arg("topology", options::topology_required))]
 struct ExportArgs {
     /// Write a SimGrid platform file (the only format so far).
     #[arg(long)]
     simgrid: bool,
-    /// Topology (as for `ibnet run`).
-    #[arg(long, value_name = "FILE|NAME")]
-    topology: String,
-    /// Fabric parameter preset the link rate and switch latency come from.
-    #[arg(long, value_name = "NAME", default_value = "thesis-ddr")]
-    preset: String,
-    /// Override one fabric parameter, e.g. --set link_speed=QDR (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
-    /// Rank -> HCA mapping file (`rank hca_name` per line) for the
-    /// ibnet_rank host properties. Default: the topology's own mapping.
-    #[arg(long, value_name = "FILE")]
-    map: Option<PathBuf>,
+    /// The link rate and switch latency come from the preset and overrides;
+    /// the map gives the hosts' ibnet_rank properties.
+    #[command(flatten)]
+    fabric: FabricOptions,
     /// Output file (default: standard output).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
@@ -287,31 +280,22 @@ fn topology_summary(a: &TopologyArgs) -> Result<i32> {
 }
 
 #[derive(clap::Args)]
+#[command(
+    mut_arg("topology", options::topology_required),
+    mut_arg("map", options::map_refused("ibnet run"))
+)]
 struct RunArgs {
-    /// Topology: a file (TOML, IBDM .topo with .fdbs, the reference's .ned,
-    /// ibnetdiscover output) or a built-in name (H8_S1, H8_S2, H8_S4,
-    /// H8_S6, M9, fattree:P, chain:N) or generator (kary:K:N,
-    /// fattree2:HPL:LEAVES:SPINES, fattree3:HPL:LPP:APP:PODS,
-    /// fattree:hosts=N, torus:4x4x4, mesh:8x8, dragonfly:A:P:H:G; options
-    /// after commas, e.g. torus:4x4,vls=one; see docs/topology.md).
-    #[arg(long, value_name = "FILE|NAME")]
-    topology: String,
+    /// Topology, preset and overrides (the ranks are the topology's own).
+    #[command(flatten)]
+    fabric: FabricOptions,
     /// Forwarding tables of an ibnetdiscover topology: dump_lfts.sh /
     /// ibroute output (without it, min-hop routes are computed).
     #[arg(long, value_name = "FILE")]
     lfts: Option<PathBuf>,
-    /// Parameter preset: thesis-ddr (sec. 13, the default, as for `ibnet
-    /// serve` and scripts/cosim), qdr (the reference's defaults), hcyang99 (CC),
-    /// thesis-ch5 / thesis-ch4 (the thesis's chapter-5 and chapter-4 model
-    /// generations, docs/thesis.md).
-    #[arg(long, default_value = "thesis-ddr", value_name = "NAME")]
-    preset: String,
-    /// TOML file of parameter overrides (flat `key = value`; `preset = "..."` allowed).
+    /// TOML file of parameter overrides (flat `key = value`; `preset = "..."`
+    /// allowed), applied after the preset and before the --set overrides.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Override one parameter, e.g. --set isw_delay_ns=40 (repeatable, applied last).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
     /// Traffic specification (repeatable; see below).
     #[arg(long, value_name = "SPEC")]
     traffic: Vec<String>,
@@ -436,18 +420,18 @@ fn export(a: &ExportArgs) -> Result<i32> {
     if !a.simgrid {
         anyhow::bail!("nothing to do: give the format, --simgrid (the only one so far)");
     }
-    let t = ibnet::options::open_topology(&a.topology).map_err(|e| anyhow::anyhow!(e))?;
-    let fl = ibnet::flowlevel::FlowLevel::from_preset(&a.preset, &a.set)
-        .map_err(|e| anyhow::anyhow!(e))?;
-    let ranks: Vec<usize> = match &a.map {
-        Some(path) => topology::load_rank_file(path, &t)?,
-        None => (0..t.num_ranks())
-            .filter_map(|r| t.hca_of_rank(r))
-            .collect(),
-    };
+    let fab = options::resolve(&a.fabric).map_err(anyhow::Error::msg)?;
+    let fl = ibnet::flowlevel::FlowLevel::from_params(&fab.params).map_err(anyhow::Error::msg)?;
     let write = |w: &mut dyn Write| {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, w);
-        ibnet::simgrid::write_platform(&mut w, &t, &fl, &ranks, &a.preset, a.max_hosts)
+        ibnet::simgrid::write_platform(
+            &mut w,
+            &fab.topology,
+            &fl,
+            &fab.rank_nodes,
+            &a.fabric.preset,
+            a.max_hosts,
+        )
     };
     let start = Instant::now();
     let stats = match &a.output {
@@ -517,7 +501,7 @@ fn main() {
 
 fn params_from(a: &RunArgs) -> Result<Params> {
     // the steps of ibnet::options, with the --config file between them
-    let mut p = ibnet::options::preset_params(&a.preset).map_err(anyhow::Error::msg)?;
+    let mut p = options::preset_params(&a.fabric.preset).map_err(anyhow::Error::msg)?;
     if let Some(f) = &a.config {
         let text = ibnet::input::read_text(f)
             .map_err(|e| anyhow::anyhow!("--config {}", e.describe(f)))?;
@@ -525,7 +509,7 @@ fn params_from(a: &RunArgs) -> Result<Params> {
             .apply_toml(&text, &f.display().to_string())
             .context("--config")?;
     }
-    p = ibnet::options::apply_sets(p, &a.set).map_err(anyhow::Error::msg)?;
+    p = options::apply_sets(p, &a.fabric.set).map_err(anyhow::Error::msg)?;
     p.check()?;
     Ok(p)
 }
@@ -541,20 +525,21 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         )));
     }
     let params = params_from(a).map_err(u)?;
-    let topo = topology::open_with(&a.topology, a.lfts.as_deref())
-        .map_err(|e| UserError(anyhow::anyhow!(topology::open_error(&a.topology, &e))))?;
+    let spec = &a.fabric.topology;
+    let topo = topology::open_with(spec, a.lfts.as_deref())
+        .map_err(|e| UserError(anyhow::anyhow!(topology::open_error(spec, &e))))?;
     // a large network: run again with the heap on huge pages (hugepages.rs)
     ibnet::hugepages::use_for(topo.hcas().len(), "ibnet");
-    if let Some(note) = topology::explain(&a.topology) {
+    if let Some(note) = topology::explain(spec) {
         eprintln!("ibnet: {note}");
     }
     let mut fabric = Fabric::new(&topo, &params).map_err(|e| {
         // name where the parameters came from
-        let mut from = format!("--preset {}", a.preset);
+        let mut from = format!("--preset {}", a.fabric.preset);
         if let Some(c) = &a.config {
             from += &format!(", --config {}", c.display());
         }
-        for s in &a.set {
+        for s in &a.fabric.set {
             from += &format!(", --set {s}");
         }
         UserError(anyhow::anyhow!("{e} (parameters: {from})"))
@@ -706,8 +691,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     };
     let out = JsonOut {
         ibnet: env!("CARGO_PKG_VERSION"),
-        topology: &a.topology,
-        preset: &a.preset,
+        topology: spec,
+        preset: &a.fabric.preset,
         traffic: &a.traffic,
         params: &params,
         run: info,

@@ -1,40 +1,54 @@
-//! The fabric's options as a co-simulation gives them (`ibnet serve`,
-//! `loggopsim --network inproc|onepiece|flow|penalty|lop`, and the
-//! supervisor's checks): topology, parameter preset, `--set` overrides and
-//! the rank -> HCA map, declared once ([`FabricOptions`]) and turned into a
+//! The fabric's options: topology, parameter preset, `--set` overrides and
+//! the rank -> HCA map, declared once ([`FabricOptions`], flattened into
+//! `ibnet run`, `ibnet export`, `ibnet serve`, loggopsim's `--network`
+//! backends and the supervisor behind `scripts/cosim`) and turned into a
 //! topology, [`Params`] and the ranks' HCA nodes once ([`resolve`], or its
 //! steps), so that every tool reads them alike and names a bad one alike
 //! (`--preset NAME: ...`, `--set KEY=VALUE: ...`, the topology loader's
 //! and the map reader's own messages).
 //!
-//! `ibnet run` and `ibnet export` take more (forwarding tables, a
-//! parameter file between preset and overrides) and a topology without
-//! default, and `scripts/cosim` gives `--topology` the short `-t`; they
-//! share the steps ([`open_topology`], [`preset_params`], [`apply_sets`],
-//! [`params`]) but not the declaration.
+//! Where a command differs it says so on its own command with clap's
+//! `mut_arg` and the helpers here: `ibnet run` and `ibnet export` want the
+//! topology given ([`topology_required`]), `scripts/cosim` gives it the
+//! short `-t`, and `ibnet run`, whose ranks are the topology's own, takes
+//! no map ([`map_refused`]). `ibnet run` also reads a `--config` file
+//! between the preset and the overrides, so it uses the steps
+//! ([`preset_params`], [`apply_sets`]) rather than [`params`].
 
 use crate::params::Params;
 use crate::topology::{self, Topology};
 use std::path::{Path, PathBuf};
 
-/// Fabric settings of a co-simulation (the same options in `ibnet serve`
-/// and `loggopsim --network inproc`).
+/// `--topology` when it is not given (the co-simulation's network).
+pub const DEFAULT_TOPOLOGY: &str = "H8_S6";
+/// `--preset` when it is not given (docs/model/fabric.md section 13).
+pub const DEFAULT_PRESET: &str = "thesis-ddr";
+
+/// The fabric's options, as every command that builds or checks a fabric
+/// takes them.
 #[derive(clap::Args, Clone, Debug)]
 pub struct FabricOptions {
-    /// Topology: a file (TOML, IBDM .topo) or a built-in name (H8_S1, H8_S2,
-    /// H8_S4, H8_S6, M9, fattree:P, chain:N).
-    #[arg(long, value_name = "TOPOLOGY", default_value = "H8_S6")]
+    /// Topology: a file (TOML, IBDM .topo with .fdbs, the reference's .ned,
+    /// ibnetdiscover output) or a built-in name (H8_S1, H8_S2, H8_S4,
+    /// H8_S6, M9, fattree:P, chain:N) or generator (kary:K:N,
+    /// fattree2:HPL:LEAVES:SPINES, fattree3:HPL:LPP:APP:PODS,
+    /// fattree:hosts=N, torus:4x4x4, mesh:8x8, dragonfly:A:P:H:G; options
+    /// after commas, e.g. torus:4x4,vls=one; see docs/topology.md).
+    #[arg(long, value_name = "FILE|NAME", default_value = DEFAULT_TOPOLOGY)]
     pub topology: String,
-    /// Fabric parameter preset (thesis-ddr is the co-simulation default,
-    /// docs/model/fabric.md section 13; qdr; hcyang99; thesis-ch5 and thesis-ch4, the
-    /// thesis's chapter-5 and chapter-4 model generations, docs/thesis.md).
-    #[arg(long, value_name = "NAME", default_value = "thesis-ddr")]
+    /// Fabric parameter preset: thesis-ddr (the default, docs/model/fabric.md
+    /// section 13), qdr (the reference's defaults), hcyang99 (congestion
+    /// control), thesis-ch5 / thesis-ch4 (the thesis's chapter-5 and
+    /// chapter-4 model generations, docs/thesis.md).
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_PRESET)]
     pub preset: String,
-    /// Override one fabric parameter, e.g. --set max_vl=1 (repeatable).
+    /// Override one fabric parameter, e.g. --set max_vl=1 (repeatable;
+    /// applied in order, last).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
-    /// Rank -> HCA mapping file (`rank hca_name` per line). Default: rank r
-    /// runs on the r-th HCA of the topology (or the topology's own mapping).
+    /// Rank -> HCA mapping file (`rank hca_name` per line). Default: the
+    /// topology's own mapping (rank r on its r-th HCA unless the topology
+    /// says otherwise).
     #[arg(long, value_name = "FILE")]
     pub map: Option<PathBuf>,
 }
@@ -42,11 +56,31 @@ pub struct FabricOptions {
 impl Default for FabricOptions {
     fn default() -> Self {
         FabricOptions {
-            topology: "H8_S6".into(),
-            preset: "thesis-ddr".into(),
+            topology: DEFAULT_TOPOLOGY.into(),
+            preset: DEFAULT_PRESET.into(),
             set: Vec::new(),
             map: None,
         }
+    }
+}
+
+/// For `mut_arg("topology", ...)`: a command whose topology has no default
+/// (`ibnet run`, `ibnet export`: a standalone run names its network).
+pub fn topology_required(a: clap::Arg) -> clap::Arg {
+    a.required(true).default_value(None::<&'static str>)
+}
+
+/// For `mut_arg("map", ...)`: a command that takes no rank map. The option
+/// is left out of the help and refused when given, with an exit status of
+/// 2 as for any unknown option.
+pub fn map_refused(command: &'static str) -> impl FnOnce(clap::Arg) -> clap::Arg {
+    move |a| {
+        a.hide(true)
+            .value_parser(move |_: &str| -> Result<PathBuf, String> {
+                Err(format!(
+                    "`{command}` takes no rank map (its ranks are the topology's own)"
+                ))
+            })
     }
 }
 
@@ -145,6 +179,82 @@ mod tests {
             apply_sets(preset_params("qdr").unwrap(), &[]).unwrap(),
             preset_params("qdr").unwrap()
         );
+    }
+
+    /// A command that flattens the options, as the binaries do.
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        fabric: FabricOptions,
+    }
+
+    fn parse(cmd: clap::Command, args: &[&str]) -> Result<FabricOptions, clap::Error> {
+        use clap::FromArgMatches;
+        let m = cmd.try_get_matches_from(std::iter::once("t").chain(args.iter().copied()))?;
+        Ok(Cli::from_arg_matches(&m)?.fabric)
+    }
+
+    fn cli() -> clap::Command {
+        <Cli as clap::CommandFactory>::command()
+    }
+
+    #[test]
+    fn declared_defaults_are_the_default() {
+        let o = parse(cli(), &[]).unwrap();
+        let d = FabricOptions::default();
+        assert_eq!(
+            (o.topology.as_str(), o.preset.as_str()),
+            ("H8_S6", "thesis-ddr")
+        );
+        assert_eq!(
+            (o.topology, o.preset, o.set, o.map),
+            (d.topology, d.preset, d.set, d.map)
+        );
+        let o = parse(
+            cli(),
+            &[
+                "--topology",
+                "M9",
+                "--set",
+                "a=1",
+                "--set",
+                "b=2",
+                "--map",
+                "m",
+            ],
+        )
+        .unwrap();
+        assert_eq!(o.topology, "M9");
+        assert_eq!(o.set, ["a=1", "b=2"]);
+        assert_eq!(o.map, Some(PathBuf::from("m")));
+    }
+
+    #[test]
+    fn commands_adjust_the_declaration() {
+        let required = cli().mut_arg("topology", topology_required);
+        let e = parse(required.clone(), &[]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            parse(required, &["--topology", "M9"]).unwrap().topology,
+            "M9"
+        );
+
+        let short = cli().mut_arg("topology", |a| a.short('t'));
+        assert_eq!(
+            parse(short, &["-t", "chain:4"]).unwrap().topology,
+            "chain:4"
+        );
+
+        let mut no_map = cli().mut_arg("map", map_refused("ibnet run"));
+        let e = parse(no_map.clone(), &["--map", "m"]).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string().contains("`ibnet run` takes no rank map"),
+            "{e}"
+        );
+        assert!(!no_map.render_help().to_string().contains("--map"));
+        assert_eq!(parse(no_map, &[]).unwrap().map, None);
     }
 
     #[test]

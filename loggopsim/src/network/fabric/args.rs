@@ -1,8 +1,9 @@
 //! The fabric backends' command-line options (protocol, quantum, estimate,
 //! session key, the fabric's own options and reports), flattened into
 //! loggopsim's. The fabric's topology, preset, overrides and rank map are
-//! `ibnet::options::FabricOptions` (`fabric`, also named `SetupArgs`), which
-//! `ibnet serve` takes too and `cosim` checks the same way.
+//! `ibnet::options::FabricOptions` (`fabric`, also named `SetupArgs`), the
+//! one declaration `ibnet run`, `ibnet export`, `ibnet serve` and `cosim`
+//! flatten too.
 
 use ipc_proto::{EstimateBase, ProtocolSpec, Time};
 use std::path::PathBuf;
@@ -70,7 +71,7 @@ pub struct CosimArgs {
         flatten,
         next_help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
     )]
-    pub fabric: ibnet::server::SetupArgs,
+    pub fabric: ibnet::options::FabricOptions,
     /// inproc: write the fabric's statistics to FILE (default: stderr).
     #[arg(
         long,
