@@ -54,7 +54,9 @@ pub struct Setup<'a> {
     pub cosim: &'a CosimArgs,
     pub fast: &'a FastArgs,
     pub num_ranks: u32,
-    /// Only for backends with [`Capabilities::prebuild`].
+    /// loggopsim gives one to the backends with [`Capabilities::prebuild`];
+    /// every backend with [`Capabilities::fabric_in_process`] takes one
+    /// (the Python package hands over a server that observes the run).
     pub prebuilt: Option<Prebuilt>,
 }
 
@@ -101,6 +103,22 @@ impl std::fmt::Debug for Backend {
             .field("name", &self.name)
             .field("caps", &self.caps)
             .finish()
+    }
+}
+
+impl Capabilities {
+    /// Each capability by its field name, in declaration order (for
+    /// listings such as the Python package's `ibcosim.backends()`).
+    pub fn flags(&self) -> [(&'static str, bool); 7] {
+        [
+            ("topology", self.topology),
+            ("map_in_process", self.map_in_process),
+            ("fabric_in_process", self.fabric_in_process),
+            ("prebuild", self.prebuild),
+            ("session_key", self.session_key),
+            ("alone_runs", self.alone_runs),
+            ("fast", self.fast),
+        ]
     }
 }
 
@@ -163,9 +181,14 @@ pub static BACKENDS: &[Backend] = &[
                channels)",
         caps: FABRIC_HERE,
         build: |_, s| {
-            super::inproc::spawn(s.cosim, s.num_ranks)
-                .map(|n| Box::new(n) as Box<dyn Network>)
-                .map_err(user)
+            match s.prebuilt {
+                Some(p) => p
+                    .and_then(|server| super::inproc::check_ranks(s.cosim, server, s.num_ranks))
+                    .and_then(|server| super::inproc::spawn_with(s.cosim, server)),
+                None => super::inproc::spawn(s.cosim, s.num_ranks),
+            }
+            .map(|n| Box::new(n) as Box<dyn Network>)
+            .map_err(user)
         },
         fast_build: None,
     },
@@ -238,6 +261,18 @@ pub fn all() -> &'static [Backend] {
 /// The backend called `name`.
 pub fn find(name: &str) -> Option<&'static Backend> {
     BACKENDS.iter().find(|b| b.name == name)
+}
+
+/// The backend called `name`, or the command line's message naming the
+/// registered ones.
+pub fn lookup(name: &str) -> Result<&'static Backend, String> {
+    find(name).ok_or_else(|| {
+        let names: Vec<&str> = BACKENDS.iter().map(|b| b.name).collect();
+        format!(
+            "invalid value '{name}' for '--network <NETWORK>': expected one of {}",
+            names.join(", ")
+        )
+    })
 }
 
 /// The names of the fast models (`caps.fast`).
@@ -314,6 +349,33 @@ mod tests {
             assert!(!b.help.is_empty() && !b.help.ends_with('.'));
         }
         assert!(find("nope").is_none());
+    }
+
+    #[test]
+    fn lookup_names_the_registered_backends() {
+        assert_eq!(lookup("flow").unwrap().name, "flow");
+        assert_eq!(
+            lookup("nope").unwrap_err(),
+            "invalid value 'nope' for '--network <NETWORK>': expected one of loggp, ipc, \
+             inproc, onepiece, flow, penalty, lop"
+        );
+    }
+
+    #[test]
+    fn flags_follow_the_fields() {
+        let f = find("onepiece").unwrap().caps.flags();
+        let on: Vec<&str> = f.iter().filter(|(_, v)| *v).map(|(k, _)| *k).collect();
+        assert_eq!(
+            on,
+            [
+                "topology",
+                "map_in_process",
+                "fabric_in_process",
+                "prebuild",
+                "alone_runs"
+            ]
+        );
+        assert_eq!(find("ipc").unwrap().caps.flags()[4], ("session_key", true));
     }
 
     #[test]

@@ -97,7 +97,9 @@ pub fn report_fabric(
     ])
 }
 
-fn spawn_with(args: &CosimArgs, mut server: FabricServer) -> Result<CosimNetwork, String> {
+/// Start the fabric thread of a server already built (and checked with
+/// [`check_ranks`]) and return the scheduler's backend.
+pub fn spawn_with(args: &CosimArgs, mut server: FabricServer) -> Result<CosimNetwork, String> {
     let (sched_end, mut fabric_end) =
         ipc_proto::inproc::pair_versioned(args.protocol.protocol, args.protocol.version)
             .map_err(|e| e.to_string())?;
