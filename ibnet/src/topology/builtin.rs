@@ -20,13 +20,7 @@ pub(crate) struct Builder {
 impl Builder {
     pub fn new(name: &str) -> Builder {
         Builder {
-            t: Topology {
-                name: name.to_string(),
-                nodes: Vec::new(),
-                links: Vec::new(),
-                ranks: Vec::new(),
-                sl: Vec::new(),
-            },
+            t: Topology::new(name.to_string(), Vec::new(), Vec::new()),
         }
     }
     pub fn hca(&mut self, name: String, lid: u16) -> usize {

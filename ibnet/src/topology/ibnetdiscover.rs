@@ -45,6 +45,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::cables::Cables;
 use super::error::{read_text, Loc, TopoError};
 use super::{
     file_stem_name, finish_import, Link, Node, NodeKind, PortRef, Routing, Topology,
@@ -394,9 +395,7 @@ fn cable(
     pending: Vec<Pending>,
     path: &Path,
 ) -> Result<Vec<(End, End)>, TopoError> {
-    // cable ends by (node, IB port) -> (peer end, line)
-    let mut ends: HashMap<End, (End, usize)> = HashMap::new();
-    let mut links: Vec<(End, End)> = Vec::new();
+    let mut cables: Cables<End> = Cables::new();
     for Pending {
         node: a_node,
         port: a_port,
@@ -429,41 +428,9 @@ fn cable(
         }
         let (a, b) = ((a_node, a_port), (b_node, pp));
         let show = |e: (usize, u16)| format!("{}[{}]", nodes[e.0].id, e.1);
-        match (ends.get(&a).copied(), ends.get(&b).copied()) {
-            (None, None) => {
-                if a == b {
-                    return Err(TopoError::parse(
-                        loc,
-                        format!("{} is cabled to itself", show(a)),
-                    ));
-                }
-                ends.insert(a, (b, lineno));
-                ends.insert(b, (a, lineno));
-                links.push((a, b));
-            }
-            (Some((x, _)), Some((y, _))) if x == b && y == a => {} // the other end's line
-            (Some((other, l)), _) if other != b => {
-                return Err(TopoError::parse(
-                    loc,
-                    format!(
-                        "{} is already cabled to {} (line {l})",
-                        show(a),
-                        show(other)
-                    ),
-                ))
-            }
-            (_, Some((other, l))) => {
-                return Err(TopoError::parse(
-                    loc,
-                    format!(
-                        "{} is already cabled to {} (line {l})",
-                        show(b),
-                        show(other)
-                    ),
-                ))
-            }
-            _ => unreachable!("one end known means the other is known too"),
-        }
+        cables
+            .add(a, b, lineno, show)
+            .map_err(|m| TopoError::parse(loc.clone(), m))?;
         for e in [a, b] {
             let n = &mut nodes[e.0];
             if n.kind == Kind::Ca {
@@ -483,7 +450,7 @@ fn cable(
             }
         }
     }
-    Ok(links)
+    Ok(cables.links)
 }
 
 /// Step 3: every host has a cable and a LID, no LID is used twice; the

@@ -66,6 +66,7 @@ pub struct Topology {
 }
 
 mod builtin;
+mod cables;
 mod dstseq;
 mod error;
 pub mod gen;
@@ -149,18 +150,8 @@ pub(crate) fn finish_import(
     validate::check_cabled(&nodes, &links, |i| {
         Loc::line(path, lines.get(i).copied().unwrap_or(0))
     })?;
-    let mut t = Topology {
-        name,
-        nodes,
-        links,
-        ranks: Vec::new(),
-        sl: Vec::new(),
-    };
-    let routing = routing.unwrap_or(if have_tables {
-        Routing::Tables
-    } else {
-        Routing::MinHop
-    });
+    let mut t = Topology::new(name, nodes, links);
+    let routing = Routing::chosen(routing, have_tables);
     if routing == Routing::Tables && !have_tables {
         return Err(TopoError::Invalid(format!(
             "{}: {no_tables}",
@@ -173,6 +164,17 @@ pub(crate) fn finish_import(
 }
 
 impl Topology {
+    /// A topology of `nodes` and `links`, without a rank map or per-route
+    /// SLs (both the defaults); its tables are what `nodes` holds.
+    pub fn new(name: String, nodes: Vec<Node>, links: Vec<Link>) -> Topology {
+        Topology {
+            name,
+            nodes,
+            links,
+            ranks: Vec::new(),
+            sl: Vec::new(),
+        }
+    }
     /// Node indices of the HCAs, in node order.
     pub fn hcas(&self) -> Vec<usize> {
         (0..self.nodes.len())

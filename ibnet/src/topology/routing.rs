@@ -43,6 +43,16 @@ impl Routing {
             _ => None,
         }
     }
+    /// The routing of a network file: `given` (the file's or the
+    /// caller's choice), else by the file's own tables when it has them,
+    /// else min-hop.
+    pub(crate) fn chosen(given: Option<Routing>, have_tables: bool) -> Routing {
+        given.unwrap_or(if have_tables {
+            Routing::Tables
+        } else {
+            Routing::MinHop
+        })
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             Routing::MinHop => "minhop",

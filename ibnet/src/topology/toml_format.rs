@@ -9,9 +9,30 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+mod native;
+
 use super::error::{read_text, Loc, TopoError};
 use super::ibdm::{self, IbdmFiles};
-use super::{route, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions, NO_ROUTE};
+use super::{NodeKind, PortRef, Routing, Topology, ValidateOptions};
+use native::{build_native, RawNode};
+
+/// The TOML file being read: its path (for messages, and the base of the
+/// relative paths inside it) and its text.
+struct TomlFile<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl TomlFile<'_> {
+    /// The place of a span of the text.
+    fn at(&self, span: std::ops::Range<usize>) -> Loc {
+        Loc::at_offset(self.path, self.text, span.start)
+    }
+    /// A path named inside the file: relative to the file's directory.
+    fn rel(&self, p: &str) -> PathBuf {
+        self.path.parent().unwrap_or(Path::new(".")).join(p)
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -45,15 +66,6 @@ struct RawNed {
 struct RawIbnd {
     file: String,
     lfts: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNode {
-    hca: Option<String>,
-    switch: Option<String>,
-    lid: Option<u16>,
-    ports: Option<u16>,
 }
 
 #[derive(Deserialize)]
@@ -145,10 +157,10 @@ pub fn open_error(spec: &str, e: &TopoError) -> String {
 /// Parse ibnet TOML text; `path` names the file in messages and is the base
 /// for relative paths inside it.
 pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
-    let at = |span: std::ops::Range<usize>| Loc::at_offset(path, text, span.start);
+    let file = TomlFile { path, text };
     let raw: RawTopo = toml::from_str(text).map_err(|e| {
         let loc = match e.span() {
-            Some(s) => at(s),
+            Some(s) => file.at(s),
             None => Loc::file(path),
         };
         TopoError::parse(loc, e.message().trim().replace('\n', ": "))
@@ -160,7 +172,7 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
         None => None,
         Some(r) => Some(Routing::parse(r.get_ref()).ok_or_else(|| {
             TopoError::parse(
-                at(r.span()),
+                file.at(r.span()),
                 format!(
                     "routing must be \"minhop\", \"updown\", \"ftree\" or \"tables\", found {:?}",
                     r.get_ref()
@@ -170,16 +182,16 @@ pub fn load_toml_str(text: &str, path: &Path) -> Result<Topology, TopoError> {
     };
 
     check_imports(&raw, path)?;
-    let mut t = match load_import(&raw, path, routing, &opts)? {
+    let mut t = match load_import(&raw, &file, routing, &opts)? {
         Some(mut t) => {
             if let Some(n) = &raw.name {
                 t.name = n.clone();
             }
             t
         }
-        None => build_native(&raw, text, path, routing)?,
+        None => build_native(&raw, &file, routing)?,
     };
-    place_ranks(&mut t, &raw, text, path)?;
+    place_ranks(&mut t, &raw, &file)?;
     t.validate_with(&opts).map_err(|e| e.in_file(path))?;
     Ok(t)
 }
@@ -213,12 +225,11 @@ fn check_imports(raw: &RawTopo, path: &Path) -> Result<(), TopoError> {
 /// names, its files relative to the TOML file; none without such a table.
 fn load_import(
     raw: &RawTopo,
-    path: &Path,
+    file: &TomlFile,
     routing: Option<Routing>,
     opts: &ValidateOptions,
 ) -> Result<Option<Topology>, TopoError> {
-    let base = path.parent().unwrap_or(Path::new("."));
-    let rel = |p: &str| -> PathBuf { base.join(p) };
+    let (path, rel) = (file.path, |p: &str| file.rel(p));
     let t = if let Some(n) = &raw.ned {
         let mut files = super::ned::NedFiles::by_convention(&rel(&n.file))
             .map_err(|e| import_context(e, path, "[ned]"))?;
@@ -277,10 +288,8 @@ fn load_import(
 }
 
 /// `ranks` (HCA names, rank order) or `rank_file`: the rank map.
-fn place_ranks(t: &mut Topology, raw: &RawTopo, text: &str, path: &Path) -> Result<(), TopoError> {
-    let at = |span: std::ops::Range<usize>| Loc::at_offset(path, text, span.start);
-    let base = path.parent().unwrap_or(Path::new("."));
-    let rel = |p: &str| -> PathBuf { base.join(p) };
+fn place_ranks(t: &mut Topology, raw: &RawTopo, file: &TomlFile) -> Result<(), TopoError> {
+    let at = |span: std::ops::Range<usize>| file.at(span);
     match (&raw.ranks, &raw.rank_file) {
         (Some(_), Some(f)) => {
             return Err(TopoError::parse(
@@ -318,7 +327,7 @@ fn place_ranks(t: &mut Topology, raw: &RawTopo, text: &str, path: &Path) -> Resu
                 t.ranks.push(node);
             }
         }
-        (None, Some(f)) => t.ranks = super::load_rank_file(&rel(f.get_ref()), t)?,
+        (None, Some(f)) => t.ranks = super::load_rank_file(&file.rel(f.get_ref()), t)?,
         (None, None) => {}
     }
     Ok(())
@@ -342,271 +351,6 @@ fn import_context(e: TopoError, toml: &Path, table: &str) -> TopoError {
         }
         e => e,
     }
-}
-
-fn build_native(
-    raw: &RawTopo,
-    text: &str,
-    path: &Path,
-    routing: Option<Routing>,
-) -> Result<Topology, TopoError> {
-    let at = |span: std::ops::Range<usize>| Loc::at_offset(path, text, span.start);
-    let mut nodes: Vec<Node> = Vec::new();
-    let mut by_name: HashMap<String, usize> = HashMap::new();
-    let mut explicit_lids: HashMap<u16, usize> = HashMap::new();
-    let mut wants_lid: Vec<usize> = Vec::new();
-    for rn in raw.nodes.iter().flatten() {
-        let loc = || at(rn.span());
-        let n = rn.get_ref();
-        let (name, kind) = match (&n.hca, &n.switch) {
-            (Some(h), None) => {
-                if n.ports.is_some() {
-                    return Err(TopoError::parse(
-                        loc(),
-                        format!("HCA {h}: HCAs have one port; drop `ports`"),
-                    ));
-                }
-                let lid = match n.lid {
-                    Some(0) => {
-                        return Err(TopoError::parse(
-                            loc(),
-                            format!("HCA {h}: LID 0 is invalid (LIDs start at 1)"),
-                        ))
-                    }
-                    Some(l) => {
-                        if let Some(&o) = explicit_lids.get(&l) {
-                            return Err(TopoError::parse(
-                                loc(),
-                                format!("HCA {h}: LID {l} is already used by {}", nodes[o].name),
-                            ));
-                        }
-                        explicit_lids.insert(l, nodes.len());
-                        l
-                    }
-                    None => {
-                        wants_lid.push(nodes.len());
-                        0
-                    }
-                };
-                (h.clone(), NodeKind::Hca { lid })
-            }
-            (None, Some(s)) => {
-                if n.lid.is_some() {
-                    return Err(TopoError::parse(
-                        loc(),
-                        format!("switch {s}: switches have no LID in this model"),
-                    ));
-                }
-                let ports = match n.ports {
-                    Some(p) if (1..=255).contains(&p) => p,
-                    Some(p) => {
-                        return Err(TopoError::parse(
-                            loc(),
-                            format!("switch {s}: ports = {p}, must be 1..=255"),
-                        ))
-                    }
-                    None => {
-                        return Err(TopoError::parse(
-                            loc(),
-                            format!("switch {s}: missing `ports`"),
-                        ))
-                    }
-                };
-                (
-                    s.clone(),
-                    NodeKind::Switch {
-                        ports,
-                        fdb: Vec::new(),
-                    },
-                )
-            }
-            _ => {
-                return Err(TopoError::parse(
-                    loc(),
-                    "a node needs exactly one of `hca = \"name\"` or `switch = \"name\"`",
-                ))
-            }
-        };
-        if name.is_empty() || name.contains(char::is_whitespace) || name.contains("<->") {
-            return Err(TopoError::parse(
-                loc(),
-                format!("bad node name {name:?} (no whitespace, not empty)"),
-            ));
-        }
-        if by_name.insert(name.clone(), nodes.len()).is_some() {
-            return Err(TopoError::parse(
-                loc(),
-                format!("node name {name:?} declared twice"),
-            ));
-        }
-        nodes.push(Node { name, kind });
-    }
-    // HCAs without a LID get the lowest free LIDs, in node order.
-    let mut next = 1u16;
-    for i in wants_lid {
-        while explicit_lids.contains_key(&next) {
-            next = next
-                .checked_add(1)
-                .ok_or_else(|| TopoError::parse(Loc::file(path), "more HCAs than LIDs (65535)"))?;
-        }
-        nodes[i].kind = NodeKind::Hca { lid: next };
-        explicit_lids.insert(next, i);
-    }
-
-    // links
-    let mut links = Vec::new();
-    let mut used: HashMap<PortRef, usize> = HashMap::new();
-    for (k, ls) in raw.links.iter().flatten().enumerate() {
-        let loc = || at(ls.span());
-        let s = ls.get_ref();
-        let Some((l, r)) = s.split_once("<->") else {
-            return Err(TopoError::parse(
-                loc(),
-                format!("link {s:?}: expected \"node:port <-> node:port\""),
-            ));
-        };
-        let mut end = |e: &str| -> Result<PortRef, TopoError> {
-            let e = e.trim();
-            let Some((name, port)) = e.rsplit_once(':') else {
-                return Err(TopoError::parse(
-                    loc(),
-                    format!("link {s:?}: {e:?} is not `node:port`"),
-                ));
-            };
-            let Some(&node) = by_name.get(name.trim()) else {
-                return Err(TopoError::parse(
-                    loc(),
-                    format!("link {s:?}: unknown node {:?}", name.trim()),
-                ));
-            };
-            let port: u16 = port.trim().parse().map_err(|_| {
-                TopoError::parse(
-                    loc(),
-                    format!("link {s:?}: port {:?} is not a number", port.trim()),
-                )
-            })?;
-            let np = nodes[node].num_ports();
-            if port >= np {
-                return Err(TopoError::parse(
-                    loc(),
-                    format!(
-                        "link {s:?}: port {port} of {} is out of range (ports 0..={})",
-                        nodes[node].name,
-                        np - 1
-                    ),
-                ));
-            }
-            let p = PortRef { node, port };
-            if let Some(j) = used.insert(p, k) {
-                return Err(TopoError::parse(
-                    loc(),
-                    format!(
-                        "link {s:?}: port {port} of {} is already used by link {:?}",
-                        nodes[node].name,
-                        raw.links.as_ref().unwrap()[j].get_ref()
-                    ),
-                ));
-            }
-            Ok(p)
-        };
-        let a = end(l)?;
-        let b = end(r)?;
-        links.push(Link { a, b });
-    }
-    // (node i is the i-th entry of `nodes`)
-    super::validate::check_cabled(&nodes, &links, |i| {
-        raw.nodes
-            .iter()
-            .flatten()
-            .nth(i)
-            .map_or(Loc::file(path), |rn| at(rn.span()))
-    })?;
-
-    // tables
-    let max_lid = nodes.iter().filter_map(Node::lid).max().unwrap_or(0) as usize;
-    let has_fdb = raw.fdb.as_ref().is_some_and(|f| !f.is_empty());
-    let routing = routing.unwrap_or(if has_fdb {
-        Routing::Tables
-    } else {
-        Routing::MinHop
-    });
-    if routing != Routing::Tables && has_fdb {
-        return Err(TopoError::parse(
-            Loc::file(path),
-            format!(
-                "[fdb] tables are given, but routing = \"{}\" would replace them; drop one",
-                routing.as_str()
-            ),
-        ));
-    }
-    for (name, table) in raw.fdb.iter().flatten() {
-        let loc = at(name.span());
-        let Some(&i) = by_name.get(name.get_ref()) else {
-            return Err(TopoError::parse(
-                loc,
-                format!("[fdb]: unknown switch {:?}", name.get_ref()),
-            ));
-        };
-        let NodeKind::Switch { ports, fdb } = &mut nodes[i].kind else {
-            return Err(TopoError::parse(
-                loc,
-                format!("[fdb]: {} is an HCA", name.get_ref()),
-            ));
-        };
-        let v = table.get_ref();
-        if v.len() <= max_lid {
-            return Err(TopoError::parse(
-                loc,
-                format!(
-                    "[fdb] {}: {} entries, must cover LIDs 0..={max_lid}",
-                    name.get_ref(),
-                    v.len()
-                ),
-            ));
-        }
-        if let Some((lid, p)) = v
-            .iter()
-            .enumerate()
-            .find(|(_, &p)| p >= *ports && p != NO_ROUTE)
-        {
-            return Err(TopoError::parse(
-                loc,
-                format!(
-                    "[fdb] {}: LID {lid} -> port {p}, but the switch has {ports} ports (use 255 for no route)",
-                    name.get_ref()
-                ),
-            ));
-        }
-        *fdb = v.clone();
-    }
-    if routing == Routing::Tables {
-        if let Some(n) = nodes
-            .iter()
-            .find(|n| matches!(&n.kind, NodeKind::Switch { fdb, .. } if fdb.is_empty()))
-        {
-            return Err(TopoError::parse(
-                Loc::file(path),
-                format!(
-                    "routing = \"tables\" but switch {} has no [fdb] entry",
-                    n.name
-                ),
-            ));
-        }
-    }
-    let name = raw.name.clone().unwrap_or_else(|| {
-        path.file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    });
-    let mut t = Topology {
-        name,
-        nodes,
-        links,
-        ranks: Vec::new(),
-        sl: Vec::new(),
-    };
-    route(&mut t, routing).map_err(|e| e.in_file(path))?;
-    Ok(t)
 }
 
 fn quote(s: &str) -> String {
@@ -707,17 +451,23 @@ mod tests {
         );
     }
 
+    /// `text` as the file `dir/t.toml`.
+    fn file(text: &str) -> TomlFile<'_> {
+        TomlFile { path: path(), text }
+    }
+
     #[test]
     fn imports_name_the_table_that_named_a_missing_file() {
         let opts = ValidateOptions::default();
-        assert!(load_import(&raw("name = \"x\"\n"), path(), None, &opts)
+        assert!(load_import(&raw("name = \"x\"\n"), &file(""), None, &opts)
             .unwrap()
             .is_none());
-        let e = load_import(&raw("[ned]\nfile = \"no.ned\"\n"), path(), None, &opts).unwrap_err();
+        let e =
+            load_import(&raw("[ned]\nfile = \"no.ned\"\n"), &file(""), None, &opts).unwrap_err();
         assert!(e.to_string().contains("[ned]"), "{e}");
         let e = load_import(
             &raw("[ned]\nfile = \"no.ned\"\nfdbs = \"x.fdbs\"\n"),
-            path(),
+            &file(""),
             None,
             &opts,
         )
@@ -730,7 +480,7 @@ mod tests {
         let mut t = crate::topology::builtin("H8_S1").unwrap();
         t.ranks.clear();
         let text = "ranks = [\"H_3\", \"H_1\"]\n";
-        place_ranks(&mut t, &raw(text), text, path()).unwrap();
+        place_ranks(&mut t, &raw(text), &file(text)).unwrap();
         assert_eq!(t.ranks.len(), 2);
         assert_eq!(t.nodes[t.ranks[0]].name, "H_3");
         for (text, msg) in [
@@ -742,7 +492,7 @@ mod tests {
         ] {
             let mut t = crate::topology::builtin("H8_S1").unwrap();
             t.ranks.clear();
-            let e = place_ranks(&mut t, &raw(text), text, path()).unwrap_err();
+            let e = place_ranks(&mut t, &raw(text), &file(text)).unwrap_err();
             assert!(e.to_string().contains(msg), "{e}");
         }
     }
