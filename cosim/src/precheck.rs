@@ -197,31 +197,36 @@ mod tests {
 
     #[test]
     fn text_headers() {
-        assert_eq!(header("num_ranks 2\nrank 0 {\n}\n"), Ok(2));
-        assert_eq!(
-            header("// a comment\n/* block\n comment */ num_ranks  16 rank"),
-            Ok(16)
-        );
-        assert_eq!(
-            header("root:x:0:0:root:/root:/bin/bash\n"),
-            Err("1:1: expected 'num_ranks N' at the start of the schedule, found 'root'".into())
-        );
-        assert_eq!(
-            header("\n\n  rank 0 {"),
-            Err("3:3: expected 'num_ranks N' at the start of the schedule, found 'rank'".into())
-        );
-        assert_eq!(
-            header("num_ranks 0"),
-            Err("1:11: num_ranks is 0: the schedule is empty".into())
-        );
-        assert_eq!(
-            header("num_ranks x"),
-            Err("1:11: expected the number of ranks, found 'x'".into())
-        );
-        assert_eq!(
-            header("  // nothing\n"),
-            Err("0:0: empty schedule: expected 'num_ranks N'".into())
-        );
+        let cases: [(&str, Result<u32, &str>); 7] = [
+            ("num_ranks 2\nrank 0 {\n}\n", Ok(2)),
+            (
+                "// a comment\n/* block\n comment */ num_ranks  16 rank",
+                Ok(16),
+            ),
+            (
+                "root:x:0:0:root:/root:/bin/bash\n",
+                Err("1:1: expected 'num_ranks N' at the start of the schedule, found 'root'"),
+            ),
+            (
+                "\n\n  rank 0 {",
+                Err("3:3: expected 'num_ranks N' at the start of the schedule, found 'rank'"),
+            ),
+            (
+                "num_ranks 0",
+                Err("1:11: num_ranks is 0: the schedule is empty"),
+            ),
+            (
+                "num_ranks x",
+                Err("1:11: expected the number of ranks, found 'x'"),
+            ),
+            (
+                "  // nothing\n",
+                Err("0:0: empty schedule: expected 'num_ranks N'"),
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(header(text), want.map_err(String::from), "{text:?}");
+        }
     }
 
     #[test]

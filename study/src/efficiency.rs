@@ -105,15 +105,17 @@ pub struct Row {
 }
 
 impl Row {
-    fn failed(setup: &Setup, wall_s: f64, why: String) -> Row {
+    /// A row of `runs` runs whose wall time is `wall_s` (min and max too),
+    /// with nothing extrapolated and no error measured yet.
+    pub fn new(setup: &Setup, status: Status, runs: usize, wall_s: f64, sample: Sample) -> Row {
         Row {
             setup: setup.clone(),
-            status: Status::Failed(why),
-            runs: 0,
+            status,
+            runs,
             wall_s,
             wall_min_s: wall_s,
             wall_max_s: wall_s,
-            sample: Sample::default(),
+            sample,
             progress: None,
             progress_raw: None,
             wall_est_s: None,
@@ -121,6 +123,10 @@ impl Row {
             error_ps: None,
             error_pct: None,
         }
+    }
+
+    fn failed(setup: &Setup, wall_s: f64, why: String) -> Row {
+        Row::new(setup, Status::Failed(why), 0, wall_s, Sample::default())
     }
 
     /// The wall time to compare and plot: measured, or extrapolated.
@@ -315,19 +321,11 @@ impl Runner<'_> {
                 // A stopped run replaces any completed ones: the setup as a
                 // whole does not fit the budget.
                 return Ok(Row {
-                    setup: setup.clone(),
-                    status: Status::OverBudget,
-                    runs: 1,
-                    wall_s: r.wall_s,
-                    wall_min_s: r.wall_s,
-                    wall_max_s: r.wall_s,
-                    sample,
                     progress,
                     progress_raw: r.progress,
                     wall_est_s,
                     round_trips_est,
-                    error_ps: None,
-                    error_pct: None,
+                    ..Row::new(setup, Status::OverBudget, 1, r.wall_s, sample)
                 });
             }
             if !r.all_ok() {
@@ -357,22 +355,12 @@ impl Runner<'_> {
             }
         }
         let walls: Vec<f64> = samples.iter().map(|s| s.wall_s).collect();
-        let mi = median_index(&walls);
-        let wall_s = median(&walls);
+        let runs = samples.len();
+        let sample = samples.swap_remove(median_index(&walls));
         Ok(Row {
-            setup: setup.clone(),
-            status: Status::Ok,
-            runs: samples.len(),
-            wall_s,
             wall_min_s: walls.iter().cloned().fold(f64::INFINITY, f64::min),
             wall_max_s: walls.iter().cloned().fold(0.0, f64::max),
-            sample: samples.swap_remove(mi),
-            progress: None,
-            progress_raw: None,
-            wall_est_s: None,
-            round_trips_est: None,
-            error_ps: None,
-            error_pct: None,
+            ..Row::new(setup, Status::Ok, runs, median(&walls), sample)
         })
     }
 

@@ -386,15 +386,13 @@ Peak RSS: `ru_maxrss` of each child (`wait4`); a forked child starts with a copy
             scfg.runs
         ));
         md.push_str(&report::scaling_markdown(&rows, &fits));
+        let stem = format!("{name}-scaling");
         written.push(write_out(
             &cli.out,
-            &format!("{name}-scaling.csv"),
+            &format!("{stem}.csv"),
             &report::scaling_csv(&rows),
         )?);
-        written.extend(plot::scaling_plot(
-            &rows,
-            &cli.out.join(format!("{name}-scaling")),
-        )?);
+        written.extend(plot::scaling_plot(&rows, &cli.out.join(stem))?);
     }
 
     written.insert(0, write_out(&cli.out, &format!("{name}.md"), &md)?);

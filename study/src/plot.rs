@@ -11,13 +11,15 @@
 use crate::efficiency::{EffResult, Row, Status};
 use crate::scaling::ScalingRow;
 use crate::setups::{Setup, Transport};
+use plotters::coord::combinators::{LogCoord, WithKeyPoints};
 use plotters::coord::Shift;
 use plotters::element::{ComposedElement, DashedPathElement};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 use std::collections::BTreeSet;
 use std::error::Error;
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 type Res = Result<(), Box<dyn Error>>;
@@ -261,6 +263,19 @@ where
     let wrap_w = 44;
     let mut y = 10;
     let mid = |y: i32| y + 9;
+    // An entry's label, wrapped, beside its symbol at `y`; returns how far
+    // down the next entry starts.
+    let label_at = |y: i32, label: &str| -> Result<i32, Box<dyn Error>> {
+        let lines = wrap(label, wrap_w);
+        for (k, l) in lines.iter().enumerate() {
+            area.draw(&Text::new(
+                l.clone(),
+                (text_x, y + 18 * k as i32),
+                font.clone(),
+            ))?;
+        }
+        Ok(18 * (lines.len() as i32 - 1) + 24)
+    };
     for e in entries {
         match e {
             Entry::Heading(t) => {
@@ -274,17 +289,7 @@ where
                     st.color.stroke_width(2),
                 ))?;
                 area.draw(&marker((30, mid(y)), *st, true, MARK_R))?;
-                for (k, l) in wrap(label, wrap_w).iter().enumerate() {
-                    area.draw(&Text::new(
-                        l.clone(),
-                        (text_x, y + 18 * k as i32),
-                        font.clone(),
-                    ))?;
-                    if k > 0 {
-                        y += 18;
-                    }
-                }
-                y += 24;
+                y += label_at(y, label)?;
             }
             Entry::Kind(kind, label) => {
                 let st = SeriesStyle {
@@ -305,20 +310,12 @@ where
                     ))?,
                     Segment::None => {}
                 }
-                let lines = wrap(label, wrap_w);
                 let y_mark = if m.arrow_up { y + 26 } else { mid(y) };
                 area.draw(&marker((30, y_mark), st, m.filled, MARK_R))?;
                 if m.arrow_up {
                     area.draw(&arrow_up((30, y_mark), GREY, MARK_R))?;
                 }
-                for (k, l) in lines.iter().enumerate() {
-                    area.draw(&Text::new(
-                        l.clone(),
-                        (text_x, y + 18 * k as i32),
-                        font.clone(),
-                    ))?;
-                }
-                y += 18 * (lines.len() as i32 - 1) + 24;
+                y += label_at(y, label)?;
                 if m.arrow_up {
                     y = y.max(y_mark + MARK_R + 8);
                 }
@@ -330,30 +327,14 @@ where
                 } else {
                     area.draw(&PathElement::new(pts, c.stroke_width(*w)))?;
                 }
-                let lines = wrap(label, wrap_w);
-                for (k, l) in lines.iter().enumerate() {
-                    area.draw(&Text::new(
-                        l.clone(),
-                        (text_x, y + 18 * k as i32),
-                        font.clone(),
-                    ))?;
-                }
-                y += 18 * (lines.len() as i32 - 1) + 24;
+                y += label_at(y, label)?;
             }
             Entry::Band(c, label) => {
                 area.draw(&Rectangle::new(
                     [(12, mid(y) - 7), (48, mid(y) + 7)],
                     c.mix(0.18).filled(),
                 ))?;
-                let lines = wrap(label, wrap_w);
-                for (k, l) in lines.iter().enumerate() {
-                    area.draw(&Text::new(
-                        l.clone(),
-                        (text_x, y + 18 * k as i32),
-                        font.clone(),
-                    ))?;
-                }
-                y += 18 * (lines.len() as i32 - 1) + 24;
+                y += label_at(y, label)?;
             }
             Entry::Note(t) => {
                 y += 4;
@@ -563,15 +544,13 @@ pub fn quantum_data(res: &EffResult) -> QuantumData {
 /// Wall time versus quantum: one line per polling series (colour and
 /// marker), the reference setups as horizontal lines and a band, the
 /// legend in a panel on the right.
-fn draw_quantum<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, d: &QuantumData) -> Res
+fn draw_quantum<DB: DrawingBackend>(
+    left: &DrawingArea<DB, Shift>,
+    d: &QuantumData,
+) -> Result<Vec<Entry>, Box<dyn Error>>
 where
     DB::ErrorType: 'static,
 {
-    root.fill(&WHITE)?;
-    let root = root
-        .margin(8, 0, 0, 0)
-        .titled(&d.title, ("sans-serif", 24))?;
-    let (left, right) = root.split_horizontally(SIZE.0 - LEGEND_W);
     let pts = d.series.iter().flat_map(|s| s.points.iter());
     let ys: Vec<f64> = pts
         .clone()
@@ -590,30 +569,14 @@ where
         _ => (1.0, 1000.0),
     };
     let xr = (qmin / 2.5)..(qmax * 2.5);
-    let mut chart = ChartBuilder::on(&left)
-        .margin(15)
-        .margin_right(25)
-        .x_label_area_size(55)
-        .y_label_area_size(75)
-        .build_cartesian_2d(
-            xr.clone()
-                .log_scale()
-                .with_key_points(decades_and(xr.start, xr.end, &d.quanta)),
-            (ymin..ymax)
-                .log_scale()
-                .with_key_points(one_two_five(ymin, ymax)),
-        )?;
-    chart
-        .configure_mesh()
-        .x_desc("polling quantum q [ps] (log scale)")
-        .y_desc("wall time [s] (log scale)")
-        .x_label_formatter(&fmt_ps)
-        .y_label_formatter(&fmt_s)
-        .label_style(("sans-serif", 16))
-        .axis_desc_style(("sans-serif", 18))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.12))
-        .draw()?;
+    let mut chart = wall_time_chart(
+        left,
+        xr.clone(),
+        decades_and(xr.start, xr.end, &d.quanta),
+        "polling quantum q [ps] (log scale)",
+        &fmt_ps,
+        ymin..ymax,
+    )?;
     let mut legend = vec![Entry::Heading("Polling (query)".into())];
     // Reference setups first, so the series are drawn over them.
     let mut refs = vec![Entry::Heading("Without polling".into())];
@@ -739,22 +702,17 @@ where
         ));
     }
     legend.extend(refs);
-    draw_legend(&right, &legend)?;
-    left.present()?;
-    Ok(())
+    Ok(legend)
 }
 
 /// Wall time versus HCAs, one line per message count.
-fn draw_scaling<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, rows: &[ScalingRow]) -> Res
+fn draw_scaling<DB: DrawingBackend>(
+    left: &DrawingArea<DB, Shift>,
+    rows: &[ScalingRow],
+) -> Result<Vec<Entry>, Box<dyn Error>>
 where
     DB::ErrorType: 'static,
 {
-    root.fill(&WHITE)?;
-    let root = root.margin(8, 0, 0, 0).titled(
-        "Scaling: wall time vs HCAs (chain pattern, fabric alone)",
-        ("sans-serif", 24),
-    )?;
-    let (left, right) = root.split_horizontally(SIZE.0 - LEGEND_W);
     let ok: Vec<&ScalingRow> = rows
         .iter()
         .filter(|r| r.status == "ok" && r.wall_s > 0.0)
@@ -780,28 +738,14 @@ where
         .into_iter()
         .map(|h| h as f64)
         .collect();
-    let mut chart = ChartBuilder::on(&left)
-        .margin(15)
-        .margin_right(25)
-        .x_label_area_size(55)
-        .y_label_area_size(75)
-        .build_cartesian_2d(
-            (hmin / 1.3..hmax * 1.3).log_scale().with_key_points(hcas),
-            (ymin..ymax)
-                .log_scale()
-                .with_key_points(one_two_five(ymin, ymax)),
-        )?;
-    chart
-        .configure_mesh()
-        .x_desc("HCAs (log scale)")
-        .y_desc("wall time [s] (log scale)")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&fmt_s)
-        .label_style(("sans-serif", 16))
-        .axis_desc_style(("sans-serif", 18))
-        .light_line_style(WHITE.mix(0.0))
-        .bold_line_style(BLACK.mix(0.12))
-        .draw()?;
+    let mut chart = wall_time_chart(
+        left,
+        hmin / 1.3..hmax * 1.3,
+        hcas,
+        "HCAs (log scale)",
+        &|v| format!("{v:.0}"),
+        ymin..ymax,
+    )?;
     let mut legend = vec![Entry::Heading("Sends per rank".into())];
     let counts: BTreeSet<u64> = ok.iter().map(|r| r.count).collect();
     for (i, c) in counts.iter().enumerate() {
@@ -842,34 +786,105 @@ where
         "Filled markers: measured (median of the runs). Thin dashed lines: least-squares power laws through each series."
             .into(),
     ));
-    draw_legend(&right, &legend)?;
-    left.present()?;
-    Ok(())
+    Ok(legend)
+}
+
+/// The chart of both figures: wall time on a log scale (labels at 1, 2,
+/// 5 x 10^k) over a log-scale x axis labelled at `x_keys`.
+fn wall_time_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    x: Range<f64>,
+    x_keys: Vec<f64>,
+    x_desc: &str,
+    x_fmt: &dyn Fn(&f64) -> String,
+    y: Range<f64>,
+) -> Result<LogLogChart<'a, DB>, Box<dyn Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let y_keys = one_two_five(y.start, y.end);
+    let mut chart = ChartBuilder::on(area)
+        .margin(15)
+        .margin_right(25)
+        .x_label_area_size(55)
+        .y_label_area_size(75)
+        .build_cartesian_2d(
+            x.log_scale().with_key_points(x_keys),
+            y.log_scale().with_key_points(y_keys),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc("wall time [s] (log scale)")
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(&fmt_s)
+        .label_style(("sans-serif", 16))
+        .axis_desc_style(("sans-serif", 18))
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(BLACK.mix(0.12))
+        .draw()?;
+    Ok(chart)
+}
+
+type LogLogChart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<WithKeyPoints<LogCoord<f64>>, WithKeyPoints<LogCoord<f64>>>>;
+
+/// The two figures, each drawn twice (PNG and SVG).
+#[derive(Clone, Copy)]
+enum Figure<'a> {
+    Quantum(&'a QuantumData),
+    Scaling(&'a [ScalingRow]),
+}
+
+impl Figure<'_> {
+    fn title(&self) -> &str {
+        match self {
+            Figure::Quantum(d) => &d.title,
+            Figure::Scaling(_) => "Scaling: wall time vs HCAs (chain pattern, fabric alone)",
+        }
+    }
+
+    /// The whole figure: white, the title on top, the plot area on the
+    /// left and the legend panel on the right.
+    fn draw<DB: DrawingBackend>(self, root: DrawingArea<DB, Shift>) -> Res
+    where
+        DB::ErrorType: 'static,
+    {
+        root.fill(&WHITE)?;
+        let root = root
+            .margin(8, 0, 0, 0)
+            .titled(self.title(), ("sans-serif", 24))?;
+        let (left, right) = root.split_horizontally(SIZE.0 - LEGEND_W);
+        let legend = match self {
+            Figure::Quantum(d) => draw_quantum(&left, d)?,
+            Figure::Scaling(rows) => draw_scaling(&left, rows)?,
+        };
+        draw_legend(&right, &legend)?;
+        left.present()?;
+        Ok(())
+    }
+
+    /// Write `<stem>.png` and `<stem>.svg`.
+    fn write(self, stem: &Path) -> anyhow::Result<Vec<PathBuf>> {
+        register_fonts();
+        let png = stem.with_extension("png");
+        let svg = stem.with_extension("svg");
+        self.draw(BitMapBackend::new(&png, SIZE).into_drawing_area())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
+        self.draw(SVGBackend::new(&svg, SIZE).into_drawing_area())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
+        Ok(vec![png, svg])
+    }
 }
 
 /// Write `<stem>.png` and `<stem>.svg` of the quantum plot.
-pub fn quantum_plot(res: &EffResult, stem: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    register_fonts();
-    let d = quantum_data(res);
-    let png = stem.with_extension("png");
-    let svg = stem.with_extension("svg");
-    draw_quantum(BitMapBackend::new(&png, SIZE).into_drawing_area(), &d)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
-    draw_quantum(SVGBackend::new(&svg, SIZE).into_drawing_area(), &d)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
-    Ok(vec![png, svg])
+pub fn quantum_plot(res: &EffResult, stem: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    Figure::Quantum(&quantum_data(res)).write(stem)
 }
 
 /// Write `<stem>.png` and `<stem>.svg` of the scaling plot.
-pub fn scaling_plot(rows: &[ScalingRow], stem: &Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    register_fonts();
-    let png = stem.with_extension("png");
-    let svg = stem.with_extension("svg");
-    draw_scaling(BitMapBackend::new(&png, SIZE).into_drawing_area(), rows)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", png.display()))?;
-    draw_scaling(SVGBackend::new(&svg, SIZE).into_drawing_area(), rows)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", svg.display()))?;
-    Ok(vec![png, svg])
+pub fn scaling_plot(rows: &[ScalingRow], stem: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    Figure::Scaling(rows).write(stem)
 }
 
 #[cfg(test)]
@@ -969,19 +984,9 @@ mod tests {
         progress: Option<f64>,
     ) -> Row {
         Row {
-            setup,
-            status,
-            runs: 1,
-            wall_s: wall,
-            wall_min_s: wall,
-            wall_max_s: wall,
-            sample: Sample::default(),
             progress,
-            progress_raw: None,
             wall_est_s: est,
-            round_trips_est: None,
-            error_ps: None,
-            error_pct: None,
+            ..Row::new(&setup, status, 1, wall, Sample::default())
         }
     }
 
@@ -1105,25 +1110,24 @@ mod tests {
         use PointKind::*;
         // Plain polling: the failed 1 ps run is left out; 8.1% done is
         // extrapolated, 0.13% and 0.04% are only "longer than the budget".
+        // F = 2 at 10 ps passed the reference final time at the budget: a
+        // lower bound.
+        let points: Vec<&[(f64, f64, PointKind)]> =
+            d.series.iter().map(|s| s.points.as_slice()).collect();
         assert_eq!(
-            d.series[0].points,
-            vec![
-                (10.0, 10.0, AboveBudget),
-                (100.0, 10.0, AboveBudget),
-                (1000.0, 123.0, Extrapolated)
-            ]
-        );
-        assert_eq!(
-            d.series[1].points,
-            vec![(100.0, 10.0, AboveBudget), (1000.0, 50.0, Extrapolated)]
-        );
-        // Past the reference final time at the budget: a lower bound.
-        assert_eq!(
-            d.series[2].points,
-            vec![
-                (10.0, 10.0, AboveBudget),
-                (100.0, 65.0, Extrapolated),
-                (1000.0, 6.3, Measured)
+            points,
+            [
+                &[
+                    (10.0, 10.0, AboveBudget),
+                    (100.0, 10.0, AboveBudget),
+                    (1000.0, 123.0, Extrapolated)
+                ][..],
+                &[(100.0, 10.0, AboveBudget), (1000.0, 50.0, Extrapolated)],
+                &[
+                    (10.0, 10.0, AboveBudget),
+                    (100.0, 65.0, Extrapolated),
+                    (1000.0, 6.3, Measured)
+                ]
             ]
         );
         assert_eq!(d.quanta, vec![10.0, 100.0, 1000.0]);

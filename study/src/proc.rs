@@ -567,14 +567,15 @@ mod tests {
         assert_eq!(parse_progress("no progress here\n"), None);
     }
 
+    /// A child `role` that runs a shell script.
+    fn sh(role: &'static str, script: &str) -> ProcSpec {
+        ProcSpec::new(role, "/bin/sh".into(), vec!["-c".into(), script.into()])
+    }
+
     #[test]
     fn runs_children_and_reports_peak_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let spec = ProcSpec::new(
-            "scheduler",
-            "/bin/sh".into(),
-            vec!["-c".into(), "echo hello; echo oops >&2; exit 3".into()],
-        );
+        let spec = sh("scheduler", "echo hello; echo oops >&2; exit 3");
         let r = run(&[spec], None, dir.path()).unwrap();
         let p = r.proc("scheduler").unwrap();
         assert_eq!(p.exit, ExitKind::Code(3));
@@ -610,14 +611,7 @@ mod tests {
     #[test]
     fn pins_a_child_to_one_cpu() {
         let dir = tempfile::tempdir().unwrap();
-        let mut spec = ProcSpec::new(
-            "scheduler",
-            "/bin/sh".into(),
-            vec![
-                "-c".into(),
-                "grep Cpus_allowed_list /proc/self/status".into(),
-            ],
-        );
+        let mut spec = sh("scheduler", "grep Cpus_allowed_list /proc/self/status");
         spec.cpu = Some(0);
         let r = run(&[spec], None, dir.path()).unwrap();
         let out = std::fs::read_to_string(&r.proc("scheduler").unwrap().stdout_path).unwrap();
@@ -627,13 +621,9 @@ mod tests {
     #[test]
     fn stops_a_run_over_budget_and_keeps_its_progress() {
         let dir = tempfile::tempdir().unwrap();
-        let mut spec = ProcSpec::new(
+        let mut spec = sh(
             "fabric",
-            "/bin/sh".into(),
-            vec![
-                "-c".into(),
-                "printf 'fabric time 5000 ps, 7 events, 1 messages in flight, 10 records\\r' >&2; exec sleep 30".into(),
-            ],
+            "printf 'fabric time 5000 ps, 7 events, 1 messages in flight, 10 records\\r' >&2; exec sleep 30",
         );
         spec.pty = true;
         let t0 = Instant::now();

@@ -74,22 +74,24 @@ fn kind(s: &Setup) -> &'static str {
     }
 }
 
-/// A value cell: applicable or not, reported or not.
-fn cell<T: ToString>(applies: bool, v: Option<T>) -> String {
+/// A value cell: `absent` when it does not apply, "n/a" when it was not
+/// reported.
+fn cell_or<T: ToString>(absent: &str, applies: bool, v: Option<T>) -> String {
     if !applies {
-        "-".into()
+        absent.into()
     } else {
         v.map(|x| x.to_string()).unwrap_or_else(|| "n/a".into())
     }
 }
 
+/// A Markdown value cell: "-" when it does not apply.
+fn cell<T: ToString>(applies: bool, v: Option<T>) -> String {
+    cell_or("-", applies, v)
+}
+
 /// The same for CSV: "" when it does not apply.
 fn csv_cell<T: ToString>(applies: bool, v: Option<T>) -> String {
-    if !applies {
-        String::new()
-    } else {
-        v.map(|x| x.to_string()).unwrap_or_else(|| "n/a".into())
-    }
+    cell_or("", applies, v)
 }
 
 /// A CSV file's text: the header, then the rows, each field quoted by the
@@ -190,7 +192,7 @@ pub fn eff_csv(res: &EffResult) -> String {
         };
         let over = r.status == Status::OverBudget;
         // A stopped run has no reports: its counters are "n/a".
-        let m = |applies: bool, v: Option<u64>| csv_cell(applies, if ok { v } else { None });
+        let m = |applies: bool, v: Option<u64>| csv_cell(applies, v.filter(|_| ok));
         let fields: Vec<String> = vec![
             r.setup.label(),
             kind(&r.setup).into(),
@@ -207,11 +209,7 @@ pub fn eff_csv(res: &EffResult) -> String {
             csv_cell(over, r.wall_est_s.map(|p| format!("{p:.3}"))),
             csv_cell(
                 a.sched,
-                if ok {
-                    s.sched_loop_s.map(|x| format!("{x:.6}"))
-                } else {
-                    None
-                },
+                s.sched_loop_s.filter(|_| ok).map(|x| format!("{x:.6}")),
             ),
             m(a.sched, s.sched_events),
             m(a.fabric, s.fabric_events),
@@ -226,15 +224,8 @@ pub fn eff_csv(res: &EffResult) -> String {
             csv_cell(a.sched, s.sched_rss_kb),
             csv_cell(a.fabric_proc, s.fabric_rss_kb),
             m(true, s.final_ps),
-            csv_cell(true, if ok { r.error_ps } else { None }),
-            csv_cell(
-                true,
-                if ok {
-                    r.error_pct.map(|e| format!("{e:.4}"))
-                } else {
-                    None
-                },
-            ),
+            csv_cell(true, r.error_ps.filter(|_| ok)),
+            csv_cell(true, r.error_pct.filter(|_| ok).map(|e| format!("{e:.4}"))),
             m(a.query, s.causality_errors),
             m(a.query, s.causality_max_ps),
         ];
@@ -282,7 +273,7 @@ pub fn eff_markdown(res: &EffResult) -> String {
         let a = applies(&r.setup);
         let s = &r.sample;
         let ok = r.status == Status::Ok;
-        let m = |applies: bool, v: Option<u64>| cell(applies, if ok { v } else { None });
+        let m = |applies: bool, v: Option<u64>| cell(applies, v.filter(|_| ok));
         let rts = if r.status == Status::OverBudget {
             r.round_trips_est
                 .map(|x| format!("~{} (extrapolated)", sci(x)))

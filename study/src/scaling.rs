@@ -154,51 +154,34 @@ pub fn fits(
                 && r.final_ps.is_some_and(|t| t > 0)
         })
         .collect();
+    let ln_hcas = |r: &ScalingRow| (r.hcas as f64).ln();
+    let ln_final = |r: &ScalingRow| (r.final_ps.unwrap() as f64).ln();
+    // The log-log fit of the wall time over `sel` against the regressors `x`.
+    let fit = |what: String, sel: &[&ScalingRow], x: &dyn Fn(&ScalingRow) -> Vec<f64>| {
+        let xs: Vec<Vec<f64>> = sel.iter().map(|r| x(r)).collect();
+        let y: Vec<f64> = sel.iter().map(|r| wall(r).unwrap().ln()).collect();
+        least_squares(&xs, &y).map(|(_, exponents, r2)| Fit {
+            what,
+            exponents,
+            r2,
+            points: y.len(),
+        })
+    };
     let mut out = Vec::new();
     let counts: BTreeSet<u64> = ok.iter().map(|r| r.count).collect();
     for c in counts {
-        let sel: Vec<&&ScalingRow> = ok.iter().filter(|r| r.count == c).collect();
-        let xs: Vec<Vec<f64>> = sel.iter().map(|r| vec![(r.hcas as f64).ln()]).collect();
-        let y: Vec<f64> = sel.iter().map(|r| wall(r).unwrap().ln()).collect();
-        if let Some((_, b, r2)) = least_squares(&xs, &y) {
-            out.push(Fit {
-                what: format!("{label} vs HCAs, {c} messages per rank"),
-                exponents: b,
-                r2,
-                points: y.len(),
-            });
-        }
+        let sel: Vec<&ScalingRow> = ok.iter().copied().filter(|r| r.count == c).collect();
+        let what = format!("{label} vs HCAs, {c} messages per rank");
+        out.extend(fit(what, &sel, &|r| vec![ln_hcas(r)]));
     }
     let topos: BTreeSet<u64> = ok.iter().map(|r| r.hcas).collect();
     for h in topos {
-        let sel: Vec<&&ScalingRow> = ok.iter().filter(|r| r.hcas == h).collect();
-        let xs: Vec<Vec<f64>> = sel
-            .iter()
-            .map(|r| vec![(r.final_ps.unwrap() as f64).ln()])
-            .collect();
-        let y: Vec<f64> = sel.iter().map(|r| wall(r).unwrap().ln()).collect();
-        if let Some((_, b, r2)) = least_squares(&xs, &y) {
-            out.push(Fit {
-                what: format!("{label} vs simulated time, {h} HCAs"),
-                exponents: b,
-                r2,
-                points: y.len(),
-            });
-        }
+        let sel: Vec<&ScalingRow> = ok.iter().copied().filter(|r| r.hcas == h).collect();
+        let what = format!("{label} vs simulated time, {h} HCAs");
+        out.extend(fit(what, &sel, &|r| vec![ln_final(r)]));
     }
-    let xs: Vec<Vec<f64>> = ok
-        .iter()
-        .map(|r| vec![(r.hcas as f64).ln(), (r.final_ps.unwrap() as f64).ln()])
-        .collect();
-    let y: Vec<f64> = ok.iter().map(|r| wall(r).unwrap().ln()).collect();
-    if let Some((_, b, r2)) = least_squares(&xs, &y) {
-        out.push(Fit {
-            what: format!("{label} = C * HCAs^a * T^b (all rows)"),
-            exponents: b,
-            r2,
-            points: y.len(),
-        });
-    }
+    let what = format!("{label} = C * HCAs^a * T^b (all rows)");
+    out.extend(fit(what, &ok, &|r| vec![ln_hcas(r), ln_final(r)]));
     out
 }
 
@@ -210,6 +193,25 @@ fn node_counts(j: &RunJson) -> (u64, u64) {
     let nodes: BTreeSet<&str> = r.obufs.iter().map(|o| o.node.as_str()).collect();
     let switches = nodes.iter().filter(|n| !sinks.contains(*n)).count() as u64;
     (sinks.len() as u64, switches)
+}
+
+/// `ibnet run` on `topo` with the study's preset and overrides, the one
+/// option that says how long (`--traffic` or `--until`), JSON out.
+fn run_args(cfg: &ScalingConfig, topo: &str, what: &str, value: String) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "run".into(),
+        "--topology".into(),
+        topo.into(),
+        "--preset".into(),
+        cfg.preset.clone(),
+        what.into(),
+        value,
+        "--json".into(),
+    ];
+    for kv in &cfg.sets {
+        v.extend(["--set".to_string(), kv.clone()]);
+    }
+    v
 }
 
 fn ibnet_run(
@@ -248,22 +250,7 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
                 bytes: cfg.bytes,
                 ..ScalingRow::default()
             };
-            let args: Vec<String> = vec![
-                "run".into(),
-                "--topology".into(),
-                topo.clone(),
-                "--preset".into(),
-                cfg.preset.clone(),
-                "--traffic".into(),
-                format!("chain:{}:{c}", cfg.bytes),
-                "--json".into(),
-            ];
-            let sets: Vec<String> = cfg
-                .sets
-                .iter()
-                .flat_map(|kv| ["--set".to_string(), kv.clone()])
-                .collect();
-            let args: Vec<String> = args.into_iter().chain(sets.iter().cloned()).collect();
+            let args = run_args(cfg, &topo, "--traffic", format!("chain:{}:{c}", cfg.bytes));
             let mut walls = Vec::new();
             let mut loops = Vec::new();
             let mut last: Option<RunJson> = None;
@@ -314,18 +301,7 @@ pub fn run(cfg: &ScalingConfig, bins: &Bins, work: &Path) -> anyhow::Result<Vec<
                 if let Some(t) = row.final_ps {
                     let dir = work.join(format!("scaling-{p}-{c}-idle"));
                     std::fs::create_dir_all(&dir)?;
-                    let idle_args: Vec<String> = vec![
-                        "run".into(),
-                        "--topology".into(),
-                        topo.clone(),
-                        "--preset".into(),
-                        cfg.preset.clone(),
-                        "--until".into(),
-                        format!("{t}ps"),
-                        "--json".into(),
-                    ];
-                    let idle_args: Vec<String> =
-                        idle_args.into_iter().chain(sets.iter().cloned()).collect();
+                    let idle_args = run_args(cfg, &topo, "--until", format!("{t}ps"));
                     let (r, ij) = ibnet_run(bins, idle_args, cfg.budget, cfg.pin_cpu, &dir)
                         .context("idle run")?;
                     if let Some(ij) = ij {
@@ -385,6 +361,24 @@ mod tests {
         );
         // Singular: one point cannot fit a line.
         assert!(least_squares(&xs[..1], &y[..1]).is_none());
+    }
+
+    #[test]
+    fn runs_take_the_preset_and_every_override() {
+        let cfg = ScalingConfig {
+            ports: vec![4],
+            counts: vec![2],
+            bytes: 1000,
+            preset: "qdr".into(),
+            sets: vec!["max_vl=1".into(), "isw_delay_ns=40".into()],
+            runs: 1,
+            budget: Duration::from_secs(1),
+            pin_cpu: None,
+        };
+        assert_eq!(
+            run_args(&cfg, "fattree:4", "--until", "5ps".into()).join(" "),
+            "run --topology fattree:4 --preset qdr --until 5ps --json --set max_vl=1 --set isw_delay_ns=40"
+        );
     }
 
     #[test]
