@@ -167,26 +167,6 @@ pub struct Settings {
     pub topology: String,
 }
 
-/// The fabric's options as the side that builds the fabric (`ibnet serve`,
-/// or loggopsim with an in-process fabric) reads them again.
-fn fabric_args(o: ibnet::options::FabricOptions) -> Vec<String> {
-    let mut v = vec![
-        "--topology".to_string(),
-        o.topology,
-        "--preset".into(),
-        o.preset,
-    ];
-    for s in o.set {
-        v.push("--set".into());
-        v.push(s);
-    }
-    if let Some(m) = o.map {
-        v.push("--map".into());
-        v.push(m.to_string_lossy().into_owned());
-    }
-    v
-}
-
 /// A refusal before anything starts (exit 2).
 #[derive(Debug)]
 pub struct Refusal(pub String);
@@ -318,7 +298,8 @@ impl Settings {
             )));
         }
         let topology = a.fabric.topology.clone();
-        let fabric_args = fabric_args(a.fabric);
+        // as the side that builds the fabric reads them again
+        let fabric_args = a.fabric.to_args();
         let mut sched_args = Vec::new();
         if a.jobs.is_empty() {
             sched_args.push("-f".to_string());
@@ -425,6 +406,28 @@ mod tests {
         assert_eq!(s.extra, ["-o", "1500", "-L2500"]);
         assert_eq!(s.transport, Transport::Shm);
         assert!(s.proto_args.is_empty());
+    }
+
+    #[test]
+    fn the_fabric_options_reach_the_fabric_side_as_given() {
+        let s = settings(&["-t", "H8_S1", "--set", "max_vl=1", "--preset", "qdr"]).unwrap();
+        assert_eq!(
+            s.fabric_args,
+            [
+                "--topology",
+                "H8_S1",
+                "--preset",
+                "qdr",
+                "--set",
+                "max_vl=1"
+            ]
+        );
+        assert_eq!(s.topology, "H8_S1");
+        let s = settings(&[]).unwrap();
+        assert_eq!(
+            s.fabric_args,
+            ["--topology", "H8_S6", "--preset", "thesis-ddr"]
+        );
     }
 
     #[test]

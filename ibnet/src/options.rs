@@ -64,6 +64,27 @@ impl Default for FabricOptions {
     }
 }
 
+impl FabricOptions {
+    /// The options as a command line that parses back to them, for a
+    /// process that builds the fabric itself (`scripts/cosim` starts
+    /// `ibnet serve`, or loggopsim with an in-process fabric).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v = vec![
+            "--topology".to_string(),
+            self.topology.clone(),
+            "--preset".into(),
+            self.preset.clone(),
+        ];
+        for s in &self.set {
+            v.extend(["--set".into(), s.clone()]);
+        }
+        if let Some(m) = &self.map {
+            v.extend(["--map".into(), m.to_string_lossy().into_owned()]);
+        }
+        v
+    }
+}
+
 /// For `mut_arg("topology", ...)`: a command whose topology has no default
 /// (`ibnet run`, `ibnet export`: a standalone run names its network).
 pub fn topology_required(a: clap::Arg) -> clap::Arg {
@@ -227,6 +248,29 @@ mod tests {
         assert_eq!(o.topology, "M9");
         assert_eq!(o.set, ["a=1", "b=2"]);
         assert_eq!(o.map, Some(PathBuf::from("m")));
+    }
+
+    #[test]
+    fn to_args_parses_back() {
+        let o = FabricOptions {
+            topology: "chain:4".into(),
+            preset: "qdr".into(),
+            set: vec!["max_vl=1".into(), "seed=2".into()],
+            map: Some("ranks.map".into()),
+        };
+        let args = o.to_args();
+        assert_eq!(
+            args.join(" "),
+            "--topology chain:4 --preset qdr --set max_vl=1 --set seed=2 --map ranks.map"
+        );
+        let strs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let back = parse(cli(), &strs).unwrap();
+        assert_eq!((back.topology, back.preset), (o.topology, o.preset));
+        assert_eq!((back.set, back.map), (o.set, o.map));
+        assert_eq!(
+            FabricOptions::default().to_args(),
+            ["--topology", "H8_S6", "--preset", "thesis-ddr"]
+        );
     }
 
     #[test]
