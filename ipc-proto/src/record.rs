@@ -90,36 +90,15 @@ pub struct ProtocolSpec {
 }
 
 impl ProtocolSpec {
-    pub const QUERY: ProtocolSpec = ProtocolSpec {
-        protocol: Protocol::Query,
-        version: 2,
-    };
-    pub const NOTIFY: ProtocolSpec = ProtocolSpec {
-        protocol: Protocol::Notify,
-        version: 2,
-    };
-    pub const NOTIFY_V1: ProtocolSpec = ProtocolSpec {
-        protocol: Protocol::Notify,
-        version: 1,
-    };
-    pub const QUERY_V1: ProtocolSpec = ProtocolSpec {
-        protocol: Protocol::Query,
-        version: 1,
-    };
+    pub const QUERY: ProtocolSpec = ProtocolSpec::new(Protocol::Query, 2);
+    pub const NOTIFY: ProtocolSpec = ProtocolSpec::new(Protocol::Notify, 2);
+    pub const NOTIFY_V1: ProtocolSpec = ProtocolSpec::new(Protocol::Notify, 1);
+    pub const QUERY_V1: ProtocolSpec = ProtocolSpec::new(Protocol::Query, 1);
     /// Version 3: version 2 plus one-sided operations (docs/rdma.md).
-    pub const NOTIFY_V3: ProtocolSpec = ProtocolSpec {
-        protocol: Protocol::Notify,
-        version: 3,
-    };
-    pub const QUERY_V3: ProtocolSpec = ProtocolSpec {
-        protocol: Protocol::Query,
-        version: 3,
-    };
+    pub const NOTIFY_V3: ProtocolSpec = ProtocolSpec::new(Protocol::Notify, 3);
+    pub const QUERY_V3: ProtocolSpec = ProtocolSpec::new(Protocol::Query, 3);
     /// Version 4: version 3 plus triggered inserts (exact notify only).
-    pub const NOTIFY_V4: ProtocolSpec = ProtocolSpec {
-        protocol: Protocol::Notify,
-        version: 4,
-    };
+    pub const NOTIFY_V4: ProtocolSpec = ProtocolSpec::new(Protocol::Notify, 4);
     /// All four, in the order of the table above.
     pub const ALL: [ProtocolSpec; 4] = [
         ProtocolSpec::QUERY,
@@ -127,7 +106,7 @@ impl ProtocolSpec {
         ProtocolSpec::NOTIFY_V1,
         ProtocolSpec::QUERY_V1,
     ];
-    pub fn new(protocol: Protocol, version: u32) -> ProtocolSpec {
+    pub const fn new(protocol: Protocol, version: u32) -> ProtocolSpec {
         ProtocolSpec { protocol, version }
     }
     /// The command-line name (`query`, `notify`, `notify-v1`, `query-v1`).

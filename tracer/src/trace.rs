@@ -37,6 +37,52 @@ pub fn read_run(dir: &Path) -> Result<Vec<Trace>, TraceError> {
 mod tests {
     use super::*;
 
+    fn thesis(rel: &str) -> Trace {
+        let p = Path::new(env!("IBCOSIM_REFERENCE_DATA_DIR"))
+            .join("thesis")
+            .join(rel);
+        Trace::read(&p).unwrap()
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(reference_data),
+        ignore = "needs the reference data: the thesis's traces"
+    )]
+    fn thesis_traces_parse_with_the_stated_counts_and_run_times() {
+        let r0 = thesis("ltest/pmpi-trace-rank-0.txt");
+        let r1 = thesis("ltest/pmpi-trace-rank-1.txt");
+        for t in [&r0, &r1] {
+            assert_eq!(t.count("MPI_Send"), 10);
+            assert_eq!(t.count("MPI_Recv"), 10);
+            assert_eq!(t.count("MPI_Init"), 1);
+            assert_eq!(t.count("MPI_Finalize"), 1);
+            assert_eq!(t.records.len(), 24);
+        }
+        // Thesis 5.2.1: 1302767374567772 - 1302767374553965.
+        assert_eq!(r0.run_time_us(), Some(13_807));
+        assert_eq!(r1.run_time_us(), Some(13_889));
+        assert_eq!(r0.clockdiff_init, Some(0.0));
+        assert_eq!(r1.clockdiff_init, Some(-289.201736));
+        assert_eq!(r1.clockdiff_finalize, Some(-288.486481));
+        let send = &r0.records[3];
+        assert_eq!(send.name, "MPI_Send");
+        assert_eq!(send.call_us, Some(1302767374554038));
+        assert_eq!(send.return_us, 1302767374555673);
+        assert_eq!(send.fields[3], "1,4,4");
+        let c = thesis("colltest/pmpi-trace-rank-0.txt");
+        assert_eq!(c.run_time_us(), Some(32_148));
+        assert_eq!(c.count("MPI_Barrier"), 21);
+        assert_eq!(c.count("MPI_Allgather"), 10);
+        assert_eq!(c.count("MPI_Allreduce"), 10);
+        let r = thesis("ringtest/pmpi-trace-rank-0.txt");
+        assert_eq!(r.run_time_us(), Some(6_721));
+        assert_eq!(
+            thesis("ringtest/pmpi-trace-rank-1.txt").clockdiff_init,
+            Some(801.086426)
+        );
+    }
+
     #[test]
     fn our_own_colltest_traces_parse_with_the_programs_call_counts() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/colltest-np4");

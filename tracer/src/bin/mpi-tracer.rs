@@ -43,29 +43,33 @@ enum Cmd {
     },
     /// Print real (traced) versus simulated run time per rank, with the
     /// relative error: traces in DIR, `loggopsim` output in SIM_OUTPUT.
-    Compare {
-        /// Directory holding pmpi-trace-rank-0.txt, -1, ...
-        dir: PathBuf,
-        /// File with the simulator's standard output: its `--json` report or
-        /// the text format (`Host N: TIME` lines).
-        sim_output: PathBuf,
-        /// Schedule time units per trace microsecond (trace2goal's
-        /// --timemult: 1000 = nanoseconds, 1000000 = picoseconds).
-        #[arg(long, default_value_t = 1000.0)]
-        timemult: f64,
-        /// The schedule was made with `loggopsim trace2goal
-        /// --sync-collectives`, which starts each rank at its MPI_Init return
-        /// on rank 0's clock (`# clockdiff:`) relative to the earliest rank:
-        /// subtract that start skew from each finish time.
-        #[arg(long)]
-        start_skew: bool,
-        /// Exit with status 4 if any rank's |error| exceeds this percentage.
-        #[arg(long)]
-        max_error_percent: Option<f64>,
-        /// Print JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    Compare(CompareArgs),
+}
+
+// The arguments of `compare` (no doc comment: the variant's is its help).
+#[derive(clap::Args, Debug)]
+struct CompareArgs {
+    /// Directory holding pmpi-trace-rank-0.txt, -1, ...
+    dir: PathBuf,
+    /// File with the simulator's standard output: its `--json` report or
+    /// the text format (`Host N: TIME` lines).
+    sim_output: PathBuf,
+    /// Schedule time units per trace microsecond (trace2goal's
+    /// --timemult: 1000 = nanoseconds, 1000000 = picoseconds).
+    #[arg(long, default_value_t = 1000.0)]
+    timemult: f64,
+    /// The schedule was made with `loggopsim trace2goal
+    /// --sync-collectives`, which starts each rank at its MPI_Init return
+    /// on rank 0's clock (`# clockdiff:`) relative to the earliest rank:
+    /// subtract that start skew from each finish time.
+    #[arg(long)]
+    start_skew: bool,
+    /// Exit with status 4 if any rank's |error| exceeds this percentage.
+    #[arg(long)]
+    max_error_percent: Option<f64>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Exit status when `compare --max-error-percent` is exceeded (3 is the
@@ -98,23 +102,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             println!("{}", lib.display());
         }
         Cmd::Summary { dir, json } => summary(dir, json).map_err(bad_input)?,
-        Cmd::Compare {
-            dir,
-            sim_output,
-            timemult,
-            max_error_percent,
-            start_skew,
-            json,
-        } => {
-            return compare_cmd(
-                dir,
-                sim_output,
-                timemult,
-                max_error_percent,
-                start_skew,
-                json,
-            )
-        }
+        Cmd::Compare(args) => return compare_cmd(args),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -157,17 +145,10 @@ fn summary(dir: PathBuf, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn compare_cmd(
-    dir: PathBuf,
-    sim_output: PathBuf,
-    timemult: f64,
-    max_error_percent: Option<f64>,
-    start_skew: bool,
-    json: bool,
-) -> Result<ExitCode, Failure> {
+fn compare_cmd(args: CompareArgs) -> Result<ExitCode, Failure> {
     let mut real = Vec::new();
     let mut starts = Vec::new();
-    for path in trace::rank_files(&dir).map_err(|e| bad_input(e.into()))? {
+    for path in trace::rank_files(&args.dir).map_err(|e| bad_input(e.into()))? {
         let t = trace::Trace::read(&path).map_err(|e| bad_input(e.into()))?;
         real.push(
             t.run_time_us()
@@ -176,13 +157,13 @@ fn compare_cmd(
         );
         starts.push((t.init_return_us().unwrap_or(0), t.clockdiff_init));
     }
-    let skews = if start_skew {
+    let skews = if args.start_skew {
         compare::start_skews_us(&starts)
     } else {
         vec![0.0; real.len()]
     };
-    let text = std::fs::read_to_string(&sim_output)
-        .with_context(|| format!("reading {}", sim_output.display()))
+    let text = std::fs::read_to_string(&args.sim_output)
+        .with_context(|| format!("reading {}", args.sim_output.display()))
         .map_err(bad_input)?;
     let sim = compare::parse_host_times(&text).map_err(|e| {
         // A report of a failed simulation is a failure, not bad input.
@@ -191,18 +172,18 @@ fn compare_cmd(
         } else {
             2
         };
-        Failure(code, anyhow::anyhow!("{}: {e}", sim_output.display()))
+        Failure(code, anyhow::anyhow!("{}: {e}", args.sim_output.display()))
     })?;
-    let rows = compare::compare_with_skews(&real, &sim, timemult, &skews)
+    let rows = compare::compare_with_skews(&real, &sim, args.timemult, &skews)
         .map_err(|e| bad_input(anyhow::Error::msg(e)))?;
-    if json {
+    if args.json {
         let v = serde_json::to_string_pretty(&compare::render_json(&rows))
             .map_err(|e| Failure(1, e.into()))?;
         println!("{v}");
     } else {
         print!("{}", compare::render_table(&rows));
     }
-    if let Some(limit) = max_error_percent {
+    if let Some(limit) = args.max_error_percent {
         let worst = rows
             .iter()
             .map(|r| 100.0 * r.relative_error().abs())

@@ -10,7 +10,7 @@ use super::collectives::{is_collective, on_collective};
 use super::files::RankTrace;
 use super::gaps::{cpu_times_of, Ctx, RankState};
 use super::p2p::{is_p2p, on_send_recv, on_sendrecv};
-use super::requests::{on_wait, on_waitall};
+use super::requests::on_wait;
 use super::TraceOptions;
 use crate::goal::{DepKind, GoalWriter};
 use crate::trace::reader::{self, lines_from, recognise, Call, Fields, Recognised, TraceError};
@@ -225,8 +225,7 @@ fn dispatch(
         Call::Send | Call::Rsend | Call::Recv | Call::Isend | Call::Irecv => {
             on_send_recv(w, ctx, st, info, line)?
         }
-        Call::Wait => on_wait(w, ctx, st, line)?,
-        Call::Waitall => on_waitall(w, ctx, st, line)?,
+        Call::Wait | Call::Waitall => on_wait(w, ctx, st, line)?,
         Call::Sendrecv => on_sendrecv(w, ctx, st, info, line)?,
         Call::Finalize => on_finalize(w, ctx, st, line)?,
         c if is_collective(c) => return on_collective(w, ctx, st, colls, info, line),

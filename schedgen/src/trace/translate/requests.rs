@@ -6,10 +6,12 @@ use super::calib::wait_calc;
 use super::gaps::{Ctx, RankState};
 use super::rank::Line;
 use crate::goal::{DepKind, GoalWriter, Label};
-use crate::trace::reader::TraceError;
+use crate::trace::reader::{Call, TraceError};
 
-/// Wait: a request that is not pending (already completed, or never
-/// started in the translated part) is skipped like the reference.
+/// Wait and Waitall: a calc that requires the pending operations, in
+/// place of the call. A Wait whose request is not pending (already
+/// completed, or never started in the translated part) is skipped like the
+/// reference; a Waitall requires every pending request of its array.
 pub(super) fn on_wait(
     w: &mut GoalWriter,
     ctx: &mut Ctx,
@@ -19,41 +21,30 @@ pub(super) fn on_wait(
     let (f, at) = (&line.f, line.at());
     let lerr = |m: String| line.err(m);
     let start = f.time(1, "start time").map_err(lerr)?;
-    let req = f.addr(2, "request").map_err(lerr)?;
-    let end = f.time(4, "end time").map_err(lerr)?;
-    let Some(target) = st.pending.remove(&req) else {
-        return Ok(());
+    let (end, wc) = if line.call == Call::Waitall {
+        let count = f.int(2, "count").map_err(lerr)?;
+        let array = f.addr(3, "request array").map_err(lerr)?;
+        let end = f.time(5, "end time").map_err(lerr)?;
+        let wc = wait_calc(w, ctx, start, end, at);
+        for l in pending_in_array(st, array, count) {
+            w.requires(wc, l);
+        }
+        // Reference quirk: only the first request is forgotten.
+        st.pending.remove(&array);
+        (end, wc)
+    } else {
+        let req = f.addr(2, "request").map_err(lerr)?;
+        let end = f.time(4, "end time").map_err(lerr)?;
+        let Some(target) = st.pending.remove(&req) else {
+            return Ok(());
+        };
+        if ctx.o.print {
+            w.comment("wait");
+        }
+        let wc = wait_calc(w, ctx, start, end, at);
+        w.requires(wc, target);
+        (end, wc)
     };
-    if ctx.o.print {
-        w.comment("wait");
-    }
-    let wc = wait_calc(w, ctx, start, end, at);
-    w.requires(wc, target);
-    st.before = vec![(Some(wc), DepKind::Requires)];
-    ctx.close_gap(w, st, start, end, at);
-    st.after = vec![(Some(wc), DepKind::Requires)];
-    Ok(())
-}
-
-/// Waitall: the wait calc requires every pending request of the array.
-pub(super) fn on_waitall(
-    w: &mut GoalWriter,
-    ctx: &mut Ctx,
-    st: &mut RankState,
-    line: &Line,
-) -> Result<(), TraceError> {
-    let (f, at) = (&line.f, line.at());
-    let lerr = |m: String| line.err(m);
-    let start = f.time(1, "start time").map_err(lerr)?;
-    let count = f.int(2, "count").map_err(lerr)?;
-    let array = f.addr(3, "request array").map_err(lerr)?;
-    let end = f.time(5, "end time").map_err(lerr)?;
-    let wc = wait_calc(w, ctx, start, end, at);
-    for l in pending_in_array(st, array, count) {
-        w.requires(wc, l);
-    }
-    // Reference quirk: only the first request is forgotten.
-    st.pending.remove(&array);
     st.before = vec![(Some(wc), DepKind::Requires)];
     ctx.close_gap(w, st, start, end, at);
     st.after = vec![(Some(wc), DepKind::Requires)];
