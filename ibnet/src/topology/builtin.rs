@@ -46,6 +46,19 @@ impl Builder {
             b: PortRef { node: b, port: pb },
         });
     }
+    /// `n` HCAs `H_1`..`H_n` with LIDs 1..=n, in that order.
+    pub fn hosts(&mut self, n: usize) -> Vec<usize> {
+        (0..n)
+            .map(|i| self.hca(format!("H_{}", i + 1), (i + 1) as u16))
+            .collect()
+    }
+    /// Cable host `i` of `hosts` to port `i % per_switch` of switch
+    /// `switches[i / per_switch]`, hosts in order.
+    pub fn cable_hosts(&mut self, hosts: &[usize], switches: &[usize], per_switch: usize) {
+        for (i, &h) in hosts.iter().enumerate() {
+            self.link(h, 0, switches[i / per_switch], (i % per_switch) as u16);
+        }
+    }
     /// Route, validate and return.
     pub fn finish(mut self, routing: Routing) -> Result<Topology, TopoError> {
         route(&mut self.t, routing)?;
@@ -101,18 +114,12 @@ pub(crate) fn fixed(name: &str) -> Result<Topology, TopoError> {
 /// host links first, then switch pairs (i < j) in lexicographic order.
 fn stars(name: &str, k: usize, h: usize) -> Result<Topology, TopoError> {
     let mut b = Builder::new(name);
-    let hosts: Vec<usize> = (0..k * h)
-        .map(|i| b.hca(format!("H_{}", i + 1), (i + 1) as u16))
-        .collect();
+    let hosts = b.hosts(k * h);
     let ports = (h + k - 1) as u16;
     let sw: Vec<usize> = (0..k)
         .map(|i| b.switch(format!("SW_{}", i + 1), ports))
         .collect();
-    for i in 0..k {
-        for j in 0..h {
-            b.link(hosts[i * h + j], 0, sw[i], j as u16);
-        }
-    }
+    b.cable_hosts(&hosts, &sw, h);
     // port on switch i towards switch j
     let up = |i: usize, j: usize| (h + if j < i { j } else { j - 1 }) as u16;
     for i in 0..k {
@@ -138,20 +145,14 @@ fn fat_tree(name: &str, p: usize, nleaves: usize) -> Result<Topology, TopoError>
     }
     let half = p / 2;
     let mut b = Builder::new(name);
-    let hosts: Vec<usize> = (0..nleaves * half)
-        .map(|i| b.hca(format!("H_{}", i + 1), (i + 1) as u16))
-        .collect();
+    let hosts = b.hosts(nleaves * half);
     let leaves: Vec<usize> = (0..nleaves)
         .map(|l| b.switch(format!("leaf_{l}"), p as u16))
         .collect();
     let spines: Vec<usize> = (0..half)
         .map(|s| b.switch(format!("spine_{s}"), p as u16))
         .collect();
-    for (l, &leaf) in leaves.iter().enumerate() {
-        for i in 0..half {
-            b.link(hosts[l * half + i], 0, leaf, i as u16);
-        }
-    }
+    b.cable_hosts(&hosts, &leaves, half);
     for (l, &leaf) in leaves.iter().enumerate() {
         for (s, &spine) in spines.iter().enumerate() {
             b.link(leaf, (half + s) as u16, spine, l as u16);

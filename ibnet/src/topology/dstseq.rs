@@ -27,17 +27,7 @@ pub fn load_dst_seq(dstseq: &Path, ini: &Path) -> Result<DstSeqs, TopoError> {
     let entries = parse_index_file(&read_text(ini)?, ini, &["dstSeqVecIdx", "dstSeqIndex"])?;
     let mut index_of = BTreeMap::new();
     for e in entries {
-        if !vectors.contains_key(&e.index) {
-            return Err(TopoError::parse(
-                Loc::line(ini, e.line),
-                format!(
-                    "{} uses destination sequence {}, which {} does not have",
-                    e.name,
-                    e.index,
-                    dstseq.display()
-                ),
-            ));
-        }
+        e.vector(&vectors, "destination sequence", ini, dstseq)?;
         index_of.insert(e.name, (e.index, e.line));
     }
     Ok(DstSeqs {

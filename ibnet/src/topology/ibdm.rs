@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 
 mod topo_file;
 
-use topo_file::{parse_topo, Cabling, End, RawNode};
+use topo_file::{parse_topo, Cabling};
 
 use super::error::{read_text, Loc, TopoError};
+use super::siblings::{dir_and_stem, with_extension};
 use super::vecfile::{parse_index_file, parse_vectors};
 use super::{
     file_stem_name, finish_import, Link, Node, NodeKind, PortRef, Routing, Topology,
@@ -41,25 +42,12 @@ impl IbdmFiles {
     /// only `*.hcas` file in the same directory; `X.fdbs` and
     /// `X.fdbs.ini` when both exist.
     pub fn by_convention(topo: &Path) -> Result<IbdmFiles, TopoError> {
-        // `x.topo` has the parent "" (not "."): read_dir("") fails
-        let dir = match topo.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let stem = topo
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let (dir, stem) = dir_and_stem(topo);
         let sib = |ext: &str| dir.join(format!("{stem}.{ext}"));
         let hcas = if sib("hcas").is_file() {
             sib("hcas")
         } else {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(|e| TopoError::io(dir, e))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "hcas"))
-                .collect();
-            found.sort();
+            let mut found = with_extension(dir, "hcas")?;
             match found.len() {
                 1 => found.pop().unwrap(),
                 0 => {
@@ -160,6 +148,21 @@ pub fn chassis_of(device: &str) -> Option<ChassisDef> {
         }),
         _ => None,
     }
+}
+
+/// A cable end while parsing: (is HCA, HCA or switch index, 0-based port).
+type End = (bool, usize, u16);
+
+/// A switch (or one ASIC of a director chassis) of a `.topo` file.
+struct RawNode {
+    name: String,
+    device: String,
+    max_port: u16,
+    /// line where `max_port` is first used
+    max_port_line: usize,
+    first_line: usize,
+    /// Fixed radix (ASICs of a chassis); else by `radix_of(device)`.
+    radix: Option<u16>,
 }
 
 /// `routing`: None = tables from files if given, else min-hop.
@@ -410,17 +413,7 @@ pub(crate) fn read_tables(
                 format!("{} is not a switch of {}", e.name, net.display()),
             ));
         };
-        let Some(v) = vectors.get(&e.index) else {
-            return Err(TopoError::parse(
-                Loc::line(ini, e.line),
-                format!(
-                    "{} uses table {}, which {} does not have",
-                    e.name,
-                    e.index,
-                    fdbs.display()
-                ),
-            ));
-        };
+        let v = e.vector(&vectors, "table", ini, fdbs)?;
         if v.values.len() <= max_lid {
             return Err(TopoError::parse(
                 Loc::line(fdbs, v.line),

@@ -10,12 +10,7 @@ use super::{PortRef, Topology};
 /// `max_layers` layers.
 pub(crate) fn assign_layers(t: &Topology, max_layers: usize) -> Result<Vec<u8>, String> {
     let router = t.router();
-    let mut hcas: Vec<(u16, usize)> = t
-        .hcas()
-        .into_iter()
-        .map(|h| (t.lid_of_hca(h).unwrap(), h))
-        .collect();
-    hcas.sort_unstable();
+    let hcas = t.hcas_by_lid();
     let stride = t.max_lid() as usize + 1;
     let mut sl = vec![0u8; stride * stride];
     let mut id_of = rustc_hash::FxHashMap::<PortRef, u32>::default();

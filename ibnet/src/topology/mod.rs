@@ -76,6 +76,7 @@ mod layers;
 mod ned;
 mod ranks;
 mod routing;
+mod siblings;
 pub mod summary;
 mod toml_format;
 mod validate;
@@ -186,6 +187,17 @@ impl Topology {
         (0..self.nodes.len())
             .filter(|&i| self.nodes[i].is_switch())
             .collect()
+    }
+    /// `(LID, node index)` of every HCA, in increasing LID order.
+    pub fn hcas_by_lid(&self) -> Vec<(u16, usize)> {
+        let mut hcas: Vec<(u16, usize)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| Some((n.lid()?, i)))
+            .collect();
+        hcas.sort_unstable();
+        hcas
     }
     /// Number of MPI ranks: the explicit mapping's length, else the number
     /// of HCAs.

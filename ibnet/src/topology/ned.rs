@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::{read_text, Loc, TopoError};
 use super::ibdm::{read_tables, table_pair};
+use super::siblings::{dir_and_stem, with_extension};
 use super::{finish_import, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions};
 
 /// Bounds that keep a malformed file from allocating without limit.
@@ -52,25 +53,14 @@ impl NedFiles {
     /// (the 3h_2s example names its tables differently from its NED file);
     /// else none (min-hop routing).
     pub fn by_convention(ned: &Path) -> Result<NedFiles, TopoError> {
-        let dir = match ned.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let stem = ned
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let (dir, stem) = dir_and_stem(ned);
         let pair = |fdbs: PathBuf| {
             let ini = PathBuf::from(format!("{}.ini", fdbs.display()));
             (fdbs.is_file() && ini.is_file()).then_some((fdbs, ini))
         };
         let mut found = pair(dir.join(format!("{stem}.fdbs")));
         if found.is_none() {
-            let mut all: Vec<PathBuf> = std::fs::read_dir(dir)
-                .map_err(|e| TopoError::io(dir, e))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "fdbs"))
-                .collect();
+            let mut all = with_extension(dir, "fdbs")?;
             if all.len() == 1 {
                 found = pair(all.pop().unwrap());
             }

@@ -97,6 +97,31 @@ pub struct IndexEntry {
     pub line: usize,
 }
 
+impl IndexEntry {
+    /// The vector of `vectors` (read from `file`) this entry of the index
+    /// file `ini` names; the error calls it a `what` (a table, a
+    /// destination sequence).
+    pub(crate) fn vector<'v>(
+        &self,
+        vectors: &'v BTreeMap<usize, Vector>,
+        what: &str,
+        ini: &Path,
+        file: &Path,
+    ) -> Result<&'v Vector, TopoError> {
+        vectors.get(&self.index).ok_or_else(|| {
+            TopoError::parse(
+                Loc::line(ini, self.line),
+                format!(
+                    "{} uses {what} {}, which {} does not have",
+                    self.name,
+                    self.index,
+                    file.display()
+                ),
+            )
+        })
+    }
+}
+
 /// Parse an OMNeT++-style index file (`.fdbs.ini`, `.dstSeq.ini`), keeping
 /// the assignments whose parameter name is one of `params`.
 ///
@@ -267,5 +292,41 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("twice"), "{err}");
+    }
+
+    #[test]
+    fn an_index_names_a_vector_of_the_file() {
+        let v = parse_vectors(
+            "0: 1 2
+4: 3
+",
+            p(),
+        )
+        .unwrap();
+        let e = parse_index_file(
+            "**.S_U1.pktfwd.fdbIndex = 4\n",
+            Path::new("t.ini"),
+            &["fdbIndex"],
+        )
+        .unwrap();
+        assert_eq!(
+            e[0].vector(&v, "table", Path::new("t.ini"), p())
+                .unwrap()
+                .values,
+            [3]
+        );
+        let e = parse_index_file(
+            "\n**.S_U1.pktfwd.fdbIndex = 2\n",
+            Path::new("t.ini"),
+            &["fdbIndex"],
+        )
+        .unwrap();
+        let err = e[0]
+            .vector(&v, "table", Path::new("t.ini"), p())
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "t.ini:2: S_U1 uses table 2, which t.vec does not have"
+        );
     }
 }

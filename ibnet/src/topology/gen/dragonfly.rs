@@ -88,15 +88,11 @@ pub(crate) fn dragonfly(name: &str, rest: &str, o: &mut Opts) -> Result<Topology
     let global = |k: usize| (p + a - 1 + k % h) as u16;
 
     let mut b = Builder::new(name);
-    let hosts: Vec<usize> = (0..nh)
-        .map(|i| b.hca(format!("H_{}", i + 1), (i + 1) as u16))
-        .collect();
+    let hosts = b.hosts(nh);
     let rt: Vec<usize> = (0..g * a)
         .map(|x| b.switch(format!("g{}_r{}", x / a, x % a), ports as u16))
         .collect();
-    for (i, &hi) in hosts.iter().enumerate() {
-        b.link(hi, 0, rt[i / p], (i % p) as u16);
-    }
+    b.cable_hosts(&hosts, &rt, p);
     for gg in 0..g {
         for r in 0..a {
             for r2 in r + 1..a {

@@ -52,12 +52,6 @@ fn finish_tree(name: &str, b: Builder, o: &mut Opts) -> Result<Topology, TopoErr
     b.finish(r.unwrap_or(Routing::Ftree))
 }
 
-fn hosts(b: &mut Builder, n: usize) -> Vec<usize> {
-    (0..n)
-        .map(|i| b.hca(format!("H_{}", i + 1), (i + 1) as u16))
-        .collect()
-}
-
 /// `kary:K:N`.
 pub(crate) fn kary(name: &str, rest: &str, o: &mut Opts) -> Result<Topology, TopoError> {
     let v = split(
@@ -79,7 +73,7 @@ pub(crate) fn kary(name: &str, rest: &str, o: &mut Opts) -> Result<Topology, Top
         })?;
     let per = nh / k; // switches per level
     let mut b = Builder::new(name);
-    let h = hosts(&mut b, nh);
+    let h = b.hosts(nh);
     let mut sw = vec![Vec::with_capacity(per); n];
     for (l, level) in sw.iter_mut().enumerate() {
         let ports = if l + 1 == n { k } else { 2 * k };
@@ -87,9 +81,7 @@ pub(crate) fn kary(name: &str, rest: &str, o: &mut Opts) -> Result<Topology, Top
             level.push(b.switch(format!("sw{l}_{w}"), ports as u16));
         }
     }
-    for (i, &hi) in h.iter().enumerate() {
-        b.link(hi, 0, sw[0][i / k], (i % k) as u16);
-    }
+    b.cable_hosts(&h, &sw[0], k);
     for l in 0..n - 1 {
         let p = k.pow(l as u32); // weight of digit l
         for w in 0..per {
@@ -116,16 +108,14 @@ pub(crate) fn fattree2(name: &str, rest: &str, o: &mut Opts) -> Result<Topology,
     let ns = arg(name, "SPINES", v[2], 1, MAX_PORTS - hpl)?;
     check_hosts(name, hpl * nl)?;
     let mut b = Builder::new(name);
-    let h = hosts(&mut b, hpl * nl);
+    let h = b.hosts(hpl * nl);
     let leaves: Vec<usize> = (0..nl)
         .map(|l| b.switch(format!("leaf_{l}"), (hpl + ns) as u16))
         .collect();
     let spines: Vec<usize> = (0..ns)
         .map(|s| b.switch(format!("spine_{s}"), nl as u16))
         .collect();
-    for (i, &hi) in h.iter().enumerate() {
-        b.link(hi, 0, leaves[i / hpl], (i % hpl) as u16);
-    }
+    b.cable_hosts(&h, &leaves, hpl);
     for (l, &leaf) in leaves.iter().enumerate() {
         for (s, &spine) in spines.iter().enumerate() {
             b.link(leaf, (hpl + s) as u16, spine, l as u16);
@@ -154,7 +144,7 @@ pub(crate) fn fattree3(name: &str, rest: &str, o: &mut Opts) -> Result<Topology,
     let pods = arg(name, "PODS", v[3], 1, MAX_PORTS)?;
     check_hosts(name, hpl * lpp * pods)?;
     let mut b = Builder::new(name);
-    let h = hosts(&mut b, hpl * lpp * pods);
+    let h = b.hosts(hpl * lpp * pods);
     let mut leaves = Vec::new();
     for p in 0..pods {
         for l in 0..lpp {
@@ -173,9 +163,7 @@ pub(crate) fn fattree3(name: &str, rest: &str, o: &mut Opts) -> Result<Topology,
             cores.push(b.switch(format!("core_{a}_{c}"), pods as u16));
         }
     }
-    for (i, &hi) in h.iter().enumerate() {
-        b.link(hi, 0, leaves[i / hpl], (i % hpl) as u16);
-    }
+    b.cable_hosts(&h, &leaves, hpl);
     for p in 0..pods {
         for l in 0..lpp {
             for a in 0..app {

@@ -136,18 +136,14 @@ pub(crate) fn torus(
     let d = dims.len();
     let ports = (hps + 2 * d) as u16;
     let mut b = Builder::new(name);
-    let h: Vec<usize> = (0..nh)
-        .map(|i| b.hca(format!("H_{}", i + 1), (i + 1) as u16))
-        .collect();
+    let h = b.hosts(nh);
     let sw: Vec<usize> = (0..nsw)
         .map(|s| {
             let c: Vec<String> = coords(s, &dims).iter().map(|x| x.to_string()).collect();
             b.switch(format!("sw_{}", c.join("_")), ports)
         })
         .collect();
-    for (i, &hi) in h.iter().enumerate() {
-        b.link(hi, 0, sw[i / hps], (i % hps) as u16);
-    }
+    b.cable_hosts(&h, &sw, hps);
     for s in 0..nsw {
         let c = coords(s, &dims);
         for (k, &n) in dims.iter().enumerate() {

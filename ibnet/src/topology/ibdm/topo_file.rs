@@ -9,27 +9,11 @@ use std::path::Path;
 
 use super::super::cables::Cables;
 use super::super::error::{Loc, TopoError};
-use super::{chassis_of, ned_name, ChassisDef, Hcas};
+use super::{chassis_of, ned_name, ChassisDef, End, Hcas, RawNode};
 
 /// Upper bound on switches (ASICs) in one imported network: keeps a
 /// malformed file from allocating without limit.
 const MAX_SWITCHES: usize = 65_535;
-
-/// A cable end while parsing: (is HCA, HCA or switch index, 0-based port).
-pub(super) type End = (bool, usize, u16);
-
-/// A switch (or one ASIC of a director chassis) of a `.topo` file.
-#[derive(Debug)]
-pub(super) struct RawNode {
-    pub(super) name: String,
-    pub(super) device: String,
-    pub(super) max_port: u16,
-    /// line where `max_port` is first used
-    pub(super) max_port_line: usize,
-    pub(super) first_line: usize,
-    /// Fixed radix (ASICs of a chassis); else by the device's radix.
-    pub(super) radix: Option<u16>,
-}
 
 /// A port as written in a `.topo` line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +90,14 @@ pub(super) fn parse_topo(
     Ok((r.switches, r.cables.links))
 }
 
+/// A device as one line of the file names it.
+#[derive(Clone, Copy)]
+struct Named<'t> {
+    device: &'t str,
+    name: &'t str,
+    line: usize,
+}
+
 /// The switches and cables read so far.
 struct Reader<'a> {
     path: &'a Path,
@@ -119,16 +111,26 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    /// An error at `line` of the file.
+    fn err(&self, line: usize, msg: impl Into<String>) -> TopoError {
+        TopoError::parse(Loc::line(self.path, line), msg)
+    }
+
     /// A block header `<device-type> <name>`: registers the device.
     fn block_header(&mut self, line: &str, lineno: usize) -> Result<(String, String), TopoError> {
         let f: Vec<&str> = line.split_whitespace().collect();
         let [device, name] = f[..] else {
-            return Err(TopoError::parse(
-                Loc::line(self.path, lineno),
+            return Err(self.err(
+                lineno,
                 format!("expected a block header `<device-type> <name>`, found {line:?}"),
             ));
         };
-        self.endpoint(device, name, None, lineno)?;
+        let at = Named {
+            device,
+            name,
+            line: lineno,
+        };
+        self.endpoint(at, None)?;
         Ok((device.to_string(), name.to_string()))
     }
 
@@ -141,12 +143,10 @@ impl Reader<'_> {
         line: &str,
         lineno: usize,
     ) -> Result<(), TopoError> {
-        let path = self.path;
-        let loc = || Loc::line(path, lineno);
         let f: Vec<&str> = line.split_whitespace().collect();
         let [port, arrow, pdev, pname, pport] = f[..] else {
-            return Err(TopoError::parse(
-                loc(),
+            return Err(self.err(
+                lineno,
                 format!(
                     "expected `P<n> -> <type> <name> P<m>`, found {:?}",
                     line.trim()
@@ -154,15 +154,12 @@ impl Reader<'_> {
             ));
         };
         if !(arrow.starts_with('-') && arrow.ends_with("->")) {
-            return Err(TopoError::parse(
-                loc(),
-                format!("expected `->`, found {arrow:?}"),
-            ));
+            return Err(self.err(lineno, format!("expected `->`, found {arrow:?}")));
         }
         let tok = |s: &str| -> Result<PortTok, TopoError> {
             parse_port_tok(s).ok_or_else(|| {
-                TopoError::parse(
-                    loc(),
+                self.err(
+                    lineno,
                     format!(
                         "expected a port `P<n>` or a director-chassis port `L<x>/P<m>` (numbers 1..=255), found {s:?}"
                     ),
@@ -170,8 +167,18 @@ impl Reader<'_> {
             })
         };
         let (ta, tb) = (tok(port)?, tok(pport)?);
-        let a = self.endpoint(device, name, Some(ta), lineno)?;
-        let b = self.endpoint(pdev, pname, Some(tb), lineno)?;
+        let here = Named {
+            device,
+            name,
+            line: lineno,
+        };
+        let peer = Named {
+            device: pdev,
+            name: pname,
+            line: lineno,
+        };
+        let a = self.endpoint(here, Some(ta))?;
+        let b = self.endpoint(peer, Some(tb))?;
         let (a, b) = (
             a.expect("a port gives an end"),
             b.expect("a port gives an end"),
@@ -187,78 +194,65 @@ impl Reader<'_> {
         };
         self.cables
             .add(a, b, lineno, show)
-            .map_err(|m| TopoError::parse(Loc::line(self.path, lineno), m))
+            .map_err(|m| self.err(lineno, m))
     }
 
-    /// One end of a cable: device type, name and port as written. `tok`
+    /// One end of a cable: the device and the port as written. `tok`
     /// None: a block header (registers the device only).
-    fn endpoint(
-        &mut self,
-        device: &str,
-        name: &str,
-        tok: Option<PortTok>,
-        lineno: usize,
-    ) -> Result<Option<End>, TopoError> {
-        let path = self.path;
-        let loc = || Loc::line(path, lineno);
+    fn endpoint(&mut self, at: Named, tok: Option<PortTok>) -> Result<Option<End>, TopoError> {
+        let Named { device, name, line } = at;
         if let Some(&h) = self.hcas.index.get(name) {
             return match tok {
                 None => Ok(None),
                 Some(PortTok::Plain(1)) => Ok(Some((true, h, 0))),
-                _ => Err(TopoError::parse(
-                    loc(),
-                    format!("HCA {name} has only port P1"),
-                )),
+                _ => Err(self.err(line, format!("HCA {name} has only port P1"))),
             };
         }
         if device == "Cougar" {
-            return Err(TopoError::parse(
-                loc(),
+            return Err(self.err(
+                line,
                 format!("HCA {name} has no LID in {}", self.hcas_path.display()),
             ));
         }
         match chassis_of(device) {
-            Some(def) => self.chassis_end(def, device, name, tok, lineno),
-            None => self.switch_end(device, name, tok, lineno),
+            Some(def) => self.chassis_end(def, at, tok),
+            None => self.switch_end(at, tok),
         }
     }
 
-    /// A port of the director chassis `name` (layout `def`): the ASIC port
+    /// A port of the director chassis `at` (layout `def`): the ASIC port
     /// behind its front port `L<line>/P<port>`.
     fn chassis_end(
         &mut self,
         def: ChassisDef,
-        device: &str,
-        name: &str,
+        at: Named,
         tok: Option<PortTok>,
-        lineno: usize,
     ) -> Result<Option<End>, TopoError> {
-        let path = self.path;
-        let loc = || Loc::line(path, lineno);
+        let Named { device, name, line } = at;
         let first = match self.chassis.get(name) {
             Some((first, _, dev)) if dev == device => *first,
             Some((_, _, dev)) => {
-                return Err(TopoError::parse(
-                    loc(),
+                return Err(self.err(
+                    line,
                     format!("{name} appears as device {device} but was {dev} before"),
                 ))
             }
-            None => self.add_chassis(def, device, name, lineno)?,
+            None => self.add_chassis(def, at)?,
         };
         match tok {
             None => Ok(None),
             Some(PortTok::Chassis(l, p)) if l <= def.lines && p <= def.front_ports => {
                 Ok(Some((false, first + (l - 1) as usize, p - 1)))
             }
-            Some(PortTok::Chassis(l, p)) => Err(TopoError::parse(
-                loc(),
+            Some(PortTok::Chassis(l, p)) => Err(self.err(
+                line,
                 format!(
                     "{name}: port L{l}/P{p} does not exist: a {device} has lines L1..L{} with ports P1..P{}",
                     def.lines, def.front_ports
                 ),
             )),
-            Some(PortTok::Plain(p)) => Err(TopoError::parse(
-                loc(),
+            Some(PortTok::Plain(p)) => Err(self.err(
+                line,
                 format!(
                     "{name} is a director chassis ({device}): its ports are written L<line>/P<port>, found P{p}"
                 ),
@@ -266,21 +260,14 @@ impl Reader<'_> {
         }
     }
 
-    /// A director chassis first named at `lineno`: its ASICs (line cards,
+    /// A director chassis at its first appearance: its ASICs (line cards,
     /// then fabric boards) and their internal cables. Returns the index
     /// of its first ASIC.
-    fn add_chassis(
-        &mut self,
-        def: ChassisDef,
-        device: &str,
-        name: &str,
-        lineno: usize,
-    ) -> Result<usize, TopoError> {
-        let path = self.path;
-        let loc = || Loc::line(path, lineno);
+    fn add_chassis(&mut self, def: ChassisDef, at: Named) -> Result<usize, TopoError> {
+        let Named { device, name, line } = at;
         if let Some(&s) = self.sw_index.get(name) {
-            return Err(TopoError::parse(
-                loc(),
+            return Err(self.err(
+                line,
                 format!(
                     "{name} appears as director chassis {device} but was a {} on line {}",
                     self.switches[s].device, self.switches[s].first_line
@@ -289,18 +276,15 @@ impl Reader<'_> {
         }
         let n = (def.lines + def.spines) as usize;
         if self.switches.len() + n > MAX_SWITCHES {
-            return Err(TopoError::parse(
-                loc(),
-                format!("more than {MAX_SWITCHES} switches"),
-            ));
+            return Err(self.err(line, format!("more than {MAX_SWITCHES} switches")));
         }
         let first = self.switches.len();
         let asic = |label: String| RawNode {
             name: format!("{name}_{label}"),
             device: device.to_string(),
             max_port: def.asic_ports,
-            max_port_line: lineno,
-            first_line: lineno,
+            max_port_line: line,
+            first_line: line,
             radix: Some(def.asic_ports),
         };
         for l in 1..=def.lines {
@@ -315,7 +299,7 @@ impl Reader<'_> {
             for k in 0..def.spines {
                 let a = (false, first + l as usize, def.front_ports + k);
                 let b = (false, first + (def.lines + k) as usize, l);
-                self.cables.insert(a, b, lineno);
+                self.cables.insert(a, b, line);
             }
         }
         self.chassis
@@ -323,21 +307,14 @@ impl Reader<'_> {
         Ok(first)
     }
 
-    /// A port `P<n>` of the switch `name` (registered at its first
+    /// A port `P<n>` of the switch `at` (registered at its first
     /// appearance); the highest port used sets its port count unless its
     /// device has a known radix.
-    fn switch_end(
-        &mut self,
-        device: &str,
-        name: &str,
-        tok: Option<PortTok>,
-        lineno: usize,
-    ) -> Result<Option<End>, TopoError> {
-        let path = self.path;
-        let loc = || Loc::line(path, lineno);
+    fn switch_end(&mut self, at: Named, tok: Option<PortTok>) -> Result<Option<End>, TopoError> {
+        let Named { device, name, line } = at;
         if self.chassis.contains_key(name) {
-            return Err(TopoError::parse(
-                loc(),
+            return Err(self.err(
+                line,
                 format!("{name} appears as device {device} but is a director chassis"),
             ));
         }
@@ -345,8 +322,8 @@ impl Reader<'_> {
             None => None,
             Some(PortTok::Plain(p)) => Some(p - 1),
             Some(PortTok::Chassis(l, p)) => {
-                return Err(TopoError::parse(
-                    loc(),
+                return Err(self.err(
+                    line,
                     format!(
                         "port L{l}/P{p} of {name}: director-chassis ports (L<x>/P<m>) need a known chassis type (MIS5600), found device {device:?}"
                     ),
@@ -357,17 +334,14 @@ impl Reader<'_> {
             Some(&i) => i,
             None => {
                 if self.switches.len() >= MAX_SWITCHES {
-                    return Err(TopoError::parse(
-                        loc(),
-                        format!("more than {MAX_SWITCHES} switches"),
-                    ));
+                    return Err(self.err(line, format!("more than {MAX_SWITCHES} switches")));
                 }
                 self.switches.push(RawNode {
                     name: name.to_string(),
                     device: device.to_string(),
                     max_port: 0,
-                    max_port_line: lineno,
-                    first_line: lineno,
+                    max_port_line: line,
+                    first_line: line,
                     radix: None,
                 });
                 self.sw_index
@@ -375,10 +349,10 @@ impl Reader<'_> {
                 self.switches.len() - 1
             }
         };
-        let s = &mut self.switches[idx];
+        let s = &self.switches[idx];
         if s.device != device {
-            return Err(TopoError::parse(
-                loc(),
+            return Err(self.err(
+                line,
                 format!(
                     "{name} appears as device {device} but was {} on line {}",
                     s.device, s.first_line
@@ -388,9 +362,10 @@ impl Reader<'_> {
         let Some(port) = port else {
             return Ok(None);
         };
+        let s = &mut self.switches[idx];
         if port + 1 > s.max_port {
             s.max_port = port + 1;
-            s.max_port_line = lineno;
+            s.max_port_line = line;
         }
         Ok(Some((false, idx, port)))
     }
@@ -433,7 +408,10 @@ mod tests {
     }
 
     fn err(text: &str) -> String {
-        parse(text).unwrap_err().to_string()
+        match parse(text) {
+            Ok(_) => panic!("{text:?} parsed"),
+            Err(e) => e.to_string(),
+        }
     }
 
     const TWO_SWITCHES: &str = "\

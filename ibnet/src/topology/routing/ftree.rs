@@ -91,12 +91,7 @@ pub(super) fn ftree(t: &mut Topology) -> Result<(), TopoError> {
             .map_or(1, |s| up[s].len().max(1));
         div[l + 1] = div[l].saturating_mul(u as u64);
     }
-    let mut hcas: Vec<(u16, usize)> = t
-        .hcas()
-        .into_iter()
-        .map(|h| (t.lid_of_hca(h).unwrap(), h))
-        .collect();
-    hcas.sort_unstable();
+    let hcas = t.hcas_by_lid();
     let len = t.max_lid() as usize + 1;
     let mut tables: Vec<Option<Vec<u16>>> = t
         .nodes
