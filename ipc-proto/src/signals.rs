@@ -49,9 +49,16 @@ fn ignored(sig: libc::c_int) -> bool {
     }
 }
 
-/// The signals we handle: INT, TERM, and HUP unless inherited as ignored.
+/// SIGINT is the program's ([`leave_sigint_to_program`]).
+static SIGINT_LEFT: AtomicBool = AtomicBool::new(false);
+
+/// The signals we handle: INT (unless left to the program), TERM, and HUP
+/// unless inherited as ignored.
 pub fn handled_signals() -> Vec<libc::c_int> {
-    let mut v = vec![SIGINT, SIGTERM];
+    let mut v = vec![SIGTERM];
+    if !SIGINT_LEFT.load(Ordering::SeqCst) {
+        v.insert(0, SIGINT);
+    }
     if !ignored(SIGHUP) {
         v.push(SIGHUP);
     }
@@ -113,15 +120,19 @@ pub(crate) fn install() {
     });
 }
 
-/// For a program that handles SIGINT/SIGTERM/SIGHUP itself and ends its
-/// sessions by dropping them, which unlinks their objects (an interpreter
-/// that embeds the library: the Python package turns Ctrl-C into an
-/// exception and unwinds the run): no handler thread is installed in this
-/// process, so a signal no longer exits it. Call it before the first
-/// session; returns false when the handler was installed already.
-pub fn leave_to_program() -> bool {
-    INSTALL.call_once(|| {});
-    !handler_installed()
+/// For a program that handles SIGINT itself and ends its sessions by
+/// dropping them, which unlinks their objects (an interpreter that embeds
+/// the library: the Python package turns Ctrl-C into KeyboardInterrupt and
+/// unwinds the run): the handler is installed now for SIGTERM and SIGHUP
+/// only, so that Ctrl-C no longer exits the process. Returns false when
+/// the handler had been installed for SIGINT already (by an earlier
+/// session).
+pub fn leave_sigint_to_program() -> bool {
+    if !INSTALL.is_completed() {
+        SIGINT_LEFT.store(true, Ordering::SeqCst);
+    }
+    install();
+    SIGINT_LEFT.load(Ordering::SeqCst)
 }
 
 /// Set the object names guard `id` is responsible for.
