@@ -678,6 +678,14 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     for w in &warnings {
         eprintln!("ibnet: warning: {w}");
     }
+    #[cfg(feature = "causal-check")]
+    {
+        let c = fabric.causal_check();
+        eprintln!(
+            "ibnet: causal order check: {} events in key order, {} same-instant comparisons, {} past the parents, longest walk {} levels",
+            c.events, c.comparisons, c.deep, c.max_depth
+        );
+    }
     let wall_opt = (!a.no_wall_time).then_some(wall);
     let info = RunInfo {
         until_ps: until.map(|t| t.0),

@@ -251,6 +251,8 @@ impl Fabric {
             ports[a as usize].peer = b;
             ports[b as usize].peer = a;
         }
+        #[cfg(feature = "causal-check")]
+        let nports_cred = (ports.len(), tm.cred);
         let mut f = Fabric {
             p,
             tm,
@@ -287,6 +289,8 @@ impl Fabric {
             lazy,
             next_boundary: 0,
             bk_counter: 0,
+            #[cfg(feature = "causal-check")]
+            causal: super::causal::Causal::new(nports_cred.0, nports_cred.1),
             fatal: None,
             trace: None,
             flits_generated: 0,

@@ -230,6 +230,11 @@ impl Fabric {
             // only the assertion above reads it
             self.dbg_last_key = key;
         }
+        #[cfg(feature = "causal-check")]
+        if let Err(e) = self.causal.pop(t, seq, &ev) {
+            self.fail(e);
+            return;
+        }
         self.cur_seq = seq;
         self.started = true;
         if ev.background() {

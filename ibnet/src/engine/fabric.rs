@@ -192,6 +192,9 @@ pub struct Fabric {
     pub(super) next_boundary: u64,
     /// insertion counter at the first event of the current credit period
     pub(super) bk_counter: u64,
+    /// the causal key of every event, checked (causal.rs)
+    #[cfg(feature = "causal-check")]
+    pub(super) causal: super::causal::Causal,
     // outcome and counters
     pub(super) fatal: Option<FabricError>,
     pub(super) trace: Option<Vec<TraceRec>>,

@@ -67,6 +67,8 @@
 //! | `dispatch.rs` | the event type and the dispatch; the total order      |
 //! | `direct.rs`   | zero-delay events applied where scheduled (proofs)    |
 //! | `queue.rs`    | scheduling into the future-event queue                |
+//! | `causal.rs`   | the causal key of every event, checked (feature       |
+//! |               | `causal-check`; docs/scaling.md, "Event order")       |
 //! | `wheel.rs`    | the timing wheel and the now-FIFO behind `queue.rs`   |
 //! | `flits.rs`    | the flit type and the flit store (slab)               |
 //! | `pervl.rs`    | per-VL state: VL 0 inline, the others boxed           |
@@ -79,6 +81,8 @@
 
 mod app;
 mod build;
+#[cfg(feature = "causal-check")]
+mod causal;
 mod cc;
 mod direct;
 mod dispatch;
@@ -103,6 +107,8 @@ mod vlarb;
 mod wheel;
 
 pub use self::app::{MsgId, TrafficMode};
+#[cfg(feature = "causal-check")]
+pub use self::causal::{CausalSummary, HORIZON_PS as CAUSAL_HORIZON_PS};
 pub use self::fabric::{Fabric, FabricError, MAX_TIME_PS};
 pub use self::pcie::{HostHcaReport, HostReport};
 pub use self::rdma::{OpKind, OpPoint, RdmaReport};

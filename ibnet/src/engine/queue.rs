@@ -51,6 +51,8 @@ impl Fabric {
         if ev.background() {
             self.bg_pending += 1;
         }
+        #[cfg(feature = "causal-check")]
+        self.causal.child(self.now, seq, &ev);
         self.nowq.push_back(Entry { seq, ev });
     }
 
@@ -77,6 +79,18 @@ impl Fabric {
     pub(super) fn push_key(&mut self, at: u64, seq: u64, ev: Ev) {
         if ev.background() {
             self.bg_pending += 1;
+        }
+        #[cfg(feature = "causal-check")]
+        {
+            // the lazy credit timer's virtual seqs carry the obuf in their
+            // low bits (`virt_seq`)
+            let low = seq & ((1 << SEQ_SHIFT) - 1);
+            if low == 0 {
+                self.causal.child(at, seq, &ev);
+            } else {
+                self.causal
+                    .tick_child(at, seq, low as usize - 1, self.now, &ev);
+            }
         }
         self.heap.push(at, seq, ev);
     }
