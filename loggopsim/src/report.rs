@@ -65,29 +65,19 @@ pub fn header_line(net: &str, r: &Report, p: &Params) -> String {
 /// The header line in either format; the native one names units:
 /// `L=2500 ps, o=1500 ps, g=1000 ps, G=6 ps/B, O=0 ps/B, P=2, S=65535 B`.
 pub fn header_line_as(net: &str, r: &Report, p: &Params, f: TextFormat) -> String {
-    if f == TextFormat::Native {
-        let mut s = format!(
-            "{net} network backend; size: {} ({} CPUs, {} NICs); L={} ps, o={} ps, g={} ps, \
-             G={} ps/B, O={} ps/B, P={}, S={} B",
-            r.num_hosts, r.num_cpus, r.num_nics, p.l, p.o, p.g, p.big_g, p.big_o, r.num_hosts, p.s
-        );
-        if p.o_large.is_some() || p.big_o_large.is_some() {
-            s.push_str(&format!(
-                ", o_large={} ps, O_large={} ps/B, large_threshold={} B",
-                p.o_large.unwrap_or(p.o),
-                p.big_o_large.unwrap_or(p.big_o),
-                p.large_threshold.unwrap_or(p.s)
-            ));
-        }
-        return s;
-    }
+    // LogGOPSim's line has bare numbers and no comma after o.
+    let (ps, ps_b, b, after_o) = match f {
+        TextFormat::Native => (" ps", " ps/B", " B", ", "),
+        TextFormat::LogGopSim => ("", "", "", " "),
+    };
     let mut s = format!(
-        "{net} network backend; size: {} ({} CPUs, {} NICs); L={}, o={} g={}, G={}, O={}, P={}, S={}",
+        "{net} network backend; size: {} ({} CPUs, {} NICs); L={}{ps}, o={}{ps}{after_o}\
+         g={}{ps}, G={}{ps_b}, O={}{ps_b}, P={}, S={}{b}",
         r.num_hosts, r.num_cpus, r.num_nics, p.l, p.o, p.g, p.big_g, p.big_o, r.num_hosts, p.s
     );
     if p.o_large.is_some() || p.big_o_large.is_some() {
         s.push_str(&format!(
-            ", o_large={}, O_large={}, large_threshold={}",
+            ", o_large={}{ps}, O_large={}{ps_b}, large_threshold={}{b}",
             p.o_large.unwrap_or(p.o),
             p.big_o_large.unwrap_or(p.big_o),
             p.large_threshold.unwrap_or(p.s)

@@ -34,7 +34,7 @@ use super::handlers::{Msg, Outcome};
 use super::queue::Ev;
 use super::{Params, SimError, TraceEvent, Tracer};
 use crate::hash::FastMap;
-use crate::network::{Handle, Network, OneSidedOp, SyncMode};
+use crate::network::{Handle, Network, OneSidedOp};
 use crate::schedule::Kind;
 use crate::Time;
 use std::collections::VecDeque;
@@ -111,16 +111,12 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
 
     /// A put or get is taken from the active queue on its initiator.
     pub(super) fn one_sided_start(&mut self, ev: Ev) -> Result<Outcome, SimError> {
-        let op = self.sched.op(ev.id);
-        let h = ev.host as usize;
-        let ci = h * self.ncpu + op.cpu as usize;
-        let ni = h * self.nnic + op.nic as usize;
-        let t = ev.time;
         // the same check as a send's (CPU and NIC), so the same class
-        if let Some(blocked) = self.cpu_nic_busy(ev, &op) {
-            return Ok(blocked);
-        }
-        self.start_op(ev.id, ev.host, t);
+        let (op, ci, ni) = match self.start_on_cpu_nic(ev) {
+            Ok(started) => started,
+            Err(blocked) => return Ok(blocked),
+        };
+        let t = ev.time;
         let p = self.params;
         let is_put = op.kind == Kind::Put;
         let what = if is_put { "put" } else { "get" };
@@ -133,14 +129,7 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
             0
         };
         let gs = add(add(v(t), v(p.g)), v(nic_bytes)).ok_or_else(ovf)?;
-        let msg_time = add(add(v(t), v(o)), v(p.l)).ok_or_else(ovf)?;
-        self.nexto[ci] = end;
-        self.nextgs[ni] = gs;
-        let t_ins = if self.insert_after_o {
-            add(v(t), v(o)).ok_or_else(ovf)?
-        } else {
-            t
-        };
+        let (msg_time, t_ins) = self.occupy(ci, ni, t, o, end, gs).ok_or_else(ovf)?;
         if T::ACTIVE {
             self.tracer.event(&TraceEvent::OneSided {
                 what: if is_put { "put_start" } else { "get_start" },
@@ -211,26 +200,7 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
             Role::PutAck | Role::GetReq => 0,
             _ => op.size,
         };
-        let m = Msg {
-            role,
-            src,
-            dst,
-            send_node: node,
-            tag: op.tag,
-            size,
-            start: t_ins,
-            handle,
-            arrival: if self.mode == SyncMode::Exact {
-                earliest
-            } else {
-                0
-            },
-            seq: 0,
-            cpu: op.cpu,
-            nic: op.nic,
-            arrived: false,
-            send_done: true,
-        };
+        let m = Msg::entering(role, src, dst, node, &op, size, t_ins, handle, true);
         // (fails only through triggers, which are off with one-sided operations)
         let _ = self.track_message(m, earliest, t_ins, false);
     }
@@ -239,20 +209,7 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
     pub(super) fn one_sided_message(&mut self, ev: Ev, slot: u32) -> Result<Outcome, SimError> {
         let t = ev.time;
         let m = self.msgs[slot as usize];
-        let ef = if m.arrived {
-            m.arrival.min(t)
-        } else {
-            let ef = self
-                .net
-                .query(Time(m.start), Time(t), m.src, m.dst, m.size, m.handle)?
-                .0;
-            if ef <= t {
-                let mm = &mut self.msgs[slot as usize];
-                mm.arrived = true;
-                mm.arrival = ef;
-            }
-            ef
-        };
+        let ef = self.earliest_arrival(slot, t)?;
         if ef > t {
             // not there yet; no CPU or host NIC gap is involved
             self.reinsert(ev, ef, "msg");

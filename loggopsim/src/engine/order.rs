@@ -153,20 +153,8 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::{Params, Sim, TraceEvent};
-    use crate::network::LogGp;
-
-    fn trace(text: &str) -> Vec<TraceEvent> {
-        let s = crate::goal::parse_str("t.goal", text).unwrap();
-        let mut seen = Vec::new();
-        let mut sim = Sim::with_tracer(s, Params::default(), LogGp::new(), |e: &TraceEvent| {
-            seen.push(e.clone())
-        })
-        .unwrap();
-        sim.run().unwrap();
-        drop(sim);
-        seen
-    }
+    use crate::engine::trace::loggp_events as trace;
+    use crate::engine::TraceEvent;
 
     /// Roots run SEND before RECV before CALC (section 5), whatever the
     /// order of the schedule: on rank 0 the calc, listed first, runs last

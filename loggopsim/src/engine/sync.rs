@@ -28,6 +28,11 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         self.seq += 1;
         self.events += 1;
         m.seq = seq;
+        // exact mode: the earliest time the message event may run (t + o
+        // + L for a send, as in poll mode) until the arrival is known
+        if self.mode == SyncMode::Exact {
+            m.arrival = earliest;
+        }
         let slot = match self.msg_free.pop() {
             Some(s) => {
                 self.msgs[s as usize] = m;

@@ -110,11 +110,27 @@ impl<F: FnMut(&TraceEvent)> Tracer for F {
     }
 }
 
+/// Every event of a GOAL schedule run with the default parameters on
+/// LogGP, in order (for the engine's unit tests).
+#[cfg(test)]
+pub(super) fn loggp_events(text: &str) -> Vec<TraceEvent> {
+    let s = crate::goal::parse_str("t.goal", text).unwrap();
+    let mut seen = Vec::new();
+    let mut sim = super::Sim::with_tracer(
+        s,
+        super::Params::default(),
+        crate::network::LogGp::new(),
+        |e: &TraceEvent| seen.push(e.clone()),
+    )
+    .unwrap();
+    sim.run().unwrap();
+    drop(sim);
+    seen
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{NoTrace, TraceEvent, Tracer};
-    use crate::engine::{Params, Sim};
-    use crate::network::LogGp;
+    use super::{loggp_events, NoTrace, TraceEvent, Tracer};
 
     fn accepts<T: Tracer>(_: &T) -> bool {
         T::ACTIVE
@@ -133,14 +149,7 @@ mod tests {
     #[test]
     fn a_closure_sees_every_event_with_its_times() {
         let text = "num_ranks 2\nrank 0 {\nl1: calc 100\nl2: send 10b to 1\nl2 requires l1\n}\nrank 1 {\nl1: recv 10b from 0\n}\n";
-        let s = crate::goal::parse_str("t.goal", text).unwrap();
-        let mut seen = Vec::new();
-        let mut sim = Sim::with_tracer(s, Params::default(), LogGp::new(), |e: &TraceEvent| {
-            seen.push(e.clone())
-        })
-        .unwrap();
-        sim.run().unwrap();
-        drop(sim);
+        let seen = loggp_events(text);
         assert!(matches!(
             seen[0],
             TraceEvent::Calc {

@@ -274,28 +274,37 @@ mod tests {
     /// and 5; f from host 6 to 5.
     const FIG3: [(u32, u32); 6] = [(0, 1), (0, 2), (0, 3), (4, 1), (4, 5), (6, 5)];
 
-    fn run(net: &mut FlowNet) -> Vec<u64> {
+    /// Fig. 3's flows of M bytes, all inserted at 0.
+    fn insert_fig3(net: &mut FlowNet) {
         for (s, d) in FIG3 {
             net.insert(Time(0), s, d, M, 0).unwrap();
         }
+    }
+
+    /// Fig. 3's flows run to the end: their arrival times.
+    fn run(net: &mut FlowNet) -> Vec<u64> {
+        insert_fig3(net);
         net.drain().iter().map(|t| t.0).collect()
     }
 
-    /// The rules on Fig. 3's graph: all three steps' penalties (exact
-    /// fractions of the table) except f's 1.5 (10/7, see the module docs).
-    #[test]
-    fn fig3_penalties_from_the_rules() {
-        let mut net = FlowNet::new(
+    /// The one switch at link rate 1/alpha with the rules as printed.
+    fn printed_rules() -> FlowNet {
+        FlowNet::new(
             one_switch(1.0 / ALPHA),
             true,
             Some(Box::new(Penalty {
                 rule_b: PenaltyRuleB::Printed,
                 ..Penalty::default()
             })),
-        );
-        for (s, d) in FIG3 {
-            net.insert(Time(0), s, d, M, 0).unwrap();
-        }
+        )
+    }
+
+    /// The rules on Fig. 3's graph: all three steps' penalties (exact
+    /// fractions of the table) except f's 1.5 (10/7, see the module docs).
+    #[test]
+    fn fig3_penalties_from_the_rules() {
+        let mut net = printed_rules();
+        insert_fig3(&mut net);
         // step 1 at 1 ps: rates B/rho
         net.wait_exact(Time(0), Time(1)).unwrap();
         let b = 1.0 / ALPHA / 1e12;
@@ -403,14 +412,7 @@ mod tests {
     /// 10/7 alpha m = 15 294 229 942.86 ps (+1 ps latency, rounded up).
     #[test]
     fn fig3_with_the_rules() {
-        let mut net = FlowNet::new(
-            one_switch(1.0 / ALPHA),
-            true,
-            Some(Box::new(Penalty {
-                rule_b: PenaltyRuleB::Printed,
-                ..Penalty::default()
-            })),
-        );
+        let mut net = printed_rules();
         let t = run(&mut net);
         assert_eq!(t[5], 1 + 15_294_229_943);
         assert!(t[3] == t[4] && t[0] == t[1] && t[1] == t[2]);
@@ -444,9 +446,7 @@ mod tests {
         };
         let bps = M as f64 / t_ref;
         let mut net = FlowNet::new(one_switch(bps), true, pen());
-        for (s, d) in FIG3 {
-            net.insert(Time(0), s, d, M, 0).unwrap();
-        }
+        insert_fig3(&mut net);
         let b = bps / 1e12;
         let rho = |net: &FlowNet, n: u64| (0..n).map(|h| b / net.rate(h)).collect::<Vec<_>>();
         net.wait_exact(Time(0), Time(1)).unwrap();

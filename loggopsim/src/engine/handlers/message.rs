@@ -10,7 +10,6 @@ use super::Outcome;
 use crate::engine::groups::class_key;
 use crate::engine::one_sided;
 use crate::network::Network;
-use crate::Time;
 
 impl<N: Network, T: Tracer> Sim<N, T> {
     pub(in crate::engine) fn message(&mut self, ev: Ev) -> Result<Outcome, SimError> {
@@ -20,21 +19,8 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         if m.role != one_sided::Role::Data {
             return self.one_sided_message(ev, slot);
         }
-        let ef = if m.arrived {
-            m.arrival.min(t)
-        } else {
-            // poll mode (notify-mode messages are always `arrived` here)
-            let ef = self
-                .net
-                .query(Time(m.start), Time(t), m.src, m.dst, m.size, m.handle)?
-                .0;
-            if ef <= t {
-                let mm = &mut self.msgs[slot as usize];
-                mm.arrived = true;
-                mm.arrival = ef;
-            }
-            ef
-        };
+        // (notify-mode messages are always `arrived` here)
+        let ef = self.earliest_arrival(slot, t)?;
         let h = ev.host as usize;
         let ci = h * self.ncpu + m.cpu as usize;
         let ni = h * self.nnic + m.nic as usize;

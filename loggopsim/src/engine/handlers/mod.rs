@@ -9,8 +9,10 @@ mod recv;
 mod send;
 
 use super::one_sided;
-use super::{Sim, Tracer};
+use super::{Sim, SimError, Tracer};
 use crate::network::{Handle, Network};
+use crate::schedule::Op;
+use crate::Time;
 
 /// What a handler did with its event.
 pub(in crate::engine) enum Outcome {
@@ -46,6 +48,43 @@ pub(in crate::engine) struct Msg {
     pub send_done: bool,
 }
 
+impl Msg {
+    /// The message `role` of schedule operation `op` (node `node`) as it
+    /// enters the network at `start`: not arrived, its tag, CPU and NIC
+    /// the operation's; `track_message` sets its seq and, in exact mode,
+    /// its earliest arrival.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(in crate::engine) fn entering(
+        role: one_sided::Role,
+        src: u32,
+        dst: u32,
+        node: u32,
+        op: &Op,
+        size: u64,
+        start: u64,
+        handle: Handle,
+        send_done: bool,
+    ) -> Msg {
+        Msg {
+            role,
+            src,
+            dst,
+            send_node: node,
+            tag: op.tag,
+            size,
+            start,
+            handle,
+            arrival: 0,
+            seq: 0,
+            cpu: op.cpu,
+            nic: op.nic,
+            arrived: false,
+            send_done,
+        }
+    }
+}
+
 impl<N: Network, T: Tracer> Sim<N, T> {
     #[inline]
     pub(in crate::engine) fn noise(&self, host: u32, start: u64, len: u64) -> u64 {
@@ -70,6 +109,31 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             }
             self.complete_op(m.send_node, m.src, t);
         }
+    }
+
+    /// The earliest arrival of message `slot` as known at `t`: the one the
+    /// network confirmed, else its answer to a query (poll mode),
+    /// remembered once the message is there.
+    #[inline(always)]
+    pub(in crate::engine) fn earliest_arrival(
+        &mut self,
+        slot: u32,
+        t: u64,
+    ) -> Result<u64, SimError> {
+        let m = &self.msgs[slot as usize];
+        if m.arrived {
+            return Ok(m.arrival.min(t));
+        }
+        let ef = self
+            .net
+            .query(Time(m.start), Time(t), m.src, m.dst, m.size, m.handle)?
+            .0;
+        if ef <= t {
+            let mm = &mut self.msgs[slot as usize];
+            mm.arrived = true;
+            mm.arrival = ef;
+        }
+        Ok(ef)
     }
 
     pub(in crate::engine) fn free_msg(&mut self, slot: u32) {

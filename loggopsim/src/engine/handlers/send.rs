@@ -10,38 +10,66 @@ use super::Outcome;
 use crate::engine::groups::class_key;
 use crate::engine::one_sided;
 use crate::network::Network;
-use crate::network::SyncMode;
+use crate::schedule::Op;
 use crate::Time;
 
 impl<N: Network, T: Tracer> Sim<N, T> {
     /// A send (or put/get) may start at `ev.time` only when its CPU (o)
-    /// and its NIC (g, G) are free: else it blocks, in the send class of
-    /// that CPU and NIC, until the later of the two.
-    #[inline]
-    pub(in crate::engine) fn cpu_nic_busy(
-        &self,
+    /// and its NIC (g, G) are free: then it starts, and its operation and
+    /// the indices of its CPU and NIC are returned; else it blocks, in the
+    /// send class of that CPU and NIC, until the later of the two.
+    #[inline(always)]
+    pub(in crate::engine) fn start_on_cpu_nic(
+        &mut self,
         ev: Ev,
-        op: &crate::schedule::Op,
-    ) -> Option<Outcome> {
-        let h = ev.host as usize;
-        let avail = self.nexto[h * self.ncpu + op.cpu as usize]
-            .max(self.nextgs[h * self.nnic + op.nic as usize]);
-        (avail > ev.time).then(|| Outcome::Blocked {
-            avail,
-            class: class_key(1, ev.host, op.cpu, op.nic),
-        })
-    }
-
-    pub(in crate::engine) fn send(&mut self, ev: Ev) -> Result<Outcome, SimError> {
+    ) -> Result<(Op, usize, usize), Outcome> {
         let op = self.sched.op(ev.id);
         let h = ev.host as usize;
         let ci = h * self.ncpu + op.cpu as usize;
         let ni = h * self.nnic + op.nic as usize;
-        let t = ev.time;
-        if let Some(blocked) = self.cpu_nic_busy(ev, &op) {
-            return Ok(blocked);
+        let avail = self.nexto[ci].max(self.nextgs[ni]);
+        if avail > ev.time {
+            return Err(Outcome::Blocked {
+                avail,
+                class: class_key(1, ev.host, op.cpu, op.nic),
+            });
         }
-        self.start_op(ev.id, ev.host, t);
+        self.start_op(ev.id, ev.host, ev.time);
+        Ok((op, ci, ni))
+    }
+
+    /// A send, put or get started at `t` with overhead `o` holds its CPU
+    /// (index `ci`) until `end` and its NIC (`ni`) until `gs`. Returns
+    /// the time its message event may first run (t + o + L) and the time
+    /// the network gets the message: the start, or after the overhead o
+    /// (--insert-at after-o). None on a time overflow.
+    #[inline(always)]
+    pub(in crate::engine) fn occupy(
+        &mut self,
+        ci: usize,
+        ni: usize,
+        t: u64,
+        o: u64,
+        end: u64,
+        gs: u64,
+    ) -> Option<(u64, u64)> {
+        let msg_time = add(add(v(t), v(o)), v(self.params.l))?;
+        self.nexto[ci] = end;
+        self.nextgs[ni] = gs;
+        let t_ins = if self.insert_after_o {
+            add(v(t), v(o))?
+        } else {
+            t
+        };
+        Some((msg_time, t_ins))
+    }
+
+    pub(in crate::engine) fn send(&mut self, ev: Ev) -> Result<Outcome, SimError> {
+        let (op, ci, ni) = match self.start_on_cpu_nic(ev) {
+            Ok(started) => started,
+            Err(blocked) => return Ok(blocked),
+        };
+        let t = ev.time;
         let p = &self.params;
         let (o, big_o) = p.overheads(op.size);
         let s1 = op.size.saturating_sub(1); // section 9.3: (s-1) is 0 for s = 0
@@ -50,16 +78,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let end =
             add(add(v(t), v(cpu_work)), v(self.noise(ev.host, t, cpu_work))).ok_or_else(ovf)?;
         let gs = add(add(v(t), v(p.g)), mul(s1, p.big_g)).ok_or_else(ovf)?;
-        let msg_time = add(add(v(t), v(o)), v(p.l)).ok_or_else(ovf)?;
-        self.nexto[ci] = end;
-        self.nextgs[ni] = gs;
-        // when the network gets the message: the start of the send, or
-        // after the sender's overhead o (--insert-at after-o)
-        let t_ins = if self.insert_after_o {
-            add(v(t), v(o)).ok_or_else(ovf)?
-        } else {
-            t
-        };
+        let (msg_time, t_ins) = self.occupy(ci, ni, t, o, end, gs).ok_or_else(ovf)?;
         // version 4: the network may have made this insert already
         let prefired = if self.trig.on {
             self.take_prefired(ev.host, t_ins, op.peer, op.size)?
@@ -86,28 +105,17 @@ impl<N: Network, T: Tracer> Sim<N, T> {
             });
         }
         let eager = op.size <= self.params.s;
-        let m = Msg {
-            role: one_sided::Role::Data,
-            src: ev.host,
-            dst: op.peer,
-            send_node: ev.id,
-            tag: op.tag,
-            size: op.size,
-            start: t,
+        let m = Msg::entering(
+            one_sided::Role::Data,
+            ev.host,
+            op.peer,
+            ev.id,
+            &op,
+            op.size,
+            t,
             handle,
-            // exact mode: the earliest time the message event may run
-            // (t + o + L, as in poll mode) until the arrival is known
-            arrival: if self.mode == SyncMode::Exact {
-                msg_time
-            } else {
-                0
-            },
-            seq: 0,
-            cpu: op.cpu,
-            nic: op.nic,
-            arrived: false,
-            send_done: eager,
-        };
+            eager,
+        );
         self.track_message(m, msg_time, t_ins, prefired.is_some())?;
         if eager {
             self.complete_op(ev.id, ev.host, end);

@@ -126,26 +126,15 @@ impl Network for FlowNet {
 
 #[cfg(test)]
 mod tests {
-    use crate::network::flow::{FastArgs, FlowNet, FlowTopology};
+    use crate::network::flow::test_net;
     use crate::network::Network;
     use crate::Time;
-
-    /// H8_S1 at 1e9 B/s (1e-3 B/ps) with no switch latency (routes take 1 ps).
-    fn net(exact: bool) -> FlowNet {
-        let t = ibnet::topology::builtin("H8_S1").unwrap();
-        let ranks = (0..8).map(|r| t.hca_of_rank(r).unwrap()).collect();
-        FlowNet::new(
-            FlowTopology::from_topology(&t, ranks, 1e9, 0, &FastArgs::default()),
-            exact,
-            None,
-        )
-    }
 
     /// Exact mode: 1000 B alone arrive at 1 + 1000/1e-3 = 1 000 001 ps;
     /// nothing is reported before the horizon reaches it.
     #[test]
     fn wait_exact_reports_the_first_completion() {
-        let mut n = net(true);
+        let mut n = test_net(true);
         let h = n.insert(Time(0), 0, 1, 1000, 0).unwrap();
         let a = n.wait_exact(Time(0), Time(500)).unwrap();
         assert!(a.arrivals.is_empty());
@@ -159,7 +148,7 @@ mod tests {
     /// remaining bytes at the route's fastest rate), after it the arrival.
     #[test]
     fn query_answers_a_lower_bound_then_the_arrival() {
-        let mut n = net(false);
+        let mut n = test_net(false);
         let h = n.insert(Time(0), 0, 1, 1000, 0).unwrap();
         assert_eq!(
             n.query(Time(0), Time(0), 0, 1, 1000, h).unwrap(),

@@ -98,26 +98,16 @@ impl FlowNet {
 
 #[cfg(test)]
 mod tests {
-    use crate::network::flow::{FastArgs, FlowNet, FlowTopology};
+    use crate::network::flow::test_net;
     use crate::network::Network;
     use crate::Time;
-
-    fn net() -> FlowNet {
-        let t = ibnet::topology::builtin("H8_S1").unwrap();
-        let ranks = (0..8).map(|r| t.hca_of_rank(r).unwrap()).collect();
-        FlowNet::new(
-            FlowTopology::from_topology(&t, ranks, 1e9, 0, &FastArgs::default()),
-            true,
-            None,
-        )
-    }
 
     /// Two 1000 B flows into host 1, inserted at 0: both enter at 1 ps
     /// (one instant, no completion), share host 1's link (5e-4 B/ps each)
     /// and complete together at 1 + 2 000 000 ps.
     #[test]
     fn entries_and_completions_by_instant() {
-        let mut n = net();
+        let mut n = test_net(true);
         let a = n.insert(Time(0), 0, 1, 1000, 0).unwrap() as u32;
         let b = n.insert(Time(0), 2, 1, 1000, 0).unwrap() as u32;
         assert_eq!(n.step_instant(0), None, "nothing before the entry");
@@ -138,7 +128,7 @@ mod tests {
     /// the shortest), the other two go on at half the link each.
     #[test]
     fn a_completion_fixes_the_positions_of_the_others() {
-        let mut n = net();
+        let mut n = test_net(true);
         let a = n.insert(Time(0), 0, 1, 300, 0).unwrap() as u32;
         let b = n.insert(Time(0), 0, 2, 3000, 0).unwrap() as u32;
         let c = n.insert(Time(0), 0, 3, 3000, 0).unwrap() as u32;

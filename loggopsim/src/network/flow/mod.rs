@@ -281,3 +281,16 @@ pub fn build(
     let topo = FlowTopology::build(fabric, fast, num_ranks)?;
     Ok(FlowNet::new(topo, exact, None))
 }
+
+/// The network of the flow modules' unit tests: H8_S1 at 1e9 B/s (1e-3
+/// B/ps) with no switch latency (routes take 1 ps).
+#[cfg(test)]
+fn test_net(exact: bool) -> FlowNet {
+    let t = ibnet::topology::builtin("H8_S1").unwrap();
+    let ranks = (0..8).map(|r| t.hca_of_rank(r).unwrap()).collect();
+    FlowNet::new(
+        FlowTopology::from_topology(&t, ranks, 1e9, 0, &FastArgs::default()),
+        exact,
+        None,
+    )
+}

@@ -154,27 +154,16 @@ impl FlowNet {
 
 #[cfg(test)]
 mod tests {
-    use crate::network::flow::{FastArgs, FlowNet, FlowTopology};
+    use crate::network::flow::test_net;
     use crate::network::Network;
     use crate::Time;
-
-    /// H8_S1 at 1e9 B/s (1e-3 B/ps), routes of 1 ps.
-    fn net() -> FlowNet {
-        let t = ibnet::topology::builtin("H8_S1").unwrap();
-        let ranks = (0..8).map(|r| t.hca_of_rank(r).unwrap()).collect();
-        FlowNet::new(
-            FlowTopology::from_topology(&t, ranks, 1e9, 0, &FastArgs::default()),
-            true,
-            None,
-        )
-    }
 
     /// 0->1 and 0->2 share host 0's link, 3->4 shares nothing with them:
     /// the component of 0->1 is {0->1, 0->2} and the three links they use
     /// (host 0's injection, the ejections to 1 and 2).
     #[test]
     fn the_component_follows_shared_links_only() {
-        let mut n = net();
+        let mut n = test_net(true);
         let a = n.insert(Time(0), 0, 1, 1000, 0).unwrap() as u32;
         let b = n.insert(Time(0), 0, 2, 1000, 0).unwrap() as u32;
         let c = n.insert(Time(0), 3, 4, 1000, 0).unwrap() as u32;
@@ -190,7 +179,7 @@ mod tests {
     /// leave 800 B; never below 0.
     #[test]
     fn catch_up_serves_bytes_at_the_old_rate() {
-        let mut n = net();
+        let mut n = test_net(true);
         let a = n.insert(Time(0), 0, 1, 1000, 0).unwrap() as u32;
         let b = n.insert(Time(0), 0, 2, 1000, 0).unwrap() as u32;
         n.step_instant(1); // both enter at 1 ps at 5e-4 B/ps
@@ -209,7 +198,7 @@ mod tests {
     /// same rate keeps the event where it was.
     #[test]
     fn reschedule_moves_only_changed_rates() {
-        let mut n = net();
+        let mut n = test_net(true);
         let a = n.insert(Time(0), 0, 1, 1000, 0).unwrap() as u32;
         n.step_instant(1); // alone: 1e-3 B/ps, completes at 1 000 001
         assert_eq!(n.next_event(), 1_000_001);
