@@ -194,17 +194,7 @@ impl Transport for MqTransport {
 
     fn send_message(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
         crate::liveness::beat();
-        let i = self
-            .out
-            .iter()
-            .position(|q| q.lane == lane)
-            .ok_or_else(|| {
-                ProtoError::Violation(format!(
-                    "the {} does not write queue .{}",
-                    self.role,
-                    lane.suffix()
-                ))
-            })?;
+        let i = lane.index_among(self.out.iter().map(|q| q.lane), self.role, "queue")?;
         self.sent_since_recv = true;
         loop {
             match mq_send(&self.out[i].mqd, msg, 0) {

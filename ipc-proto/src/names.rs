@@ -77,6 +77,25 @@ pub enum Lane {
 impl Lane {
     pub const ALL: [Lane; 4] = [Lane::Ins, Lane::Qry, Lane::Rep, Lane::Arr];
 
+    /// The position of this lane among `written`, the lanes a side
+    /// writes, or the violation of writing one it does not (`object`:
+    /// what a lane is to the transport, a queue or a ring).
+    #[inline]
+    pub(crate) fn index_among(
+        self,
+        written: impl Iterator<Item = Lane>,
+        role: Role,
+        object: &str,
+    ) -> Result<usize, ProtoError> {
+        let mut written = written;
+        written.position(|l| l == self).ok_or_else(|| {
+            ProtoError::Violation(format!(
+                "the {role} does not write {object} .{}",
+                self.suffix()
+            ))
+        })
+    }
+
     pub fn suffix(self) -> &'static str {
         match self {
             Lane::Ins => "ins",

@@ -318,17 +318,7 @@ impl Transport for ShmTransport {
 
     fn send_message(&mut self, lane: Lane, msg: &[u8]) -> Result<()> {
         crate::liveness::beat();
-        let i = self
-            .out
-            .iter()
-            .position(|r| r.lane == lane)
-            .ok_or_else(|| {
-                ProtoError::Violation(format!(
-                    "the {} does not write ring .{}",
-                    self.role,
-                    lane.suffix()
-                ))
-            })?;
+        let i = lane.index_among(self.out.iter().map(|r| r.lane), self.role, "ring")?;
         if msg.len() > self.geo.slot_size as usize {
             return Err(ProtoError::Violation(format!(
                 "message of {} bytes exceeds the slot size {}",
