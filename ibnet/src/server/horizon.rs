@@ -132,7 +132,7 @@ impl FabricServer {
         let mut passed: Option<Time> = None;
         loop {
             let from = out.len();
-            match self.fabric.run_until_completion_or(horizon) {
+            match self.run_observed(horizon)? {
                 RunOutcome::Completed(ta, ids) => {
                     self.report_completions(ta, ids, out)?;
                     if ta < horizon && self.pass_on_triggers(ta, from, out)? {
@@ -217,8 +217,8 @@ impl FabricServer {
                 handles: Vec::new(),
             });
         }
-        match self.fabric.run_until_completion() {
-            Some((ta, ids)) => {
+        match self.run_observed(Time(u64::MAX))? {
+            RunOutcome::Completed(ta, ids) => {
                 let mut points = std::mem::take(&mut self.arrivals_buf);
                 points.clear();
                 self.report_completions(ta, ids, &mut points)?;
@@ -238,7 +238,7 @@ impl FabricServer {
                 self.trim_slots();
                 Ok(())
             }
-            None => {
+            _ => {
                 self.check_fabric()?;
                 let handles = self.stuck_handles();
                 Err(ServerError::Deadlock {

@@ -66,6 +66,7 @@ pub mod serve;
 pub use serve::{run_serve, serve_channel, test_chatter, ServeArgs};
 pub use setup::{parse_quantum, FabricSetup, SetupArgs};
 pub use stats::{ServerStats, SummaryJson};
+pub use crate::observe::ObserveConfig;
 
 use crate::engine::{Fabric, MsgId};
 use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
@@ -238,6 +239,9 @@ pub struct FabricServer {
     /// Version 4: may a trigger fire here (`Fabric::inject_order_free`)?
     /// Otherwise every armed instant stops as in version 2.
     triggers_ok: bool,
+    /// Observations over time ([`FabricServer::observe`]): the fabric
+    /// stops at their window boundaries.
+    observed: Option<stats::Observed>,
 }
 
 /// The wall-clock figures of a session served over a channel (serve.rs):
@@ -322,6 +326,7 @@ impl FabricServer {
             armed_rank: HashMap::default(),
             fired: Vec::new(),
             triggers_ok,
+            observed: None,
         })
     }
 

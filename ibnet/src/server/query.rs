@@ -57,7 +57,7 @@ impl FabricServer {
                 self.fabric.now().0
             )));
         }
-        self.fabric.run_until(t);
+        self.run_until_observed(t)?;
         self.check_fabric()?;
         self.collect_completions()?;
         let q = self.cfg.quantum;

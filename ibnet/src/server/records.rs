@@ -203,7 +203,7 @@ impl FabricServer {
         {
             w.flush().map_err(|e| ServerError::Log(e.to_string()))?;
         }
-        Ok(())
+        self.finish_observed()
     }
 }
 

@@ -269,3 +269,236 @@ fn coupling_line(c: super::Coupling, rounds: u64) -> String {
         c.answering.as_secs_f64() * 1e3
     )
 }
+
+/// Observations of a served session over time (`crate::observe`, the
+/// observers of `ibnet run`): link statistics per window, message records,
+/// heat map, flit trace. The server stops the fabric at every window
+/// boundary on its way to where a record sends it, as `ibnet run` does;
+/// the engine processes the same events in the same order either way, so
+/// the session's answers do not change.
+pub(crate) struct Observed {
+    obs: crate::observe::Observers,
+    topo: crate::topology::Topology,
+}
+
+fn observe_error(e: anyhow::Error) -> super::ServerError {
+    super::ServerError::Log(format!("{e:#}"))
+}
+
+impl FabricServer {
+    /// Observe the session over time as `cfg` says (the files of
+    /// `ibnet run --link-stats/--messages-csv/--heatmap/--trace`), from
+    /// now on; `topo` is the fabric's topology. The files are complete
+    /// once Finish was handled (the last window ends at the fabric's
+    /// clock then).
+    pub fn observe(
+        &mut self,
+        cfg: crate::observe::ObserveConfig,
+        topo: crate::topology::Topology,
+    ) -> anyhow::Result<()> {
+        let obs = crate::observe::Observers::new(cfg, &topo, &mut self.fabric)?;
+        self.observed = Some(Observed { obs, topo });
+        Ok(())
+    }
+
+    /// [`crate::Fabric::run_until_completion_or`], through the window
+    /// boundaries before `limit` (the loop of the closed-loop traffic
+    /// driver, `crate::traffic`).
+    pub(super) fn run_observed(
+        &mut self,
+        limit: ipc_proto::Time,
+    ) -> Result<crate::engine::RunOutcome, super::ServerError> {
+        use crate::engine::RunOutcome;
+        let Some(o) = self.observed.as_mut() else {
+            return Ok(self.fabric.run_until_completion_or(limit));
+        };
+        loop {
+            match o.obs.next_boundary().filter(|&b| b < limit) {
+                None => return Ok(self.fabric.run_until_completion_or(limit)),
+                Some(b) => match self.fabric.run_until_completion_or(b) {
+                    RunOutcome::Limit => {
+                        o.obs.window_end(&mut self.fabric).map_err(observe_error)?
+                    }
+                    other => return Ok(other),
+                },
+            }
+        }
+    }
+
+    /// [`crate::Fabric::run_until`], through the window boundaries before
+    /// `t` (the loop of `ibnet run` with open-loop traffic).
+    pub(super) fn run_until_observed(
+        &mut self,
+        t: ipc_proto::Time,
+    ) -> Result<(), super::ServerError> {
+        if let Some(o) = self.observed.as_mut() {
+            while let Some(b) = o.obs.next_boundary().filter(|&b| b < t) {
+                self.fabric.run_until(b);
+                if self.fabric.error().is_some() {
+                    break;
+                }
+                o.obs.window_end(&mut self.fabric).map_err(observe_error)?;
+            }
+        }
+        self.fabric.run_until(t);
+        Ok(())
+    }
+
+    /// At Finish: the last window, the message records and the heat map.
+    pub(super) fn finish_observed(&mut self) -> Result<(), super::ServerError> {
+        match self.observed.take() {
+            Some(o) => o
+                .obs
+                .finish(&mut self.fabric, &o.topo)
+                .map_err(observe_error),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod observed_tests {
+    use super::super::tests::{ins, server, server_v2, wait};
+    use super::super::{FabricServer, Step};
+    use crate::observe::ObserveConfig;
+    use ipc_proto::{Protocol, Record, Time};
+
+    /// Three messages from HCA 0 (two to HCA 1, one to HCA 2), waited for
+    /// one completion at a time, then Finish: every answer record.
+    fn session(s: &mut FabricServer, version2: bool) -> Vec<Record> {
+        let mut out = Vec::new();
+        for r in [
+            ins(1, 0, 0, 1, 4096),
+            ins(2, 0, 0, 2, 4096),
+            ins(3, 5_000, 0, 1, 300),
+        ] {
+            s.handle(r, &mut out).unwrap();
+        }
+        let mut t = 5_000;
+        for _ in 0..8 {
+            let rec = if version2 {
+                wait(t, u64::MAX - 1)
+            } else {
+                Record::NoMoreInserts {
+                    time: Time(t),
+                    horizon: Time(0),
+                }
+            };
+            if s.handle(rec, &mut out).is_err() {
+                break;
+            }
+            if let Some(Record::ArrivalBatchEnd { time, .. }) = out.last() {
+                t = time.0;
+            }
+            if s.fabric().in_flight() == 0 {
+                break;
+            }
+        }
+        assert_eq!(
+            s.handle(Record::Finish { time: Time(t) }, &mut out)
+                .unwrap(),
+            Step::Finished
+        );
+        out
+    }
+
+    fn observed(s: &mut FabricServer, dir: &std::path::Path) -> std::path::PathBuf {
+        let csv = dir.join("links.csv");
+        let cfg = ObserveConfig {
+            window: Time(1_000),
+            link_stats: Some(csv.clone()),
+            ..ObserveConfig::default()
+        };
+        s.observe(cfg, crate::topology::builtin("H8_S1").unwrap())
+            .unwrap();
+        csv
+    }
+
+    #[test]
+    fn windows_leave_the_answers_unchanged_and_add_up_to_the_report() {
+        let dir = tempfile::tempdir().unwrap();
+        for version2 in [false, true] {
+            let mk = || {
+                if version2 {
+                    server_v2("H8_S1", Protocol::Notify, 0)
+                } else {
+                    server("H8_S1", Protocol::Notify, 1, None)
+                }
+            };
+            let mut plain = mk();
+            let mut watched = mk();
+            let csv = observed(&mut watched, dir.path());
+            let answers = session(&mut plain, version2);
+            assert_eq!(session(&mut watched, version2), answers);
+            assert_eq!(
+                answers
+                    .iter()
+                    .filter(|r| matches!(r, Record::Arrival { .. }))
+                    .count(),
+                3
+            );
+            assert_eq!(plain.fabric().report(), watched.fabric().report());
+            let text = std::fs::read_to_string(&csv).unwrap();
+            let rows: Vec<Vec<&str>> = text
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').collect())
+                .collect();
+            let end = watched.fabric().now().0;
+            let links = plain.fabric().report().obufs.len();
+            // whole windows of 1 ns up to the fabric's clock, every link in each
+            assert_eq!(rows.len() as u64, end.div_ceil(1_000) * links as u64);
+            assert_eq!(rows[0][0..2], ["0", "1000"]);
+            assert_eq!(rows.last().unwrap()[1], end.to_string());
+            let flits: u64 = rows.iter().map(|r| r[6].parse::<u64>().unwrap()).sum();
+            let total: u64 = plain
+                .fabric()
+                .report()
+                .obufs
+                .iter()
+                .map(|o| o.data_flits_sent)
+                .sum();
+            assert_eq!(flits, total);
+            assert!(total > 0);
+        }
+    }
+
+    #[test]
+    fn queries_stop_at_the_boundaries_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut plain = server("H8_S1", Protocol::Query, 1, None);
+        let mut watched = server("H8_S1", Protocol::Query, 1, None);
+        let csv = observed(&mut watched, dir.path());
+        let mut answers = [Vec::new(), Vec::new()];
+        for (s, out) in [&mut plain, &mut watched].into_iter().zip(&mut answers) {
+            s.handle(ins(7, 0, 0, 1, 2048), out).unwrap();
+            for t in [3_500u64, 2_000_000] {
+                s.handle(
+                    Record::Query {
+                        handle: 7,
+                        time: Time(t),
+                        inserts_sent: 1,
+                    },
+                    out,
+                )
+                .unwrap();
+            }
+            s.handle(
+                Record::Finish {
+                    time: Time(2_000_000),
+                },
+                out,
+            )
+            .unwrap();
+        }
+        assert_eq!(answers[0], answers[1]);
+        assert!(
+            matches!(answers[0][1], Record::Reply { arrived: true, .. }),
+            "{:?}",
+            answers[0]
+        );
+        let text = std::fs::read_to_string(csv).unwrap();
+        let last = text.lines().last().unwrap();
+        assert!(last.starts_with("1999000,2000000,"), "{last}");
+    }
+}
