@@ -63,10 +63,10 @@ mod triggers;
 
 pub mod serve;
 
+pub use crate::observe::ObserveConfig;
 pub use serve::{run_serve, serve_channel, test_chatter, ServeArgs};
 pub use setup::{parse_quantum, FabricSetup, SetupArgs};
 pub use stats::{ServerStats, SummaryJson};
-pub use crate::observe::ObserveConfig;
 
 use crate::engine::{Fabric, MsgId};
 use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
