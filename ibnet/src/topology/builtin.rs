@@ -59,6 +59,32 @@ impl Builder {
             self.link(h, 0, switches[i / per_switch], (i % per_switch) as u16);
         }
     }
+    /// A two-level fat tree: `hpl * leaves` hosts, then the leaves
+    /// `leaf_<l>` (`leaf_ports` ports) and the spines `spine_<s>`
+    /// (`spine_ports` ports); `hpl` hosts on every leaf, and leaf `l`'s
+    /// port `hpl + s` cabled to port `l` of spine `s`.
+    pub fn leaf_spine(
+        &mut self,
+        hpl: usize,
+        leaves: usize,
+        spines: usize,
+        leaf_ports: usize,
+        spine_ports: usize,
+    ) {
+        let hosts = self.hosts(hpl * leaves);
+        let leaves: Vec<usize> = (0..leaves)
+            .map(|l| self.switch(format!("leaf_{l}"), leaf_ports as u16))
+            .collect();
+        let spines: Vec<usize> = (0..spines)
+            .map(|s| self.switch(format!("spine_{s}"), spine_ports as u16))
+            .collect();
+        self.cable_hosts(&hosts, &leaves, hpl);
+        for (l, &leaf) in leaves.iter().enumerate() {
+            for (s, &spine) in spines.iter().enumerate() {
+                self.link(leaf, (hpl + s) as u16, spine, l as u16);
+            }
+        }
+    }
     /// Route, validate and return.
     pub fn finish(mut self, routing: Routing) -> Result<Topology, TopoError> {
         route(&mut self.t, routing)?;
@@ -145,19 +171,7 @@ fn fat_tree(name: &str, p: usize, nleaves: usize) -> Result<Topology, TopoError>
     }
     let half = p / 2;
     let mut b = Builder::new(name);
-    let hosts = b.hosts(nleaves * half);
-    let leaves: Vec<usize> = (0..nleaves)
-        .map(|l| b.switch(format!("leaf_{l}"), p as u16))
-        .collect();
-    let spines: Vec<usize> = (0..half)
-        .map(|s| b.switch(format!("spine_{s}"), p as u16))
-        .collect();
-    b.cable_hosts(&hosts, &leaves, half);
-    for (l, &leaf) in leaves.iter().enumerate() {
-        for (s, &spine) in spines.iter().enumerate() {
-            b.link(leaf, (half + s) as u16, spine, l as u16);
-        }
-    }
+    b.leaf_spine(half, nleaves, half, p, p);
     b.finish(Routing::UpDown)
 }
 
@@ -186,6 +200,32 @@ fn chain(name: &str, n: usize) -> Result<Topology, TopoError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leaf_spine_cables_hosts_then_leaves_to_spines() {
+        let mut b = Builder::new("t");
+        b.leaf_spine(2, 2, 3, 5, 2);
+        let t = b.t;
+        let names: Vec<&str> = t.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["H_1", "H_2", "H_3", "H_4", "leaf_0", "leaf_1", "spine_0", "spine_1", "spine_2"]
+        );
+        assert_eq!(t.hcas_by_lid(), [(1, 0), (2, 1), (3, 2), (4, 3)]);
+        let ends: Vec<(usize, u16, usize, u16)> = t
+            .links
+            .iter()
+            .map(|l| (l.a.node, l.a.port, l.b.node, l.b.port))
+            .collect();
+        assert_eq!(
+            ends[..4],
+            [(0, 0, 4, 0), (1, 0, 4, 1), (2, 0, 5, 0), (3, 0, 5, 1)]
+        );
+        // leaf 1's port 2 + 2 goes to port 1 of spine 2
+        assert_eq!(ends[4..].len(), 6);
+        assert_eq!(ends[9], (5, 4, 8, 1));
+        assert_eq!((t.nodes[4].num_ports(), t.nodes[8].num_ports()), (5, 2));
+    }
 
     #[test]
     fn h8_s2_ports() {

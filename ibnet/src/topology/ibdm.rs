@@ -19,6 +19,7 @@ mod topo_file;
 use topo_file::{parse_topo, Cabling};
 
 use super::error::{read_text, Loc, TopoError};
+use super::fields::fields;
 use super::siblings::{dir_and_stem, with_extension};
 use super::vecfile::{parse_index_file, parse_vectors};
 use super::{
@@ -213,13 +214,8 @@ fn read_hcas(path: &Path) -> Result<Hcas, TopoError> {
             continue;
         }
         let loc = || Loc::line(path, lineno);
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let [port_name, lid] = f[..] else {
-            return Err(TopoError::parse(
-                loc(),
-                format!("expected `<name>/U1/<port> <LID>`, found {line:?}"),
-            ));
-        };
+        let [port_name, lid] =
+            fields(line, "`<name>/U1/<port> <LID>`").map_err(|m| TopoError::parse(loc(), m))?;
         let parts: Vec<&str> = port_name.split('/').collect();
         if parts.len() != 3 || parts[0].is_empty() {
             return Err(TopoError::parse(

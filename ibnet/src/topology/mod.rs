@@ -69,6 +69,7 @@ mod builtin;
 mod cables;
 mod dstseq;
 mod error;
+mod fields;
 pub mod gen;
 mod ibdm;
 mod ibnetdiscover;

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::error::{read_text, Loc, TopoError};
+use super::fields::fields;
 use super::Topology;
 
 /// Read a rank mapping file and resolve it against `topo`.
@@ -24,13 +25,8 @@ pub fn parse_rank_file(text: &str, file: &Path, topo: &Topology) -> Result<Vec<u
             continue;
         }
         let loc = || Loc::line(file, lineno);
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let [rank, hca] = fields[..] else {
-            return Err(TopoError::parse(
-                loc(),
-                format!("expected `rank hca_name`, found {line:?}"),
-            ));
-        };
+        let [rank, hca] =
+            fields(line, "`rank hca_name`").map_err(|m| TopoError::parse(loc(), m))?;
         let rank: usize = rank.parse().map_err(|_| {
             TopoError::parse(
                 loc(),

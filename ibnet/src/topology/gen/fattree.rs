@@ -108,19 +108,7 @@ pub(crate) fn fattree2(name: &str, rest: &str, o: &mut Opts) -> Result<Topology,
     let ns = arg(name, "SPINES", v[2], 1, MAX_PORTS - hpl)?;
     check_hosts(name, hpl * nl)?;
     let mut b = Builder::new(name);
-    let h = b.hosts(hpl * nl);
-    let leaves: Vec<usize> = (0..nl)
-        .map(|l| b.switch(format!("leaf_{l}"), (hpl + ns) as u16))
-        .collect();
-    let spines: Vec<usize> = (0..ns)
-        .map(|s| b.switch(format!("spine_{s}"), nl as u16))
-        .collect();
-    b.cable_hosts(&h, &leaves, hpl);
-    for (l, &leaf) in leaves.iter().enumerate() {
-        for (s, &spine) in spines.iter().enumerate() {
-            b.link(leaf, (hpl + s) as u16, spine, l as u16);
-        }
-    }
+    b.leaf_spine(hpl, nl, ns, hpl + ns, nl);
     finish_tree(name, b, o)
 }
 

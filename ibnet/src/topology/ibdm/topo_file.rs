@@ -9,6 +9,7 @@ use std::path::Path;
 
 use super::super::cables::Cables;
 use super::super::error::{Loc, TopoError};
+use super::super::fields::fields;
 use super::{chassis_of, ned_name, ChassisDef, End, Hcas, RawNode};
 
 /// Upper bound on switches (ASICs) in one imported network: keeps a
@@ -118,13 +119,8 @@ impl Reader<'_> {
 
     /// A block header `<device-type> <name>`: registers the device.
     fn block_header(&mut self, line: &str, lineno: usize) -> Result<(String, String), TopoError> {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let [device, name] = f[..] else {
-            return Err(self.err(
-                lineno,
-                format!("expected a block header `<device-type> <name>`, found {line:?}"),
-            ));
-        };
+        let [device, name] = fields(line, "a block header `<device-type> <name>`")
+            .map_err(|m| self.err(lineno, m))?;
         let at = Named {
             device,
             name,
@@ -143,16 +139,8 @@ impl Reader<'_> {
         line: &str,
         lineno: usize,
     ) -> Result<(), TopoError> {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let [port, arrow, pdev, pname, pport] = f[..] else {
-            return Err(self.err(
-                lineno,
-                format!(
-                    "expected `P<n> -> <type> <name> P<m>`, found {:?}",
-                    line.trim()
-                ),
-            ));
-        };
+        let [port, arrow, pdev, pname, pport] =
+            fields(line.trim(), "`P<n> -> <type> <name> P<m>`").map_err(|m| self.err(lineno, m))?;
         if !(arrow.starts_with('-') && arrow.ends_with("->")) {
             return Err(self.err(lineno, format!("expected `->`, found {arrow:?}")));
         }
