@@ -685,6 +685,13 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             "ibnet: causal order check: {} events in key order, {} same-instant comparisons, {} past the parents, longest walk {} levels",
             c.events, c.comparisons, c.deep, c.max_depth
         );
+        eprintln!(
+            "ibnet: causal order check: {} same-node same-instant pairs, {} of them with parents at one instant on two other nodes",
+            c.node_pairs, c.cross_ties
+        );
+        for (kinds, n) in fabric.causal_cross_ties().iter().take(8) {
+            eprintln!("ibnet:   {n} {kinds}");
+        }
     }
     let wall_opt = (!a.no_wall_time).then_some(wall);
     let info = RunInfo {

@@ -301,6 +301,12 @@ impl Fabric {
             qp: None,
             loss: None,
         };
+        #[cfg(feature = "causal-check")]
+        {
+            let ports = f.ports.iter().map(|p| p.node).collect();
+            let hcas = f.hcas.iter().map(|h| h.node).collect();
+            f.causal.set_nodes(ports, hcas);
+        }
         f.qp = super::qp::QpState::new(&f.p, f.hcas.len());
         f.loss = super::loss::LossState::new(&f.p, f.hcas.len());
         if f.p.host_model {

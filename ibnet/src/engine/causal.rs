@@ -89,6 +89,14 @@ pub struct CausalSummary {
     pub deep: u64,
     /// The longest walk, in ancestry levels.
     pub max_depth: u32,
+    /// Pairs of events that ran one after the other at the same node and
+    /// instant (the order a logical process owning the node must
+    /// reproduce).
+    pub node_pairs: u64,
+    /// Of those, the pairs whose parents ran at one instant on two other
+    /// nodes (or one of them on this node and the other elsewhere): a
+    /// logical process per node could not order them by its own ranks.
+    pub cross_ties: u64,
 }
 
 pub(super) struct Causal {
@@ -107,6 +115,19 @@ pub(super) struct Causal {
     tick_root: Vec<u32>,
     cred: u64,
     summary: CausalSummary,
+    /// Topology node of each port and HCA (where an event runs).
+    port_node: Vec<u32>,
+    hca_node: Vec<u32>,
+    /// The node of the event being processed.
+    cur_node: u32,
+    cur_t: u64,
+    /// Per node: the last event run there (time, parent's node and time,
+    /// kind).
+    at_node: Vec<(u64, u32, u64, &'static str)>,
+    /// Cross ties by the kinds of the two events.
+    pub(super) ties: FxHashMap<(&'static str, &'static str), u64>,
+    /// (parent's node, parent's time) of every queued event.
+    origin: FxHashMap<(u64, u64), (u32, u64)>,
 }
 
 impl Causal {
@@ -121,6 +142,58 @@ impl Causal {
             tick_root: vec![u32::MAX; nports],
             cred,
             summary: CausalSummary::default(),
+            port_node: Vec::new(),
+            hca_node: Vec::new(),
+            cur_node: u32::MAX,
+            cur_t: 0,
+            at_node: Vec::new(),
+            ties: FxHashMap::default(),
+            origin: FxHashMap::default(),
+        }
+    }
+
+    pub(super) fn set_nodes(&mut self, port_node: Vec<u32>, hca_node: Vec<u32>) {
+        let n = port_node
+            .iter()
+            .chain(&hca_node)
+            .max()
+            .map_or(0, |&m| m as usize + 1);
+        self.at_node = vec![(u64::MAX, 0, 0, ""); n];
+        self.port_node = port_node;
+        self.hca_node = hca_node;
+    }
+
+    /// The topology node an event runs at (none for a message's host event).
+    fn node_of(&self, ev: &Ev) -> u32 {
+        let p = |x: &u32| self.port_node.get(*x as usize).copied().unwrap_or(u32::MAX);
+        let h = |x: &u32| self.hca_node.get(*x as usize).copied().unwrap_or(u32::MAX);
+        match ev {
+            Ev::ArbFlit { port, .. }
+            | Ev::ArbPop { port }
+            | Ev::ArbTxCred { port, .. }
+            | Ev::ArbKick { port }
+            | Ev::ObufFlit { port, .. }
+            | Ev::ObufRxCred { port, .. }
+            | Ev::ObufTick { port }
+            | Ev::ObufPop { port }
+            | Ev::ObufPopTimer { port }
+            | Ev::IbufFlit { port, .. }
+            | Ev::IbufFc { port, .. }
+            | Ev::IbufSent { port, .. } => p(port),
+            Ev::AppStart { h: x }
+            | Ev::AppInject { h: x, .. }
+            | Ev::AppDone { h: x }
+            | Ev::GenMsg { h: x, .. }
+            | Ev::GenPush { h: x }
+            | Ev::GenSent { h: x, .. }
+            | Ev::SinkFlit { h: x, .. }
+            | Ev::SinkDrain { h: x }
+            | Ev::SinkDrainTimer { h: x }
+            | Ev::SinkHiccup { h: x }
+            | Ev::CctiTimer { h: x }
+            | Ev::QpDone { h: x, .. }
+            | Ev::LossRto { h: x, .. } => h(x),
+            Ev::HostLanded { .. } => u32::MAX,
         }
     }
 
@@ -135,6 +208,7 @@ impl Causal {
             self.tick_root[*port as usize] = self.next_k;
         }
         self.pending.insert((t, seq), (self.cur, self.next_k));
+        self.origin.insert((t, seq), (self.cur_node, self.cur_t));
         self.next_k += 1;
     }
 
@@ -148,6 +222,9 @@ impl Causal {
         };
         self.pending
             .insert((t, seq), (Parent::Tick(pi as u32, now / self.cred), k));
+        let node = self.port_node.get(pi).copied().unwrap_or(u32::MAX);
+        self.origin
+            .insert((t, seq), (node, now / self.cred * self.cred));
     }
 
     /// The event `ev` with `seq` is popped at `t`: its key, checked
@@ -177,6 +254,21 @@ impl Causal {
             Key { t, parent, k }
         };
         self.summary.events += 1;
+        let (pnode, pt) = self.origin.remove(&(t, seq)).unwrap_or((u32::MAX, 0));
+        let node = self.node_of(ev);
+        let kind = kind_name(ev);
+        if let Some(at) = self.at_node.get_mut(node as usize) {
+            if at.0 == t {
+                self.summary.node_pairs += 1;
+                if at.2 == pt && at.1 != pnode {
+                    self.summary.cross_ties += 1;
+                    *self.ties.entry((at.3, kind)).or_default() += 1;
+                }
+            }
+            *at = (t, pnode, pt, kind);
+        }
+        self.cur_node = node;
+        self.cur_t = t;
         if let Some((prev, pev)) = self.last {
             if prev.t == t {
                 self.summary.comparisons += 1;
@@ -271,11 +363,39 @@ impl Causal {
     }
 }
 
+/// The name of an event's kind (the cross-tie histogram).
+fn kind_name(ev: &Ev) -> &'static str {
+    let s = format!("{ev:?}");
+    let name = s.split([' ', '{']).next().unwrap_or("");
+    // a handful of names: leak each once
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap();
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(n);
+    n
+}
+
 impl Fabric {
     /// What the causal-order check found so far (a violation stops the run
     /// as a model error, [`Fabric::error`]).
     pub fn causal_check(&self) -> CausalSummary {
         self.causal.summary()
+    }
+
+    /// Cross ties (see [`CausalSummary::cross_ties`]) by the kinds of the
+    /// two events, most frequent first.
+    pub fn causal_cross_ties(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self
+            .causal
+            .ties
+            .iter()
+            .map(|((a, b), n)| (format!("{a} then {b}"), *n))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
     }
 }
 
@@ -377,6 +497,13 @@ mod tests {
                 tick_root: self.tick_root.clone(),
                 cred: self.cred,
                 summary: self.summary,
+                port_node: self.port_node.clone(),
+                hca_node: self.hca_node.clone(),
+                cur_node: self.cur_node,
+                cur_t: self.cur_t,
+                at_node: self.at_node.clone(),
+                ties: self.ties.clone(),
+                origin: self.origin.clone(),
             };
             for &(t, seq) in order {
                 let ev = match c.pending.get(&(t, seq)) {
