@@ -6,8 +6,12 @@ schedgen), called in this process:
 - schedules: :func:`read_goal`, :func:`gen`, :func:`trace2goal`;
 - topologies: :func:`topology` (summary, hosts, switches, links, routes),
   :func:`preset`;
-- simulations: :func:`simulate` (a schedule on a backend: loggp, flow,
-  penalty, lop, onepiece, inproc; cosim through the ``cosim`` binary),
+- backends: :func:`backends` (loggopsim's registry: names, help lines,
+  capabilities);
+- simulations: :func:`simulate` (a schedule on a backend of the registry,
+  or cosim: the two-process co-simulation with both sides in this process
+  over shared memory or message queues; the fabric's link statistics
+  over time on the flit-level backends),
   :func:`simulate_jobs` (several jobs on one fabric), :func:`fabric_run`
   (the fabric alone with its traffic patterns);
 - sweeps: :func:`sweep` (a grid of simulations on a Dask cluster, cached
@@ -21,14 +25,14 @@ See docs/python.md.
 from ._native import __version__
 from .errors import FileError, IbcosimError, InputError, SimulationError
 from .schedule import Schedule, gen, read_goal, trace2goal
-from .sim import (BACKENDS, FabricResult, JobsResult, SimResult, fabric_run, simulate,
-                  simulate_cosim, simulate_jobs)
+from .sim import (BACKENDS, FabricResult, JobsResult, SimResult, backends, fabric_run,
+                  simulate, simulate_cosim, simulate_jobs)
 from .sweep import sweep
 from .topo import Topology, preset, topology
 
 __all__ = [
     "__version__", "BACKENDS", "FabricResult", "FileError", "IbcosimError", "InputError",
-    "JobsResult", "simulate_jobs",
+    "JobsResult", "backends", "simulate_jobs",
     "Schedule", "SimResult", "SimulationError", "Topology", "fabric_run", "gen", "preset",
     "read_goal", "simulate", "simulate_cosim", "sweep", "topology", "trace2goal",
 ]

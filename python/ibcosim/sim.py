@@ -11,7 +11,34 @@ from ._progress import reporter
 from .errors import InputError, SimulationError
 from .schedule import as_schedule
 
-BACKENDS = ("loggp", "flow", "penalty", "lop", "onepiece", "inproc", "cosim")
+#: The package's own backend: the registry's ``ipc`` with the fabric served
+#: by this process (``ibnet::server`` on a thread) over shm or mq.
+COSIM = "cosim"
+
+#: The flit-level backends (the fabric's link statistics over time).
+FLIT_BACKENDS = ("inproc", "onepiece", COSIM)
+
+
+def backends():
+    """The network backends: loggopsim's registry
+    (``loggopsim/src/network/registry.rs``), one row per backend with its
+    ``name``, ``help`` line and capabilities (``topology``,
+    ``map_in_process``, ``fabric_in_process``, ``prebuild``,
+    ``session_key``, ``alone_runs``, ``fast``), in ``--network --help``
+    order, and a last row for ``cosim`` (``registry`` False): the
+    registry's ``ipc`` with the fabric served by this process. A
+    DataFrame."""
+    import pandas as pd
+    rows = [dict(r, registry=True) for r in _native.backends()]
+    ipc = next(r for r in rows if r["name"] == "ipc")
+    rows.append(dict(ipc, name=COSIM, registry=False, session_key=False,
+                     help="The two-process co-simulation (scripts/cosim) in this process: the "
+                          "fabric server on a thread, the scheduler's ipc backend attached to it "
+                          "over shared-memory rings or POSIX message queues (transport=shm|mq)"))
+    return pd.DataFrame(rows)
+
+
+BACKENDS = tuple(r["name"] for r in _native.backends()) + (COSIM,)
 
 _LOGGOPS = ("L", "o", "g", "G", "O", "S")
 
@@ -41,11 +68,15 @@ class SimResult:
     - ``fabric``: the fabric's own report (inproc, onepiece; ``ibnet``'s
       statistics as JSON), else None;
     - ``links``: with a flit-level fabric (inproc, onepiece, cosim), its
-      per-link totals over the run (the fabric report's obufs) in the
-      columns of ``ibnet run --link-stats`` with one window, the whole run
-      (windows over time are :func:`fabric_run`'s); else None."""
+      link statistics over time: one row per link direction and window of
+      ``window`` (``ibnet run --link-stats``'s columns:
+      ``window_start_ps``, ``window_end_ps``, ``link``, ``node``,
+      ``port``, ``peer``, ``data_flits``, ``fc_packets``, ``bytes``,
+      ``busy_ps``, ``utilisation``, ``queue_depth_mean``,
+      ``queue_samples``); with ``window=None`` one window, the whole run
+      (the fabric report's obufs); else None."""
 
-    def __init__(self, report, fabric, messages, schedule):
+    def __init__(self, report, fabric, messages, schedule, links=None):
         import pandas as pd
         self.report = report
         self.schedule = schedule
@@ -73,7 +104,7 @@ class SimResult:
             self.messages = m
         else:
             self.messages = None
-        self.links = _links_of_fabric_report(fabric)
+        self.links = links if links is not None else _links_of_fabric_report(fabric)
 
     @property
     def ok(self):
@@ -89,8 +120,8 @@ class SimResult:
         return plot.latency_histogram(self.messages, ax, bins)
 
     def plot_link_heatmap(self, ax=None, max_rows=64):
-        """Link utilisation of a flit-level run (one column: the whole run;
-        :func:`fabric_run` records windows over time)."""
+        """Link utilisation of a flit-level run: links by windows (as
+        :meth:`FabricResult.plot_link_heatmap`)."""
         return plot.link_heatmap(self.links, ax, title="%s on %s" % (
             self.schedule.name, self.summary["backend"]), max_rows=max_rows)
 
@@ -122,9 +153,11 @@ def _links_of_fabric_report(fabric):
 
 
 def _sim_words(backend, topology, preset, set, loggops, options):
-    if backend not in BACKENDS:
-        raise InputError("backend %r: expected one of %s" % (backend, ", ".join(BACKENDS)))
+    # (the name is checked by the registry, with its message)
     words = ["--network", backend]
+    if backend == COSIM:
+        # scripts/cosim's LogGOPS parameters: 0 unless given
+        loggops = dict({k: 0 for k in ("L", "o", "g", "G", "O")}, **(loggops or {}))
     for k, v in (loggops or {}).items():
         if k not in _LOGGOPS:
             raise InputError("loggops: unknown parameter %r (known: %s)" % (k, ", ".join(_LOGGOPS)))
@@ -140,42 +173,57 @@ def _sim_words(backend, topology, preset, set, loggops, options):
 
 
 def simulate(schedule, backend="loggp", topology=None, preset=None, set=None,
-             loggops=None, messages=True, progress=False, **options):
+             loggops=None, messages=True, progress=False, window="10us", **options):
     """Simulate a schedule as ``loggopsim -f FILE --network BACKEND --json``.
 
     - ``schedule``: a :class:`Schedule` (``read_goal``, ``gen``,
       ``trace2goal``) or a path;
-    - ``backend``: ``loggp`` (LogGP, the default), ``flow``, ``penalty``,
-      ``lop`` (fast models on the fabric's topology), ``onepiece`` (the
-      flit-level fabric called from the scheduler's thread), ``inproc``
-      (the fabric on a thread of this process, over the co-simulation
-      protocol), or ``cosim`` (two processes: runs the workspace's
-      ``cosim`` binary, see :func:`simulate_cosim`);
+    - ``backend``: a name of :func:`backends` (loggopsim's registry):
+      ``loggp`` (LogGP, the default), ``flow``, ``penalty``, ``lop`` (fast
+      models on the fabric's topology), ``onepiece`` (the flit-level
+      fabric called from the scheduler's thread), ``inproc`` (the fabric
+      on a thread of this process, over in-process channels), ``ipc``
+      (attach to a running ``ibnet serve --key KEY``: ``key=KEY``), or
+      ``cosim``: the two-process co-simulation of ``scripts/cosim`` in
+      this process (the fabric server on a thread, the scheduler's ipc
+      backend attached over the real transport, ``transport="shm"`` or
+      ``"mq"``; LogGOPS parameters 0 unless given, as ``scripts/cosim``);
     - ``topology``, ``preset``, ``set``: the fabric (``"fattree:16"``,
       ``"qdr"``, ``{"max_vl": 1}``) for every backend but loggp;
     - ``loggops``: ``dict(L=..., o=..., g=..., G=..., O=..., S=...)``, numbers
       in ps (G and O per byte) or strings with a unit (``"2.5ns"``);
+    - ``window``: the flit-level backends (inproc, onepiece, cosim)
+      record the fabric's link statistics per window of this length
+      (``links``); None: only the whole run's totals;
     - ``options``: loggopsim's other options, ``_`` for ``-``:
       ``protocol="query"``, ``quantum="1ns"``, ``map=FILE``,
       ``insert_at="after-o"``, ``noise_trace=FILE``, ``lop_set=...``,
-      ``latency_factor=...``;
+      ``latency_factor=...``; for cosim also ``transport`` and ``key``
+      (the session's objects are ``/KEY.*``; default a key unique to the
+      run);
     - ``messages``: record every message (a little slower);
     - ``progress``: True for a bar (tqdm) or plain lines, or a callable.
 
     The GIL is released while the simulation runs (threads run
-    simulations in parallel). Returns a :class:`SimResult`. Raises
-    :class:`InputError` for bad options or inputs and
-    :class:`SimulationError` when the run fails (unmatched queues,
-    operations that never completed), each with loggopsim's message."""
-    if backend == "cosim":
-        return simulate_cosim(schedule, topology=topology, preset=preset, set=set,
-                              loggops=loggops, **options)
+    simulations in parallel). Ctrl-C stops a run with KeyboardInterrupt
+    (a cosim run's shared-memory and message-queue objects are removed
+    first). Returns a :class:`SimResult`. Raises :class:`InputError` for
+    bad options or inputs (an unknown backend with the registry's message)
+    and :class:`SimulationError` when the run fails (unmatched queues,
+    operations that never completed, a fabric that failed), each with
+    loggopsim's message."""
     sched = as_schedule(schedule)
     words = _sim_words(backend, topology, preset, set, loggops, options)
-    rep, fabric, msgs = _native.simulate(sched._native, words, sched.name, messages,
-                                         reporter(progress, "simulate"))
+    with tempfile.TemporaryDirectory(prefix="ibcosim-") as d:
+        ls = None
+        if backend in FLIT_BACKENDS and window is not None:
+            ls = os.path.join(d, "links.csv")
+            words += ["--link-stats", ls, "--window", word(window)]
+        rep, fabric, msgs = _native.simulate(sched._native, words, sched.name, messages,
+                                             reporter(progress, "simulate"))
+        links = _read_links(ls) if ls and os.path.exists(ls) else None
     report = json.loads(rep)
-    res = SimResult(report, json.loads(fabric) if fabric else None, msgs, sched)
+    res = SimResult(report, json.loads(fabric) if fabric else None, msgs, sched, links)
     res.summary["backend"] = backend
     if not report["ok"]:
         err = SimulationError(_failure(report))
@@ -184,77 +232,25 @@ def simulate(schedule, backend="loggp", topology=None, preset=None, set=None,
     return res
 
 
+def _read_links(path):
+    import pandas as pd
+    return pd.read_csv(path, dtype={"node": str, "peer": str, "link": str})
+
+
 def _failure(report):
     if report.get("leftovers"):
         return "unmatched receive/unexpected queues at the end of the run"
     return "%d operations never completed" % report.get("incomplete_ops", 0)
 
 
-def _cosim_binary():
-    here = os.path.dirname(os.path.abspath(__file__))
-    env = os.environ.get("IBCOSIM_COSIM")
-    if env:
-        return env
-    import shutil
-    # the workspace's build (an editable or in-tree install), then PATH
-    root = os.environ.get("IBCOSIM_ROOT")
-    cands = []
-    for base in filter(None, [root, os.getcwd(), os.path.join(here, "..", "..")]):
-        for prof in ("release", "ci", "debug"):
-            cands.append(os.path.join(base, "target", prof, "cosim"))
-    for c in cands:
-        if os.access(c, os.X_OK):
-            return c
-    return shutil.which("cosim")
-
-
 def simulate_cosim(schedule, topology=None, preset=None, set=None, loggops=None,
-                   protocol=None, transport=None, timeout=600, **options):
-    """The two-process co-simulation: this calls the workspace's ``cosim``
-    binary (the supervisor that starts ``ibnet serve`` and ``loggopsim
-    --network ipc``), since the supervisor's process handling is not a
-    library call. The binary is found through ``IBCOSIM_COSIM``, then
-    ``target/{release,ci,debug}/cosim`` under ``IBCOSIM_ROOT`` or the
-    current directory, then PATH (build it with ``cargo build --release
-    -p cosim``)."""
-    import subprocess
-    sched = as_schedule(schedule)
-    exe = _cosim_binary()
-    if exe is None:
-        raise FileNotFoundError("backend='cosim' needs the cosim binary: cargo build --release "
-                                "-p cosim (or set IBCOSIM_COSIM)")
-    with tempfile.TemporaryDirectory(prefix="ibcosim-") as d:
-        f = os.path.join(d, "schedule.goal")
-        sched.write(f)
-        words = [exe, "--schedule", f, "--json"]
-        if topology is not None:
-            words += ["--topology", word(topology)]
-        if preset is not None:
-            words += ["--preset", preset]
-        for kv in set_words(set):
-            words += ["--set", kv]
-        if protocol is not None:
-            words += ["--protocol", protocol]
-        if transport is not None:
-            words += ["--transport", transport]
-        words += option_words(options)
-        if loggops:
-            words.append("--")
-            for k, v in loggops.items():
-                words += ["-" + k, word(v)]
-        p = subprocess.run(words, capture_output=True, text=True, timeout=timeout)
-        if p.returncode != 0:
-            lines = [x for x in p.stderr.strip().splitlines() if "error" in x] or \
-                p.stderr.strip().splitlines()
-            msg = lines[-1] if lines else "cosim exited with %d" % p.returncode
-            raise (InputError if p.returncode == 2 else SimulationError)(msg)
-        out = json.loads(p.stdout)
-        report, fabric = out["scheduler"], out.get("fabric")
-    res = SimResult(report, fabric, None, sched)
-    res.summary["backend"] = "cosim"
-    if not report["ok"]:
-        raise SimulationError(_failure(report))
-    return res
+                   protocol=None, transport=None, **options):
+    """``simulate(schedule, backend="cosim", ...)``: the two-process
+    co-simulation of ``scripts/cosim`` (``protocol`` notify or query,
+    ``transport`` shm or mq) with both sides in this process, through the
+    libraries (no binary is needed)."""
+    return simulate(schedule, backend=COSIM, topology=topology, preset=preset, set=set,
+                    loggops=loggops, protocol=protocol, transport=transport, **options)
 
 
 class FabricResult:
@@ -338,7 +334,7 @@ def fabric_run(topology, traffic="shift:1", until=None, preset=None, set=None,
             words += ["--messages-csv", ms]
         words += option_words(options)
         rep = json.loads(_native.fabric_run(words, reporter(progress, "fabric_run")))
-        links = pd.read_csv(ls) if ls else None
+        links = _read_links(ls) if ls else None
         msgs = pd.read_csv(ms) if ms else None
     res = FabricResult(rep, links, msgs)
     if rep.get("error"):

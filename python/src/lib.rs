@@ -9,6 +9,10 @@
 //! with the same defaults, so that a value means what it means on the
 //! command line. Reports go back as JSON text with the binaries' keys.
 //!
+//! `simulate.rs` runs a schedule on a backend of loggopsim's registry (or
+//! `cosim`), `served.rs` holds `cosim`: the co-simulation's two sides in
+//! this process over shared memory or message queues.
+//!
 //! Errors become the Python exceptions of `ibcosim.errors`: `InputError`
 //! for what the binaries report with exit code 2 (bad options, files,
 //! parameters), `SimulationError` for exit code 1 (a failed run).
@@ -16,9 +20,10 @@
 // pyo3 0.22's #[pyfunction] expansion converts PyErr into itself
 #![allow(clippy::useless_conversion)]
 
-use clap::{Parser, ValueEnum};
-use loggopsim::engine::{NoTrace, Params, Sim, TraceEvent, Tracer};
-use loggopsim::network::{LogGp, Network};
+mod served;
+mod simulate;
+
+use clap::Parser;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::{Path, PathBuf};
@@ -98,6 +103,9 @@ impl Progress {
             every: 0.5,
             interrupted: None,
         }
+    }
+    fn has_callback(&self) -> bool {
+        self.cb.is_some()
     }
     fn due(&self) -> bool {
         self.last.elapsed().as_secs_f64() >= self.every
@@ -359,345 +367,6 @@ fn route(
         .to_string())
     })
     .map_err(|e| e.into_py(py))
-}
-
-// ------------------------------------------------------------ simulate
-
-/// Backends of `loggopsim --network` that run in this process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum NetworkKind {
-    Loggp,
-    Inproc,
-    Onepiece,
-    Flow,
-    Penalty,
-    Lop,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum InsertAt {
-    Start,
-    #[value(name = "after-o")]
-    AfterO,
-}
-
-fn time_ps(s: &str) -> Result<u64, String> {
-    ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Ps).map(|t| t.as_ps())
-}
-
-/// The simulation options of `loggopsim` (src/main.rs `SimArgs`) that
-/// concern a run in this process, with the same names and defaults.
-#[derive(Parser, Debug)]
-#[command(name = "loggopsim", no_binary_name = true)]
-struct SimOpts {
-    #[arg(short = 'L', default_value = "2500", value_parser = time_ps)]
-    l: u64,
-    #[arg(short = 'o', default_value = "1500", value_parser = time_ps)]
-    o: u64,
-    #[arg(short = 'g', default_value = "1000", value_parser = time_ps)]
-    g: u64,
-    #[arg(short = 'G', default_value = "6", value_parser = time_ps)]
-    big_g: u64,
-    #[arg(short = 'O', default_value = "0", value_parser = time_ps)]
-    big_o: u64,
-    #[arg(short = 'S', default_value_t = 65535)]
-    s: u64,
-    #[arg(long = "o-large", value_parser = time_ps)]
-    o_large: Option<u64>,
-    #[arg(long = "O-large", value_parser = time_ps)]
-    big_o_large: Option<u64>,
-    #[arg(long = "large-threshold")]
-    large_threshold: Option<u64>,
-    #[arg(long = "insert-at", value_enum, default_value = "start")]
-    insert_at: InsertAt,
-    #[arg(long = "noise-trace")]
-    noise_trace: Option<PathBuf>,
-    #[arg(long = "noise-seed", default_value_t = 0)]
-    noise_seed: u64,
-    #[arg(long, value_enum, default_value = "loggp")]
-    network: NetworkKind,
-    #[command(flatten)]
-    cosim: loggopsim::network::fabric::CosimArgs,
-    #[command(flatten)]
-    fast: loggopsim::network::flow::FastArgs,
-}
-
-impl SimOpts {
-    fn params(&self) -> Params {
-        Params {
-            l: self.l,
-            o: self.o,
-            g: self.g,
-            big_g: self.big_g,
-            big_o: self.big_o,
-            s: self.s,
-            o_large: self.o_large,
-            big_o_large: self.big_o_large,
-            large_threshold: self.large_threshold,
-        }
-    }
-}
-
-/// Largest message the flit-level fabric simulates (1 TiB), as loggopsim.
-const FABRIC_MAX_MESSAGE_BYTES: u64 = 1 << 40;
-
-fn check_fabric_sizes(name: &str, s: &loggopsim::schedule::Schedule) -> R<()> {
-    for r in 0..s.num_ranks() {
-        for n in s.rank_nodes(r) {
-            let op = s.op(n);
-            if op.kind == loggopsim::schedule::Kind::Send && op.size > FABRIC_MAX_MESSAGE_BYTES {
-                return Err(input(format!(
-                    "{name}: rank {r}: a send of {} bytes is larger than the largest message the \
-                     fabric simulates ({FABRIC_MAX_MESSAGE_BYTES} bytes, 1 TiB); the LogGP \
-                     backend (--network loggp) has no such limit",
-                    op.size
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The messages a run delivered (receiver side), column by column.
-#[derive(Default)]
-struct MsgLog {
-    src: Vec<u32>,
-    dst: Vec<u32>,
-    bytes: Vec<u64>,
-    tag: Vec<u32>,
-    sent_ps: Vec<u64>,
-    arrived_ps: Vec<u64>,
-    recv_start_ps: Vec<u64>,
-    recv_end_ps: Vec<u64>,
-}
-
-impl Tracer for MsgLog {
-    fn event(&mut self, e: &TraceEvent) {
-        if let TraceEvent::MsgReceived {
-            host,
-            src,
-            size,
-            tag,
-            sent,
-            arrived,
-            start,
-            end,
-            ..
-        } = *e
-        {
-            self.src.push(src);
-            self.dst.push(host);
-            self.bytes.push(size);
-            self.tag.push(tag);
-            self.sent_ps.push(sent);
-            self.arrived_ps.push(arrived);
-            self.recv_start_ps.push(start);
-            self.recv_end_ps.push(end);
-        }
-    }
-}
-
-fn cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes into the timespec we pass.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-fn make_network(
-    a: &SimOpts,
-    cosim: &loggopsim::network::fabric::CosimArgs,
-    num_ranks: u32,
-) -> R<Box<dyn Network>> {
-    Ok(match a.network {
-        NetworkKind::Loggp => Box::new(LogGp::new()),
-        NetworkKind::Inproc => {
-            Box::new(loggopsim::network::inproc::spawn(cosim, num_ranks).map_err(input)?)
-        }
-        NetworkKind::Onepiece => {
-            Box::new(loggopsim::network::onepiece::build(cosim, num_ranks).map_err(input)?)
-        }
-        NetworkKind::Flow | NetworkKind::Penalty | NetworkKind::Lop => {
-            let kind = match a.network {
-                NetworkKind::Flow => "flow",
-                NetworkKind::Penalty => "penalty",
-                _ => "lop",
-            };
-            loggopsim::network::fast::build(kind, &cosim.fabric, &a.fast, cosim.protocol, num_ranks)
-                .map_err(input)?
-        }
-    })
-}
-
-/// Steps `sim` to the end (as loggopsim's run loop) with progress calls.
-fn run_sim<T: Tracer>(
-    sim: &mut Sim<Box<dyn Network>, T>,
-    a: &SimOpts,
-    noise: Option<loggopsim::noise::Noise>,
-    progress: &mut Progress,
-) -> R<String> {
-    if let Some(n) = noise {
-        sim.set_noise(n);
-    }
-    sim.set_insert_after_o(a.insert_at == InsertAt::AfterO);
-    let t0 = Instant::now();
-    let c0 = cpu_seconds();
-    let mut res = Ok(());
-    loop {
-        match sim.step() {
-            Ok(Some(t)) => {
-                if sim.processed().is_multiple_of(1 << 16)
-                    && progress.due()
-                    && !progress.call(
-                        &[
-                            ("events", sim.events() as f64),
-                            ("sim_time_ps", t.as_ps() as f64),
-                            ("wall_s", t0.elapsed().as_secs_f64()),
-                        ],
-                        false,
-                    )
-                {
-                    return Err(Fail::Interrupted);
-                }
-            }
-            Ok(None) => break,
-            Err(e) => {
-                res = Err(e);
-                break;
-            }
-        }
-    }
-    let wall = t0.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - c0;
-    if progress.cb.is_some() {
-        let _ = progress.call(
-            &[
-                ("events", sim.events() as f64),
-                ("sim_time_ps", sim.now().as_ps() as f64),
-                ("wall_s", wall),
-                ("done", 1.0),
-            ],
-            true,
-        );
-    }
-    res.map_err(|e| {
-        let m = format!("simulation failed: {e}");
-        if matches!(e, loggopsim::engine::SimError::TimeOverflow { .. }) {
-            Fail::Input(m)
-        } else {
-            Fail::Sim(m)
-        }
-    })?;
-    let rep = sim.report();
-    Ok(loggopsim::report::json(
-        sim.network().name(),
-        &rep,
-        sim.params(),
-        wall,
-        cpu,
-    ))
-}
-
-/// Run `schedule` as `loggopsim WORDS --json` does (without -f: the
-/// schedule is given). Returns the JSON report (loggopsim's), the fabric
-/// backends' own report (JSON text, inproc/onepiece) and the message
-/// records (a dict of columns) when `messages`.
-#[pyfunction]
-#[pyo3(signature = (schedule, words, name, messages=false, progress=None))]
-fn simulate(
-    py: Python<'_>,
-    schedule: &NativeSchedule,
-    words: Vec<String>,
-    name: String,
-    messages: bool,
-    progress: Option<PyObject>,
-) -> PyResult<(String, Option<String>, Option<PyObject>)> {
-    let mut a = SimOpts::try_parse_from(&words).map_err(|e| clap_err(e).into_py(py))?;
-    let sched = schedule.s.clone();
-    let dir = tempfile::tempdir()
-        .map_err(|e| Fail::Input(format!("temporary directory: {e}")).into_py(py))?;
-    let fabric_backend = matches!(a.network, NetworkKind::Inproc | NetworkKind::Onepiece);
-    let report_path = dir.path().join("fabric.json");
-    if fabric_backend && a.cosim.fabric_report.is_none() {
-        a.cosim.fabric_report = Some(report_path.clone());
-        a.cosim.fabric_json = true;
-    }
-    let mut prog = Progress::new(progress);
-    let r = py.allow_threads(|| -> R<(String, Option<MsgLog>)> {
-        let noise = match &a.noise_trace {
-            Some(nf) => {
-                let text =
-                    schedgen::input::read_text_limited(nf, schedgen::input::MAX_SMALL_TEXT_BYTES)
-                        .map_err(|e| input(format!("{}: {e}", nf.display())))?;
-                Some(
-                    loggopsim::noise::Noise::parse(
-                        &nf.display().to_string(),
-                        &text,
-                        sched.num_ranks(),
-                        a.noise_seed,
-                    )
-                    .map_err(input)?,
-                )
-            }
-            None => None,
-        };
-        if a.network != NetworkKind::Loggp {
-            check_fabric_sizes(&name, &sched)?;
-        }
-        // put/get need a version-3 session; where this process builds the
-        // fabric a version-2 protocol is raised (as loggopsim does)
-        let cosim = if sched.uses_one_sided() && fabric_backend && a.cosim.protocol.version == 2 {
-            loggopsim::network::fabric::CosimArgs {
-                protocol: a.cosim.protocol.with_one_sided(),
-                ..a.cosim.clone()
-            }
-        } else {
-            a.cosim.clone()
-        };
-        let net = make_network(&a, &cosim, sched.num_ranks())?;
-        let p = a.params();
-        let mk = |e: loggopsim::engine::SimError| input(format!("{e}"));
-        if messages {
-            let mut sim = Sim::with_tracer(sched, p, net, MsgLog::default()).map_err(mk)?;
-            let j = run_sim(&mut sim, &a, noise, &mut prog)?;
-            Ok((j, Some(std::mem::take(sim.tracer_mut()))))
-        } else {
-            let mut sim = Sim::with_tracer(sched, p, net, NoTrace).map_err(mk)?;
-            let j = run_sim(&mut sim, &a, noise, &mut prog)?;
-            Ok((j, None))
-        }
-    });
-    let (json, log) = r.map_err(|e| e.into_py(py))?;
-    let fabric = if fabric_backend {
-        a.cosim
-            .fabric_report
-            .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-    } else {
-        None
-    };
-    let msgs = match log {
-        Some(m) => {
-            let d = PyDict::new_bound(py);
-            d.set_item("src", m.src)?;
-            d.set_item("dst", m.dst)?;
-            d.set_item("bytes", m.bytes)?;
-            d.set_item("tag", m.tag)?;
-            d.set_item("sent_ps", m.sent_ps)?;
-            d.set_item("arrived_ps", m.arrived_ps)?;
-            d.set_item("recv_start_ps", m.recv_start_ps)?;
-            d.set_item("recv_end_ps", m.recv_end_ps)?;
-            Some(d.into_any().unbind())
-        }
-        None => None,
-    };
-    Ok((json, fabric, msgs))
 }
 
 // ----------------------------------------------------------- fabric run
@@ -1061,7 +730,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace2goal, m)?)?;
     m.add_function(wrap_pyfunction!(topology, m)?)?;
     m.add_function(wrap_pyfunction!(route, m)?)?;
-    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate::simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate::backends, m)?)?;
+    m.add_function(wrap_pyfunction!(served::session_objects, m)?)?;
+    // Ctrl-C is Python's (KeyboardInterrupt, then the run unwinds and its
+    // sessions unlink their objects): ipc-proto's signal thread, which
+    // would exit the interpreter on it, handles SIGTERM and SIGHUP only.
+    ipc_proto::signals::leave_sigint_to_program();
     m.add_function(wrap_pyfunction!(fabric_run, m)?)?;
     m.add_function(wrap_pyfunction!(preset, m)?)?;
     m.add_function(wrap_pyfunction!(place_jobs, m)?)?;
