@@ -4,8 +4,8 @@
 //! reports the exit on the supervisor's event channel.
 //!
 //! Whole lines: a side's `eprintln!` is several write(2) calls (one per
-//! piece of the format string), so the two sides' lines used to interleave
-//! mid-line when both wrote at once. Each side's reader now forwards only
+//! piece of the format string), so the two sides' lines would interleave
+//! mid-line when both wrote at once. Each side's reader forwards only
 //! complete lines, each batch in one write under the lock of the
 //! supervisor's stderr. A partial line (a terminal spinner, a prompt) is
 //! forwarded as it is once the side has written nothing more for

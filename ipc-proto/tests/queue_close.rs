@@ -2,7 +2,7 @@
 //! itself, and an unlinked queue stays charged against the per-user
 //! RLIMIT_MSGQUEUE budget (about 9 default queues) while a descriptor is
 //! open: a process running sessions one after the other (the conformance
-//! checker runs 12) used to run out after about 4.
+//! checker runs 12) that leaked them would run out after about 4.
 
 use ipc_proto::{create_fabric, open_scheduler, ProtoError, Protocol, Record, Time};
 use std::time::{Duration, Instant};

@@ -213,7 +213,7 @@ pub fn read<R: Read + Seek>(name: &str, mut r: R, len: u64) -> Result<Schedule, 
         parse_rank(name, &block, off, rank, p, one_sided_ok, &mut b, &mut raw)?;
     }
     // Nothing may follow the last block: trailing bytes mean a damaged or
-    // concatenated file (they used to be ignored).
+    // concatenated file, not something to ignore.
     if data_end < len {
         return Err(berr(
             name,

@@ -54,7 +54,7 @@ impl Noise {
             let s = num("start")?;
             let d = num("duration")?;
             // The trace's period (last end) and total noise must fit in 64
-            // bits; they used to saturate silently.
+            // bits; saturating would change the noise silently.
             total = total.checked_add(d).ok_or_else(|| LoadError::Syntax {
                 file: name.into(),
                 line: i as u64 + 1,

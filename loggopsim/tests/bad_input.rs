@@ -117,8 +117,8 @@ fn raw_tags_beyond_32_bits_are_refused_naming_trace_line_and_tag() {
 
 const CYCLE: &str = "num_ranks 2\nrank 0 {\nl1: calc 1\nl2: calc 2\nl3: calc 3\nl1 requires l2\nl2 requires l1\n}\nrank 1 {\n}\n";
 
-/// A dependency cycle used to end the run with exit 1 and "unmatched
-/// receive/unexpected queues"; it is bad input, named with every label's line.
+/// A dependency cycle is bad input (exit 2), named with every label's
+/// line, not a run that ends with unmatched receive/unexpected queues.
 #[test]
 fn dependency_cycle_is_bad_input_naming_its_labels_and_lines() {
     let d = tempfile::tempdir().unwrap();
@@ -251,8 +251,8 @@ fn dependency_cycle_in_a_binary_schedule_is_bad_input() {
 }
 
 /// A label defined twice in a rank: the first definition counts (as in
-/// LogGOPSim, which the GOAL grammar follows), and the second is no longer
-/// silent.
+/// LogGOPSim, which the GOAL grammar follows), and the second is warned
+/// about.
 #[test]
 fn label_defined_twice_is_a_warning_naming_both_lines() {
     let d = tempfile::tempdir().unwrap();

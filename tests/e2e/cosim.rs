@@ -2036,9 +2036,9 @@ fn path_with(dir: &Path) -> String {
 }
 
 /// scripts/cosim's first use builds only the three binaries a run needs,
-/// shows cargo's progress (it used to run `cargo build --quiet
-/// --workspace` and print one line for minutes) and says how long that
-/// takes; a second use builds nothing.
+/// shows cargo's progress (not `cargo build --quiet --workspace` with
+/// one line for minutes) and says how long that takes; a second use
+/// builds nothing.
 #[test]
 fn scripts_cosim_builds_only_what_a_run_needs_and_shows_progress() {
     let dir = tempfile::tempdir().unwrap();

@@ -374,7 +374,7 @@ fn trace_and_simulate_small_defects_are_fixed() {
         let sim = row["simulated_us"].as_f64().unwrap();
         assert!(sim >= 2000.0, "{row}");
     }
-    // `--method plain` with the qdr preset used to fail with "unknown
+    // `--method plain` with the qdr preset must not fail with "unknown
     // --link-model ''": plain takes no link model, any preset works; and
     // --collectives reaches trace2goal (the ping-pong has none: same bound).
     let out = run(Command::new(repo_root().join("scripts/trace-and-simulate"))

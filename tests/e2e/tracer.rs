@@ -113,8 +113,8 @@ macro_rules! require_mpi {
     };
 }
 
-/// Without Open MPI the MPI tests used to print "SKIPPED" and
-/// pass. Now they fail, and the message says why and what to run.
+/// Without Open MPI the MPI tests fail (they must not print "SKIPPED"
+/// and pass), and the message says why and what to run.
 #[test]
 fn without_open_mpi_the_mpi_tests_fail_and_say_why() {
     let why = tracer_library_with_path(Some(std::ffi::OsStr::new("/nonexistent")))

@@ -43,7 +43,7 @@ pub struct Capabilities {
 
 /// Largest message the flit-level fabric simulates (the same limit as
 /// ibnet's `MAX_MESSAGE_BYTES`, 1 TiB): bigger sends are refused before the
-/// fabric is started (they used to abort it).
+/// fabric is started (inside it they would abort the run).
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 40;
 
 /// A fabric server built beforehand (one-piece mode), or why it failed.

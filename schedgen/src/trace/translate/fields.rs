@@ -21,7 +21,7 @@ pub(super) fn count_array(
 
 /// Largest message the translator writes: the reference computes sizes in
 /// a C `int`, and GOAL sizes from traces are kept in that range (a larger
-/// product used to wrap to a negative or zero size).
+/// product would wrap to a negative or zero size).
 pub const MAX_MESSAGE_BYTES: i64 = i32::MAX as i64;
 
 /// `count * datatype size` in bytes, checked: both non-negative and the

@@ -86,7 +86,7 @@ pub(super) fn read_traces(first: &Path) -> Result<Vec<RankTrace>, TraceError> {
             ));
         }
         // An empty file, or one without a single MPI call line, is not a
-        // trace (it used to give an empty schedule with exit 0).
+        // trace (not an empty schedule with exit 0).
         if !text
             .lines()
             .any(|l| matches!(recognise(l), Ok(Recognised::Known { .. })))
