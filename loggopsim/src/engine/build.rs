@@ -150,18 +150,23 @@ impl<N: Network, T: Tracer> Sim<N, T> {
     }
 }
 
+/// A new engine for a GOAL text with the default parameters on LogGP
+/// (for the engine's unit tests).
+#[cfg(test)]
+pub(super) fn loggp_sim(text: &str) -> Sim<crate::network::LogGp> {
+    let s = crate::goal::parse_str("t.goal", text).unwrap();
+    Sim::new(s, Params::default(), crate::network::LogGp::new()).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::engine::{Params, Sim};
-    use crate::network::LogGp;
 
     /// Every root counts as an event from the start (section 8's Events);
     /// nothing has run yet.
     #[test]
     fn a_new_engine_counts_its_roots() {
         let text = "num_ranks 2\nrank 0 {\nl1: calc 1\nl2: calc 2\nl3: calc 3\nl3 requires l1\n}\nrank 1 {\nl1: calc 1\n}\n";
-        let s = crate::goal::parse_str("t.goal", text).unwrap();
-        let sim = Sim::new(s, Params::default(), LogGp::new()).unwrap();
+        let sim = crate::engine::build::loggp_sim(text);
         assert_eq!((sim.events(), sim.processed(), sim.now().0), (3, 0, 0));
         assert_eq!((sim.schedule_ops(), sim.schedule_ranks()), (4, 2));
         assert!(!sim.is_done());

@@ -88,16 +88,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
                     members: std::collections::VecDeque::from([(ev.seq, ev.id)]),
                     proxy: Some((avail, ev.seq)),
                 };
-                let gi = match self.group_free.pop() {
-                    Some(i) => {
-                        self.groups[i as usize] = g;
-                        i
-                    }
-                    None => {
-                        self.groups.push(g);
-                        self.groups.len() as u32 - 1
-                    }
-                };
+                let gi = super::slots::store(&mut self.groups, &mut self.group_free, g);
                 self.group_of.insert(class, gi);
                 self.heap.push(Ev {
                     time: avail,
@@ -232,8 +223,6 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 #[cfg(test)]
 mod tests {
     use super::{class_key, class_name};
-    use crate::engine::{Params, Sim};
-    use crate::network::LogGp;
 
     #[test]
     fn classes_separate_kind_host_cpu_and_nic() {
@@ -270,8 +259,7 @@ mod tests {
             text += "}\n";
         }
         let run = |grouping: bool| {
-            let s = crate::goal::parse_str("a2a.goal", &text).unwrap();
-            let mut sim = Sim::new(s, Params::default(), LogGp::new()).unwrap();
+            let mut sim = crate::engine::build::loggp_sim(&text);
             sim.set_grouping(grouping);
             sim.run().unwrap();
             sim.report()

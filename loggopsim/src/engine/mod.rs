@@ -62,7 +62,7 @@
 //! (section 5), `handlers/` (section 6), `groups.rs` (blocked events put
 //! back), `sync.rs` (section 7: poll, notify, exact), `one_sided.rs`,
 //! `triggers.rs`, `run.rs` (the main loop), `build.rs` (construction),
-//! `checked.rs` (9.4).
+//! `checked.rs` (9.4), `slots.rs` (reused table slots).
 
 mod build;
 mod checked;
@@ -75,6 +75,7 @@ mod params;
 mod queue;
 mod report;
 mod run;
+mod slots;
 mod sync;
 mod trace;
 mod triggers;

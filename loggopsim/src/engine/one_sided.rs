@@ -347,8 +347,7 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::{OneSidedTimes, Params, Sim};
-    use crate::network::LogGp;
+    use crate::engine::{OneSidedTimes, Params};
 
     /// docs/rdma.md "LogGP costs" with the defaults and s = 10:
     /// put_remote = o + L + 9G = 1500 + 2500 + 54 = 4054, one more L for
@@ -376,8 +375,7 @@ mod tests {
     #[test]
     fn put_completions_release_their_dependents() {
         let text = "num_ranks 2\nrank 0 {\nl1: put 10b to 1\nl2: calc 1\nl2 requires l1\n}\nrank 1 {\nl1: poll 10b from 0\nl2: calc 1\nl2 requires l1\n}\n";
-        let s = crate::goal::parse_str("p.goal", text).unwrap();
-        let mut sim = Sim::new(s, Params::default(), LogGp::new()).unwrap();
+        let mut sim = crate::engine::build::loggp_sim(text);
         sim.run().unwrap();
         let r = sim.report();
         assert!(r.ok(), "{r:?}");

@@ -148,8 +148,6 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 #[cfg(test)]
 mod tests {
     use super::{HostLeftovers, Pending, Report};
-    use crate::engine::{Params, Sim};
-    use crate::network::LogGp;
 
     fn report(finish_times: Vec<u64>) -> Report {
         Report {
@@ -185,8 +183,7 @@ mod tests {
     fn leftovers_show_wildcards_as_minus_one() {
         let text =
             "num_ranks 2\nrank 0 {\nl1: recv 8b from -1 tag -1\n}\nrank 1 {\nl1: calc 1\n}\n";
-        let s = crate::goal::parse_str("t.goal", text).unwrap();
-        let mut sim = Sim::new(s, Params::default(), LogGp::new()).unwrap();
+        let mut sim = crate::engine::build::loggp_sim(text);
         sim.run().unwrap();
         let r = sim.report();
         assert!(!r.ok());

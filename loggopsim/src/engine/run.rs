@@ -121,8 +121,6 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::{Params, Sim};
-    use crate::network::LogGp;
 
     /// `step` returns the events' times in order (roots at 0, the message
     /// at t + o + L = 4000), then None for good.
@@ -130,8 +128,7 @@ mod tests {
     fn steps_come_in_time_order_then_none() {
         let text =
             "num_ranks 2\nrank 0 {\nl1: send 10b to 1\n}\nrank 1 {\nl1: recv 10b from 0\n}\n";
-        let s = crate::goal::parse_str("t.goal", text).unwrap();
-        let mut sim = Sim::new(s, Params::default(), LogGp::new()).unwrap();
+        let mut sim = crate::engine::build::loggp_sim(text);
         let mut times = Vec::new();
         while let Some(t) = sim.step().unwrap() {
             times.push(t.0);

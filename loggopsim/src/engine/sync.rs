@@ -5,6 +5,7 @@
 use super::handlers::Msg;
 use super::one_sided;
 use super::queue::{Ev, MSG_FLAG};
+use super::slots;
 use super::{Sim, SimError, TraceEvent, Tracer};
 use crate::network::{Handle, Network, SyncMode};
 use crate::Time;
@@ -33,16 +34,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         if self.mode == SyncMode::Exact {
             m.arrival = earliest;
         }
-        let slot = match self.msg_free.pop() {
-            Some(s) => {
-                self.msgs[s as usize] = m;
-                s
-            }
-            None => {
-                self.msgs.push(m);
-                self.msgs.len() as u32 - 1
-            }
-        };
+        let slot = slots::store(&mut self.msgs, &mut self.msg_free, m);
         match self.mode {
             SyncMode::Poll => self.heap.push(Ev {
                 time: earliest,
@@ -298,21 +290,25 @@ mod tests {
         }
     }
 
-    const PAIR: &str =
-        "num_ranks 2\nrank 0 {\nl1: send 10b to 1\n}\nrank 1 {\nl1: recv 10b from 0\n}\n";
+    /// One message 0 -> 1 on a [`Delay`] network of delay `d`.
+    fn pair_on_delay(d: u64, lost: bool) -> Sim<Delay> {
+        let pair =
+            "num_ranks 2\nrank 0 {\nl1: send 10b to 1\n}\nrank 1 {\nl1: recv 10b from 0\n}\n";
+        let s = crate::goal::parse_str("t.goal", pair).unwrap();
+        let net = Delay {
+            d,
+            lost,
+            sent: Vec::new(),
+        };
+        Sim::new(s, Params::default(), net).unwrap()
+    }
 
     /// Notify mode: the message event enters the queue at its reported
     /// arrival (here 7000, after t + o + L = 4000) and is taken in then:
     /// 7000 + o + 9G = 8554.
     #[test]
     fn notify_processes_a_message_at_its_reported_arrival() {
-        let s = crate::goal::parse_str("t.goal", PAIR).unwrap();
-        let net = Delay {
-            d: 7000,
-            lost: false,
-            sent: Vec::new(),
-        };
-        let mut sim = Sim::new(s, Params::default(), net).unwrap();
+        let mut sim = pair_on_delay(7000, false);
         sim.run().unwrap();
         assert_eq!(sim.report().finish_times, vec![1500, 8554]);
     }
@@ -320,13 +316,7 @@ mod tests {
     /// A network that never reports a message in flight is an error, not a hang.
     #[test]
     fn no_arrivals_is_an_error() {
-        let s = crate::goal::parse_str("t.goal", PAIR).unwrap();
-        let net = Delay {
-            d: 1,
-            lost: true,
-            sent: Vec::new(),
-        };
-        let mut sim = Sim::new(s, Params::default(), net).unwrap();
+        let mut sim = pair_on_delay(1, true);
         assert_eq!(sim.run(), Err(SimError::NoArrivals(1)));
     }
 }

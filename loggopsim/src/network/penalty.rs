@@ -287,6 +287,36 @@ mod tests {
         net.drain().iter().map(|t| t.0).collect()
     }
 
+    /// The penalties rho = B / rate of flows 0, 1, ... (B = `b` B/ps) are
+    /// `want`.
+    fn assert_penalties(net: &FlowNet, b: f64, want: &[f64], step: &str) {
+        let rho: Vec<f64> = (0..want.len() as u64).map(|h| b / net.rate(h)).collect();
+        for (i, w) in want.iter().enumerate() {
+            assert!((rho[i] - w).abs() < 1e-12, "{step}, {i}: {rho:?}");
+        }
+    }
+
+    /// Fig. 3's three contention steps on `net` (link rate `b` B/ps): step
+    /// 1 at 1 ps (f's penalty `f_step1`, where the rules and the table
+    /// differ); f ends first; step 2 (a, b, c 3.5; d, e 7/3); d and e end;
+    /// step 3 (a, b, c 3).
+    fn check_fig3_steps(net: &mut FlowNet, b: f64, f_step1: f64) {
+        insert_fig3(net);
+        net.wait_exact(Time(0), Time(1)).unwrap();
+        let step1 = [3.5, 3.5, 3.5, 10.0 / 3.0, 10.0 / 3.0, f_step1];
+        assert_penalties(net, b, &step1, "step 1");
+        let a = net.wait_exact(Time(0), Time(u64::MAX)).unwrap();
+        assert_eq!(a.arrivals.len(), 1);
+        assert_eq!(a.arrivals[0].0, 5);
+        assert_penalties(net, b, &[3.5, 3.5, 3.5, 7.0 / 3.0, 7.0 / 3.0], "step 2");
+        let a = net.wait_exact(Time(0), Time(u64::MAX)).unwrap();
+        assert_eq!(
+            a.arrivals.iter().map(|x| x.0).collect::<Vec<_>>(),
+            vec![3, 4]
+        );
+        assert_penalties(net, b, &[3.0; 3], "step 3");
+    }
+
     /// The one switch at link rate 1/alpha with the rules as printed.
     fn printed_rules() -> FlowNet {
         FlowNet::new(
@@ -304,33 +334,7 @@ mod tests {
     #[test]
     fn fig3_penalties_from_the_rules() {
         let mut net = printed_rules();
-        insert_fig3(&mut net);
-        // step 1 at 1 ps: rates B/rho
-        net.wait_exact(Time(0), Time(1)).unwrap();
-        let b = 1.0 / ALPHA / 1e12;
-        let rho: Vec<f64> = (0..6).map(|h| b / net.rate(h)).collect();
-        let want = [3.5, 3.5, 3.5, 10.0 / 3.0, 10.0 / 3.0, 10.0 / 7.0];
-        for i in 0..6 {
-            assert!((rho[i] - want[i]).abs() < 1e-12, "{i}: {rho:?}");
-        }
-        // f ends first; then step 2: a,b,c 3.5, d,e 7/3
-        let a = net.wait_exact(Time(0), Time(u64::MAX)).unwrap();
-        assert_eq!(a.arrivals.len(), 1);
-        assert_eq!(a.arrivals[0].0, 5);
-        let rho: Vec<f64> = (0..5).map(|h| b / net.rate(h)).collect();
-        let want = [3.5, 3.5, 3.5, 7.0 / 3.0, 7.0 / 3.0];
-        for i in 0..5 {
-            assert!((rho[i] - want[i]).abs() < 1e-12, "{i}: {rho:?}");
-        }
-        let a = net.wait_exact(Time(0), Time(u64::MAX)).unwrap();
-        assert_eq!(
-            a.arrivals.iter().map(|x| x.0).collect::<Vec<_>>(),
-            vec![3, 4]
-        );
-        // step 3: a, b, c at 3
-        for h in 0..3 {
-            assert!((b / net.rate(h) - 3.0).abs() < 1e-12);
-        }
+        check_fig3_steps(&mut net, 1.0 / ALPHA / 1e12, 10.0 / 7.0);
     }
 
     /// Fig. 2's four graphs (penalties printed in the paper's text).
@@ -446,32 +450,7 @@ mod tests {
         };
         let bps = M as f64 / t_ref;
         let mut net = FlowNet::new(one_switch(bps), true, pen());
-        insert_fig3(&mut net);
-        let b = bps / 1e12;
-        let rho = |net: &FlowNet, n: u64| (0..n).map(|h| b / net.rate(h)).collect::<Vec<_>>();
-        net.wait_exact(Time(0), Time(1)).unwrap();
-        let want = [3.5, 3.5, 3.5, 10.0 / 3.0, 10.0 / 3.0, 1.5];
-        let got = rho(&net, 6);
-        for i in 0..6 {
-            assert!((got[i] - want[i]).abs() < 1e-12, "step 1, {i}: {got:?}");
-        }
-        let a = net.wait_exact(Time(0), Time(u64::MAX)).unwrap();
-        assert_eq!(a.arrivals.len(), 1);
-        assert_eq!(a.arrivals[0].0, 5);
-        let want = [3.5, 3.5, 3.5, 7.0 / 3.0, 7.0 / 3.0];
-        let got = rho(&net, 5);
-        for i in 0..5 {
-            assert!((got[i] - want[i]).abs() < 1e-12, "step 2, {i}: {got:?}");
-        }
-        let a = net.wait_exact(Time(0), Time(u64::MAX)).unwrap();
-        assert_eq!(
-            a.arrivals.iter().map(|x| x.0).collect::<Vec<_>>(),
-            vec![3, 4]
-        );
-        let got = rho(&net, 3);
-        for g in got {
-            assert!((g - 3.0).abs() < 1e-12, "step 3: {g}");
-        }
+        check_fig3_steps(&mut net, bps / 1e12, 1.5);
         let mut net = FlowNet::new(one_switch(bps), true, pen());
         let t = run(&mut net);
         // hand-derived (above), +1 ps minimum latency, ceil to the ps
