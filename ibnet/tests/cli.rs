@@ -40,46 +40,23 @@ fn run_err(args: &[&str]) -> (i32, String) {
 
 #[test]
 fn errors_exit_nonzero_with_clear_messages() {
-    let cases: &[(&[&str], &str)] = &[
+    let cases: &[(&str, &str)] = &[
+        ("run --topology H8_S1 --set no_such_key=1", "no_such_key"),
         (
-            &["run", "--topology", "H8_S1", "--set", "no_such_key=1"],
-            "no_such_key",
-        ),
-        (
-            &["run", "--topology", "H8_S1", "--set", "isw_delay_ns=abc"],
+            "run --topology H8_S1 --set isw_delay_ns=abc",
             "isw_delay_ns",
         ),
-        (
-            &["run", "--topology", "H8_S1", "--set", "isw_delay_ns"],
-            "key=value",
-        ),
-        (
-            &["run", "--topology", "H8_S1", "--set", "msg_mtu=4096"],
-            "can never start",
-        ),
-        (
-            &["run", "--topology", "H8_S1", "--traffic", "param:1=99"],
-            "LID 99",
-        ),
-        (
-            &["run", "--topology", "H8_S1", "--traffic", "bogus:1"],
-            "unknown traffic",
-        ),
-        (
-            &["run", "--topology", "no_such_topology"],
-            "no_such_topology",
-        ),
-        (
-            &["run", "--topology", "H8_S1", "--preset", "xdr"],
-            "unknown preset",
-        ),
-        (
-            &["run", "--topology", "H8_S1", "--until", "5"],
-            "missing unit",
-        ),
+        ("run --topology H8_S1 --set isw_delay_ns", "key=value"),
+        ("run --topology H8_S1 --set msg_mtu=4096", "can never start"),
+        ("run --topology H8_S1 --traffic param:1=99", "LID 99"),
+        ("run --topology H8_S1 --traffic bogus:1", "unknown traffic"),
+        ("run --topology no_such_topology", "no_such_topology"),
+        ("run --topology H8_S1 --preset xdr", "unknown preset"),
+        ("run --topology H8_S1 --until 5", "missing unit"),
     ];
-    for (args, needle) in cases {
-        let (code, err) = run_err(args);
+    for (words, needle) in cases {
+        let args: Vec<&str> = words.split_whitespace().collect();
+        let (code, err) = run_err(&args);
         assert_ne!(code, 0, "{args:?}");
         assert!(
             err.contains(needle),
@@ -89,27 +66,16 @@ fn errors_exit_nonzero_with_clear_messages() {
     // a bad config file names file and line
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("bad.toml");
+    let path = f.to_str().unwrap();
     std::fs::write(&f, "isw_delay_ns = 40.0\nvsw_delay = 3\n").unwrap();
-    let (code, err) = run_err(&[
-        "run",
-        "--topology",
-        "H8_S1",
-        "--config",
-        f.to_str().unwrap(),
-    ]);
+    let (code, err) = run_err(&["run", "--topology", "H8_S1", "--config", path]);
     assert_eq!(code, 2);
     assert!(
         err.contains("vsw_delay") && err.contains("bad.toml"),
         "{err}"
     );
     std::fs::write(&f, "isw_delay_ns = = 4\n").unwrap();
-    let (code, err) = run_err(&[
-        "run",
-        "--topology",
-        "H8_S1",
-        "--config",
-        f.to_str().unwrap(),
-    ]);
+    let (code, err) = run_err(&["run", "--topology", "H8_S1", "--config", path]);
     assert_eq!(code, 2);
     assert!(err.contains("bad.toml:1"), "{err}");
 }
@@ -147,15 +113,7 @@ fn json_is_deterministic() {
 #[test]
 fn text_summary_and_closed_loop() {
     let out = ibnet()
-        .args([
-            "run",
-            "--topology",
-            "H8_S1",
-            "--preset",
-            "qdr",
-            "--traffic",
-            "dissemination:64:2",
-        ])
+        .args("run --topology H8_S1 --preset qdr --traffic dissemination:64:2".split_whitespace())
         .output()
         .unwrap();
     assert!(out.status.success());

@@ -9,6 +9,27 @@ use ibnet::topology::{builtin, Topology};
 use ibnet::traffic::{run_closed_loop, TrafficSpec};
 use ibnet::{Fabric, Params, Time, TrafficMode};
 
+/// Every HCA silent but those in `modes`, and the flit trace on.
+fn start_traced(f: &mut Fabric, modes: &[(usize, TrafficMode)]) {
+    for h in 0..f.num_hcas() {
+        f.set_traffic(h, TrafficMode::Silent).unwrap();
+    }
+    for (h, m) in modes {
+        f.set_traffic(*h, m.clone()).unwrap();
+    }
+    f.enable_trace();
+}
+
+/// Two non-empty traces equal record for record (the first differing
+/// record named).
+fn assert_same_trace(ta: &[TraceRec], tb: &[TraceRec]) {
+    assert!(!ta.is_empty());
+    assert_eq!(ta.len(), tb.len());
+    for (i, (a, b)) in ta.iter().zip(tb).enumerate() {
+        assert_eq!(a, b, "trace record {i} differs");
+    }
+}
+
 fn trace_run(
     topo: &Topology,
     p: &Params,
@@ -20,13 +41,7 @@ fn trace_run(
     q.lazy_credit_timer = lazy;
     let mut f = Fabric::new(topo, &q).unwrap();
     assert_eq!(f.lazy_credit_timer_active(), lazy);
-    for h in 0..f.num_hcas() {
-        f.set_traffic(h, TrafficMode::Silent).unwrap();
-    }
-    for (h, m) in modes {
-        f.set_traffic(*h, m.clone()).unwrap();
-    }
-    f.enable_trace();
+    start_traced(&mut f, modes);
     f.run_until(Time(until));
     assert!(f.error().is_none(), "{:?}", f.error());
     let ev = f.events_processed();
@@ -43,11 +58,7 @@ fn assert_lazy_equals_naive(
 ) {
     let (ta, ra, ea) = trace_run(topo, p, modes, until, true);
     let (tb, rb, eb) = trace_run(topo, p, modes, until, false);
-    assert!(!ta.is_empty());
-    assert_eq!(ta.len(), tb.len());
-    for (i, (a, b)) in ta.iter().zip(&tb).enumerate() {
-        assert_eq!(a, b, "trace record {i} differs");
-    }
+    assert_same_trace(&ta, &tb);
     assert_eq!(ra, rb, "reports differ");
     assert!(ea < eb, "lazy mode should save events: {ea} vs {eb}");
 }
@@ -65,13 +76,7 @@ fn assert_direct_equals_queued(
     let run = |direct: bool| {
         let mut f = Fabric::new(topo, p).unwrap();
         f.set_direct_events(direct);
-        for h in 0..f.num_hcas() {
-            f.set_traffic(h, TrafficMode::Silent).unwrap();
-        }
-        for (h, m) in modes {
-            f.set_traffic(*h, m.clone()).unwrap();
-        }
-        f.enable_trace();
+        start_traced(&mut f, modes);
         f.run_until(Time(until));
         // a model error (an obuf too small for the traffic overflows, as
         // in the reference) must be the same error at the same instant
@@ -82,11 +87,7 @@ fn assert_direct_equals_queued(
     let (ta, ra, na, ea) = run(true);
     let (tb, rb, nb, eb) = run(false);
     assert_eq!(ea, eb, "errors differ");
-    assert!(!ta.is_empty());
-    assert_eq!(ta.len(), tb.len());
-    for (i, (a, b)) in ta.iter().zip(&tb).enumerate() {
-        assert_eq!(a, b, "trace record {i} differs");
-    }
+    assert_same_trace(&ta, &tb);
     if ea == "None" {
         assert_eq!(ra, rb, "reports differ (events_processed included)");
     } else {

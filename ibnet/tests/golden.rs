@@ -27,13 +27,13 @@ fn golden_path(name: &str) -> PathBuf {
         .join(format!("{name}.json"))
 }
 
-/// Runs `ibnet run ARGS --json --latencies --no-wall-time` in `cwd` and
-/// compares stdout with the golden file `name`.
-fn check(name: &str, cwd: &Path, args: &[&str]) {
+/// Runs `ibnet run ARGS --json --latencies --no-wall-time` in `cwd` (ARGS
+/// the words of `args`) and compares stdout with the golden file `name`.
+fn check(name: &str, cwd: &Path, args: &str) {
     let out = Command::new(env!("CARGO_BIN_EXE_ibnet"))
         .current_dir(cwd)
         .arg("run")
-        .args(args)
+        .args(args.split_whitespace())
         .args(["--json", "--latencies", "--no-wall-time"])
         .output()
         .expect("run ibnet");
@@ -105,16 +105,7 @@ fn golden_onehot_2ms() {
     check(
         "onehot_2ms",
         data32(),
-        &[
-            "--preset",
-            "qdr",
-            "--topology",
-            "is1_3l_32n.topo",
-            "--traffic",
-            "seq_loop:32n_1hot.dstSeq",
-            "--until",
-            "2ms",
-        ],
+        "--preset qdr --topology is1_3l_32n.topo --traffic seq_loop:32n_1hot.dstSeq --until 2ms",
     );
 }
 
@@ -128,16 +119,7 @@ fn golden_twohot_2ms() {
     check(
         "twohot_2ms",
         data32(),
-        &[
-            "--preset",
-            "qdr",
-            "--topology",
-            "is1_3l_32n.topo",
-            "--traffic",
-            "seq_loop:32n_2hot.dstSeq",
-            "--until",
-            "2ms",
-        ],
+        "--preset qdr --topology is1_3l_32n.topo --traffic seq_loop:32n_2hot.dstSeq --until 2ms",
     );
 }
 
@@ -148,16 +130,7 @@ fn golden_incast() {
     check(
         "incast",
         here(),
-        &[
-            "--preset",
-            "qdr",
-            "--topology",
-            "H8_S1",
-            "--traffic",
-            "param:1=8,2=8,3=8,4=8,5=8,6=8,7=8",
-            "--until",
-            "300us",
-        ],
+        "--preset qdr --topology H8_S1 --traffic param:1=8,2=8,3=8,4=8,5=8,6=8,7=8 --until 300us",
     );
 }
 
@@ -168,16 +141,7 @@ fn golden_incast_cc() {
     check(
         "incast_cc",
         here(),
-        &[
-            "--preset",
-            "hcyang99",
-            "--topology",
-            "H8_S1",
-            "--traffic",
-            "param:1=8,2=8,3=8,4=8,5=8,6=8,7=8",
-            "--until",
-            "300us",
-        ],
+        "--preset hcyang99 --topology H8_S1 --traffic param:1=8,2=8,3=8,4=8,5=8,6=8,7=8 --until 300us",
     );
 }
 
@@ -188,20 +152,7 @@ fn golden_multipacket() {
     check(
         "multipacket",
         here(),
-        &[
-            "--preset",
-            "qdr",
-            "--topology",
-            "chain:1",
-            "--set",
-            "msg_length=400000",
-            "--set",
-            "msg_mtu=1600",
-            "--traffic",
-            "param:1=2",
-            "--until",
-            "1ms",
-        ],
+        "--preset qdr --topology chain:1 --set msg_length=400000 --set msg_mtu=1600 --traffic param:1=2 --until 1ms",
     );
 }
 
@@ -212,15 +163,6 @@ fn golden_dissemination() {
     check(
         "dissemination",
         here(),
-        &[
-            "--preset",
-            "thesis-ddr",
-            "--topology",
-            "H8_S6",
-            "--set",
-            "start_stat_col_ns=0",
-            "--traffic",
-            "dissemination:1024:10",
-        ],
+        "--preset thesis-ddr --topology H8_S6 --set start_stat_col_ns=0 --traffic dissemination:1024:10",
     );
 }

@@ -20,17 +20,7 @@ fn lossy(rate: f64, seed: u64) -> Params {
 fn run_all(p: &Params, flows: &[(usize, usize, u64)]) -> (Fabric, Vec<u64>) {
     let topo = builtin("H8_S1").unwrap();
     let mut f = Fabric::new(&topo, p).unwrap();
-    let ids: Vec<_> = flows
-        .iter()
-        .map(|&(s, d, b)| f.inject(Time(0), s, d, b).unwrap())
-        .collect();
-    let mut done = vec![0u64; ids.len()];
-    while let Some((t, ms)) = f.run_until_completion() {
-        for m in ms {
-            done[ids.iter().position(|&i| i == m).unwrap()] = t.0;
-        }
-    }
-    assert!(f.error().is_none(), "{:?}", f.error());
+    let done = completion_times(&mut f, flows);
     assert_eq!(f.in_flight(), 0, "every message completes");
     (f, done)
 }

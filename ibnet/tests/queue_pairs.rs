@@ -1,5 +1,7 @@
 //! Queue pairs (engine/qp.rs, docs/rdma.md "Queue pairs").
 
+mod common;
+use common::completion_times;
 use ibnet::engine::TraceKind;
 use ibnet::topology::builtin;
 use ibnet::{Fabric, Params, Time};
@@ -15,17 +17,8 @@ fn with_sq(sq: &str) -> Params {
 fn run(p: &Params, flows: &[(usize, usize)], bytes: u64) -> Vec<u64> {
     let topo = builtin("H8_S1").unwrap();
     let mut f = Fabric::new(&topo, p).unwrap();
-    let ids: Vec<_> = flows
-        .iter()
-        .map(|&(s, d)| f.inject(Time(0), s, d, bytes).unwrap())
-        .collect();
-    let mut done = vec![0u64; ids.len()];
-    while let Some((t, ms)) = f.run_until_completion() {
-        for m in ms {
-            done[ids.iter().position(|&i| i == m).unwrap()] = t.0;
-        }
-    }
-    assert!(f.error().is_none(), "{:?}", f.error());
+    let flows: Vec<_> = flows.iter().map(|&(s, d)| (s, d, bytes)).collect();
+    let done = completion_times(&mut f, &flows);
     assert!(done.iter().all(|&t| t > 0), "every flow completes");
     done
 }

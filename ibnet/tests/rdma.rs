@@ -523,37 +523,17 @@ fn cli_put_traffic_reproduces_the_nsim_ace_case() {
     // switch, as the two-host topology) the put of 2 MiB with the NSIM-ACE
     // parameters completes at the test's 750_478_800 ps (docs/rdma.md).
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ibnet"))
-        .args([
-            "run",
-            "--topology",
-            "H8_S1",
-            "--preset",
-            "qdr",
-            "--json",
-            "--traffic",
-            "put:2097152:1:2",
-            "--set",
-            "host_model=true",
-            "--set",
-            "pcie=custom",
-            "--set",
-            "pcie_bw_gbps=22.4",
-            "--set",
-            "pcie_tlp_overhead_bytes=0",
-            "--set",
-            "gen_dly_per_byte_ns=0.25",
-            "--set",
-            "sink_pop_dly_per_byte_ns=0.25",
-            "--set",
-            "core_freq_hca_mhz=250",
-        ])
+        .args(
+            "run --topology H8_S1 --preset qdr --json --traffic put:2097152:1:2 \
+             --set host_model=true --set pcie=custom --set pcie_bw_gbps=22.4 \
+             --set pcie_tlp_overhead_bytes=0 --set gen_dly_per_byte_ns=0.25 \
+             --set sink_pop_dly_per_byte_ns=0.25 --set core_freq_hca_mhz=250"
+                .split_whitespace(),
+        )
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["closed_loop"]["end_ps"], 750_478_800u64);
     assert_eq!(j["report"]["rdma"]["ack_packets"], 1);

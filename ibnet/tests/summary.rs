@@ -17,6 +17,11 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// `ibnet topology --summary --json` of a built-in name or a file.
+fn summary(topology: &str) -> serde_json::Value {
+    json(&["topology", "--summary", "--topology", topology, "--json"])
+}
+
 /// Four switches in a ring, one host each, every route clockwise.
 /// The ring in a file of its own per call: the tests run in parallel
 /// threads of one process, and a pid-named file could be truncated by one
@@ -99,7 +104,7 @@ fn routes_are_the_hand_derived_paths() {
 
 #[test]
 fn summaries_count_and_check_the_routing() {
-    let v = json(&["topology", "--summary", "--topology", "H8_S6", "--json"]);
+    let v = summary("H8_S6");
     assert_eq!(
         (
             v["hosts"].as_u64(),
@@ -111,7 +116,7 @@ fn summaries_count_and_check_the_routing() {
     assert_eq!(v["diameter_links"], 4);
     assert_eq!(v["routing_complete"], true);
     assert_eq!(v["deadlock_free"], true);
-    let v = json(&["topology", "--summary", "--topology", "M9", "--json"]);
+    let v = summary("M9");
     assert_eq!(
         (v["hosts"].as_u64(), v["switches"].as_u64()),
         (Some(648), Some(54))
@@ -121,13 +126,7 @@ fn summaries_count_and_check_the_routing() {
 
     // the clockwise ring has the cycle S1[1] -> S2[1] -> S3[1] -> S4[1]
     let r = ring(false);
-    let v = json(&[
-        "topology",
-        "--summary",
-        "--topology",
-        r.to_str().unwrap(),
-        "--json",
-    ]);
+    let v = summary(r.to_str().unwrap());
     assert_eq!(v["routing_complete"], true);
     assert_eq!(v["deadlock_free"], false);
     let mut c: Vec<String> = v["cycle"]
@@ -143,13 +142,7 @@ fn summaries_count_and_check_the_routing() {
 
     // S1 has no route to LID 3: two pairs (H_1 and H_4 reach H_3 via S1)
     let r = ring(true);
-    let v = json(&[
-        "topology",
-        "--summary",
-        "--topology",
-        r.to_str().unwrap(),
-        "--json",
-    ]);
+    let v = summary(r.to_str().unwrap());
     assert_eq!(v["routing_complete"], false);
     assert_eq!(v["unroutable_pairs"], 2);
     let o = ibnet(&["routes", "--topology", r.to_str().unwrap(), "H_1", "H_3"]);

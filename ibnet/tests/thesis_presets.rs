@@ -7,29 +7,37 @@ use std::process::Command;
 
 static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Latency (ps) of the first message of `param:1=2` with `bytes` bytes.
-fn travel_ps(bytes: u64, extra: &[&str]) -> u64 {
+/// Runs `ibnet` with the words of `args`, then the name of a fresh CSV
+/// file (so `args` ends with the option that takes it), then `extra`; the
+/// CSV's text.
+fn ibnet_csv(tag: &str, args: &str, extra: &[&str]) -> String {
     let csv = std::env::temp_dir().join(format!(
-        "ibnet-thesis-{}-{bytes}-{}.csv",
-        std::process::id(),
+        "ibnet-{tag}-{}.csv",
         SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     ));
     let out = Command::new(env!("CARGO_BIN_EXE_ibnet"))
-        .args(["run", "--topology", "H8_S6", "--traffic", "param:1=2"])
-        .args(["--set", &format!("msg_length={bytes}")])
-        .args(["--set", "start_stat_col_ns=0", "--until", "240us"])
-        .arg("--messages-csv")
+        .args(args.split_whitespace())
         .arg(&csv)
         .args(extra)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     let text = std::fs::read_to_string(&csv).unwrap();
     let _ = std::fs::remove_file(&csv);
+    text
+}
+
+/// Latency (ps) of the first message of `param:1=2` with `bytes` bytes.
+fn travel_ps(bytes: u64, extra: &[&str]) -> u64 {
+    let text = ibnet_csv(
+        &format!("thesis-{}-{bytes}", std::process::id()),
+        &format!(
+            "run --topology H8_S6 --traffic param:1=2 --set msg_length={bytes} \
+             --set start_stat_col_ns=0 --until 240us --messages-csv"
+        ),
+        extra,
+    );
     let row: Vec<&str> = text.lines().nth(1).unwrap().split(',').collect();
     row[9].parse().unwrap()
 }
@@ -109,26 +117,14 @@ fn consumes(extra: &[&str], bytes: u64) -> Vec<(u32, u32, u64)> {
 
 /// As [`consumes`], the run ending at `until`.
 fn consumes_until(extra: &[&str], bytes: u64, until: &str) -> Vec<(u32, u32, u64)> {
-    let csv = std::env::temp_dir().join(format!(
-        "ibnet-thesis-trace-{}-{}.csv",
-        std::process::id(),
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-    ));
-    let out = Command::new(env!("CARGO_BIN_EXE_ibnet"))
-        .args(["run", "--topology", "H8_S1", "--traffic", "param:1=2"])
-        .args(["--set", &format!("msg_length={bytes}")])
-        .args(["--until", until, "--trace-nodes", "H_2", "--trace"])
-        .arg(&csv)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let text = ibnet_csv(
+        &format!("thesis-trace-{}", std::process::id()),
+        &format!(
+            "run --topology H8_S1 --traffic param:1=2 --set msg_length={bytes} \
+             --until {until} --trace-nodes H_2 --trace"
+        ),
+        extra,
     );
-    let text = std::fs::read_to_string(&csv).unwrap();
-    let _ = std::fs::remove_file(&csv);
     // t_ps,kind,node,port,msg,pkt,sn
     text.lines()
         .skip(1)

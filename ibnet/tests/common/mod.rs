@@ -105,3 +105,21 @@ pub fn run_to(f: &mut Fabric, t_ns: u64) {
     f.run_until(Time(t_ns * 1000));
     assert!(f.error().is_none(), "{:?}", f.error());
 }
+
+/// Injects `flows` (src, dst HCA, bytes) at t = 0 in this order and runs
+/// the fabric to the end without a model error; the completion time (ps)
+/// of each flow, 0 for one that never completed.
+pub fn completion_times(f: &mut Fabric, flows: &[(usize, usize, u64)]) -> Vec<u64> {
+    let ids: Vec<_> = flows
+        .iter()
+        .map(|&(s, d, b)| f.inject(Time(0), s, d, b).unwrap())
+        .collect();
+    let mut done = vec![0u64; ids.len()];
+    while let Some((t, ms)) = f.run_until_completion() {
+        for m in ms {
+            done[ids.iter().position(|&i| i == m).unwrap()] = t.0;
+        }
+    }
+    assert!(f.error().is_none(), "{:?}", f.error());
+    done
+}
