@@ -164,7 +164,7 @@ pub(super) fn check_missing_ranks(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::translate_texts;
+    use super::super::testutil::warnings_then_error;
     use super::super::TraceOptions;
     use super::*;
 
@@ -184,18 +184,21 @@ mod tests {
     #[test]
     fn ranks_the_traces_declare_but_no_file_holds() {
         let r0 = "MPI_Init:-:1000:2000:100\nMPI_Comm_size:101:0,0,4:102\nMPI_Finalize:400:-\n";
-        let t = translate_texts(&[r0], &TraceOptions::default()).unwrap();
-        assert_eq!(
-            t.warnings,
-            ["the traces describe 4 ranks (communicator size in t/pmpi-trace-rank-0.txt) but \
-              only 1 trace file(s) exist; missing: t/pmpi-trace-rank-1.txt, t/pmpi-trace-rank-2.txt, \
-              t/pmpi-trace-rank-3.txt; translating the 1 available rank(s) only (collectives over \
-              4 ranks are skipped)"]
-        );
         let strict = TraceOptions {
             require_all: true,
             ..TraceOptions::default()
         };
-        assert!(translate_texts(&[r0], &strict).is_err());
+        let (warnings, e) = warnings_then_error(r0, &strict);
+        let msg = "the traces describe 4 ranks (communicator size in t/pmpi-trace-rank-0.txt) \
+                   but only 1 trace file(s) exist; missing: t/pmpi-trace-rank-1.txt, \
+                   t/pmpi-trace-rank-2.txt, t/pmpi-trace-rank-3.txt";
+        assert_eq!(
+            warnings,
+            [format!(
+                "{msg}; translating the 1 available rank(s) only (collectives over 4 ranks \
+                 are skipped)"
+            )]
+        );
+        assert_eq!(e.to_string(), msg);
     }
 }

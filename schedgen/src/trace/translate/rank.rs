@@ -321,23 +321,25 @@ pub(super) fn print_name(call: Call) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{block, translate_texts};
+    use super::super::testutil::{block, translate_texts, warnings_then_error};
     use super::*;
 
     #[test]
     fn unknown_and_aliased_calls() {
         let r0 = "MPI_Init:-:1000:2000:100\nMPI_Frobnicate:1:2\nMPI_Finalize:400:-\n";
-        let t = translate_texts(&[r0], &TraceOptions::default()).unwrap();
-        assert_eq!(
-            t.warnings,
-            ["t/pmpi-trace-rank-0.txt:2: unknown MPI call `MPI_Frobnicate` ignored"]
-        );
         let strict = TraceOptions {
             strict: true,
             ..TraceOptions::default()
         };
-        let e = translate_texts(&[r0], &strict).unwrap_err();
-        assert!(e.to_string().contains("(--strict)"), "{e}");
+        let (warnings, e) = warnings_then_error(r0, &strict);
+        assert_eq!(
+            warnings,
+            ["t/pmpi-trace-rank-0.txt:2: unknown MPI call `MPI_Frobnicate` ignored"]
+        );
+        assert_eq!(
+            e.to_string(),
+            "t/pmpi-trace-rank-0.txt:2: unknown MPI call `MPI_Frobnicate` (--strict)"
+        );
     }
 
     #[test]

@@ -19,6 +19,13 @@ pub(super) fn translate_texts(texts: &[&str], o: &TraceOptions) -> Result<Transl
     translate_traces(Path::new("t/pmpi-trace-rank-0.txt"), traces, o)
 }
 
+/// The warnings of translating one rank's trace `text` with the default
+/// options, and the error the same trace gives with the `strict` options.
+pub(super) fn warnings_then_error(text: &str, strict: &TraceOptions) -> (Vec<String>, TraceError) {
+    let t = translate_texts(&[text], &TraceOptions::default()).unwrap();
+    (t.warnings, translate_texts(&[text], strict).unwrap_err())
+}
+
 /// Rank `r`'s block of the translation of `texts`: its lines between
 /// `rank r {` and `}`.
 pub(super) fn block(texts: &[&str], o: &TraceOptions, r: usize) -> String {
