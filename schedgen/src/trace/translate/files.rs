@@ -165,7 +165,6 @@ pub(super) fn check_missing_ranks(
 #[cfg(test)]
 mod tests {
     use super::super::testutil::warnings_then_error;
-    use super::super::TraceOptions;
     use super::*;
 
     #[test]
@@ -184,11 +183,7 @@ mod tests {
     #[test]
     fn ranks_the_traces_declare_but_no_file_holds() {
         let r0 = "MPI_Init:-:1000:2000:100\nMPI_Comm_size:101:0,0,4:102\nMPI_Finalize:400:-\n";
-        let strict = TraceOptions {
-            require_all: true,
-            ..TraceOptions::default()
-        };
-        let (warnings, e) = warnings_then_error(r0, &strict);
+        let (warnings, e) = warnings_then_error(r0, |o| o.require_all = true);
         let msg = "the traces describe 4 ranks (communicator size in t/pmpi-trace-rank-0.txt) \
                    but only 1 trace file(s) exist; missing: t/pmpi-trace-rank-1.txt, \
                    t/pmpi-trace-rank-2.txt, t/pmpi-trace-rank-3.txt";

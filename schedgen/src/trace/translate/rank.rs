@@ -327,11 +327,7 @@ mod tests {
     #[test]
     fn unknown_and_aliased_calls() {
         let r0 = "MPI_Init:-:1000:2000:100\nMPI_Frobnicate:1:2\nMPI_Finalize:400:-\n";
-        let strict = TraceOptions {
-            strict: true,
-            ..TraceOptions::default()
-        };
-        let (warnings, e) = warnings_then_error(r0, &strict);
+        let (warnings, e) = warnings_then_error(r0, |o| o.strict = true);
         assert_eq!(
             warnings,
             ["t/pmpi-trace-rank-0.txt:2: unknown MPI call `MPI_Frobnicate` ignored"]

@@ -20,10 +20,16 @@ pub(super) fn translate_texts(texts: &[&str], o: &TraceOptions) -> Result<Transl
 }
 
 /// The warnings of translating one rank's trace `text` with the default
-/// options, and the error the same trace gives with the `strict` options.
-pub(super) fn warnings_then_error(text: &str, strict: &TraceOptions) -> (Vec<String>, TraceError) {
-    let t = translate_texts(&[text], &TraceOptions::default()).unwrap();
-    (t.warnings, translate_texts(&[text], strict).unwrap_err())
+/// options, and the error the same trace gives when `strict` has set the
+/// option that turns such a warning into an error.
+pub(super) fn warnings_then_error(
+    text: &str,
+    strict: impl FnOnce(&mut TraceOptions),
+) -> (Vec<String>, TraceError) {
+    let mut o = TraceOptions::default();
+    let t = translate_texts(&[text], &o).unwrap();
+    strict(&mut o);
+    (t.warnings, translate_texts(&[text], &o).unwrap_err())
 }
 
 /// Rank `r`'s block of the translation of `texts`: its lines between
