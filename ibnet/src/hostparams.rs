@@ -9,7 +9,7 @@
 //! (sec. 1.2: every delay on its own), and its data is usable
 //! `pcie_latency_ns` after its last byte left the link.
 
-use crate::params::{ps, ConfigError, Params, MAX_DELAY_PS};
+use crate::params::{keyed, ps, ConfigError, Params, MAX_DELAY_PS};
 
 /// One PCIe preset: name, ns per byte, largest TLP payload, TLP overhead.
 ///
@@ -207,10 +207,7 @@ pub fn host_timing(p: &Params) -> Result<HostTiming, ConfigError> {
             "a full transaction rounds to 0 ps: the link would be infinitely fast".into(),
         ));
     }
-    for (key, v) in [
-        ("pcie_latency_ns", p.pcie_latency_ns),
-        ("nic_cmd_ns", p.nic_cmd_ns),
-    ] {
+    for (key, v) in keyed!(p; pcie_latency_ns, nic_cmd_ns) {
         if !(v.is_finite() && v >= 0.0 && v * 1000.0 <= MAX_DELAY_PS as f64) {
             return Err(bad(
                 key,
@@ -218,10 +215,7 @@ pub fn host_timing(p: &Params) -> Result<HostTiming, ConfigError> {
             ));
         }
     }
-    for (key, v) in [
-        ("nic_tx_engines", p.nic_tx_engines),
-        ("nic_rx_engines", p.nic_rx_engines),
-    ] {
+    for (key, v) in keyed!(p; nic_tx_engines, nic_rx_engines) {
         if v == 0 || v > 4096 {
             return Err(bad(key, "must be 1..=4096".into()));
         }

@@ -282,7 +282,8 @@ pub fn run_closed_loop_observed(
     let mut messages = 0u64;
     let mut end = 0u64;
     let mut stopped = false;
-    match *spec {
+    // the pattern as the summary names it
+    let pattern = match *spec {
         TrafficSpec::Dissemination { bytes, count } => {
             let rounds = if n <= 1 {
                 0
@@ -340,6 +341,7 @@ pub fn run_closed_loop_observed(
                 }
                 progress(f, messages);
             }
+            format!("dissemination:{bytes}:{count}")
         }
         TrafficSpec::Chain { bytes, count } => {
             let mut sent = vec![0u64; n];
@@ -365,6 +367,7 @@ pub fn run_closed_loop_observed(
                 }
                 progress(f, messages);
             }
+            format!("chain:{bytes}:{count}")
         }
         TrafficSpec::Op {
             kind,
@@ -388,9 +391,13 @@ pub fn run_closed_loop_observed(
                 }
                 progress(f, messages);
             }
+            format!(
+                "{}:{bytes}:{src}:{dst}:{count}",
+                if kind == OpKind::Put { "put" } else { "get" }
+            )
         }
         _ => return Err(FabricError::BadMessage("not a closed-loop pattern".into())),
-    }
+    };
     if let Some(e) = f.error() {
         return Err(e.clone());
     }
@@ -404,21 +411,6 @@ pub fn run_closed_loop_observed(
             ),
         });
     }
-    let pattern = match spec {
-        TrafficSpec::Dissemination { bytes, count } => format!("dissemination:{bytes}:{count}"),
-        TrafficSpec::Chain { bytes, count } => format!("chain:{bytes}:{count}"),
-        TrafficSpec::Op {
-            kind,
-            bytes,
-            src,
-            dst,
-            count,
-        } => format!(
-            "{}:{bytes}:{src}:{dst}:{count}",
-            if *kind == OpKind::Put { "put" } else { "get" }
-        ),
-        _ => unreachable!(),
-    };
     Ok(ClosedLoopSummary {
         pattern,
         ranks: n,

@@ -17,6 +17,16 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+/// `[("field", p.field), ...]`: fields of a parameter set `p` beside their
+/// keys (a key is its field's name), for the checks that go through
+/// several parameters alike.
+macro_rules! keyed {
+    ($p:expr; $($field:ident),+ $(,)?) => {
+        [$((stringify!($field), $p.$field)),+]
+    };
+}
+pub(crate) use keyed;
+
 mod arb;
 mod packets;
 mod presets;

@@ -79,11 +79,9 @@ impl Timing {
         let cct = (0..=lim)
             .map(|i| ps((i * i) as f64 * p.cc_cct_coeff_ns))
             .collect();
-        for (key, v) in [
-            ("gen_dly_per_byte_ns", p.gen_dly_per_byte_ns),
-            ("gen_pop_dly_per_byte_ns", p.gen_pop_dly_per_byte_ns),
-            ("sink_pop_dly_per_byte_ns", p.sink_pop_dly_per_byte_ns),
-        ] {
+        for (key, v) in keyed!(p;
+            gen_dly_per_byte_ns, gen_pop_dly_per_byte_ns, sink_pop_dly_per_byte_ns,
+        ) {
             delay_ps(key, v)?;
         }
         derived_ps(
@@ -91,26 +89,16 @@ impl Timing {
             "the push period (flit_size x gen_dly_per_byte_ns)",
             p.flit_size as f64 * p.gen_dly_per_byte_ns,
         )?;
-        let cred = delay_ps("cred_min_time_ns", p.cred_min_time_ns)?;
-        if cred == 0 {
-            return Err(ConfigError::BadValue {
-                key: "cred_min_time_ns".into(),
-                msg: format!(
-                    "{} ns rounds to 0 ps; the credit period must be at least 1 ps (0.0005 ns rounds up to it)",
-                    p.cred_min_time_ns
-                ),
-            });
-        }
-        let hiccup_off = delay_ps("hiccup_delay_ns", p.hiccup_delay_ns)?;
-        if hiccup_off == 0 {
-            return Err(ConfigError::BadValue {
-                key: "hiccup_delay_ns".into(),
-                msg: format!(
-                    "{} ns rounds to 0 ps: the sink would never be OFF and never drain; the OFF phase must be at least 1 ps",
-                    p.hiccup_delay_ns
-                ),
-            });
-        }
+        let cred = nonzero_ps(
+            "cred_min_time_ns",
+            p.cred_min_time_ns,
+            "; the credit period must be at least 1 ps (0.0005 ns rounds up to it)",
+        )?;
+        let hiccup_off = nonzero_ps(
+            "hiccup_delay_ns",
+            p.hiccup_delay_ns,
+            ": the sink would never be OFF and never drain; the OFF phase must be at least 1 ps",
+        )?;
         // the per-packet sink gap: whole drain periods of a full flit
         let full_drain = ps(n as f64 * p.sink_pop_dly_per_byte_ns);
         let pkt_gap = full_drain
@@ -174,6 +162,18 @@ fn delay_ps(key: &str, ns: f64) -> Result<u64, ConfigError> {
         });
     }
     derived_ps(key, "", ns)
+}
+
+/// [`delay_ps`] of a delay that must not round to 0 ps; `why` ends the
+/// message saying what 0 would do.
+fn nonzero_ps(key: &str, ns: f64, why: &str) -> Result<u64, ConfigError> {
+    match delay_ps(key, ns)? {
+        0 => Err(ConfigError::BadValue {
+            key: key.into(),
+            msg: format!("{ns} ns rounds to 0 ps{why}"),
+        }),
+        t => Ok(t),
+    }
 }
 
 /// A delay derived from parameter `key`, in ns, converted to ps; out of
@@ -260,6 +260,15 @@ mod tests {
         p.cred_min_time_ns = 0.0004;
         let e = Timing::derive(&p).unwrap_err();
         assert!(e.to_string().contains("cred_min_time_ns"), "{e}");
+    }
+
+    #[test]
+    fn some_delays_must_stay_above_zero() {
+        assert_eq!(nonzero_ps("k", 0.0005, ": why").unwrap(), 1);
+        assert_eq!(
+            nonzero_ps("k", 0.0004, ": why").unwrap_err().to_string(),
+            "parameter `k`: 0.0004 ns rounds to 0 ps: why"
+        );
     }
 
     #[test]

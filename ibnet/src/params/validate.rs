@@ -23,29 +23,17 @@ impl Params {
                 msg: msg.into(),
             })
         };
-        for (key, v) in [
-            ("gen_dly_per_byte_ns", self.gen_dly_per_byte_ns),
-            ("gen_pop_dly_per_byte_ns", self.gen_pop_dly_per_byte_ns),
-            ("msg2msg_gap_ns", self.msg2msg_gap_ns),
-            ("sink_pop_dly_per_byte_ns", self.sink_pop_dly_per_byte_ns),
-            ("hiccup_duration_ns", self.hiccup_duration_ns),
-            ("hiccup_delay_ns", self.hiccup_delay_ns),
-            ("start_stat_col_ns", self.start_stat_col_ns),
-            ("cred_min_time_ns", self.cred_min_time_ns),
-            ("isw_delay_ns", self.isw_delay_ns),
-            ("vsw_delay_ns", self.vsw_delay_ns),
-            ("cc_timer_ns", self.cc_timer_ns),
-            ("cc_cct_coeff_ns", self.cc_cct_coeff_ns),
-            ("cc_base_interval_ns", self.cc_base_interval_ns),
-        ] {
+        for (key, v) in keyed!(self;
+            gen_dly_per_byte_ns, gen_pop_dly_per_byte_ns, msg2msg_gap_ns,
+            sink_pop_dly_per_byte_ns, hiccup_duration_ns, hiccup_delay_ns,
+            start_stat_col_ns, cred_min_time_ns, isw_delay_ns, vsw_delay_ns,
+            cc_timer_ns, cc_cct_coeff_ns, cc_base_interval_ns,
+        ) {
             if !(v.is_finite() && v >= 0.0) {
                 return bad(key, "must be a finite number >= 0");
             }
         }
-        for (key, v) in [
-            ("core_freq_switch_mhz", self.core_freq_switch_mhz),
-            ("core_freq_hca_mhz", self.core_freq_hca_mhz),
-        ] {
+        for (key, v) in keyed!(self; core_freq_switch_mhz, core_freq_hca_mhz) {
             if !(v.is_finite() && v > 0.0) {
                 return bad(key, "must be > 0");
             }
@@ -221,6 +209,19 @@ mod tests {
         for name in crate::params::PRESETS {
             Params::preset(name).unwrap().check().unwrap();
         }
+    }
+
+    #[test]
+    fn keyed_fields_carry_their_names() {
+        let p = Params::qdr();
+        assert_eq!(
+            keyed!(p; isw_delay_ns, vsw_delay_ns),
+            [("isw_delay_ns", 50.0), ("vsw_delay_ns", 50.0)]
+        );
+        assert_eq!(
+            bad_key(|p| p.cc_base_interval_ns = -1.0),
+            "cc_base_interval_ns"
+        );
     }
 
     #[test]

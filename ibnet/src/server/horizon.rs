@@ -108,15 +108,7 @@ impl FabricServer {
                 t.0, horizon.0
             )));
         }
-        if self.fabric.in_flight() == 0 {
-            return Err(ServerError::Deadlock {
-                detail: format!(
-                    "NoMoreInserts at {} ps with no message in flight: the scheduler waits for messages the fabric never received",
-                    t.0
-                ),
-                handles: Vec::new(),
-            });
-        }
+        self.something_in_flight(t)?;
         // The answer is the same whether the fabric stops at the horizon
         // or beyond it as long as no completion lies in between: with the
         // lookahead already past the horizon, answer at once.
@@ -202,12 +194,9 @@ impl FabricServer {
         }
     }
 
-    pub(super) fn no_more_inserts(
-        &mut self,
-        t: Time,
-        out: &mut Vec<Record>,
-    ) -> Result<(), ServerError> {
-        self.stats.no_more_inserts += 1;
+    /// A NoMoreInserts at `t` waits for a message in flight: with none,
+    /// the scheduler waits for messages the fabric never received.
+    fn something_in_flight(&self, t: Time) -> Result<(), ServerError> {
         if self.fabric.in_flight() == 0 {
             return Err(ServerError::Deadlock {
                 detail: format!(
@@ -217,6 +206,16 @@ impl FabricServer {
                 handles: Vec::new(),
             });
         }
+        Ok(())
+    }
+
+    pub(super) fn no_more_inserts(
+        &mut self,
+        t: Time,
+        out: &mut Vec<Record>,
+    ) -> Result<(), ServerError> {
+        self.stats.no_more_inserts += 1;
+        self.something_in_flight(t)?;
         match self.run_observed(Time(u64::MAX))? {
             RunOutcome::Completed(ta, ids) => {
                 let mut points = std::mem::take(&mut self.arrivals_buf);

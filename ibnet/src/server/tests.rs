@@ -74,6 +74,14 @@ pub(super) fn wait(t: u64, horizon: u64) -> Record {
     }
 }
 
+pub(super) fn query(handle: u64, time: u64, inserts_sent: u64) -> Record {
+    Record::Query {
+        handle,
+        time: Time(time),
+        inserts_sent,
+    }
+}
+
 pub(super) fn ins(handle: u64, time: u64, src: u32, dst: u32, size: u64) -> Record {
     Record::Insert {
         handle,
@@ -133,15 +141,7 @@ fn query_polls_with_quantum_and_answers_arrival_time() {
     let mut s = server("H8_S1", Protocol::Query, 1000, None);
     let mut out = Vec::new();
     s.handle(ins(1, 0, 0, 1, 44), &mut out).unwrap();
-    s.handle(
-        Record::Query {
-            handle: 1,
-            time: Time(0),
-            inserts_sent: 1,
-        },
-        &mut out,
-    )
-    .unwrap();
+    s.handle(query(1, 0, 1), &mut out).unwrap();
     assert_eq!(
         out.pop().unwrap(),
         Record::Reply {
@@ -150,15 +150,7 @@ fn query_polls_with_quantum_and_answers_arrival_time() {
             arrived: false
         }
     );
-    s.handle(
-        Record::Query {
-            handle: 1,
-            time: Time(150_000),
-            inserts_sent: 1,
-        },
-        &mut out,
-    )
-    .unwrap();
+    s.handle(query(1, 150_000, 1), &mut out).unwrap();
     assert_eq!(
         out.pop().unwrap(),
         Record::Reply {
@@ -167,15 +159,7 @@ fn query_polls_with_quantum_and_answers_arrival_time() {
             arrived: false
         }
     );
-    s.handle(
-        Record::Query {
-            handle: 1,
-            time: Time(151_000),
-            inserts_sent: 1,
-        },
-        &mut out,
-    )
-    .unwrap();
+    s.handle(query(1, 151_000, 1), &mut out).unwrap();
     assert_eq!(
         out.pop().unwrap(),
         Record::Reply {
@@ -192,11 +176,7 @@ fn query_polls_with_quantum_and_answers_arrival_time() {
 /// "not yet" answer, arrival).
 fn estimate_then_arrival(s: &mut FabricServer, h: u64, t0: u64) -> (u64, u64) {
     let mut out = Vec::new();
-    let q = |t: u64| Record::Query {
-        handle: h,
-        time: Time(t),
-        inserts_sent: h + 1,
-    };
+    let q = |t: u64| query(h, t, h + 1);
     s.handle(q(t0), &mut out).unwrap();
     let Some(Record::Reply {
         time: first,
@@ -454,15 +434,7 @@ fn insert_into_the_past_is_a_violation() {
     let mut s = server("H8_S1", Protocol::Query, 1, None);
     let mut out = Vec::new();
     s.handle(ins(1, 0, 0, 1, 44), &mut out).unwrap();
-    s.handle(
-        Record::Query {
-            handle: 1,
-            time: Time(10_000),
-            inserts_sent: 1,
-        },
-        &mut out,
-    )
-    .unwrap();
+    s.handle(query(1, 10_000, 1), &mut out).unwrap();
     let e = s.handle(ins(2, 9_999, 1, 0, 44), &mut out).unwrap_err();
     assert!(matches!(e, ServerError::Violation(_)), "{e}");
     assert!(
@@ -502,16 +474,7 @@ fn unmapped_rank_and_wrong_records_are_errors() {
             .contains("destination rank 8 has no HCA (the fabric maps 8 ranks on 8 HCAs)"),
         "{e}"
     );
-    let e = s
-        .handle(
-            Record::Query {
-                handle: 1,
-                time: Time(0),
-                inserts_sent: 0,
-            },
-            &mut out,
-        )
-        .unwrap_err();
+    let e = s.handle(query(1, 0, 0), &mut out).unwrap_err();
     assert!(
         e.to_string().contains("sent Query in the notify protocol"),
         "{e}"
