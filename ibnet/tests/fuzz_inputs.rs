@@ -14,6 +14,8 @@
 //! Case counts (library + binary): about 5,000 in a few seconds;
 //! `IBNET_FUZZ_SCALE=N` multiplies them for a longer search.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -27,14 +29,7 @@ const SHARED: &str = concat!(env!("IBCOSIM_REFERENCE_DATA_DIR"), "/ibmodel-32n")
 const CONFIGS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs");
 
 fn shared(name: &str) -> PathBuf {
-    let p = Path::new(SHARED).join(name);
-    // A test that did not run must not pass.
-    assert!(
-        p.exists(),
-        "{} is missing: the fuzz seeds need ../shared beside the checkout",
-        p.display()
-    );
-    p
+    common::reference_file(SHARED, name, "the fuzz seeds need")
 }
 
 fn read(p: &Path) -> Vec<u8> {
@@ -223,15 +218,46 @@ fn build_fabric(t: &topology::Topology) {
     let _ = Fabric::new(t, &Params::qdr());
 }
 
-fn assert_names(msg: &str, files: &[&Path]) {
+/// `load` in a [`bounded`] thread; a topology it loads must also build a
+/// fabric. The error's text if it rejects the input.
+fn load_bounded<E: ToString>(
+    what: String,
+    load: impl FnOnce() -> Result<topology::Topology, E> + Send + 'static,
+) -> Result<(), String> {
+    bounded(LIMIT, what, move || {
+        let r = load();
+        if let Ok(t) = &r {
+            build_fabric(t)
+        }
+        r.map(|_| ()).map_err(|e| e.to_string())
+    })
+}
+
+/// The files `seeds` written into `dir` under their own names, the one at
+/// `which` mutated by `muts`.
+fn write_mutated(dir: &Path, seeds: &[PathBuf], which: usize, muts: &[Mut]) -> Vec<PathBuf> {
+    let mut paths = Vec::new();
+    for (i, seed) in seeds.iter().enumerate() {
+        let mut t = read(seed);
+        if i == which {
+            t = apply(&t, muts);
+        }
+        let p = dir.join(seed.file_name().unwrap());
+        std::fs::write(&p, &t).unwrap();
+        paths.push(p);
+    }
+    paths
+}
+
+fn assert_names<P: AsRef<Path>>(msg: &str, files: &[P]) {
     assert!(
         files
             .iter()
-            .any(|f| msg.contains(&*f.file_name().unwrap().to_string_lossy())),
+            .any(|f| msg.contains(&*f.as_ref().file_name().unwrap().to_string_lossy())),
         "the error does not name the file ({:?}): {msg}",
         files
             .iter()
-            .map(|f| f.display().to_string())
+            .map(|f| f.as_ref().display().to_string())
             .collect::<Vec<_>>()
     );
     assert!(!msg.trim().is_empty());
@@ -293,10 +319,8 @@ proptest! {
         // the ibmodel-32n.toml seed points at ../shared: keep its relative paths valid
         let f2 = f.clone();
         let shared_dir = Path::new(CONFIGS).join("topologies");
-        let r = bounded(LIMIT, format!("{:?}", String::from_utf8_lossy(&text)), move || {
-            let r = topology::load(&f2);
-            if let Ok(t) = &r { build_fabric(t) }
-            r.map(|_| ()).map_err(|e| e.to_string())
+        let r = load_bounded(format!("{:?}", String::from_utf8_lossy(&text)), move || {
+            topology::load(&f2)
         });
         if let Err(e) = r {
             // errors in files the TOML points at name those files
@@ -316,25 +340,14 @@ proptest! {
     fn ibdm_files_never_panic(which in 0usize..4, muts in mutations()) {
         let names = ["is1_3l_32n.topo", "ftree.hcas", "is1_3l_32n.fdbs", "is1_3l_32n.fdbs.ini"];
         let dir = tempfile::tempdir().unwrap();
-        let mut paths = Vec::new();
-        for (i, n) in names.iter().enumerate() {
-            let mut t = read(&shared(n));
-            if i == which {
-                t = apply(&t, &muts);
-            }
-            let p = dir.path().join(n);
-            std::fs::write(&p, &t).unwrap();
-            paths.push(p);
-        }
+        let seeds: Vec<PathBuf> = names.iter().map(|n| shared(n)).collect();
+        let paths = write_mutated(dir.path(), &seeds, which, &muts);
         let ps = paths.clone();
-        let r = bounded(LIMIT, format!("{} {muts:?}", names[which]), move || {
-            let r = topology::load_ibdm(&ps[0], &ps[1], Some(&ps[2]), Some(&ps[3]));
-            if let Ok(t) = &r { build_fabric(t) }
-            r.map(|_| ()).map_err(|e| e.to_string())
+        let r = load_bounded(format!("{} {muts:?}", names[which]), move || {
+            topology::load_ibdm(&ps[0], &ps[1], Some(&ps[2]), Some(&ps[3]))
         });
         if let Err(e) = r {
-            let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
-            assert_names(&e, &refs);
+            assert_names(&e, &paths);
         }
     }
 
@@ -640,14 +653,9 @@ proptest! {
         let text = if seed == 0 && tables { seed_text } else { apply(&seed_text, &muts) };
         std::fs::write(&files[0], &text).unwrap();
         let f = files[0].clone();
-        let r = bounded(LIMIT, format!("{name} {muts:?}"), move || {
-            let r = topology::load(&f);
-            if let Ok(t) = &r { build_fabric(t) }
-            r.map(|_| ()).map_err(|e| e.to_string())
-        });
+        let r = load_bounded(format!("{name} {muts:?}"), move || topology::load(&f));
         if let Err(e) = r {
-            let refs: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
-            assert_names(&e, &refs);
+            assert_names(&e, &files);
         }
     }
 
@@ -655,25 +663,14 @@ proptest! {
     #[test]
     fn ibnetdiscover_files_never_panic(which in 0usize..2, muts in mutations()) {
         let dir = tempfile::tempdir().unwrap();
-        let mut paths = Vec::new();
-        for (i, n) in ["cluster8.ibnetdiscover", "cluster8.lfts"].iter().enumerate() {
-            let mut t = read(&Path::new(TESTDATA).join(n));
-            if i == which {
-                t = apply(&t, &muts);
-            }
-            let p = dir.path().join(n);
-            std::fs::write(&p, &t).unwrap();
-            paths.push(p);
-        }
+        let seeds = ["cluster8.ibnetdiscover", "cluster8.lfts"].map(|n| Path::new(TESTDATA).join(n));
+        let paths = write_mutated(dir.path(), &seeds, which, &muts);
         let ps = paths.clone();
-        let r = bounded(LIMIT, format!("{which} {muts:?}"), move || {
-            let r = topology::open_with(ps[0].to_str().unwrap(), Some(&ps[1]));
-            if let Ok(t) = &r { build_fabric(t) }
-            r.map(|_| ()).map_err(|e| e.to_string())
+        let r = load_bounded(format!("{which} {muts:?}"), move || {
+            topology::open_with(ps[0].to_str().unwrap(), Some(&ps[1]))
         });
         if let Err(e) = r {
-            let refs: Vec<&Path> = paths.iter().map(|p| p.as_path()).collect();
-            assert_names(&e, &refs);
+            assert_names(&e, &paths);
         }
     }
 
@@ -686,10 +683,8 @@ proptest! {
         std::fs::write(&topo, apply(CHASSIS_SEED.as_bytes(), &muts)).unwrap();
         std::fs::write(&hcas, "H-1/U1/1 1\nH-2/U1/1 2\nH-3/U1/1 3\nH-4/U1/1 4\n").unwrap();
         let (t2, h2) = (topo.clone(), hcas.clone());
-        let r = bounded(LIMIT, format!("{muts:?}"), move || {
-            let r = topology::load_ibdm(&t2, &h2, None, None);
-            if let Ok(t) = &r { build_fabric(t) }
-            r.map(|_| ()).map_err(|e| e.to_string())
+        let r = load_bounded(format!("{muts:?}"), move || {
+            topology::load_ibdm(&t2, &h2, None, None)
         });
         if let Err(e) = r {
             assert_names(&e, &[&topo, &hcas]);

@@ -4,6 +4,8 @@
 //! (GPL, never copied into the repository); the ibnetdiscover example is
 //! our own (ibnet/tests/data/cluster8.*).
 
+mod common;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -16,14 +18,7 @@ const SHARED: &str = env!("IBCOSIM_REFERENCE_DATA_DIR");
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
 
 fn shared(rel: &str) -> PathBuf {
-    let p = Path::new(SHARED).join(rel);
-    // A test that did not run must not pass.
-    assert!(
-        p.exists(),
-        "{} is missing: this test needs ../shared beside the checkout",
-        p.display()
-    );
-    p
+    common::reference_file(SHARED, rel, "this test needs")
 }
 
 /// The 1944-node network from its .topo and from its .ned, loaded once for

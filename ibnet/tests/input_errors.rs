@@ -2,6 +2,9 @@
 //! bad input is a clear error naming file and line, exit 2, no panic, no
 //! abort, no hang; units and flags of `ibnet run`.
 
+mod common;
+use common::words;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -12,13 +15,7 @@ use serde_json::Value;
 const SHARED: &str = concat!(env!("IBCOSIM_REFERENCE_DATA_DIR"), "/ibmodel-32n");
 
 fn shared(name: &str) -> PathBuf {
-    let p = Path::new(SHARED).join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: this test needs ../shared beside the checkout",
-        p.display()
-    );
-    p
+    common::reference_file(SHARED, name, "this test needs")
 }
 
 /// Run ibnet (killed after 30 s: a hang is a failure, not a stuck suite).
@@ -87,31 +84,11 @@ fn json(o: &Output) -> Value {
 #[test]
 fn delays_that_round_to_zero_ps_are_rejected() {
     assert_bad_input(
-        &[
-            "run",
-            "--topology",
-            "H8_S1",
-            "--traffic",
-            "shift:1",
-            "--until",
-            "1us",
-            "--set",
-            "cred_min_time_ns=0.0004",
-        ],
+        &words("run --topology H8_S1 --traffic shift:1 --until 1us --set cred_min_time_ns=0.0004"),
         &["cred_min_time_ns", "rounds to 0 ps"],
     );
     assert_bad_input(
-        &[
-            "run",
-            "--topology",
-            "H8_S1",
-            "--traffic",
-            "shift:1",
-            "--until",
-            "1us",
-            "--set",
-            "hiccup_delay_ns=0.0001",
-        ],
+        &words("run --topology H8_S1 --traffic shift:1 --until 1us --set hiccup_delay_ns=0.0001"),
         &["hiccup_delay_ns", "rounds to 0 ps"],
     );
     // the smallest accepted values: 0.0005 ns rounds to 1 ps
@@ -128,43 +105,21 @@ fn delays_that_round_to_zero_ps_are_rejected() {
 #[test]
 fn huge_sizes_are_errors_not_aborts() {
     assert_bad_input(
-        &[
-            "run",
-            "--topology",
-            "H8_S1",
-            "--traffic",
-            "dissemination:18446744073709551615:1",
-        ],
+        &words("run --topology H8_S1 --traffic dissemination:18446744073709551615:1"),
         &["18446744073709551615", "1 TiB"],
     );
     assert_bad_input(
-        &[
-            "run",
-            "--topology",
-            "H8_S1",
-            "--preset",
-            "hcyang99",
-            "--set",
-            "cc_cct_limit=4294967295",
-            "--traffic",
-            "shift:1",
-            "--until",
-            "1us",
-        ],
+        &words(
+            "run --topology H8_S1 --preset hcyang99 --set cc_cct_limit=4294967295 \
+             --traffic shift:1 --until 1us",
+        ),
         &["cc_cct_limit", "65535"],
     );
     assert_bad_input(
-        &[
-            "run",
-            "--topology",
-            "H8_S1",
-            "--set",
-            "msg_length=18446744073709551615",
-            "--traffic",
-            "shift:1",
-            "--until",
-            "1us",
-        ],
+        &words(
+            "run --topology H8_S1 --set msg_length=18446744073709551615 --traffic shift:1 \
+             --until 1us",
+        ),
         &["msg_length"],
     );
     // a 2^64-1 B message injected through the engine API (what the server
@@ -193,16 +148,7 @@ fn topology_files_without_a_directory_part() {
         std::os::unix::fs::symlink(shared(n), dir.path().join(n)).unwrap();
     }
     let o = ibnet_in(
-        &[
-            "run",
-            "--topology",
-            "is1_3l_32n.topo",
-            "--preset",
-            "qdr",
-            "--until",
-            "1us",
-            "--json",
-        ],
+        &words("run --topology is1_3l_32n.topo --preset qdr --until 1us --json"),
         Some(dir.path()),
     );
     assert_eq!(json(&o)["report"]["topology"], "is1_3l_32n");
@@ -225,19 +171,10 @@ fn topology_files_without_a_directory_part() {
 #[test]
 fn until_stops_closed_loop_traffic() {
     let t0 = Instant::now();
-    let o = ibnet(&[
-        "run",
-        "--topology",
-        "H8_S1",
-        "--preset",
-        "qdr",
-        "--traffic",
-        "dissemination:10000000:1",
-        "--until",
-        "1us",
-        "--json",
-        "--no-wall-time",
-    ]);
+    let o = ibnet(&words(
+        "run --topology H8_S1 --preset qdr --traffic dissemination:10000000:1 --until \
+        1us --json --no-wall-time",
+    ));
     let v = json(&o);
     assert_eq!(v["run"]["sim_time_ps"], 1_000_000);
     assert_eq!(v["report"]["now_ps"], 1_000_000);
@@ -250,17 +187,9 @@ fn until_stops_closed_loop_traffic() {
     );
     assert!(t0.elapsed() < Duration::from_secs(20));
     // without --until the pattern runs to its end
-    let o = ibnet(&[
-        "run",
-        "--topology",
-        "H8_S1",
-        "--preset",
-        "qdr",
-        "--traffic",
-        "dissemination:1000:1",
-        "--json",
-        "--no-wall-time",
-    ]);
+    let o = ibnet(&words(
+        "run --topology H8_S1 --preset qdr --traffic dissemination:1000:1 --json --no-wall-time",
+    ));
     let v = json(&o);
     assert_eq!(v["closed_loop"]["stopped_at_limit"], false);
     assert_eq!(v["closed_loop"]["messages"], 24);
@@ -336,15 +265,7 @@ fn out_of_range_delays_are_errors() {
     }
     // a link so slow that a flit takes longer than 1000 s
     assert_bad_input(
-        &[
-            "run",
-            "--topology",
-            "H8_S1",
-            "--until",
-            "1us",
-            "--set",
-            "link_speed=1e-12",
-        ],
+        &words("run --topology H8_S1 --until 1us --set link_speed=1e-12"),
         &["link_speed", "out of range"],
     );
 }
@@ -541,19 +462,9 @@ fn devices_and_fifos_are_refused_without_hanging() {
 
 #[test]
 fn short_runs_get_bandwidth_and_a_warning() {
-    let args = [
-        "run",
-        "--topology",
-        "H8_S1",
-        "--preset",
-        "qdr",
-        "--traffic",
-        "shift:1",
-        "--until",
-        "20us",
-        "--json",
-        "--no-wall-time",
-    ];
+    let args = words(
+        "run --topology H8_S1 --preset qdr --traffic shift:1 --until 20us --json --no-wall-time",
+    );
     let o = ibnet(&args);
     let v = json(&o);
     let bw = v["report"]["sinks"][1]["sink_bw_mbps"].as_f64().unwrap();
@@ -618,15 +529,7 @@ fn progress_prints_plain_lines_when_stderr_is_not_a_terminal() {
 /// stays one document.
 #[test]
 fn a_log_gets_plain_progress_lines_without_the_flag() {
-    let base = [
-        "run",
-        "--topology",
-        "H8_S1",
-        "--traffic",
-        "shift:1",
-        "--until",
-        "30us",
-    ];
+    let base = words("run --topology H8_S1 --traffic shift:1 --until 30us");
     let o = ibnet(&base);
     assert!(o.status.success(), "{}", err(&o));
     assert!(!err(&o).contains("ibnet: progress:"), "{}", err(&o));
@@ -674,15 +577,9 @@ fn no_numeric_strings(v: &Value, path: &str) {
 
 #[test]
 fn json_numbers_and_units() {
-    let o = ibnet(&[
-        "run",
-        "--topology",
-        "H8_S2",
-        "--traffic",
-        "dissemination:3000:2",
-        "--json",
-        "--latencies",
-    ]);
+    let o = ibnet(&words(
+        "run --topology H8_S2 --traffic dissemination:3000:2 --json --latencies",
+    ));
     let v = json(&o);
     no_numeric_strings(&v, "");
     assert!(v["report"]["sinks"][0]["msg_network_latency_ps"]["sum"].is_u64());
@@ -691,13 +588,7 @@ fn json_numbers_and_units() {
     }
     assert!(v["closed_loop"]["end_ps"].is_u64());
     // text output: every time has a unit
-    let o = ibnet(&[
-        "run",
-        "--topology",
-        "H8_S1",
-        "--traffic",
-        "dissemination:64:1",
-    ]);
+    let o = ibnet(&words("run --topology H8_S1 --traffic dissemination:64:1"));
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(s.contains("last completion ") && s.contains(" ns"), "{s}");
     for l in s
@@ -725,14 +616,9 @@ fn flags_are_consistent() {
         );
     }
     // the default preset of `ibnet run` is thesis-ddr, as for serve and cosim
-    let v = json(&ibnet(&[
-        "run",
-        "--topology",
-        "H8_S1",
-        "--traffic",
-        "dissemination:64:1",
-        "--json",
-    ]));
+    let v = json(&ibnet(&words(
+        "run --topology H8_S1 --traffic dissemination:64:1 --json",
+    )));
     assert_eq!(v["preset"], "thesis-ddr");
     assert_eq!(
         v["params"],
@@ -741,14 +627,7 @@ fn flags_are_consistent() {
     // --report FILE writes a copy and leaves stdout as it is
     let dir = tempfile::tempdir().unwrap();
     let rep = dir.path().join("r.json");
-    let base = [
-        "run",
-        "--topology",
-        "H8_S1",
-        "--traffic",
-        "dissemination:64:1",
-        "--no-wall-time",
-    ];
+    let base = words("run --topology H8_S1 --traffic dissemination:64:1 --no-wall-time");
     let plain = ibnet(&base);
     let mut with = base.to_vec();
     with.extend(["--report", rep.to_str().unwrap()]);

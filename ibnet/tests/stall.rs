@@ -4,6 +4,8 @@
 //! behind them (a chain of groups coupled through the input buffers'
 //! per-VL FIFOs), and runs that flow without such a line.
 
+mod common;
+use common::words;
 use std::process::Command;
 
 use serde_json::Value;
@@ -158,7 +160,9 @@ fn shift_by_one_group_cascades_and_reports_the_stall() {
     let line = out.lines().find(|l| l.starts_with("stalled:")).expect(&out);
     assert!(
         line.starts_with(
-            "stalled: 40 of 75 pending messages made no progress in the last 200.000 us of the run (to 2000.000 us), toward 40 destinations, the longest since 10.095 us: H_1 -> H_9 since 10.095 us (2 of 61 packets), "
+            "stalled: 40 of 75 pending messages made no progress in the last 200.000 us of the run \
+            (to 2000.000 us), toward 40 destinations, the longest since 10.095 us: H_1 -> H_9 \
+            since 10.095 us (2 of 61 packets), "
         ),
         "{line}"
     );
@@ -168,7 +172,8 @@ fn shift_by_one_group_cascades_and_reports_the_stall() {
         .expect(&out);
     assert!(
         line.starts_with(
-            "credit-blocked: 104 output ports hold a packet without credits for it: g0_r0[5] -> g1_r3[6] VL 0 (850 flits waiting, head packet 34 flits, 30 credits), "
+            "credit-blocked: 104 output ports hold a packet without credits for it: g0_r0[5] -> \
+            g1_r3[6] VL 0 (850 flits waiting, head packet 34 flits, 30 credits), "
         ),
         "{line}"
     );
@@ -256,16 +261,9 @@ fn flowing_runs_have_no_stall_line() {
 
 #[test]
 fn valiant_relieves_most_of_it() {
-    let r = run_json(&[
-        "--topology",
-        "dragonfly:4:2:2:9,routing=valiant",
-        "--set",
-        "max_vl=3",
-        "--traffic",
-        "shift:8",
-        "--until",
-        "2ms",
-    ]);
+    let r = run_json(&words(
+        "--topology dragonfly:4:2:2:9,routing=valiant --set max_vl=3 --traffic shift:8 --until 2ms",
+    ));
     assert_eq!(r["messages_completed"], 617);
     assert_eq!(r["messages_injected"], 707);
     assert_eq!(r["stall"]["messages_stalled"], 5);
@@ -400,15 +398,9 @@ fn alltoall_completes_at_29_ms_without_a_stall() {
 
 #[test]
 fn deadlock_is_reported_as_a_stall_of_every_pending_message() {
-    let (code, out, err) = ibnet(&[
-        "run",
-        "--topology",
-        "torus:8,vls=one",
-        "--traffic",
-        "dissemination:16384:3",
-        "--json",
-        "--no-wall-time",
-    ]);
+    let (code, out, err) = ibnet(&words(
+        "run --topology torus:8,vls=one --traffic dissemination:16384:3 --json --no-wall-time",
+    ));
     assert_eq!(code, 1, "{err}");
     assert!(
         err.contains("deadlock: 8 messages can never complete"),
@@ -525,17 +517,7 @@ fn per_vl_round_robin_pointer_ends_that_starvation() {
 
 #[test]
 fn per_vl_pointer_is_reported_only_when_on() {
-    let args = [
-        "run",
-        "--topology",
-        "H8_S1",
-        "--traffic",
-        "shift:1",
-        "--until",
-        "20us",
-        "--json",
-        "--no-wall-time",
-    ];
+    let args = words("run --topology H8_S1 --traffic shift:1 --until 20us --json --no-wall-time");
     let (code, out, _) = ibnet(&args);
     assert_eq!(code, 0);
     assert!(!out.contains("vl_arb_rr_per_vl"));
@@ -544,15 +526,9 @@ fn per_vl_pointer_is_reported_only_when_on() {
     let (code, out, _) = ibnet(&a);
     assert_eq!(code, 0);
     assert!(out.contains("\"vl_arb_rr_per_vl\": true"), "{out}");
-    let (code, _, err) = ibnet(&[
-        "run",
-        "--topology",
-        "H8_S1",
-        "--traffic",
-        "shift:1",
-        "--set",
-        "vl_arb_rr_per_vl=2",
-    ]);
+    let (code, _, err) = ibnet(&words(
+        "run --topology H8_S1 --traffic shift:1 --set vl_arb_rr_per_vl=2",
+    ));
     assert_eq!(code, 2);
     assert!(
         err.contains("vl_arb_rr_per_vl") && err.contains("wrong type"),

@@ -123,3 +123,21 @@ pub fn completion_times(f: &mut Fabric, flows: &[(usize, usize, u64)]) -> Vec<u6
     assert!(f.error().is_none(), "{:?}", f.error());
     done
 }
+
+/// `rel` under the reference data directory `dir`, which must exist: a
+/// test that did not run must not pass. The message says `needs` of it
+/// (what needs ../shared beside the checkout).
+pub fn reference_file(dir: &str, rel: &str, needs: &str) -> std::path::PathBuf {
+    let p = std::path::Path::new(dir).join(rel);
+    assert!(
+        p.exists(),
+        "{} is missing: {needs} ../shared beside the checkout",
+        p.display()
+    );
+    p
+}
+
+/// The words of a command line (none of the arguments holds a space).
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
