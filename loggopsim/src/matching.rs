@@ -213,30 +213,27 @@ impl MatchQueue {
                 }
                 best
             }
-            (true, false) => match &mut self.by_tag {
-                Some(m) => {
-                    let a = Self::map_head(&self.entries, m, qtag);
-                    let b = if self.n_tag_any > 0 {
-                        Self::map_head(&self.entries, m, ANY)
-                    } else {
-                        None
-                    };
-                    self.earlier(a, b)
+            (true, false) | (false, true) => {
+                // One of the two is named: the index by it, where the
+                // entries with a wildcard there also match.
+                let (index, k, n_any) = if qtag != ANY {
+                    (&mut self.by_tag, qtag, self.n_tag_any)
+                } else {
+                    (&mut self.by_src, qsrc, self.n_src_any)
+                };
+                match index {
+                    Some(m) => {
+                        let a = Self::map_head(&self.entries, m, k);
+                        let b = if n_any > 0 {
+                            Self::map_head(&self.entries, m, ANY)
+                        } else {
+                            None
+                        };
+                        self.earlier(a, b)
+                    }
+                    None => self.scan(qsrc, qtag),
                 }
-                None => self.scan(qsrc, qtag),
-            },
-            (false, true) => match &mut self.by_src {
-                Some(m) => {
-                    let a = Self::map_head(&self.entries, m, qsrc);
-                    let b = if self.n_src_any > 0 {
-                        Self::map_head(&self.entries, m, ANY)
-                    } else {
-                        None
-                    };
-                    self.earlier(a, b)
-                }
-                None => self.scan(qsrc, qtag),
-            },
+            }
             (true, true) => match &mut self.all {
                 Some(l) => Self::list_head(&self.entries, l),
                 None => self.scan(qsrc, qtag),
