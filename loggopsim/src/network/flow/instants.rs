@@ -98,18 +98,14 @@ impl FlowNet {
 
 #[cfg(test)]
 mod tests {
-    use crate::network::flow::test_net;
-    use crate::network::Network;
-    use crate::Time;
+    use crate::network::flow::test_net_with;
 
     /// Two 1000 B flows into host 1, inserted at 0: both enter at 1 ps
     /// (one instant, no completion), share host 1's link (5e-4 B/ps each)
     /// and complete together at 1 + 2 000 000 ps.
     #[test]
     fn entries_and_completions_by_instant() {
-        let mut n = test_net(true);
-        let a = n.insert(Time(0), 0, 1, 1000, 0).unwrap() as u32;
-        let b = n.insert(Time(0), 2, 1, 1000, 0).unwrap() as u32;
+        let (mut n, [a, b]) = test_net_with([(0, 1, 1000), (2, 1, 1000)]);
         assert_eq!(n.step_instant(0), None, "nothing before the entry");
         assert_eq!(n.step_instant(u64::MAX), Some((1, vec![])));
         assert_eq!((n.rate(a as u64), n.rate(b as u64)), (5e-4, 5e-4));
@@ -128,10 +124,7 @@ mod tests {
     /// the shortest), the other two go on at half the link each.
     #[test]
     fn a_completion_fixes_the_positions_of_the_others() {
-        let mut n = test_net(true);
-        let a = n.insert(Time(0), 0, 1, 300, 0).unwrap() as u32;
-        let b = n.insert(Time(0), 0, 2, 3000, 0).unwrap() as u32;
-        let c = n.insert(Time(0), 0, 3, 3000, 0).unwrap() as u32;
+        let (mut n, [a, b, c]) = test_net_with([(0, 1, 300), (0, 2, 3000), (0, 3, 3000)]);
         n.step_instant(u64::MAX);
         // 1e-3 / 3 each; a's 300 B take 900 000 ps
         assert_eq!(n.advance_to_completion(u64::MAX), Some((900_001, vec![a])));

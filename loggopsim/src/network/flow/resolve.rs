@@ -154,19 +154,14 @@ impl FlowNet {
 
 #[cfg(test)]
 mod tests {
-    use crate::network::flow::test_net;
-    use crate::network::Network;
-    use crate::Time;
+    use crate::network::flow::test_net_with;
 
     /// 0->1 and 0->2 share host 0's link, 3->4 shares nothing with them:
     /// the component of 0->1 is {0->1, 0->2} and the three links they use
     /// (host 0's injection, the ejections to 1 and 2).
     #[test]
     fn the_component_follows_shared_links_only() {
-        let mut n = test_net(true);
-        let a = n.insert(Time(0), 0, 1, 1000, 0).unwrap() as u32;
-        let b = n.insert(Time(0), 0, 2, 1000, 0).unwrap() as u32;
-        let c = n.insert(Time(0), 3, 4, 1000, 0).unwrap() as u32;
+        let (mut n, [a, b, c]) = test_net_with([(0, 1, 1000), (0, 2, 1000), (3, 4, 1000)]);
         n.step_instant(1);
         let (mut comp, comp_res) = n.component(&[a]);
         comp.sort_unstable();
@@ -179,9 +174,7 @@ mod tests {
     /// leave 800 B; never below 0.
     #[test]
     fn catch_up_serves_bytes_at_the_old_rate() {
-        let mut n = test_net(true);
-        let a = n.insert(Time(0), 0, 1, 1000, 0).unwrap() as u32;
-        let b = n.insert(Time(0), 0, 2, 1000, 0).unwrap() as u32;
+        let (mut n, [a, b]) = test_net_with([(0, 1, 1000), (0, 2, 1000)]);
         n.step_instant(1); // both enter at 1 ps at 5e-4 B/ps
         n.catch_up(400_001, &[a]);
         assert_eq!(n.flows[a as usize].remaining, 800.0);
@@ -198,8 +191,7 @@ mod tests {
     /// same rate keeps the event where it was.
     #[test]
     fn reschedule_moves_only_changed_rates() {
-        let mut n = test_net(true);
-        let a = n.insert(Time(0), 0, 1, 1000, 0).unwrap() as u32;
+        let (mut n, [a]) = test_net_with([(0, 1, 1000)]);
         n.step_instant(1); // alone: 1e-3 B/ps, completes at 1 000 001
         assert_eq!(n.next_event(), 1_000_001);
         n.reschedule(7, &[a], &[1e-3]);
