@@ -7,7 +7,8 @@
 //! The translator takes lines as the reference does (unknown lines are
 //! warned about and skipped, fields read like `%i`/`%lf`); [`Trace`]
 //! checks what every well-formed trace satisfies and stops at the first
-//! line that does not. Both see the same lines and the same CPU times.
+//! line that does not. Both split a file with [`lines_from`] and take the
+//! CPU times off with [`split_cpu_times`].
 
 mod records;
 
