@@ -161,23 +161,12 @@ fn data(rel: &str) -> PathBuf {
 fn gen(pattern: &str, ranks: u32, size: u64, dir: &Path) -> PathBuf {
     let out = dir.join(format!("{pattern}-{ranks}-{size}.goal"));
     let st = Command::new(env!("CARGO_BIN_EXE_loggopsim"))
-        .args([
-            "gen",
-            pattern,
-            "-s",
-            &ranks.to_string(),
-            "-d",
-            &size.to_string(),
-            "-o",
-        ])
+        .args(format!("gen {pattern} -s {ranks} -d {size} -o").split_whitespace())
         .arg(&out)
         .output()
         .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    let err = String::from_utf8_lossy(&st.stderr);
+    assert!(st.status.success(), "{err}");
     out
 }
 
@@ -357,41 +346,30 @@ fn bad_parameters_are_clear_errors() {
         "num_ranks 2\nrank 0 {\nl1: send 8b to 1\n}\nrank 1 {\nl1: recv 8b from 0\n}\n",
     )
     .unwrap();
-    for (args, msg) in [
+    for (words, msg) in [
         (
-            vec!["--network", "flow", "--latency-factor", "0"],
+            "--network flow --latency-factor 0",
             "--latency-factor 0: must be a finite number > 0",
         ),
         (
-            vec!["--network", "penalty", "--bandwidth-factor=-1"],
+            "--network penalty --bandwidth-factor=-1",
             "--bandwidth-factor -1: must be",
         ),
         (
-            vec!["--network", "flow", "--protocol", "notify-v1"],
+            "--network flow --protocol notify-v1",
             "--protocol notify-v1 is not supported",
         ),
+        ("--network flow --topology nope", "topology nope"),
+        ("--network penalty --preset nope", "--preset nope"),
         (
-            vec!["--network", "flow", "--topology", "nope"],
-            "topology nope",
-        ),
-        (
-            vec!["--network", "penalty", "--preset", "nope"],
-            "--preset nope",
-        ),
-        (
-            vec!["--network", "flow", "--set", "link_speed=abc"],
+            "--network flow --set link_speed=abc",
             "parameter `link_speed`: `abc`",
         ),
-        (
-            vec!["--network", "lop", "--lop-L", "1,2"],
-            "--lop-L 1,2: expected 6",
-        ),
-        (
-            vec!["--network", "lop", "--lop-set", "x"],
-            "--lop-set x: unknown",
-        ),
-        (vec!["--network", "lop", "--lop-G", "abc"], "--lop-G abc"),
+        ("--network lop --lop-L 1,2", "--lop-L 1,2: expected 6"),
+        ("--network lop --lop-set x", "--lop-set x: unknown"),
+        ("--network lop --lop-G abc", "--lop-G abc"),
     ] {
+        let args: Vec<&str> = words.split_whitespace().collect();
         let o = Command::new(env!("CARGO_BIN_EXE_loggopsim"))
             .arg("-f")
             .arg(&g)

@@ -2,7 +2,7 @@
 //! LogGOPSim's own -v text, golden on a tiny schedule whose every line is
 //! derived by hand below.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// Rank 0: calc 100, send 10 B to 1 (eager), then receive 70000 B from 1
 /// (rendezvous, above S = 65535). Rank 1: receive the 10 B, then send the
@@ -63,21 +63,24 @@ const EXPECTED: &str = "\
 -- satisfy remote requires on host 1
 ";
 
-fn run(extra: &[&str]) -> String {
+/// `loggopsim -f FILE EXTRA` on a file holding `goal`.
+fn run_goal(goal: &str, extra: &[&str]) -> Output {
     let d = tempfile::tempdir().unwrap();
     let f = d.path().join("t.goal");
-    std::fs::write(&f, GOAL).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_loggopsim"))
+    std::fs::write(&f, goal).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_loggopsim"))
         .arg("-f")
         .arg(&f)
         .args(extra)
         .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .unwrap()
+}
+
+/// Standard output of a successful run on [`GOAL`].
+fn run(extra: &[&str]) -> String {
+    let out = run_goal(GOAL, extra);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -112,15 +115,7 @@ l1: recv 1b from 0 tag 0
 l2: recv 1b from 0 tag 1
 }
 ";
-    let d = tempfile::tempdir().unwrap();
-    let f = d.path().join("r.goal");
-    std::fs::write(&f, goal).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_loggopsim"))
-        .arg("-f")
-        .arg(&f)
-        .args(["-v", "--verbose-format", "loggopsim"])
-        .output()
-        .unwrap();
+    let out = run_goal(goal, &["-v", "--verbose-format", "loggopsim"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
@@ -132,12 +127,7 @@ l2: recv 1b from 0 tag 1
         text.contains("[0] found send to 1 - t: 1500 (CPU: 0)\n"),
         "{text}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_loggopsim"))
-        .arg("-f")
-        .arg(&f)
-        .args(["-v", "--verbose-format", "nonsense"])
-        .output()
-        .unwrap();
+    let out = run_goal(goal, &["-v", "--verbose-format", "nonsense"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("verbose-format"));
 }
