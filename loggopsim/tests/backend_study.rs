@@ -232,20 +232,7 @@ fn fig3_example_penalty_rule_b_cli() {
                 "--penalty-rule-b",
                 rule,
             ])
-            .args([
-                "-L",
-                "0",
-                "-o",
-                "0",
-                "-g",
-                "0",
-                "-G",
-                "0",
-                "-O",
-                "0",
-                "-S",
-                "100000000",
-            ])
+            .args("-L 0 -o 0 -g 0 -G 0 -O 0 -S 100000000".split(' '))
             .output()
             .unwrap();
         (

@@ -17,6 +17,18 @@ fn trace_dir(files: &[&str]) -> tempfile::TempDir {
     d
 }
 
+/// Why the translation of `t-0.txt` in `d` (default options) fails.
+fn t0_error(d: &tempfile::TempDir) -> String {
+    translate(&d.path().join("t-0.txt"), &TraceOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
+/// Why the translation of rank 0 of the trace files `files` fails.
+fn rank0_error(files: &[&str]) -> String {
+    t0_error(&trace_dir(files))
+}
+
 /// Runs a translation on a thread and fails if it takes more than 20 s.
 fn translate_bounded(
     first: &Path,
@@ -80,9 +92,7 @@ fn oversized_messages_are_errors_with_file_and_line() {
         ("4", "-8"),
     ] {
         let d = pair(count, dt);
-        let e = translate(&d.path().join("t-0.txt"), &TraceOptions::default())
-            .unwrap_err()
-            .to_string();
+        let e = t0_error(&d);
         assert!(e.contains("t-0.txt:2: "), "{count}x{dt}: {e}");
         assert!(
             e.contains("larger than 2147483647 bytes") || e.contains("negative"),
@@ -95,10 +105,7 @@ fn oversized_messages_are_errors_with_file_and_line() {
     assert!(t.goal.contains("send 2147483644b to 1"), "{}", t.goal);
     // Collectives too: an allreduce of 2^29 ints.
     let coll = "MPI_Init:-:1:2:100\nMPI_Allreduce:110:1:2:536870912:1,4,4:3:0,0,1:120\nMPI_Finalize:400:-\n";
-    let d = trace_dir(&[coll]);
-    let e = translate(&d.path().join("t-0.txt"), &TraceOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = rank0_error(&[coll]);
     assert!(
         e.contains("t-0.txt:2: ") && e.contains("larger than"),
         "{e}"
@@ -152,22 +159,13 @@ fn devices_are_refused() {
 #[test]
 fn out_of_range_peers_and_roots_are_errors() {
     let t = "MPI_Init:-:1:2:100\nMPI_Send:110:4096:1:11,8,8:3:7:0,0,2:115\nMPI_Finalize:400:-\n";
-    let d = trace_dir(&[t, t]);
-    let e = translate(&d.path().join("t-0.txt"), &TraceOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = rank0_error(&[t, t]);
     assert!(e.contains("t-0.txt:2: peer 3 is outside 0..1"), "{e}");
     let t = "MPI_Init:-:1:2:100\nMPI_Send:110:4096:1:11,8,8:-2:7:0,0,2:115\nMPI_Finalize:400:-\n";
-    let d = trace_dir(&[t]);
-    let e = translate(&d.path().join("t-0.txt"), &TraceOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = rank0_error(&[t]);
     assert!(e.contains("t-0.txt:2: peer -2 is not a rank"), "{e}");
     let b = "MPI_Init:-:1:2:100\nMPI_Bcast:110:1:8:1,4,4:5:0,0,1:120\nMPI_Finalize:400:-\n";
-    let d = trace_dir(&[b]);
-    let e = translate(&d.path().join("t-0.txt"), &TraceOptions::default())
-        .unwrap_err()
-        .to_string();
+    let e = rank0_error(&[b]);
     assert!(e.contains("t-0.txt:2: root 5 is outside 0..0"), "{e}");
 }
 

@@ -105,17 +105,9 @@ fn trace2goal_defaults_to_picoseconds() {
 /// keep their documented unit (schedule units, trace microseconds).
 #[test]
 fn time_options_take_unit_suffixes() {
-    let Cmd::Gen(a) = Cmd::try_parse_from([
-        "x",
-        "gen",
-        "dissemination",
-        "--nb",
-        "5us",
-        "--nb-poll",
-        "1000000",
-        "--rpl-dep-cmp",
-        "2ns",
-    ])
+    let Cmd::Gen(a) = Cmd::try_parse_from(
+        "x gen dissemination --nb 5us --nb-poll 1000000 --rpl-dep-cmp 2ns".split(' '),
+    )
     .unwrap() else {
         panic!()
     };
@@ -129,33 +121,19 @@ fn time_options_take_unit_suffixes() {
         panic!()
     };
     assert_eq!(a.rpl_dep_cmp, -1);
-    let Cmd::Trace2goal(t) = Cmd::try_parse_from([
-        "x",
-        "trace2goal",
-        "--traces",
-        "t-0.txt",
-        "--traces-nbcify",
-        "2000ns",
-        "--pin-a",
-        "165894ns",
-        "--pin-b",
-        "3.01695ns",
-    ])
+    let Cmd::Trace2goal(t) = Cmd::try_parse_from(
+        "x trace2goal --traces t-0.txt --traces-nbcify 2000ns --pin-a 165894ns --pin-b 3.01695ns"
+            .split(' '),
+    )
     .unwrap() else {
         panic!()
     };
     assert_eq!(t.trace.traces_nbcify, 2);
     assert!((t.trace.pin_a - 165.894).abs() < 1e-9);
     assert!((t.trace.pin_b - 0.00301695).abs() < 1e-12);
-    let Cmd::Trace2goal(t) = Cmd::try_parse_from([
-        "x",
-        "trace2goal",
-        "--traces",
-        "t-0.txt",
-        "--traces-nbcify",
-        "7",
-    ])
-    .unwrap() else {
+    let Cmd::Trace2goal(t) =
+        Cmd::try_parse_from("x trace2goal --traces t-0.txt --traces-nbcify 7".split(' ')).unwrap()
+    else {
         panic!()
     };
     assert_eq!(
