@@ -51,13 +51,7 @@ fn every_record_roundtrip(mq: bool) {
         Record::error(ErrorCode::Abort, "scheduler gives up"),
         Record::Finish { time: Time::MAX },
     ];
-    for r in from_s {
-        s.send(r).unwrap();
-    }
-    s.flush().unwrap();
-    for r in from_s {
-        assert_eq!(f.recv().unwrap(), r);
-    }
+    pass_all(&mut s, &mut f, &from_s);
     let from_f = [
         Record::Arrival {
             handle: 1,
@@ -74,13 +68,7 @@ fn every_record_roundtrip(mq: bool) {
         },
         Record::error(ErrorCode::Deadlock, "handles 3 4"),
     ];
-    for r in from_f {
-        f.send(r).unwrap();
-    }
-    f.flush().unwrap();
-    for r in from_f {
-        assert_eq!(s.recv().unwrap(), r);
-    }
+    pass_all(&mut f, &mut s, &from_f);
     assert_eq!(s.peer_hello().unwrap().version, DEFAULT_PROTOCOL_VERSION);
     assert_eq!(f.peer_hello().unwrap().pid, std::process::id());
 
@@ -110,13 +98,7 @@ fn every_record_roundtrip(mq: bool) {
         },
         Record::error(ErrorCode::Violation, "insert into the past"),
     ];
-    for r in reps {
-        f.send(r).unwrap();
-    }
-    f.flush().unwrap();
-    for r in reps {
-        assert_eq!(s.recv().unwrap(), r);
-    }
+    pass_all(&mut f, &mut s, &reps);
     s.send(Record::Finish { time: Time(3000) }).unwrap();
     drop(s); // drop flushes
     assert_eq!(f.recv().unwrap(), Record::Finish { time: Time(3000) });

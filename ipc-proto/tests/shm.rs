@@ -33,6 +33,16 @@ fn shm_pair(key: &str, protocol: Protocol, opts: &FabricOptions) -> (Channel, Ch
     (s, f)
 }
 
+/// [`shm_pair`] under the notify protocol, the shared-memory transport
+/// asked for by name.
+fn shm_notify_pair(key: &str) -> (Channel, Channel) {
+    let opts = FabricOptions {
+        transport: TransportKind::Shm,
+        ..FabricOptions::default()
+    };
+    shm_pair(key, Protocol::Notify, &opts)
+}
+
 #[test]
 fn segment_layout_of_an_shm_session() {
     let key = unique_key("shmlay");
@@ -63,14 +73,7 @@ fn segment_layout_of_an_shm_session() {
 #[test]
 fn every_record_roundtrips_over_shm() {
     let key = unique_key("shmrt");
-    let (mut s, mut f) = shm_pair(
-        &key,
-        Protocol::Notify,
-        &FabricOptions {
-            transport: TransportKind::Shm,
-            ..FabricOptions::default()
-        },
-    );
+    let (mut s, mut f) = shm_notify_pair(&key);
     let from_s = [
         Record::Insert {
             handle: 1,
@@ -83,13 +86,7 @@ fn every_record_roundtrips_over_shm() {
         Record::error(ErrorCode::Abort, "scheduler gives up"),
         Record::Finish { time: Time::MAX },
     ];
-    for r in from_s {
-        s.send(r).unwrap();
-    }
-    s.flush().unwrap();
-    for r in from_s {
-        assert_eq!(f.recv().unwrap(), r);
-    }
+    pass_all(&mut s, &mut f, &from_s);
     f.send(Record::Arrival {
         handle: 1,
         time: Time(2000),
@@ -259,14 +256,7 @@ fn wait_for_scheduler_gives_up_when_the_watched_pid_dies() {
 fn a_side_asleep_for_its_answer_is_not_woken_when_its_request_is_consumed() {
     use std::io::{Read, Seek, SeekFrom};
     let key = unique_key("shmwk");
-    let (mut s, mut f) = shm_pair(
-        &key,
-        Protocol::Notify,
-        &FabricOptions {
-            transport: TransportKind::Shm,
-            ..FabricOptions::default()
-        },
-    );
+    let (mut s, mut f) = shm_notify_pair(&key);
     // anything the fabric end still holds (its Hello) goes out now
     f.flush().unwrap();
     let path = format!("/dev/shm/{key}.ctl");

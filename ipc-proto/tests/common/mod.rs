@@ -1,6 +1,6 @@
 #![allow(dead_code)]
 use ipc_proto::{
-    create_fabric_with, object_exists, FabricSession, ProtoError, Protocol, QueueGeometry,
+    create_fabric_with, object_exists, FabricSession, ProtoError, Protocol, QueueGeometry, Record,
     SessionKey,
 };
 use std::sync::{Mutex, MutexGuard};
@@ -87,4 +87,16 @@ pub fn spawn_peer(args: &[&str]) -> Child {
         let _ = std::io::Read::read_to_string(&mut out, &mut rest);
     });
     child
+}
+
+/// Sends `records` on `from`, flushes, and receives them on `to`: the same
+/// records in the same order.
+pub fn pass_all(from: &mut ipc_proto::Channel, to: &mut ipc_proto::Channel, records: &[Record]) {
+    for r in records {
+        from.send(*r).unwrap();
+    }
+    from.flush().unwrap();
+    for r in records {
+        assert_eq!(to.recv().unwrap(), *r);
+    }
 }
