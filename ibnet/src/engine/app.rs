@@ -55,6 +55,18 @@ pub(super) struct Msg {
     pub(super) op: u32,
 }
 
+impl Msg {
+    /// Bytes of packet `k` (only the last packet may be shorter).
+    #[inline]
+    pub(super) fn pkt_bytes(&self, k: u32) -> u32 {
+        if k + 1 == self.npkts {
+            self.last_pkt
+        } else {
+            self.full_pkt
+        }
+    }
+}
+
 #[derive(Default)]
 pub(super) struct App {
     pub(super) mode: Option<TrafficMode>,

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE};
-use super::flits::{FId, Flit, F_BECN, F_CNP, F_NOSW};
+use super::flits::{FId, F_BECN, F_CNP, F_NOSW};
 
 pub(super) struct Cc {
     /// CCT index per flow key (destination LID, or 0 = the whole app)
@@ -77,20 +77,7 @@ impl Fabric {
 
     pub(super) fn send_cnp(&mut self, h: usize, to: u16, _vl: u8) {
         self.hcas[h].sink.cnps_out += 1;
-        let f = Flit {
-            msg: NONE,
-            pkt: 0,
-            inject: 0,
-            t_in: 0,
-            serial: 0,
-            src: self.hcas[h].lid,
-            dst: to,
-            sn: 0,
-            pkt_flits: 1,
-            bytes: self.p.flit_size as u16,
-            vl: 0,
-            flags: F_NOSW | F_CNP | F_BECN,
-        };
+        let f = self.control_flit(h, to, NONE, 0, F_NOSW | F_CNP | F_BECN);
         let port = self.hcas[h].port as usize;
         let f = self.fl_alloc(f);
         if self.hcas[h].gen.cnpq.is_empty() && self.hoq_free(port, 0, 0) {

@@ -62,6 +62,26 @@ impl Flit {
 pub(super) type FId = u32;
 
 impl Fabric {
+    /// A one-flit control packet from HCA `h` to LID `to` on VL 0 (a CNP,
+    /// a lossy link's ACK or NAK): a full flit naming packet `pkt` of
+    /// `msg`.
+    pub(super) fn control_flit(&self, h: usize, to: u16, msg: u32, pkt: u32, flags: u8) -> Flit {
+        Flit {
+            msg,
+            pkt,
+            inject: 0,
+            t_in: 0,
+            serial: 0,
+            src: self.hcas[h].lid,
+            dst: to,
+            sn: 0,
+            pkt_flits: 1,
+            bytes: self.p.flit_size as u16,
+            vl: 0,
+            flags,
+        }
+    }
+
     #[inline]
     pub(super) fn fl_alloc(&mut self, f: Flit) -> FId {
         match self.fl_free.pop() {

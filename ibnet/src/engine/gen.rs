@@ -54,11 +54,7 @@ impl Fabric {
             return self.qp_gen_new_msg(h, m);
         }
         let msg = &self.msgs[m as usize];
-        let (pf, pl) = self.p.flits_of(if msg.npkts == 1 {
-            msg.last_pkt
-        } else {
-            msg.full_pkt
-        });
+        let (pf, pl) = self.p.flits_of(msg.pkt_bytes(0));
         let g = &mut self.hcas[h].gen;
         g.cur = m;
         g.pkt = 0;
@@ -143,12 +139,7 @@ impl Fabric {
                 msg_done = true;
                 g.cur = NONE;
             } else {
-                let b = if g.pkt + 1 == m.npkts {
-                    m.last_pkt
-                } else {
-                    m.full_pkt
-                };
-                let (pf, pl) = self.p.flits_of(b);
+                let (pf, pl) = self.p.flits_of(m.pkt_bytes(g.pkt));
                 g.pkt_flits = pf as u16;
                 g.pkt_last_bytes = pl as u16;
             }

@@ -52,7 +52,7 @@ use std::collections::VecDeque;
 use super::app::splitmix;
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE};
-use super::flits::{FId, Flit, F_BAD, F_CNP, F_LCTL, F_NOSW, F_PROBE, F_RTX};
+use super::flits::{FId, F_BAD, F_CNP, F_LCTL, F_NOSW, F_PROBE, F_RTX};
 use crate::params::{ps, Params};
 use crate::stats::LossReport;
 
@@ -282,20 +282,7 @@ impl Fabric {
         } else {
             l.st.naks_sent += 1;
         }
-        let f = Flit {
-            msg,
-            pkt: psn,
-            inject: 0,
-            t_in: 0,
-            serial: 0,
-            src: self.hcas[h].lid,
-            dst: to,
-            sn: 0,
-            pkt_flits: 1,
-            bytes: self.p.flit_size as u16,
-            vl: 0,
-            flags: F_NOSW | F_LCTL,
-        };
+        let f = self.control_flit(h, to, msg, psn, F_NOSW | F_LCTL);
         let f = self.fl_alloc(f);
         self.ls().hcas[h].ctlq.push_back(f);
         if self.ls().hcas[h].ctlq.len() == 1 {
@@ -507,13 +494,7 @@ impl Fabric {
 
     /// (flits, bytes of the last flit) of packet `k` of message `m`.
     fn pkt_flits(&self, m: u32, k: u32) -> (u16, u16) {
-        let msg = &self.msgs[m as usize];
-        let b = if k + 1 == msg.npkts {
-            msg.last_pkt
-        } else {
-            msg.full_pkt
-        };
-        let (f, l) = self.p.flits_of(b);
+        let (f, l) = self.p.flits_of(self.msgs[m as usize].pkt_bytes(k));
         (f as u16, l as u16)
     }
 }

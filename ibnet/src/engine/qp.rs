@@ -170,11 +170,7 @@ impl Fabric {
             .is_some_and(|q| q.in_gen == Some(m));
         let n = if queued { n } else { APP_QP };
         let msg = &self.msgs[m as usize];
-        let (pf, pl) = self.p.flits_of(if msg.npkts == 1 {
-            msg.last_pkt
-        } else {
-            msg.full_pkt
-        });
+        let (pf, pl) = self.p.flits_of(msg.pkt_bytes(0));
         let st = &mut self.qp.as_mut().expect("qp mode").hcas[h];
         let at = st.slots.partition_point(|s| s.qp < n);
         st.slots.insert(
@@ -338,12 +334,7 @@ impl Fabric {
             if s.pkt == m.npkts {
                 done = true;
             } else {
-                let b = if s.pkt + 1 == m.npkts {
-                    m.last_pkt
-                } else {
-                    m.full_pkt
-                };
-                let (f, l) = self.p.flits_of(b);
+                let (f, l) = self.p.flits_of(m.pkt_bytes(s.pkt));
                 s.pkt_flits = f as u16;
                 s.pkt_last_bytes = l as u16;
             }

@@ -82,7 +82,7 @@ impl Fabric {
                 window
             } else {
                 let n = per_dst.get(d).copied().unwrap_or(1) as u64;
-                let pkt = if m.npkts == 1 { m.last_pkt } else { m.full_pkt };
+                let pkt = m.pkt_bytes(0);
                 window.max(4u64.saturating_mul(n).saturating_mul(drain(pkt)))
             };
             if since.saturating_add(need) > now {

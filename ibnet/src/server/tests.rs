@@ -141,33 +141,20 @@ fn query_polls_with_quantum_and_answers_arrival_time() {
     let mut s = server("H8_S1", Protocol::Query, 1000, None);
     let mut out = Vec::new();
     s.handle(ins(1, 0, 0, 1, 44), &mut out).unwrap();
-    s.handle(query(1, 0, 1), &mut out).unwrap();
-    assert_eq!(
-        out.pop().unwrap(),
-        Record::Reply {
+    // (query time, answer time, arrived)
+    for (t, answer, arrived) in [
+        (0, 1000, false),
+        (150_000, 151_000, false),
+        (151_000, ONE_FLIT_PS, true),
+    ] {
+        s.handle(query(1, t, 1), &mut out).unwrap();
+        let reply = Record::Reply {
             handle: 1,
-            time: Time(1000),
-            arrived: false
-        }
-    );
-    s.handle(query(1, 150_000, 1), &mut out).unwrap();
-    assert_eq!(
-        out.pop().unwrap(),
-        Record::Reply {
-            handle: 1,
-            time: Time(151_000),
-            arrived: false
-        }
-    );
-    s.handle(query(1, 151_000, 1), &mut out).unwrap();
-    assert_eq!(
-        out.pop().unwrap(),
-        Record::Reply {
-            handle: 1,
-            time: Time(ONE_FLIT_PS),
-            arrived: true
-        }
-    );
+            time: Time(answer),
+            arrived,
+        };
+        assert_eq!(out.pop().unwrap(), reply, "query at {t} ps");
+    }
     assert_eq!(s.stats().query_lateness_ps, 400);
 }
 
