@@ -5,19 +5,13 @@
 //! contention-free shift, clear errors for bad names, and a property test over
 //! random small parameters.
 
+mod common;
+use common::ibnet;
 use std::collections::HashMap;
-use std::process::{Command, Output};
 
 use ibnet::topology::summary::summarize;
 use ibnet::topology::{builtin, PortRef, Topology};
 use proptest::prelude::*;
-
-fn ibnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibnet"))
-        .args(args)
-        .output()
-        .expect("run ibnet")
-}
 
 fn topo(name: &str) -> Topology {
     builtin(name).unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -3,15 +3,9 @@
 //! hand-derived case 1 of docs/model/fabric.md section 11 and against the run's own
 //! end-of-run report; observing must not change the run.
 
+mod common;
+use common::ibnet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn ibnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibnet"))
-        .args(args)
-        .output()
-        .expect("run ibnet")
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ibnet-observe-{}", std::process::id()));

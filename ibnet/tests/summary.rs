@@ -2,14 +2,8 @@
 //! routes, counts and diameters, a ring whose clockwise routing has a
 //! channel-dependency cycle (not deadlock-free), and an incomplete routing.
 
-use std::process::{Command, Output};
-
-fn ibnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibnet"))
-        .args(args)
-        .output()
-        .expect("run ibnet")
-}
+mod common;
+use common::ibnet;
 
 fn json(args: &[&str]) -> serde_json::Value {
     let o = ibnet(args);

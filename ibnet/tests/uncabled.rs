@@ -4,17 +4,11 @@
 //! file and line that declare the switch; `ibnet run` and `ibnet topology
 //! --summary` exit 2. Also: errors name the topology's path once.
 
+mod common;
+use common::ibnet;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use ibnet::topology;
-
-fn ibnet(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ibnet"))
-        .args(args)
-        .output()
-        .expect("run ibnet")
-}
 
 const WHY: &str = "has no cables: nothing connects it to the network (a missing link section \
                    or a misspelt name?); remove it or cable it";

@@ -141,3 +141,11 @@ pub fn reference_file(dir: &str, rel: &str, needs: &str) -> std::path::PathBuf {
 pub fn words(line: &str) -> Vec<&str> {
     line.split_whitespace().collect()
 }
+
+/// `ibnet ARGS` run to completion.
+pub fn ibnet(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ibnet"))
+        .args(args)
+        .output()
+        .expect("run ibnet")
+}
