@@ -8,7 +8,7 @@
 //! promises too much and the result is exact, while a plain 1 ps poll of a
 //! 400 kB message would need 2e8 round trips.
 
-use crate::util::{bin, repo_root};
+use crate::util::{bin, repo_root, u64_array, wait_within, words};
 use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -61,20 +61,7 @@ fn cosim_cmd(args: &[&str]) -> Command {
 fn run_limited(mut c: Command, limit: Duration) -> Output {
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     let child = c.spawn().expect("spawn");
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(o) => o.expect("wait"),
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("{c:?} did not finish within {limit:?}");
-        }
-    }
+    wait_within(child, limit, &format!("{c:?}"))
 }
 
 fn text(b: &[u8]) -> String {
@@ -98,12 +85,7 @@ fn cosim_json(args: &[&str]) -> (Value, Value) {
 }
 
 fn finish_times(sched: &Value) -> Vec<u64> {
-    sched["finish_times_ps"]
-        .as_array()
-        .expect("finish_times_ps")
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
+    u64_array(sched, "finish_times_ps")
 }
 
 /// The transports under the exact notify protocol (version 2). Polling at
@@ -487,17 +469,9 @@ fn dissemination_648_on_m9_equals_fabric_alone() {
         "--transport",
         "inproc",
     ]);
-    let o = crate::util::run(Command::new(bin("ibnet")).args([
-        "run",
-        "--topology",
-        "M9",
-        "--preset",
-        "thesis-ddr",
-        "--traffic",
-        "dissemination:180:1",
-        "--json",
-        "--no-wall-time",
-    ]));
+    let o = crate::util::run(Command::new(bin("ibnet")).args(words(
+        "run --topology M9 --preset thesis-ddr --traffic dissemination:180:1 --json --no-wall-time",
+    )));
     assert!(o.status.success(), "ibnet run: {}", text(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["closed_loop"]["messages"], 6480);
@@ -1423,7 +1397,8 @@ fn conformance_over_shared_memory() {
                 "handshake,bad-record,batching,finish,peer-death".into(),
                 "--spawn".into(),
                 format!(
-                    "{} serve --key {{key}} --protocol {{protocol}} --topology H8_S1 --transport shm",
+                    "{} serve --key {{key}} --protocol {{protocol}} --topology H8_S1 --transport \
+                    shm",
                     ibnet.display()
                 ),
             ],
@@ -2071,8 +2046,10 @@ fn scripts_cosim_builds_only_what_a_run_needs_and_shows_progress() {
     assert_eq!(
         lines[..3],
         [
-            "cosim: building the binaries it needs, once: cargo build --release -p cosim -p loggopsim -p ibnet --bins",
-            "cosim: (about 3-4 minutes on 2 CPUs, more on a busy machine; cargo's progress follows)",
+            "cosim: building the binaries it needs, once: cargo build --release -p cosim -p \
+            loggopsim -p ibnet --bins",
+            "cosim: (about 3-4 minutes on 2 CPUs, more on a busy machine; cargo's progress \
+            follows)",
             "   Compiling ibnet v0.1.0 (stand-in)",
         ],
         "{err}"

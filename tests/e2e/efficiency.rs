@@ -8,7 +8,7 @@
 //! T is answered "arrived" at the first multiple of q >= T: ceil(T/q) + 1
 //! queries per message, and the scheduler learns of it at ceil(T/q) * q.
 
-use crate::util::{bin, ipc_lock, repo_root, run, stderr, stdout};
+use crate::util::{bin, ipc_lock, repo_root, run, stderr, stdout, words};
 use std::collections::HashMap;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -303,20 +303,10 @@ fn over_budget_run_is_stopped_and_extrapolated() {
     let o = {
         let _l = ipc_lock();
         run(Command::new(bin("study"))
-            .args([
-                "--tiny",
-                "--quanta",
-                "1ps",
-                "--factors",
-                "1",
-                "--estimate-quanta",
-                "1ns",
-                "--budget",
-                "0.5",
-                "--name",
-                "ob",
-                "--out",
-            ])
+            .args(words(
+                "--tiny --quanta 1ps --factors 1 --estimate-quanta 1ns \
+                 --budget 0.5 --name ob --out",
+            ))
             .arg(dir.path()))
     };
     assert!(o.status.success(), "{}", stderr(&o));
@@ -350,20 +340,10 @@ fn mismatched_topology_fails_the_fabric_alone_setup_clearly() {
     let o = {
         let _l = ipc_lock();
         run(Command::new(bin("study"))
-            .args([
-                "--tiny",
-                "--topology",
-                "H8_S1",
-                "--quanta",
-                "1ns",
-                "--factors",
-                "1",
-                "--estimate-quanta",
-                "1ns",
-                "--name",
-                "mm",
-                "--out",
-            ])
+            .args(words(
+                "--tiny --topology H8_S1 --quanta 1ns --factors 1 \
+                 --estimate-quanta 1ns --name mm --out",
+            ))
             .arg(dir.path()))
     };
     // The other setups still run and the outputs are written; the exit

@@ -6,7 +6,7 @@
 //! missing (scripts/install-deps installs it). Every test that opens
 //! sessions holds `ipc_lock` (the machine allows ~9 queues at once).
 
-use crate::util::{bin, ipc_lock, repo_root};
+use crate::util::{bin, ipc_lock, repo_root, u64_array, wait_within};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -54,24 +54,7 @@ pub(crate) fn start(c: &mut Command) -> Child {
 
 /// Wait for a child; kill it and panic after `limit` (never hang).
 pub(crate) fn finish(child: Child, limit: Duration, what: &str) -> Output {
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(o) => o.expect("wait"),
-        Err(_) => {
-            unsafe_kill(pid);
-            panic!("{what} did not finish within {limit:?}");
-        }
-    }
-}
-
-fn unsafe_kill(pid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status();
+    wait_within(child, limit, what)
 }
 
 pub(crate) fn run_within(mut c: Command, limit: Duration) -> Output {
@@ -97,12 +80,7 @@ fn pingpong2(size: u64) -> String {
 fn finish_times(json: &[u8]) -> Vec<u64> {
     let v: Value =
         serde_json::from_slice(json).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", text(json)));
-    v["finish_times_ps"]
-        .as_array()
-        .expect("finish_times_ps")
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
+    u64_array(&v, "finish_times_ps")
 }
 
 fn loggopsim_params(l: u64, o: u64, g_per_byte: u64) -> Vec<String> {
@@ -285,12 +263,7 @@ fn python_scheduler_gets_loggopsims_arrival_times_from_ibnet() {
             });
             let v: Value = serde_json::from_slice(&py.stdout)
                 .unwrap_or_else(|e| panic!("scheduler.py JSON ({e}): {}", text(&py.stdout)));
-            let py_times: Vec<u64> = v["arrival_times"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_u64().unwrap())
-                .collect();
+            let py_times = u64_array(&v, "arrival_times");
             assert_eq!(py_times, [travel, 2 * travel], "{size} B {protocol}");
             // loggopsim: rank 1 ends at the first arrival (then sends at
             // once), rank 0 at the second.

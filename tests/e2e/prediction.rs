@@ -13,7 +13,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::tracer::{example_program, require_mpi_lib, tracer_library, MPI_RUNS};
-use crate::util::{bin, repo_root, run, stderr, stdout};
+use crate::util::{bin, repo_root, run, stderr, stdout, words};
 
 fn predict() -> Command {
     let mut c = Command::new(repo_root().join("scripts/predict"));
@@ -235,13 +235,9 @@ fn predict_durations_sync_uses_the_median_run() {
     write_run(&dir.path().join("b"), 100, 80, 10, 10);
     write_run(&dir.path().join("c"), 100, 60, 10, 10);
     let out = run(predict()
-        .args([
-            "--method",
-            "durations-sync",
-            "--json",
-            "--target",
-            "H8_S1:thesis-ddr",
-        ])
+        .args(words(
+            "--method durations-sync --json --target H8_S1:thesis-ddr",
+        ))
         .args(["--backend", "onepiece"])
         .arg("--traces")
         .arg(dir.path().join("a"))
@@ -378,15 +374,9 @@ fn trace_and_simulate_small_defects_are_fixed() {
     // --link-model ''": plain takes no link model, any preset works; and
     // --collectives reaches trace2goal (the ping-pong has none: same bound).
     let out = run(Command::new(repo_root().join("scripts/trace-and-simulate"))
-        .args([
-            "--json",
-            "--method",
-            "plain",
-            "--collectives",
-            "ompi",
-            "--fabric",
-            "H8_S1",
-        ])
+        .args(words(
+            "--json --method plain --collectives ompi --fabric H8_S1",
+        ))
         .args(["--sim-arg", "--preset", "--sim-arg", "qdr"])
         .arg(example_program("pingpong.c"))
         .arg("2")
@@ -495,22 +485,16 @@ fn predict_measures_cpu_time_and_warns_where_it_would_mislead() {
         wall_args.push("--traces".to_string());
         wall_args.push(p.display().to_string());
     }
-    let common = [
-        "--json",
-        "--target",
-        "H8_S1:thesis-ddr",
-        "--backend",
-        "loggp",
-    ];
+    let common = words("--json --target H8_S1:thesis-ddr --backend loggp");
     // cpu (the default): rank 0's bursts min(100, 80, 90) / 4 + min(50, 70, 60) / 4.
-    let v = json_of(&run(predict().args(&cpu_args).args(common)));
+    let v = json_of(&run(predict().args(&cpu_args).args(&common)));
     assert_eq!(v["compute"], "cpu");
     let est = &v["computation_us_per_rank"]["estimate"];
     assert!(close(est[0].as_f64().unwrap(), 20.0 + 12.5), "{est}");
     // wall: the gaps themselves.
     let v = json_of(&run(predict()
         .args(&cpu_args)
-        .args(common)
+        .args(&common)
         .args(["--compute", "wall"])));
     assert_eq!(v["compute"], "wall");
     let est = &v["computation_us_per_rank"]["estimate"];
@@ -532,7 +516,7 @@ fn predict_measures_cpu_time_and_warns_where_it_would_mislead() {
         "{w}"
     );
     // a higher threshold silences the spread warning.
-    let v = json_of(&run(predict().args(&cpu_args).args(common).args([
+    let v = json_of(&run(predict().args(&cpu_args).args(&common).args([
         "--compute",
         "wall",
         "--spread-threshold",
@@ -540,7 +524,7 @@ fn predict_measures_cpu_time_and_warns_where_it_would_mislead() {
     ])));
     assert!(!warnings_of(&v).contains("fastest and the slowest"), "{v}");
     // Traces without CPU times: wall, said so; the same numbers as wall.
-    let v = json_of(&run(predict().args(&wall_args).args(common)));
+    let v = json_of(&run(predict().args(&wall_args).args(&common)));
     assert_eq!(v["compute"], "wall");
     assert!(
         warnings_of(&v).contains("has no CPU times") && warnings_of(&v).contains("--compute wall"),
@@ -553,14 +537,14 @@ fn predict_measures_cpu_time_and_warns_where_it_would_mislead() {
         130.0
     ));
     // A single run: no noise estimate, said so.
-    let v = json_of(&run(predict().args(&cpu_args[..2]).args(common)));
+    let v = json_of(&run(predict().args(&cpu_args[..2]).args(&common)));
     assert!(warnings_of(&v).contains("a single run"), "{v}");
     assert!(v["noise"]["computation_spread_pct"].is_null(), "{v}");
     // --no-computation: every calc 0, the transfer alone (rank 1 receives
     // 60000 B: 0.1 + 59999 x 0.0005 us).
     let v = json_of(&run(predict()
         .args(&cpu_args)
-        .args(common)
+        .args(&common)
         .arg("--no-computation")));
     let t = v["predictions"][0]["time_us_per_rank"][1].as_f64().unwrap();
     assert!(close(t, 0.1 + 59_999.0 * 0.0005), "{v}");
@@ -817,14 +801,7 @@ fn smpi_network_only_agrees_on_the_examples() {
     let _serial = MPI_RUNS.lock().unwrap_or_else(|e| e.into_inner());
     let work = tempfile::tempdir().unwrap();
     let out = run(Command::new(repo_root().join("scripts/smpi-compare"))
-        .args([
-            "--programs",
-            "halo,alltoall",
-            "--modes",
-            "network",
-            "--repeat",
-            "1",
-        ])
+        .args(words("--programs halo,alltoall --modes network --repeat 1"))
         .args(["--json", "--work"])
         .arg(work.path())
         .env("LOGGOPSIM", bin("loggopsim"))

@@ -2,7 +2,7 @@
 //! every generator pattern at 4, 8 and 16 ranks, and the thesis traces,
 //! must simulate without leftover queues (exit 0).
 
-use crate::util::{bin, reference_data_dir, run, stderr, stdout};
+use crate::util::{bin, reference_data_dir, run, stderr, stdout, words};
 use std::process::Command;
 
 /// Patterns that must simulate cleanly. `chained_dissem` is excluded on
@@ -28,6 +28,21 @@ const PATTERNS: &[&str] = &[
     "random_bisect",
     "random_bisect_fd_sym",
 ];
+
+/// `loggopsim trace2goal --traces FIRST FLAGS -o GOAL`.
+fn trace2goal(
+    first: impl AsRef<std::ffi::OsStr>,
+    flags: &[&str],
+    goal: impl AsRef<std::ffi::OsStr>,
+) -> std::process::Output {
+    run(Command::new(bin("loggopsim"))
+        .arg("trace2goal")
+        .arg("--traces")
+        .arg(first)
+        .args(flags)
+        .arg("-o")
+        .arg(goal))
+}
 
 fn simulate(goal: &std::path::Path, extra: &[&str]) -> std::process::Output {
     run(Command::new(bin("loggopsim"))
@@ -88,16 +103,7 @@ fn every_pattern_simulates_at_4_8_16_ranks() {
 #[test]
 fn gen_to_stdout_pipes_into_a_file() {
     let dir = tempfile::tempdir().unwrap();
-    let g = run(Command::new(bin("loggopsim")).args([
-        "gen",
-        "dissemination",
-        "-s",
-        "4",
-        "-d",
-        "180",
-        "-o",
-        "-",
-    ]));
+    let g = run(Command::new(bin("loggopsim")).args(words("gen dissemination -s 4 -d 180 -o -")));
     assert!(g.status.success());
     assert!(stdout(&g).starts_with("num_ranks 4\n\nrank 0 {\nl1: send 180b to 1 tag 0\n"));
     assert!(stderr(&g).contains("8 sends, 8 recvs, 0 execs, and 4 reqs among 4 hosts written"));
@@ -151,13 +157,7 @@ fn thesis_traces_translate_and_simulate() {
     ] {
         let goal = dir.path().join(format!("{t}.goal"));
         let first = data.join(t).join("pmpi-trace-rank-0.txt");
-        let g = run(Command::new(bin("loggopsim"))
-            .arg("trace2goal")
-            .arg("--traces")
-            .arg(&first)
-            .args(&flags)
-            .arg("-o")
-            .arg(&goal));
+        let g = trace2goal(&first, &flags, &goal);
         assert!(g.status.success(), "{t} {flags:?}: {}", stderr(&g));
         // The thesis's ltest conditions: L = g = G = 0, o = 55 us.
         let s = simulate(&goal, &["-L", "0", "-g", "0", "-G", "0", "-o", "55000000"]);
@@ -171,13 +171,8 @@ fn thesis_traces_translate_and_simulate() {
         assert!(stdout(&s).contains("Host 1: "));
     }
     // Calibration 2: the printed command line runs as printed.
-    let goal = dir.path().join("o.goal");
-    let g = run(Command::new(bin("loggopsim"))
-        .arg("trace2goal")
-        .arg("--traces")
-        .arg(data.join("ltest/pmpi-trace-rank-0.txt"))
-        .args(["--print-overheads", "-o"])
-        .arg(&goal));
+    let ltest0 = data.join("ltest/pmpi-trace-rank-0.txt");
+    let g = trace2goal(&ltest0, &["--print-overheads"], dir.path().join("o.goal"));
     assert!(g.status.success());
     let line = stderr(&g)
         .lines()
@@ -199,23 +194,17 @@ fn thesis_traces_translate_and_simulate() {
     );
     // ltest with --raw-tags reproduces the thesis's Schedgen1.1 file.
     let goal = dir.path().join("l.goal");
-    let g = run(Command::new(bin("loggopsim"))
-        .arg("trace2goal")
-        .arg("--traces")
-        .arg(data.join("ltest/pmpi-trace-rank-0.txt"))
-        .args(["--raw-tags", "-o"])
-        .arg(&goal));
+    let g = trace2goal(&ltest0, &["--raw-tags"], &goal);
     assert!(g.status.success());
     let ours = std::fs::read_to_string(&goal).unwrap();
     let theirs = std::fs::read_to_string(data.join("ltest/ltest.goal")).unwrap();
     assert_eq!(ours.trim_end(), theirs.trim_end());
     // colltest: only rank 0 exists; --require-all names the missing files.
-    let g = run(Command::new(bin("loggopsim"))
-        .arg("trace2goal")
-        .arg("--traces")
-        .arg(data.join("colltest/pmpi-trace-rank-0.txt"))
-        .args(["--require-all", "-o"])
-        .arg(dir.path().join("c.goal")));
+    let g = trace2goal(
+        data.join("colltest/pmpi-trace-rank-0.txt"),
+        &["--require-all"],
+        dir.path().join("c.goal"),
+    );
     assert_ne!(g.status.code(), Some(0));
     assert!(
         stderr(&g).contains("colltest/pmpi-trace-rank-3.txt"),

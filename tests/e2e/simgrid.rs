@@ -30,7 +30,7 @@
 //! If SimGrid (libsimgrid-dev, g++) is missing, the tests fail and say so
 //! (scripts/install-deps installs it).
 
-use crate::util::{bin, repo_root, run, stderr, stdout};
+use crate::util::{bin, repo_root, run, stderr, stdout, u64_array, words};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -77,7 +77,8 @@ fn simgrid_flows() -> &'static Path {
             .output();
         match out {
             Err(e) => panic!(
-                "SimGrid is missing: cannot run g++ ({e}); scripts/install-deps installs g++ and libsimgrid-dev"
+                "SimGrid is missing: cannot run g++ ({e}); scripts/install-deps installs g++ and \
+                libsimgrid-dev"
             ),
             Ok(o) if !o.status.success() => panic!(
                 "SimGrid is missing: compiling {} against libsimgrid failed (scripts/install-deps installs libsimgrid-dev):\n{}",
@@ -196,12 +197,7 @@ fn run_flow(topo: &str, flows: &[Flow], dir: &Path) -> Vec<u64> {
         .args(["--preset", "thesis-ddr", "--json"]));
     assert!(o.status.success(), "loggopsim: {}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let fin: Vec<u64> = v["finish_times_ps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect();
+    let fin = u64_array(&v, "finish_times_ps");
     flows
         .iter()
         .map(|fl| {
@@ -218,6 +214,19 @@ fn run_flow(topo: &str, flows: &[Flow], dir: &Path) -> Vec<u64> {
 }
 
 /// Compare and print the table; returns the largest relative difference.
+/// CM02 with the fair-bottleneck solver (plain max-min).
+fn cm02_fair() -> Vec<&'static str> {
+    let mut cfg = CM02.to_vec();
+    cfg.push(FAIR);
+    cfg
+}
+
+/// `topo` exported for SimGrid into `dir`, and the flow backend's
+/// completion times of `flows` on it.
+fn export_and_run_flow(topo: &str, flows: &[Flow], dir: &Path) -> (PathBuf, Vec<u64>) {
+    (export(topo, dir), run_flow(topo, flows, dir))
+}
+
 fn compare(name: &str, flows: &[Flow], sim: &[f64], flow: &[u64]) -> f64 {
     println!("{name}: flow  src->dst  bytes  start_us  simgrid_us  flow_us  rel_diff");
     let mut worst = 0f64;
@@ -257,8 +266,7 @@ const H8_S2_FLOWS: &[Flow] = &[
 #[test]
 fn h8_s2_equal_latencies() {
     let dir = tempfile::tempdir().unwrap();
-    let xml = export("H8_S2", dir.path());
-    let flow = run_flow("H8_S2", H8_S2_FLOWS, dir.path());
+    let (xml, flow) = export_and_run_flow("H8_S2", H8_S2_FLOWS, dir.path());
     // hand check of the first completion: flows 4 and 5 on H_4's link.
     // Flow 4 (400 000 B, from 10 us + 100 ns) runs alone at 2 B/ns until
     // flow 5 enters at 30.1 us (40 000 B done), then both at 1 B/ns:
@@ -266,12 +274,10 @@ fn h8_s2_equal_latencies() {
     // B left and finishes alone at 2 B/ns: 230.1 + 80 = 310.1 us.
     assert_eq!(flow[5], 230_100_000);
     assert_eq!(flow[4], 310_100_000);
-    let mut cfg = CM02.to_vec();
-    let default = run_simgrid(&xml, H8_S2_FLOWS, &cfg);
+    let default = run_simgrid(&xml, H8_S2_FLOWS, CM02);
     let w = compare("H8_S2 CM02 maxmin", H8_S2_FLOWS, &default, &flow);
     assert!(w < 1e-3, "SimGrid (default solver) and flow differ by {w}");
-    cfg.push(FAIR);
-    let fair = run_simgrid(&xml, H8_S2_FLOWS, &cfg);
+    let fair = run_simgrid(&xml, H8_S2_FLOWS, &cm02_fair());
     let w = compare("H8_S2 CM02 fairbottleneck", H8_S2_FLOWS, &fair, &flow);
     assert!(w < 1e-3, "SimGrid (fair bottleneck) and flow differ by {w}");
 }
@@ -293,14 +299,11 @@ const FATTREE4_FLOWS: &[Flow] = &[
 #[test]
 fn fattree4_mixed_latencies() {
     let dir = tempfile::tempdir().unwrap();
-    let xml = export("fattree:4", dir.path());
-    let flow = run_flow("fattree:4", FATTREE4_FLOWS, dir.path());
+    let (xml, flow) = export_and_run_flow("fattree:4", FATTREE4_FLOWS, dir.path());
     // hand check: flow 4 shares nothing: 3 switches x 100 ns + 300 000 B
     // x 0.5 ns after its start at 60 us = 210.3 us.
     assert_eq!(flow[4], 210_300_000);
-    let mut cfg = CM02.to_vec();
-    cfg.push(FAIR);
-    let fair = run_simgrid(&xml, FATTREE4_FLOWS, &cfg);
+    let fair = run_simgrid(&xml, FATTREE4_FLOWS, &cm02_fair());
     let w = compare(
         "fattree:4 CM02 fairbottleneck",
         FATTREE4_FLOWS,
@@ -330,9 +333,7 @@ fn rtt_weighting_of_the_default_solver() {
     let flows = [f(0, 1, 1_000_000, 0), f(4, 1, 1_000_000, 0)];
     let default = run_simgrid(&xml, &flows, CM02);
     assert!((default[0] - 750_050e3).abs() < 1e3, "{default:?}");
-    let mut cfg = CM02.to_vec();
-    cfg.push(FAIR);
-    let fair = run_simgrid(&xml, &flows, &cfg);
+    let fair = run_simgrid(&xml, &flows, &cm02_fair());
     assert!((fair[0] - 1_000_000e3).abs() < 1e3, "{fair:?}");
 }
 
@@ -414,14 +415,7 @@ fn export_numbers_follow_preset_and_set() {
     let xml = dir.path().join("qdr.xml");
     let set = "isw_delay_ns=40";
     let o = run(Command::new(bin("ibnet"))
-        .args([
-            "export",
-            "--simgrid",
-            "--topology",
-            "H8_S2",
-            "--preset",
-            "qdr",
-        ])
+        .args(words("export --simgrid --topology H8_S2 --preset qdr"))
         .args(["--set", set, "-o"])
         .arg(&xml));
     assert!(o.status.success(), "{}", stderr(&o));
@@ -452,36 +446,15 @@ fn export_errors() {
             "topology nonesuch",
         ),
         (
-            &[
-                "export",
-                "--simgrid",
-                "--topology",
-                "H8_S2",
-                "--preset",
-                "nope",
-            ],
+            &words("export --simgrid --topology H8_S2 --preset nope"),
             "--preset nope",
         ),
         (
-            &[
-                "export",
-                "--simgrid",
-                "--topology",
-                "H8_S2",
-                "--max-hosts",
-                "4",
-            ],
+            &words("export --simgrid --topology H8_S2 --max-hosts 4"),
             "above the limit of 4",
         ),
         (
-            &[
-                "export",
-                "--simgrid",
-                "--topology",
-                "H8_S2",
-                "--max-hosts",
-                "x",
-            ],
+            &words("export --simgrid --topology H8_S2 --max-hosts x"),
             "invalid value 'x'",
         ),
     ];
@@ -495,15 +468,7 @@ fn export_errors() {
     // a refused export leaves no partial file behind
     let out = dir.path().join("x.xml");
     let o = run(Command::new(bin("ibnet"))
-        .args([
-            "export",
-            "--simgrid",
-            "--topology",
-            "M9",
-            "--max-hosts",
-            "100",
-            "-o",
-        ])
+        .args(words("export --simgrid --topology M9 --max-hosts 100 -o"))
         .arg(&out));
     assert_eq!(o.status.code(), Some(2));
     assert!(!out.exists());

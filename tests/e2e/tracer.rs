@@ -19,7 +19,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::util::{bin, reference_data_dir, repo_root, run, stderr, stdout};
+use crate::util::{bin, reference_data_dir, repo_root, run, stderr, stdout, words};
 
 /// Schedule time units per trace microsecond: picoseconds, the fabric's unit.
 const TIMEMULT: u64 = 1_000_000;
@@ -898,16 +898,9 @@ fn trace_and_simulate_script_rejects_bad_input_clearly() {
     // (Without --method the default on a fabric is gaps, which needs none:
     // tests/e2e/prediction.rs.)
     let out = run(Command::new(&script)
-        .args([
-            "--method",
-            "durations",
-            "--fabric",
-            "H8_S1",
-            "--sim-arg",
-            "--preset",
-            "--sim-arg",
-            "qdr",
-        ])
+        .args(words(
+            "--method durations --fabric H8_S1 --sim-arg --preset --sim-arg qdr",
+        ))
         .arg(&prog)
         .arg("2")
         .env("MPICC", "no-such-mpicc"));
@@ -1016,7 +1009,8 @@ fn unwritable_trace_directory_is_reported_and_the_program_still_runs() {
     assert!(stdout(&out).contains("0 done"), "{}", stdout(&out));
     for rank in 0..2 {
         let msg = format!(
-            "mpi-tracer: rank {rank}: cannot create trace file {}/pmpi-trace-rank-{rank}.txt: No such file or directory; this rank is not traced",
+            "mpi-tracer: rank {rank}: cannot create trace file {}/pmpi-trace-rank-{rank}.txt: No \
+            such file or directory; this rank is not traced",
             missing.display()
         );
         assert!(stderr(&out).contains(&msg), "{}", stderr(&out));

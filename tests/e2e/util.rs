@@ -112,21 +112,37 @@ pub fn run_with_timeout(cmd: &mut Command, limit: std::time::Duration) -> Output
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("spawn {cmd:?}: {e}"));
+    wait_within(child, limit, &format!("{cmd:?}"))
+}
+
+/// Wait for a child with captured output; kill it (the child itself, not
+/// its process group, which is not ours) and panic after `limit`, naming it
+/// `what`, so a hanging child fails the test instead of hanging the suite.
+pub fn wait_within(child: std::process::Child, limit: std::time::Duration, what: &str) -> Output {
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
     match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap_or_else(|e| panic!("wait {cmd:?}: {e}")),
+        Ok(out) => out.unwrap_or_else(|e| panic!("wait {what}: {e}")),
         Err(_) => {
-            // The process group is not ours to kill; the child itself is.
             let _ = Command::new("kill")
                 .args(["-KILL", &pid.to_string()])
                 .status();
-            panic!("{cmd:?} did not finish within {limit:?}");
+            panic!("{what} did not finish within {limit:?}");
         }
     }
+}
+
+/// The array `v[key]` of unsigned integers (a JSON report's per-rank times).
+pub fn u64_array(v: &serde_json::Value, key: &str) -> Vec<u64> {
+    v[key]
+        .as_array()
+        .expect(key)
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
 }
 
 /// A copy of the repository's tracked files (as they are in the working
@@ -135,13 +151,10 @@ pub fn run_with_timeout(cmd: &mut Command, limit: std::time::Duration) -> Output
 /// new user gets it.
 pub fn repo_copy() -> tempfile::TempDir {
     let root = repo_root();
-    let out = run(Command::new("git").arg("-C").arg(&root).args([
-        "ls-files",
-        "-z",
-        "--cached",
-        "--others",
-        "--exclude-standard",
-    ]));
+    let out = run(Command::new("git")
+        .arg("-C")
+        .arg(&root)
+        .args(words("ls-files -z --cached --others --exclude-standard")));
     assert!(
         out.status.success(),
         "git ls-files in {} failed (the fresh-clone tests need the git checkout): {}",
@@ -204,4 +217,9 @@ pub fn host_times_ps(report: &str) -> Vec<u64> {
         v.push(n * mult);
     }
     v
+}
+
+/// The words of a command line (none of the arguments holds a space).
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
 }
