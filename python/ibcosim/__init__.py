@@ -22,13 +22,22 @@ schedgen), called in this process:
 See docs/python.md.
 """
 
-from ._native import __version__
-from .errors import FileError, IbcosimError, InputError, SimulationError
-from .schedule import Schedule, gen, read_goal, trace2goal
-from .sim import (BACKENDS, FabricResult, JobsResult, SimResult, backends, fabric_run,
+import os as _os
+
+# backend="cosim" runs both sides of the co-simulation as threads of this
+# process, placed by the kernel next to whatever else runs: their waits
+# block at once instead of spinning first (what scripts/cosim does when
+# its two sides share a CPU; IBCOSIM_SPIN_US set beforehand wins). Read by
+# ipc-proto once, at the first wait; results do not depend on it.
+_os.environ.setdefault("IBCOSIM_SPIN_US", "0")
+
+from ._native import __version__  # noqa: E402
+from .errors import FileError, IbcosimError, InputError, SimulationError  # noqa: E402
+from .schedule import Schedule, gen, read_goal, trace2goal  # noqa: E402
+from .sim import (BACKENDS, FabricResult, JobsResult, SimResult, backends, fabric_run,  # noqa: E402
                   simulate, simulate_cosim, simulate_jobs)
-from .sweep import sweep
-from .topo import Topology, preset, topology
+from .sweep import sweep  # noqa: E402
+from .topo import Topology, preset, topology  # noqa: E402
 
 __all__ = [
     "__version__", "BACKENDS", "FabricResult", "FileError", "IbcosimError", "InputError",
