@@ -76,6 +76,8 @@ def run_config(config, point):
         return r.summary
     if isinstance(sched, dict):
         sched = gen(**sched)
+    # only the summary is kept: no link windows unless the config asks
+    c.setdefault("window", None)
     r = simulate(sched, loggops=loggops or None, set=sets or None, messages=False, **c)
     return r.summary
 
