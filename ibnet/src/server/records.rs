@@ -209,7 +209,7 @@ impl FabricServer {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{ins, nmi, server, server_v2};
+    use super::super::tests::{config, ins, nmi, server, server_v2};
     use super::*;
 
     #[test]
@@ -217,12 +217,7 @@ mod tests {
         let mut out = Vec::new();
         // version 2: Config first, once
         let mut s = server_v2("H8_S1", Protocol::Notify, 0);
-        let config = Record::Config {
-            quantum: Time(1),
-            estimate_milli: 0,
-            estimate_base: EstimateBase::Hops,
-        };
-        let e = s.handle(config, &mut out).unwrap_err();
+        let e = s.handle(config(0), &mut out).unwrap_err();
         assert_eq!(
             e.to_string(),
             ServerError::Violation("a second Config record".into()).to_string()

@@ -47,15 +47,7 @@ pub(super) fn server_v2(topo: &str, protocol: Protocol, estimate_milli: u32) -> 
         None,
     );
     let mut out = Vec::new();
-    s.handle(
-        Record::Config {
-            quantum: Time(1),
-            estimate_milli,
-            estimate_base: EstimateBase::Hops,
-        },
-        &mut out,
-    )
-    .unwrap();
+    s.handle(config(estimate_milli), &mut out).unwrap();
     assert!(matches!(out[..], [Record::ConfigAck { .. }]), "{out:?}");
     s
 }
@@ -71,6 +63,16 @@ pub(super) fn wait(t: u64, horizon: u64) -> Record {
     Record::NoMoreInserts {
         time: Time(t),
         horizon: Time(horizon),
+    }
+}
+
+/// A Config record: a 1 ps quantum, estimates `estimate_milli` / 1000
+/// times the per-hop latencies.
+pub(super) fn config(estimate_milli: u32) -> Record {
+    Record::Config {
+        quantum: Time(1),
+        estimate_milli,
+        estimate_base: EstimateBase::Hops,
     }
 }
 
@@ -231,6 +233,16 @@ fn estimate_is_f_times_per_hop_latencies_and_counts_causality_errors() {
     assert_eq!(s.stats().causality_errors, 0);
 }
 
+/// Insert message `h` of `size` bytes from rank 0 to rank 1 at the
+/// fabric's present time `t0` and query it as [`estimate_then_arrival`]
+/// does: (t0, first "not yet" answer, arrival).
+fn insert_now_and_estimate(s: &mut FabricServer, h: u64, size: u64) -> (u64, u64, u64) {
+    let t0 = s.fabric().now().0;
+    s.handle(ins(h, t0, 0, 1, size), &mut Vec::new()).unwrap();
+    let (promise, arrival) = estimate_then_arrival(s, h, t0);
+    (t0, promise, arrival)
+}
+
 /// The case that showed it: with the qdr preset on one switch the old zero-load
 /// base gave 8 causality errors at F = 1 (up to 18.7 ns). The per-hop base
 /// is a true lower bound: no error for any size.
@@ -242,10 +254,7 @@ fn estimate_f1_never_errs_with_qdr() {
         0u64, 1, 44, 64, 100, 1000, 2048, 4096, 4312, 10_000, 65_536, 100_000,
     ];
     for (h, &size) in sizes.iter().enumerate() {
-        let t0 = s.fabric().now().0;
-        s.handle(ins(h as u64, t0, 0, 1, size), &mut Vec::new())
-            .unwrap();
-        let (promise, arrival) = estimate_then_arrival(&mut s, h as u64, t0);
+        let (_, promise, arrival) = insert_now_and_estimate(&mut s, h as u64, size);
         assert!(promise <= arrival, "size {size}: {promise} > {arrival}");
     }
     assert_eq!(s.stats().causality_errors, 0);
@@ -258,10 +267,7 @@ fn estimate_f1_never_errs_with_qdr() {
     let mut s2 = FabricServer::new(f, cfg_base).unwrap();
     std::mem::swap(&mut s, &mut s2);
     for (h, &size) in sizes.iter().enumerate() {
-        let t0 = s.fabric().now().0;
-        s.handle(ins(h as u64, t0, 0, 1, size), &mut Vec::new())
-            .unwrap();
-        let (promise, arrival) = estimate_then_arrival(&mut s, h as u64, t0);
+        let (t0, promise, arrival) = insert_now_and_estimate(&mut s, h as u64, size);
         assert!(promise <= arrival, "size {size}: {promise} > {arrival}");
         if size >= 10_000 {
             // serialisation dominates: within 10% of the real travel
@@ -291,27 +297,10 @@ fn v2_config_comes_first() {
     );
     let mut s = server_v2("H8_S1", Protocol::Notify, 0);
     let mut out = Vec::new();
-    let e = s
-        .handle(
-            Record::Config {
-                quantum: Time(1),
-                estimate_milli: 0,
-                estimate_base: EstimateBase::Hops,
-            },
-            &mut out,
-        )
-        .unwrap_err();
+    let e = s.handle(config(0), &mut out).unwrap_err();
     assert!(e.to_string().contains("a second Config"), "{e}");
     let mut s = server_with("H8_S2", Params::thesis_ddr(), ProtocolSpec::NOTIFY, 1, None);
-    s.handle(
-        Record::Config {
-            quantum: Time(1),
-            estimate_milli: 0,
-            estimate_base: EstimateBase::Hops,
-        },
-        &mut out,
-    )
-    .unwrap();
+    s.handle(config(0), &mut out).unwrap();
     assert_eq!(
         out.pop().unwrap(),
         Record::ConfigAck {
@@ -321,16 +310,7 @@ fn v2_config_comes_first() {
     );
     // F in the notify protocol is a configuration error
     let mut s = server_with("H8_S1", Params::thesis_ddr(), ProtocolSpec::NOTIFY, 1, None);
-    let e = s
-        .handle(
-            Record::Config {
-                quantum: Time(1),
-                estimate_milli: 1000,
-                estimate_base: EstimateBase::Hops,
-            },
-            &mut out,
-        )
-        .unwrap_err();
+    let e = s.handle(config(1000), &mut out).unwrap_err();
     assert!(matches!(e, ServerError::Config(_)), "{e}");
 }
 
@@ -520,15 +500,7 @@ fn v3_insert_op_points_arrive_under_their_handles() {
         None,
     );
     let mut out = Vec::new();
-    s.handle(
-        Record::Config {
-            quantum: Time(1),
-            estimate_milli: 0,
-            estimate_base: EstimateBase::Hops,
-        },
-        &mut out,
-    )
-    .unwrap();
+    s.handle(config(0), &mut out).unwrap();
     out.clear();
     let put = |handle, ack_handle, src, dst| Record::InsertOp {
         handle,

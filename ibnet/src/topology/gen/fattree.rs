@@ -28,12 +28,24 @@ use super::super::builtin::Builder;
 use super::super::{Routing, TopoError, Topology};
 use super::{arg, bad, routing_opt, Opts, MAX_HOSTS, MAX_PORTS};
 
-fn split<'a>(name: &str, rest: &'a str, n: usize, form: &str) -> Result<Vec<&'a str>, TopoError> {
+/// The `N` colon-separated arguments of a generator, or the message that
+/// `rest` does not have the `form` it should.
+fn split<'a, const N: usize>(
+    name: &str,
+    rest: &'a str,
+    form: &str,
+) -> Result<[&'a str; N], TopoError> {
     let v: Vec<&str> = rest.split(':').collect();
-    if v.len() != n || rest.is_empty() {
-        return Err(bad(name, format!("expected {form}")));
+    match v.try_into() {
+        Ok(v) if !rest.is_empty() => Ok(v),
+        _ => Err(bad(name, format!("expected {form}"))),
     }
-    Ok(v)
+}
+
+/// The hosts per leaf (HPL) of a fat tree: a leaf keeps a port for the
+/// level above.
+fn hosts_per_leaf(name: &str, s: &str) -> Result<usize, TopoError> {
+    arg(name, "HPL (hosts per leaf)", s, 1, MAX_PORTS - 1)
 }
 
 fn check_hosts(name: &str, hosts: usize) -> Result<(), TopoError> {
@@ -54,14 +66,9 @@ fn finish_tree(name: &str, b: Builder, o: &mut Opts) -> Result<Topology, TopoErr
 
 /// `kary:K:N`.
 pub(crate) fn kary(name: &str, rest: &str, o: &mut Opts) -> Result<Topology, TopoError> {
-    let v = split(
-        name,
-        rest,
-        2,
-        "kary:K:N (K-ary N-tree: K^N hosts, N levels)",
-    )?;
-    let k = arg(name, "K (switch half-radix)", v[0], 2, MAX_PORTS / 2)?;
-    let n = arg(name, "N (levels)", v[1], 1, 8)?;
+    let [k, n] = split(name, rest, "kary:K:N (K-ary N-tree: K^N hosts, N levels)")?;
+    let k = arg(name, "K (switch half-radix)", k, 2, MAX_PORTS / 2)?;
+    let n = arg(name, "N (levels)", n, 1, 8)?;
     let nh = k
         .checked_pow(n as u32)
         .filter(|&h| h <= MAX_HOSTS)
@@ -97,15 +104,14 @@ pub(crate) fn kary(name: &str, rest: &str, o: &mut Opts) -> Result<Topology, Top
 
 /// `fattree2:HPL:LEAVES:SPINES`.
 pub(crate) fn fattree2(name: &str, rest: &str, o: &mut Opts) -> Result<Topology, TopoError> {
-    let v = split(
+    let [hpl, nl, ns] = split(
         name,
         rest,
-        3,
         "fattree2:HPL:LEAVES:SPINES (hosts per leaf, leaves, spines)",
     )?;
-    let hpl = arg(name, "HPL (hosts per leaf)", v[0], 1, MAX_PORTS - 1)?;
-    let nl = arg(name, "LEAVES", v[1], 1, MAX_PORTS)?;
-    let ns = arg(name, "SPINES", v[2], 1, MAX_PORTS - hpl)?;
+    let hpl = hosts_per_leaf(name, hpl)?;
+    let nl = arg(name, "LEAVES", nl, 1, MAX_PORTS)?;
+    let ns = arg(name, "SPINES", ns, 1, MAX_PORTS - hpl)?;
     check_hosts(name, hpl * nl)?;
     let mut b = Builder::new(name);
     b.leaf_spine(hpl, nl, ns, hpl + ns, nl);
@@ -114,22 +120,21 @@ pub(crate) fn fattree2(name: &str, rest: &str, o: &mut Opts) -> Result<Topology,
 
 /// `fattree3:HPL:LPP:APP:PODS`.
 pub(crate) fn fattree3(name: &str, rest: &str, o: &mut Opts) -> Result<Topology, TopoError> {
-    let v = split(
+    let [hpl, lpp, app, pods] = split(
         name,
         rest,
-        4,
         "fattree3:HPL:LPP:APP:PODS (hosts per leaf, leaves per pod, aggregation switches per pod, pods)",
     )?;
-    let hpl = arg(name, "HPL (hosts per leaf)", v[0], 1, MAX_PORTS - 1)?;
-    let lpp = arg(name, "LPP (leaves per pod)", v[1], 1, MAX_PORTS / 2)?;
+    let hpl = hosts_per_leaf(name, hpl)?;
+    let lpp = arg(name, "LPP (leaves per pod)", lpp, 1, MAX_PORTS / 2)?;
     let app = arg(
         name,
         "APP (aggregation switches per pod)",
-        v[2],
+        app,
         1,
         MAX_PORTS - hpl,
     )?;
-    let pods = arg(name, "PODS", v[3], 1, MAX_PORTS)?;
+    let pods = arg(name, "PODS", pods, 1, MAX_PORTS)?;
     check_hosts(name, hpl * lpp * pods)?;
     let mut b = Builder::new(name);
     let h = b.hosts(hpl * lpp * pods);
@@ -247,4 +252,30 @@ pub(crate) fn explain_by_hosts(name: &str) -> Result<String, TopoError> {
          ({radix}-port switches, updown routing); ranks fill the leaves in order{one_leaf}",
         leaves * half
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_by_position() {
+        let form = "t:A:B";
+        assert_eq!(split::<2>("t", "4:x", form).unwrap(), ["4", "x"]);
+        for rest in ["", "4", "4:5:6"] {
+            assert_eq!(
+                split::<2>("t", rest, form).unwrap_err().to_string(),
+                "invalid topology: t: expected t:A:B",
+                "{rest:?}"
+            );
+        }
+        assert_eq!(hosts_per_leaf("f", "3").unwrap(), 3);
+        assert_eq!(
+            hosts_per_leaf("f", "0").unwrap_err().to_string(),
+            format!(
+                "invalid topology: f: HPL (hosts per leaf) must be in 1..={}, got 0",
+                MAX_PORTS - 1
+            )
+        );
+    }
 }
