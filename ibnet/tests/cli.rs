@@ -1,6 +1,8 @@
 //! The `ibnet run` command line: presets shipped as files, error exits,
 //! determinism of the JSON report.
 
+mod common;
+use common::words;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -82,26 +84,12 @@ fn errors_exit_nonzero_with_clear_messages() {
 
 #[test]
 fn json_is_deterministic() {
-    let args = [
-        "run",
-        "--topology",
-        "H8_S2",
-        "--preset",
-        "qdr",
-        "--traffic",
-        "shift:3",
-        "--until",
-        "30us",
-        "--json",
-        "--latencies",
-        "--no-wall-time",
-        "--set",
-        "msg_length=20000",
-        "--set",
-        "start_stat_col_ns=5000",
-    ];
-    let a = ibnet().args(args).output().unwrap();
-    let b = ibnet().args(args).output().unwrap();
+    let args = words(
+        "run --topology H8_S2 --preset qdr --traffic shift:3 --until 30us --json --latencies \
+         --no-wall-time --set msg_length=20000 --set start_stat_col_ns=5000",
+    );
+    let a = ibnet().args(&args).output().unwrap();
+    let b = ibnet().args(&args).output().unwrap();
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     assert_eq!(a.stdout, b.stdout);
     let v: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
@@ -137,22 +125,14 @@ fn text_summary_and_closed_loop() {
 /// `madvise` nothing is re-executed; the note is then absent.)
 #[test]
 fn huge_pages_change_nothing_but_the_speed() {
-    let args = [
-        "run",
-        "--topology",
-        "H8_S2",
-        "--traffic",
-        "dissemination:180:3",
-        "--json",
-        "--no-wall-time",
-    ];
+    let args = words("run --topology H8_S2 --traffic dissemination:180:3 --json --no-wall-time");
     let off = ibnet()
-        .args(args)
+        .args(&args)
         .env("IBNET_HUGEPAGES", "off")
         .output()
         .unwrap();
     let on = ibnet()
-        .args(args)
+        .args(&args)
         .env("IBNET_HUGEPAGES", "on")
         .env_remove("GLIBC_TUNABLES")
         .output()
@@ -170,7 +150,7 @@ fn huge_pages_change_nothing_but_the_speed() {
     );
     assert!(!String::from_utf8_lossy(&off.stderr).contains(note));
     // the default leaves an 8-HCA network alone
-    let dflt = ibnet().args(args).output().unwrap();
+    let dflt = ibnet().args(&args).output().unwrap();
     assert!(!String::from_utf8_lossy(&dflt.stderr).contains(note));
     // with the wall time, the report says whether the heap was on huge pages
     let timed = |mode: &str| {

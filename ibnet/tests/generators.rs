@@ -6,7 +6,7 @@
 //! random small parameters.
 
 mod common;
-use common::ibnet;
+use common::{ibnet, words};
 use std::collections::HashMap;
 
 use ibnet::topology::summary::summarize;
@@ -224,13 +224,9 @@ fn summary_vls_and_cycles() {
     assert_eq!(v["deadlock_free"], true);
     assert_eq!(v["vls"], 4);
     // the same torus on one VL: the x ring of row 0 or another ring closes
-    let o = ibnet(&[
-        "topology",
-        "--summary",
-        "--topology",
-        "torus:4x4,vls=one",
-        "--json",
-    ]);
+    let o = ibnet(&words(
+        "topology --summary --topology torus:4x4,vls=one --json",
+    ));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["deadlock_free"], false);
     assert_eq!(v["vls"], 1);
@@ -268,38 +264,20 @@ fn run(args: &[&str]) -> (i32, String) {
 fn saturated_torus_completes_with_dateline_and_deadlocks_without() {
     // ring of 8, dissemination rounds 1, 2, 4: in round 3 every host sends
     // 16 KiB four hops +, which closes the ring on one VL
-    let (code, out) = run(&[
-        "run",
-        "--topology",
-        "torus:8,vls=one",
-        "--traffic",
-        "dissemination:16384:3",
-    ]);
+    let (code, out) = run(&words(
+        "run --topology torus:8,vls=one --traffic dissemination:16384:3",
+    ));
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("deadlock"), "{out}");
-    let (code, out) = run(&[
-        "run",
-        "--topology",
-        "torus:8",
-        "--set",
-        "max_vl=1",
-        "--traffic",
-        "dissemination:16384:3",
-    ]);
+    let (code, out) = run(&words(
+        "run --topology torus:8 --set max_vl=1 --traffic dissemination:16384:3",
+    ));
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("8 ranks, 72 messages"), "{out}");
     // a 2-D torus at full load (shift, streaming) for 20 us: no fatal
-    let (code, out) = run(&[
-        "run",
-        "--topology",
-        "torus:4x4",
-        "--set",
-        "max_vl=3",
-        "--traffic",
-        "shift:5",
-        "--until",
-        "20us",
-    ]);
+    let (code, out) = run(&words(
+        "run --topology torus:4x4 --set max_vl=3 --traffic shift:5 --until 20us",
+    ));
     assert_eq!(code, 0, "{out}");
     // too few VLs, or a VL without arbitration weight: refused, exit 2
     let (code, out) = run(&["run", "--topology", "torus:4x4", "--traffic", "shift:1"]);
@@ -308,17 +286,9 @@ fn saturated_torus_completes_with_dateline_and_deadlocks_without() {
         out.contains("needs 4 VLs") && out.contains("max_vl=3"),
         "{out}"
     );
-    let (code, out) = run(&[
-        "run",
-        "--topology",
-        "torus:4x4x4",
-        "--set",
-        "max_vl=7",
-        "--set",
-        "total_buffer_size=4000",
-        "--traffic",
-        "shift:1",
-    ]);
+    let (code, out) = run(&words(
+        "run --topology torus:4x4x4 --set max_vl=7 --set total_buffer_size=4000 --traffic shift:1",
+    ));
     assert_eq!(code, 2, "{out}");
     assert!(
         out.contains("VL 4") && out.contains("low_vl_arb_entries"),

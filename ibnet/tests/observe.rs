@@ -4,7 +4,7 @@
 //! end-of-run report; observing must not change the run.
 
 mod common;
-use common::ibnet;
+use common::{ibnet, words};
 use std::path::{Path, PathBuf};
 
 fn tmp(name: &str) -> PathBuf {
@@ -200,41 +200,19 @@ fn link_windows_add_up_and_do_not_change_the_run() {
 
 #[test]
 fn bad_observer_options_are_clear_errors() {
-    let o = ibnet(&[
-        "run",
-        "--topology",
-        "chain:1",
-        "--traffic",
-        "chain:64:1",
-        "--trace",
-        "/tmp/x.csv",
-        "--trace-nodes",
-        "H_99",
-    ]);
+    let o = ibnet(&words(
+        "run --topology chain:1 --traffic chain:64:1 --trace /tmp/x.csv --trace-nodes H_99",
+    ));
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no node named 'H_99'"));
-    let o = ibnet(&[
-        "run",
-        "--topology",
-        "chain:1",
-        "--traffic",
-        "chain:64:1",
-        "--link-stats",
-        "/tmp/x.csv",
-        "--window",
-        "0ps",
-    ]);
+    let o = ibnet(&words(
+        "run --topology chain:1 --traffic chain:64:1 --link-stats /tmp/x.csv --window 0ps",
+    ));
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--window"));
-    let o = ibnet(&[
-        "run",
-        "--topology",
-        "chain:1",
-        "--traffic",
-        "chain:64:1",
-        "--link-stats",
-        "/nonexistent-dir/x.csv",
-    ]);
+    let o = ibnet(&words(
+        "run --topology chain:1 --traffic chain:64:1 --link-stats /nonexistent-dir/x.csv",
+    ));
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent-dir/x.csv"));
 }
@@ -358,6 +336,7 @@ fn heat_map_has_link_labels_time_ticks_and_a_legend() {
     assert_eq!(caption.len(), 1);
     assert_eq!(
         caption[0].1,
-        "Link utilisation (busy time / window) per window of 1 us: white = idle (0), blue = busy (1 or more)"
+        "Link utilisation (busy time / window) per window of 1 us: white = idle (0), blue = busy \
+        (1 or more)"
     );
 }
