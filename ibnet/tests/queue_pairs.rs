@@ -70,6 +70,26 @@ fn s_to_p_and_q() {
     }
 }
 
+/// H8_S1 under `send_queues = sq` and at most `cont` contiguous packets
+/// per queue pair, the flit trace on.
+fn traced_h8s1(sq: &str, cont: u32) -> Fabric {
+    let mut p = with_sq(sq);
+    p.max_cont_pkts = cont;
+    let mut f = Fabric::new(&builtin("H8_S1").unwrap(), &p).unwrap();
+    f.enable_trace();
+    f
+}
+
+/// The messages of the packets H_1's generator starts (the Inject record
+/// of each packet's first flit), in trace order, as `name` calls them.
+fn start_order(f: &mut Fabric, name: impl Fn(u64) -> char) -> String {
+    f.take_trace()
+        .iter()
+        .filter(|r| r.kind == TraceKind::Inject && r.node == 0 && r.sn == 0)
+        .map(|r| name(r.msg as u64))
+        .collect()
+}
+
 /// The round robin with the contiguous-packet limit, packet by packet:
 /// H_1 sends three 1-packet-per-2048-B messages' worth (6144 B = 3
 /// packets) to H_2 and to H_3; the order in which packets start at the
@@ -77,27 +97,19 @@ fn s_to_p_and_q() {
 #[test]
 fn round_robin_order() {
     let order = |sq: &str, cont: u32| {
-        let mut p = with_sq(sq);
-        p.max_cont_pkts = cont;
-        let topo = builtin("H8_S1").unwrap();
-        let mut f = Fabric::new(&topo, &p).unwrap();
-        f.enable_trace();
+        let mut f = traced_h8s1(sq, cont);
         let a = f.inject(Time(0), 0, 1, 3 * 2048).unwrap();
         let b = f.inject(Time(0), 0, 2, 3 * 2048).unwrap();
         while f.run_until_completion().is_some() {}
         assert_eq!(f.in_flight(), 0);
-        f.take_trace()
-            .iter()
-            .filter(|r| r.kind == TraceKind::Inject && r.node == 0 && r.sn == 0)
-            .map(|r| {
-                if r.msg as u64 == a {
-                    'a'
-                } else {
-                    assert_eq!(r.msg as u64, b);
-                    'b'
-                }
-            })
-            .collect::<String>()
+        start_order(&mut f, |m| {
+            if m == a {
+                'a'
+            } else {
+                assert_eq!(m, b);
+                'b'
+            }
+        })
     };
     assert_eq!(order("single", 10), "aaabbb");
     assert_eq!(order("per-destination", 10), "aaabbb");
@@ -111,19 +123,11 @@ fn round_robin_order() {
 #[test]
 fn same_destination() {
     let order = |sq: &str| {
-        let mut p = with_sq(sq);
-        p.max_cont_pkts = 1;
-        let topo = builtin("H8_S1").unwrap();
-        let mut f = Fabric::new(&topo, &p).unwrap();
-        f.enable_trace();
+        let mut f = traced_h8s1(sq, 1);
         let a = f.inject(Time(0), 0, 1, 2 * 2048).unwrap();
         f.inject(Time(0), 0, 1, 2 * 2048).unwrap();
         while f.run_until_completion().is_some() {}
-        f.take_trace()
-            .iter()
-            .filter(|r| r.kind == TraceKind::Inject && r.node == 0 && r.sn == 0)
-            .map(|r| if r.msg as u64 == a { 'a' } else { 'b' })
-            .collect::<String>()
+        start_order(&mut f, |m| if m == a { 'a' } else { 'b' })
     };
     assert_eq!(order("per-destination"), "aabb");
     assert_eq!(order("per-message"), "abab");
