@@ -98,12 +98,7 @@ fn case3_back_to_back_messages() {
     let mut f = case_fabric(&qdr(1600, 6400), TrafficMode::SeqLoop(vec![2]));
     run_to(&mut f, 12_000);
     let r = f.report_with(true);
-    let lats: Vec<u64> = r
-        .messages
-        .unwrap()
-        .iter()
-        .filter_map(|m| m.network_latency_ps)
-        .collect();
+    let lats = network_latencies(&r, |_| true);
     assert!(lats.len() >= 5, "{lats:?}");
     assert_eq!(lats[0], ns(2080));
     for l in &lats[1..] {

@@ -21,14 +21,7 @@ fn run(cc: bool) -> (ibnet::Report, u64) {
     f.run_until(Time(2_000_000_000));
     assert!(f.error().is_none(), "{:?}", f.error());
     let r = f.report_with(true);
-    let victim: Vec<u64> = r
-        .messages
-        .as_ref()
-        .unwrap()
-        .iter()
-        .filter(|m| m.dst_lid == 5)
-        .filter_map(|m| m.network_latency_ps)
-        .collect();
+    let victim = network_latencies(&r, |m| m.dst_lid == 5);
     assert!(victim.len() > 10);
     let mean = victim.iter().sum::<u64>() / victim.len() as u64;
     (r, mean)

@@ -278,13 +278,7 @@ fn onehot_totals_unchanged_by_optimisations() {
             return;
         };
         let r = f.report_with(true);
-        let lat: Vec<u64> = r
-            .messages
-            .as_ref()
-            .unwrap()
-            .iter()
-            .filter_map(|m| m.network_latency_ps)
-            .collect();
+        let lat = common::network_latencies(&r, |_| true);
         assert_eq!(r.events_processed, events, "lazy {lazy}");
         assert_eq!(r.flits_consumed, consumed);
         assert_eq!(lat.len(), n);

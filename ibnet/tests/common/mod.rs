@@ -149,3 +149,18 @@ pub fn ibnet(args: &[&str]) -> std::process::Output {
         .output()
         .expect("run ibnet")
 }
+
+/// The network latencies (ps) of the messages of `r` (a report with the
+/// message list) that `keep` keeps, in report order.
+pub fn network_latencies(
+    r: &ibnet::Report,
+    keep: impl Fn(&ibnet::stats::MsgReport) -> bool,
+) -> Vec<u64> {
+    r.messages
+        .as_ref()
+        .expect("the report lists the messages")
+        .iter()
+        .filter(|m| keep(m))
+        .filter_map(|m| m.network_latency_ps)
+        .collect()
+}
