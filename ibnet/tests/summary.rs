@@ -70,14 +70,8 @@ fn routes_are_the_hand_derived_paths() {
     // ranks work as well as names; ring: H_1 -> H_4 goes clockwise over
     // S1, S2, S3, S4 (3 inter-switch links + 2 host links)
     let r = ring(false);
-    let v = json(&[
-        "routes",
-        "--topology",
-        r.to_str().unwrap(),
-        "0",
-        "3",
-        "--json",
-    ]);
+    let ring4 = r.to_str().unwrap();
+    let v = json(&["routes", "--topology", ring4, "0", "3", "--json"]);
     assert_eq!(v["links"], 5);
     let nodes: Vec<&str> = v["hops"]
         .as_array()

@@ -27,11 +27,18 @@ nodes = [
 links = ["H_1:0 <-> SW_1:0", "H_2:0 <-> SW_1:1"]
 "#;
 
+/// `text` in a file `name` of a fresh directory (removed with the
+/// returned guard).
+fn written(name: &str, text: impl AsRef<[u8]>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(name);
+    std::fs::write(&p, text).unwrap();
+    (d, p)
+}
+
 #[test]
 fn toml_switch_without_cables_is_refused_with_its_line() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("iso.toml");
-    std::fs::write(&p, TOML).unwrap();
+    let (_d, p) = written("iso.toml", TOML);
     assert_eq!(
         load_err(&p),
         format!("{}:6:3: switch SW_2 {WHY}", p.display())
@@ -89,9 +96,7 @@ fn ibnetdiscover_switch_without_cables_is_refused_with_its_line() {
          switchguid=0x2c90200400009(2c90200400009)\n\
          Switch\t36 \"S-0002c90200400009\"\t\t# \"MF0;lonely:SX6036/U1\" enhanced port 0 lid 11 lmc 0\n",
     );
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("iso.ibnd");
-    std::fs::write(&p, text).unwrap();
+    let (_d, p) = written("iso.ibnd", text);
     assert_eq!(
         load_err(&p),
         format!("{}:{line}: switch MF0;lonely:SX6036/U1 {WHY}", p.display())
@@ -102,22 +107,14 @@ fn ibnetdiscover_switch_without_cables_is_refused_with_its_line() {
 /// (exit 2), and name the file once.
 #[test]
 fn summary_and_run_refuse_an_uncabled_switch() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("iso.toml");
-    std::fs::write(&p, TOML).unwrap();
+    let (_d, p) = written("iso.toml", TOML);
     let want = format!("ibnet: error: {}:6:3: switch SW_2 {WHY}\n", p.display());
-    let o = ibnet(&["topology", "--topology", p.to_str().unwrap(), "--summary"]);
+    let path = p.to_str().unwrap();
+    let o = ibnet(&["topology", "--topology", path, "--summary"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&o.stderr), want);
-    let o = ibnet(&[
-        "run",
-        "--topology",
-        p.to_str().unwrap(),
-        "--traffic",
-        "shift:1",
-        "--until",
-        "1us",
-    ]);
+    let run = ["run", "--topology", path];
+    let o = ibnet(&[&run[..], &["--traffic", "shift:1", "--until", "1us"]].concat());
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&o.stderr), want);
 }
@@ -125,9 +122,7 @@ fn summary_and_run_refuse_an_uncabled_switch() {
 /// Errors named the path twice: `topology X: X:2:1: ...`.
 #[test]
 fn topology_errors_name_the_path_once() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("bad.toml");
-    std::fs::write(&p, "garbage = [\n").unwrap();
+    let (_d, p) = written("bad.toml", "garbage = [\n");
     let o = ibnet(&["topology", "--topology", p.to_str().unwrap(), "--summary"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
