@@ -629,19 +629,10 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         for i in 1..=steps {
             let step_end = Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
             // observers: stop at every window end inside this step
-            while let Some(obs) = observers.as_mut() {
-                match obs.next_boundary() {
-                    Some(b) if b < step_end => {
-                        fabric.run_until(b);
-                        if fabric.error().is_some() {
-                            break;
-                        }
-                        obs.window_end(&mut fabric).map_err(u)?;
-                    }
-                    _ => break,
-                }
+            match observers.as_mut() {
+                Some(obs) => obs.run_until(&mut fabric, step_end).map_err(u)?,
+                None => fabric.run_until(step_end),
             }
-            fabric.run_until(step_end);
             if let Some(pb) = &pb {
                 pb.set_position(i / 10);
                 pb.set_message(format!("{} events", fabric.events_processed()));

@@ -222,6 +222,24 @@ impl Observers {
             .then(|| Time(self.start.0.saturating_add(self.cfg.window.0)))
     }
 
+    /// Runs `f` to `end`, stopping at every window end on the way (the
+    /// windows of `--link-stats`, the trace's flushes). Stops early, with
+    /// `Ok`, when the fabric fails: the caller reads `f.error()`.
+    pub fn run_until(&mut self, f: &mut Fabric, end: Time) -> anyhow::Result<()> {
+        while let Some(b) = self.next_boundary() {
+            if b >= end {
+                break;
+            }
+            f.run_until(b);
+            if f.error().is_some() {
+                return Ok(());
+            }
+            self.window_end(f)?;
+        }
+        f.run_until(end);
+        Ok(())
+    }
+
     /// The fabric has reached the end of the current window (or the end of
     /// the run, for the last, possibly shorter window).
     pub fn window_end(&mut self, f: &mut Fabric) -> anyhow::Result<()> {

@@ -237,20 +237,6 @@ fn main() {
     }
 }
 
-/// CPU time consumed by this process so far.
-fn cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes into the timespec we pass.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// Clap parser of a command-line time: unit suffix or picoseconds.
 fn time_ps(s: &str) -> Result<u64, String> {
     ipc_proto::time::parse_time_arg(s, ipc_proto::time::TimeUnit::Ps).map(|t| t.as_ps())
@@ -859,7 +845,7 @@ fn run<T: Tracer>(
         );
     }
     let t0 = Instant::now();
-    let c0 = cpu_seconds();
+    let c0 = ibcosim_common::cpu::process_seconds();
     let mut res = Ok(());
     loop {
         match sim.step() {
@@ -897,7 +883,7 @@ fn run<T: Tracer>(
         }
     }
     let wall = t0.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - c0;
+    let cpu = ibcosim_common::cpu::process_seconds() - c0;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -545,19 +545,10 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
             for i in 1..=steps {
                 let step_end =
                     Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
-                while let Some(obs) = observers.as_mut() {
-                    match obs.next_boundary() {
-                        Some(b) if b < step_end => {
-                            fabric.run_until(b);
-                            if fabric.error().is_some() {
-                                break;
-                            }
-                            obs.window_end(&mut fabric).map_err(u)?;
-                        }
-                        _ => break,
-                    }
+                match observers.as_mut() {
+                    Some(obs) => obs.run_until(&mut fabric, step_end).map_err(u)?,
+                    None => fabric.run_until(step_end),
                 }
-                fabric.run_until(step_end);
                 if prog.due()
                     && !prog.call(
                         &[

@@ -188,19 +188,6 @@ impl Tracer for MsgLog {
     }
 }
 
-fn cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes into the timespec we pass.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0.0;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// Steps `sim` to the end (as loggopsim's run loop) with progress calls.
 fn run_sim<T: Tracer>(
     sim: &mut Sim<Box<dyn Network>, T>,
@@ -213,7 +200,7 @@ fn run_sim<T: Tracer>(
     }
     sim.set_insert_after_o(a.insert_at == InsertAt::AfterO);
     let t0 = Instant::now();
-    let c0 = cpu_seconds();
+    let c0 = ibcosim_common::cpu::process_seconds();
     let mut res = Ok(());
     loop {
         match sim.step() {
@@ -240,7 +227,7 @@ fn run_sim<T: Tracer>(
         }
     }
     let wall = t0.elapsed().as_secs_f64();
-    let cpu = cpu_seconds() - c0;
+    let cpu = ibcosim_common::cpu::process_seconds() - c0;
     if progress.has_callback() {
         let _ = progress.call(
             &[
