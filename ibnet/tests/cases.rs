@@ -10,14 +10,6 @@ const H1: u32 = 0;
 const H2: u32 = 1;
 const SW: u32 = 2;
 
-fn qdr(mtu: u32, len: u64) -> Params {
-    let mut p = Params::qdr();
-    p.msg_mtu = mtu;
-    p.msg_length = len;
-    p.start_stat_col_ns = 0.0;
-    p
-}
-
 #[test]
 fn case1_single_flit() {
     let mut f = case_fabric(&qdr(64, 64), TrafficMode::SeqOnce(vec![2]));

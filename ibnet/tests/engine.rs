@@ -203,10 +203,7 @@ proptest::proptest! {
 #[test]
 fn lazy_equals_naive_single_flow_with_idle_gaps() {
     // one message, a long idle period, another message (seq_once of 3)
-    let mut p = Params::qdr();
-    p.msg_mtu = 1600;
-    p.msg_length = 6400;
-    p.start_stat_col_ns = 0.0;
+    let p = qdr(1600, 6400);
     let t = two_hosts_one_switch();
     assert_lazy_equals_naive(
         &t,

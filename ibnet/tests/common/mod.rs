@@ -164,3 +164,13 @@ pub fn network_latencies(
         .filter_map(|m| m.network_latency_ps)
         .collect()
 }
+
+/// The qdr preset with messages of `len` bytes in packets of at most `mtu`
+/// bytes, statistics collected from t = 0.
+pub fn qdr(mtu: u32, len: u64) -> Params {
+    let mut p = Params::qdr();
+    p.msg_mtu = mtu;
+    p.msg_length = len;
+    p.start_stat_col_ns = 0.0;
+    p
+}
