@@ -79,9 +79,15 @@ impl Builder {
             .map(|s| self.switch(format!("spine_{s}"), spine_ports as u16))
             .collect();
         self.cable_hosts(&hosts, &leaves, hpl);
-        for (l, &leaf) in leaves.iter().enumerate() {
-            for (s, &spine) in spines.iter().enumerate() {
-                self.link(leaf, (hpl + s) as u16, spine, l as u16);
+        self.bipartite(&leaves, hpl, &spines);
+    }
+    /// Cable every switch of `lower` to every switch of `upper`: port
+    /// `base + j` of `lower[i]` to port `i` of `upper[j]`, by `i`, then by
+    /// `j`.
+    pub fn bipartite(&mut self, lower: &[usize], base: usize, upper: &[usize]) {
+        for (i, &lo) in lower.iter().enumerate() {
+            for (j, &up) in upper.iter().enumerate() {
+                self.link(lo, (base + j) as u16, up, i as u16);
             }
         }
     }

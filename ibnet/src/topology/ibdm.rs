@@ -20,7 +20,7 @@ use topo_file::{parse_topo, Cabling};
 
 use super::error::{read_text, Loc, TopoError};
 use super::fields::fields;
-use super::siblings::{dir_and_stem, with_extension};
+use super::siblings::{dir_and_stem, table_files, with_extension};
 use super::vecfile::{parse_index_file, parse_vectors};
 use super::{
     file_stem_name, finish_import, Link, Node, NodeKind, PortRef, Routing, Topology,
@@ -65,12 +65,7 @@ impl IbdmFiles {
                 }
             }
         };
-        let (fdbs, ini) = (sib("fdbs"), sib("fdbs.ini"));
-        let (fdbs, fdbs_ini) = if fdbs.is_file() && ini.is_file() {
-            (Some(fdbs), Some(ini))
-        } else {
-            (None, None)
-        };
+        let (fdbs, fdbs_ini) = table_files(sib("fdbs")).unzip();
         Ok(IbdmFiles {
             topo: topo.to_path_buf(),
             hcas,

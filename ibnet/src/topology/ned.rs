@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::{read_text, Loc, TopoError};
 use super::ibdm::{read_tables, table_pair};
-use super::siblings::{dir_and_stem, with_extension};
+use super::siblings::{dir_and_stem, table_files, with_extension};
 use super::{finish_import, Link, Node, NodeKind, PortRef, Routing, Topology, ValidateOptions};
 
 /// Bounds that keep a malformed file from allocating without limit.
@@ -54,21 +54,14 @@ impl NedFiles {
     /// else none (min-hop routing).
     pub fn by_convention(ned: &Path) -> Result<NedFiles, TopoError> {
         let (dir, stem) = dir_and_stem(ned);
-        let pair = |fdbs: PathBuf| {
-            let ini = PathBuf::from(format!("{}.ini", fdbs.display()));
-            (fdbs.is_file() && ini.is_file()).then_some((fdbs, ini))
-        };
-        let mut found = pair(dir.join(format!("{stem}.fdbs")));
+        let mut found = table_files(dir.join(format!("{stem}.fdbs")));
         if found.is_none() {
             let mut all = with_extension(dir, "fdbs")?;
             if all.len() == 1 {
-                found = pair(all.pop().unwrap());
+                found = table_files(all.pop().unwrap());
             }
         }
-        let (fdbs, fdbs_ini) = match found {
-            Some((a, b)) => (Some(a), Some(b)),
-            None => (None, None),
-        };
+        let (fdbs, fdbs_ini) = found.unzip();
         Ok(NedFiles {
             ned: ned.to_path_buf(),
             fdbs,

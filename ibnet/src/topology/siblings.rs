@@ -16,6 +16,15 @@ pub(crate) fn dir_and_stem(path: &Path) -> (&Path, String) {
     (dir, file_stem_name(path))
 }
 
+/// The forwarding tables `fdbs` and its index file `<fdbs>.ini` beside
+/// it, when both exist.
+pub(crate) fn table_files(fdbs: PathBuf) -> Option<(PathBuf, PathBuf)> {
+    let mut ini = fdbs.clone().into_os_string();
+    ini.push(".ini");
+    let ini = PathBuf::from(ini);
+    (fdbs.is_file() && ini.is_file()).then_some((fdbs, ini))
+}
+
 /// The files of `dir` with the extension `ext`, sorted.
 pub(crate) fn with_extension(dir: &Path, ext: &str) -> Result<Vec<PathBuf>, TopoError> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -50,6 +59,13 @@ mod tests {
             std::fs::write(dir.path().join(f), "").unwrap();
         }
         let found = with_extension(dir.path(), "hcas").unwrap();
+        let fdbs = dir.path().join("a.topo");
+        assert_eq!(table_files(fdbs.clone()), None);
+        std::fs::write(dir.path().join("a.topo.ini"), "").unwrap();
+        assert_eq!(
+            table_files(fdbs.clone()),
+            Some((fdbs, dir.path().join("a.topo.ini")))
+        );
         let names: Vec<_> = found.iter().map(|p| p.file_name().unwrap()).collect();
         assert_eq!(names, ["a.hcas", "b.hcas"]);
         assert!(with_extension(&dir.path().join("none"), "hcas").is_err());

@@ -32,6 +32,23 @@ impl TomlFile<'_> {
     fn rel(&self, p: &str) -> PathBuf {
         self.path.parent().unwrap_or(Path::new(".")).join(p)
     }
+    /// The tables `fdbs` and `fdbs_ini` an import `table` names: both
+    /// (then as paths) or neither.
+    fn tables(
+        &self,
+        fdbs: &Option<String>,
+        ini: &Option<String>,
+        table: &str,
+    ) -> Result<Option<(PathBuf, PathBuf)>, TopoError> {
+        match (fdbs, ini) {
+            (Some(f), Some(i)) => Ok(Some((self.rel(f), self.rel(i)))),
+            (None, None) => Ok(None),
+            _ => Err(TopoError::parse(
+                Loc::file(self.path),
+                format!("{table}: fdbs and fdbs_ini must be given together"),
+            )),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -233,18 +250,8 @@ fn load_import(
     let t = if let Some(n) = &raw.ned {
         let mut files = super::ned::NedFiles::by_convention(&rel(&n.file))
             .map_err(|e| import_context(e, path, "[ned]"))?;
-        match (&n.fdbs, &n.fdbs_ini) {
-            (Some(f), Some(i)) => {
-                files.fdbs = Some(rel(f));
-                files.fdbs_ini = Some(rel(i));
-            }
-            (None, None) => {}
-            _ => {
-                return Err(TopoError::parse(
-                    Loc::file(path),
-                    "[ned]: fdbs and fdbs_ini must be given together",
-                ))
-            }
+        if let Some((f, i)) = file.tables(&n.fdbs, &n.fdbs_ini, "[ned]")? {
+            (files.fdbs, files.fdbs_ini) = (Some(f), Some(i));
         }
         super::ned::load_files(&files, routing, opts).map_err(|e| import_context(e, path, "[ned]"))
     } else if let Some(n) = &raw.ibnetdiscover {
@@ -262,23 +269,9 @@ fn load_import(
             },
             None => IbdmFiles::by_convention(&topo).map_err(|e| ibdm_context(e, path))?,
         };
-        match (&ib.fdbs, &ib.fdbs_ini) {
-            (Some(f), Some(i)) => {
-                files.fdbs = Some(rel(f));
-                files.fdbs_ini = Some(rel(i));
-            }
-            (None, None) => {
-                if ib.hcas.is_some() {
-                    files.fdbs = None;
-                    files.fdbs_ini = None;
-                }
-            }
-            _ => {
-                return Err(TopoError::parse(
-                    Loc::file(path),
-                    "[ibdm]: fdbs and fdbs_ini must be given together",
-                ))
-            }
+        // (with `hcas` named, no tables unless named too)
+        if let Some((f, i)) = file.tables(&ib.fdbs, &ib.fdbs_ini, "[ibdm]")? {
+            (files.fdbs, files.fdbs_ini) = (Some(f), Some(i));
         }
         ibdm::load_files(&files, routing, opts).map_err(|e| ibdm_context(e, path))
     } else {
@@ -454,6 +447,23 @@ mod tests {
     /// `text` as the file `dir/t.toml`.
     fn file(text: &str) -> TomlFile<'_> {
         TomlFile { path: path(), text }
+    }
+
+    #[test]
+    fn import_tables_come_in_pairs_beside_the_file() {
+        let (f, i) = (Some("t.fdbs".to_string()), Some("t.fdbs.ini".to_string()));
+        assert_eq!(
+            file("").tables(&f, &i, "[ned]").unwrap(),
+            Some((PathBuf::from("dir/t.fdbs"), PathBuf::from("dir/t.fdbs.ini")))
+        );
+        assert_eq!(file("").tables(&None, &None, "[ned]").unwrap(), None);
+        assert_eq!(
+            file("")
+                .tables(&f, &None, "[ibdm]")
+                .unwrap_err()
+                .to_string(),
+            "dir/t.toml: [ibdm]: fdbs and fdbs_ini must be given together"
+        );
     }
 
     #[test]

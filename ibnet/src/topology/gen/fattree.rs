@@ -157,17 +157,9 @@ pub(crate) fn fattree3(name: &str, rest: &str, o: &mut Opts) -> Result<Topology,
         }
     }
     b.cable_hosts(&h, &leaves, hpl);
-    for p in 0..pods {
-        for l in 0..lpp {
-            for a in 0..app {
-                b.link(
-                    leaves[p * lpp + l],
-                    (hpl + a) as u16,
-                    aggs[p * app + a],
-                    l as u16,
-                );
-            }
-        }
+    // within a pod: leaf l's port hpl + a to aggregation switch a's port l
+    for (pod_leaves, pod_aggs) in leaves.chunks(lpp).zip(aggs.chunks(app)) {
+        b.bipartite(pod_leaves, hpl, pod_aggs);
     }
     for p in 0..pods {
         for a in 0..app {
