@@ -38,6 +38,8 @@ Traffic specs (--traffic, repeatable):
   seq_once:FILE.dstSeq[:INI]      each row once
   seq_rand:FILE.dstSeq[:INI]      uniform random entry (seed: --set seed=N)
   shift:K                         HCA i streams to HCA i+K (mod n)
+  perm[:SEED]                     HCA i streams to HCA p(i), p a random permutation in one cycle
+                                  through every HCA (none to itself), the same for a SEED (default 1)
   dissemination[:BYTES[:COUNT]]   closed loop: rank r sends to r+2^k after receiving round k-1
   chain[:BYTES[:COUNT]]           closed loop: rank r sends to r+1 after each receive
   put:BYTES:SRC:DST[:COUNT]       closed loop: LID SRC puts BYTES to LID DST, the next put when the

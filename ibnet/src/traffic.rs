@@ -33,6 +33,11 @@ pub enum TrafficSpec {
     },
     /// `shift:K`: HCA i streams to HCA (i+K) mod n (seq_loop of one entry).
     Shift(usize),
+    /// `perm[:SEED]`: HCA i streams to HCA p(i), p a random permutation
+    /// with one cycle through every HCA (so nobody sends to itself), drawn
+    /// from SEED (default 1) the same way on every machine
+    /// ([`random_cycle`]).
+    Perm(u64),
     /// `dissemination[:BYTES[:COUNT]]`.
     Dissemination { bytes: u64, count: u64 },
     /// `chain[:BYTES[:COUNT]]`.
@@ -116,6 +121,15 @@ impl TrafficSpec {
                 let k: usize = rest.parse().map_err(|_| format!("traffic `{s}`: expected shift:K"))?;
                 Ok(TrafficSpec::Shift(k))
             }
+            "perm" => {
+                let seed = if rest.is_empty() {
+                    1
+                } else {
+                    rest.parse()
+                        .map_err(|_| format!("traffic `{s}`: expected perm[:SEED] (SEED a whole number)"))?
+                };
+                Ok(TrafficSpec::Perm(seed))
+            }
             "dissemination" => {
                 let (bytes, count) = nums(rest, 8)?;
                 Ok(TrafficSpec::Dissemination { bytes, count })
@@ -140,7 +154,7 @@ impl TrafficSpec {
                 })
             }
             _ => Err(format!(
-                "unknown traffic `{s}` (param:SRC=DST, seq_loop|seq_once|seq_rand:FILE, shift:K, dissemination[:BYTES[:COUNT]], chain[:BYTES[:COUNT]], put|get:BYTES:SRC:DST[:COUNT])"
+                "unknown traffic `{s}` (param:SRC=DST, seq_loop|seq_once|seq_rand:FILE, shift:K, perm[:SEED], dissemination[:BYTES[:COUNT]], chain[:BYTES[:COUNT]], put|get:BYTES:SRC:DST[:COUNT])"
             )),
         }
     }
@@ -198,9 +212,44 @@ pub fn apply_app_traffic(
                     .map_err(|e| format!("traffic shift:{k}: {e}"))?;
             }
         }
+        TrafficSpec::Perm(seed) => {
+            if n < 2 {
+                return Err(format!(
+                    "traffic perm: needs at least 2 HCAs, the topology has {n}"
+                ));
+            }
+            for (h, d) in random_cycle(n, *seed).into_iter().enumerate() {
+                let d = f.hca_lid(d);
+                f.set_traffic(h, TrafficMode::SeqLoop(vec![d]))
+                    .map_err(|e| format!("traffic perm:{seed}: {e}"))?;
+            }
+        }
         _ => return Err("closed-loop traffic is run with run_closed_loop".into()),
     }
     Ok(())
+}
+
+/// A random permutation of `0..n` with a single cycle (Sattolo's shuffle:
+/// every cyclic permutation equally likely, no fixed point), from a
+/// SplitMix64 stream seeded with `seed`: the same destinations on every
+/// machine and in every version. `p[i]` is the destination of HCA i.
+pub fn random_cycle(n: usize, seed: u64) -> Vec<usize> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut p: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        // j uniform in 0..i, never i itself: that keeps one cycle. The
+        // modulo bias is below 2^-40 for any network that fits in memory.
+        let j = (next() % i as u64) as usize;
+        p.swap(i, j);
+    }
+    p
 }
 
 /// Check the LIDs and routes of a `put`/`get` spec before the run (other
@@ -465,4 +514,54 @@ pub fn rank_hcas(topo: &Topology) -> Vec<usize> {
 /// Default `.ini` next to a `.dstSeq` file.
 pub fn default_ini(dstseq: &Path) -> PathBuf {
     PathBuf::from(format!("{}.ini", dstseq.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perm_parses_with_and_without_a_seed() {
+        assert_eq!(TrafficSpec::parse("perm"), Ok(TrafficSpec::Perm(1)));
+        assert_eq!(TrafficSpec::parse("perm:42"), Ok(TrafficSpec::Perm(42)));
+        let e = TrafficSpec::parse("perm:x").unwrap_err();
+        assert!(e.contains("expected perm[:SEED]"), "{e}");
+    }
+
+    /// One cycle through every HCA, for every size and several seeds:
+    /// following the destinations from 0 visits all n before coming back.
+    #[test]
+    fn random_cycle_is_one_cycle_through_everyone() {
+        for n in 2..60 {
+            for seed in [0, 1, 7, u64::MAX] {
+                let p = random_cycle(n, seed);
+                let (mut h, mut steps) = (0, 0);
+                loop {
+                    h = p[h];
+                    steps += 1;
+                    if h == 0 {
+                        break;
+                    }
+                    assert!(steps < n, "n={n} seed={seed}: {p:?}");
+                }
+                assert_eq!(steps, n, "n={n} seed={seed}: {p:?}");
+            }
+        }
+    }
+
+    /// The draw is pinned: SplitMix64 from the seed, Sattolo's swaps from
+    /// the top. For n = 2 there is one cycle; for n = 5, seed 1, the first
+    /// outputs 0x910a2dec89025cc1 (mod 4 = 1), 0xbeeb8da1658eec67 (mod 3 = 1),
+    /// 0xf893a2eefb32555e (mod 2 = 0), 0x71c18690ee42c90b (mod 1 = 0) give
+    /// the swaps (4,1), (3,1), (2,0), (1,0).
+    #[test]
+    fn random_cycle_is_pinned() {
+        assert_eq!(random_cycle(2, 1), vec![1, 0]);
+        let mut p: Vec<usize> = (0..5).collect();
+        for (i, j) in [(4, 1), (3, 1), (2, 0), (1, 0)] {
+            p.swap(i, j);
+        }
+        assert_eq!(random_cycle(5, 1), p);
+        assert_ne!(random_cycle(64, 1), random_cycle(64, 2));
+    }
 }

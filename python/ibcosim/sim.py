@@ -300,7 +300,7 @@ def fabric_run(topology, traffic="shift:1", until=None, preset=None, set=None,
     """Run the fabric alone with its traffic patterns, as ``ibnet run
     --topology TOPOLOGY --traffic TRAFFIC --until UNTIL --json``.
 
-    ``traffic``: a spec or a list of them (``shift:K``, ``param:1=2``,
+    ``traffic``: a spec or a list of them (``shift:K``, ``perm:SEED``, ``param:1=2``,
     ``dissemination:BYTES:COUNT``, ``chain:BYTES:COUNT``,
     ``put:BYTES:SRC:DST``, ...; docs/observe.md, ``ibnet run --help``);
     ``until``: a time with a unit (default: 2ms for open-loop traffic,
