@@ -5,6 +5,7 @@
 
 use crate::peers::{key, python_peers, run_within, text, PINGPONG3};
 use crate::util::{bin, ipc_lock};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -202,54 +203,71 @@ fn loggopsim_conforms_as_a_scheduler() {
     }
 }
 
+/// The Python peer `script` (playing `role`; the Python peers speak
+/// version 1) conforms under notify-v1, query-v1, and query-v1 with the
+/// checker's `--estimate` and the peer's `estimate` options: spawned as
+/// `python3 SCRIPT --key {key} --protocol {protocol} ARGS OPTIONS`, it
+/// passes `scenarios(protocol)` (a failure names the script, protocol and
+/// options), and `also` holds of the checker's output.
+fn python_peer_conforms(
+    script: &Path,
+    role: &str,
+    args: &str,
+    estimate: &str,
+    scenarios: impl Fn(&str) -> Vec<&'static str>,
+    also: impl Fn(&Output),
+) {
+    let name = script.file_name().unwrap().to_string_lossy();
+    let cases: [(&str, &[&str], &str); 3] = [
+        ("notify-v1", &[], ""),
+        ("query-v1", &[], ""),
+        ("query-v1", &["--estimate"], estimate),
+    ];
+    for (protocol, checker, extra) in cases {
+        let spawn = format!(
+            "python3 {} --key {{key}} --protocol {{protocol}} {args} {extra}",
+            script.display()
+        );
+        let o = conformance(role, protocol, &spawn, checker);
+        assert_conforms(
+            &o,
+            &scenarios(protocol),
+            &format!("{name} {protocol} {extra}"),
+        );
+        also(&o);
+    }
+}
+
 #[test]
 fn python_fabric_conforms() {
     let Some(peers) = python_peers() else { return };
-    let fabric = peers.join("fabric.py");
-    // The Python peers speak version 1: notify-v1 / query-v1.
-    for (protocol, checker, extra) in [
-        ("notify-v1", vec![], ""),
-        ("query-v1", vec![], ""),
-        ("query-v1", vec!["--estimate"], "--estimate 1"),
-    ] {
-        let spawn = format!(
-            "python3 {} --key {{key}} --protocol {{protocol}} --latency 5000 --gap 6 {extra}",
-            fabric.display()
-        );
-        let o = conformance("fabric", protocol, &spawn, &checker);
-        assert_conforms(
-            &o,
-            &fabric_scenarios(protocol),
-            &format!("fabric.py {protocol} {extra}"),
-        );
-    }
+    python_peer_conforms(
+        &peers.join("fabric.py"),
+        "fabric",
+        "--latency 5000 --gap 6",
+        "--estimate 1",
+        fabric_scenarios,
+        |_| {},
+    );
 }
 
 #[test]
 fn python_scheduler_conforms() {
     let Some(peers) = python_peers() else { return };
-    let sched = peers.join("scheduler.py");
-    for (protocol, checker, extra) in [
-        ("notify-v1", vec![], ""),
-        ("query-v1", vec![], ""),
-        ("query-v1", vec!["--estimate"], "--estimate"),
-    ] {
-        let spawn = format!(
-            "python3 {} --key {{key}} --protocol {{protocol}} --rounds 2 {extra}",
-            sched.display()
-        );
-        let o = conformance("scheduler", protocol, &spawn, &checker);
-        assert_conforms(
-            &o,
-            SCHEDULER_SCENARIOS,
-            &format!("scheduler.py {protocol} {extra}"),
-        );
-        assert!(
-            text(&o.stdout).contains("until Finish at 4000 ps"),
-            "{}",
-            text(&o.stdout)
-        );
-    }
+    python_peer_conforms(
+        &peers.join("scheduler.py"),
+        "scheduler",
+        "--rounds 2",
+        "--estimate",
+        |_| SCHEDULER_SCENARIOS.to_vec(),
+        |o| {
+            assert!(
+                text(&o.stdout).contains("until Finish at 4000 ps"),
+                "{}",
+                text(&o.stdout)
+            )
+        },
+    );
 }
 
 /// The test fabric src/bin/fixed-latency-peer is deliberately minimal:
@@ -388,32 +406,31 @@ fn checker_does_not_hang_without_a_peer() {
 fn conformance_usage_errors() {
     let ipc = bin("ipc-proto");
     let run = |args: &[&str]| crate::util::run(Command::new(&ipc).arg("conformance").args(args));
-    let o = run(&["--key", "x"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("--role"), "{}", text(&o.stderr));
-    let o = run(&["--role", "fabric", "--key", "x", "--spawn", "ibnet serve"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("has no {key}"),
-        "{}",
-        text(&o.stderr)
-    );
-    let o = run(&["--role", "fabric", "--key", "x", "--only", "nosuch"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("unknown scenario \"nosuch\""),
-        "{}",
-        text(&o.stderr)
-    );
-    let o = run(&["--role", "scheduler", "--key", "x", "--only", "quantum"]);
-    assert_eq!(o.status.code(), Some(2));
-    let o = run(&["--role", "fabric", "--key", "bad/key"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o.stderr).contains("invalid session key"),
-        "{}",
-        text(&o.stderr)
-    );
+    // exit 2, and what stderr says ("" for a case checked by its exit alone)
+    for (args, says) in [
+        (&["--key", "x"][..], "--role"),
+        (
+            &["--role", "fabric", "--key", "x", "--spawn", "ibnet serve"],
+            "has no {key}",
+        ),
+        (
+            &["--role", "fabric", "--key", "x", "--only", "nosuch"],
+            "unknown scenario \"nosuch\"",
+        ),
+        (
+            &["--role", "scheduler", "--key", "x", "--only", "quantum"],
+            "",
+        ),
+        (
+            &["--role", "fabric", "--key", "bad/key"],
+            "invalid session key",
+        ),
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
     // --list: every scenario with its number (the n of KEY-n).
     let o = run(&["--list"]);
     assert!(o.status.success());
