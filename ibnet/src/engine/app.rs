@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 
 use super::dispatch::Ev;
 use super::fabric::{Fabric, FabricError, MAX_TIME_PS, NONE};
+use crate::params::Params;
 use crate::Time;
 
 /// Identifier of a message: its index in injection/creation order.
@@ -64,6 +65,66 @@ impl Msg {
         } else {
             self.full_pkt
         }
+    }
+}
+
+/// Where a sender stands in a message (the generator, a send queue, a
+/// retransmission): flit `sn` of packet `pkt`, and that packet's flit
+/// count and the bytes of its last flit.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PktPos {
+    pub(super) pkt: u32,
+    pub(super) sn: u16,
+    pub(super) pkt_flits: u16,
+    pub(super) pkt_last_bytes: u16,
+}
+
+impl PktPos {
+    /// The first flit of packet `pkt` of `m`.
+    #[inline]
+    pub(super) fn start(p: &Params, m: &Msg, pkt: u32) -> PktPos {
+        let (f, l) = p.flits_of(m.pkt_bytes(pkt));
+        PktPos {
+            pkt,
+            sn: 0,
+            pkt_flits: f as u16,
+            pkt_last_bytes: l as u16,
+        }
+    }
+
+    /// The flit here ends its packet.
+    #[inline]
+    pub(super) fn last_in_pkt(&self) -> bool {
+        self.sn + 1 == self.pkt_flits
+    }
+
+    /// Bytes of the flit here: a full flit but for a packet's last.
+    #[inline]
+    pub(super) fn bytes(&self, flit_size: u32) -> u16 {
+        if self.last_in_pkt() {
+            self.pkt_last_bytes
+        } else {
+            flit_size as u16
+        }
+    }
+
+    /// Step past the flit here, in `m`; false when it ended packet
+    /// `end - 1`, the last one to send (the position is then packet `end`).
+    #[inline]
+    pub(super) fn advance(&mut self, p: &Params, m: &Msg, end: u32) -> bool {
+        if !self.last_in_pkt() {
+            self.sn += 1;
+            return true;
+        }
+        self.pkt += 1;
+        self.sn = 0;
+        if self.pkt == end {
+            return false;
+        }
+        let (f, l) = p.flits_of(m.pkt_bytes(self.pkt));
+        self.pkt_flits = f as u16;
+        self.pkt_last_bytes = l as u16;
+        true
     }
 }
 
@@ -405,5 +466,37 @@ impl Fabric {
                 .hcas
                 .iter()
                 .all(|h| matches!(h.app.mode, None | Some(TrafficMode::Silent)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_position_walks_a_message_flit_by_flit() {
+        let p = Params::qdr();
+        let mut f = Fabric::new(&crate::topology::builtin("H8_S1").unwrap(), &p).unwrap();
+        // qdr: 2048-byte packets of 64-byte flits, full last flits
+        let m = f.new_msg(0, 2, 4200, 0).unwrap();
+        let m = &f.msgs[m as usize];
+        assert_eq!((m.npkts, m.full_pkt, m.last_pkt), (3, 2048, 104));
+        let mut pos = PktPos::start(&p, m, 0);
+        let mut flits = vec![(pos.pkt, pos.sn, pos.pkt_flits, pos.bytes(64))];
+        while pos.advance(&p, m, m.npkts) {
+            flits.push((pos.pkt, pos.sn, pos.pkt_flits, pos.bytes(64)));
+        }
+        assert_eq!(flits.len(), 32 + 32 + 2);
+        assert_eq!(flits[31], (0, 31, 32, 64));
+        assert_eq!(flits[32], (1, 0, 32, 64));
+        assert_eq!(flits[65], (2, 1, 2, 64));
+        assert_eq!((pos.pkt, pos.sn), (3, 0));
+        // a resend of packets 1..2 only
+        let mut pos = PktPos::start(&p, m, 1);
+        let mut n = 1;
+        while pos.advance(&p, m, 2) {
+            n += 1;
+        }
+        assert_eq!((n, pos.pkt), (32, 2));
     }
 }

@@ -8,6 +8,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use std::collections::VecDeque;
 
+use super::app::PktPos;
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE};
 use super::flits::{FId, Flit, F_CNP, F_LCTL, F_NOSW, F_RTX};
@@ -15,10 +16,7 @@ use super::trace::TraceKind;
 
 pub(super) struct Gen {
     pub(super) cur: u32,
-    pub(super) pkt: u32,
-    pub(super) sn: u16,
-    pub(super) pkt_flits: u16,
-    pub(super) pkt_last_bytes: u16,
+    pub(super) pos: PktPos,
     pub(super) vlq: Vec<VecDeque<FId>>,
     pub(super) cnpq: VecDeque<FId>,
     pub(super) push_pending: bool,
@@ -33,10 +31,7 @@ impl Gen {
     pub(super) fn new(nvl: usize) -> Gen {
         Gen {
             cur: NONE,
-            pkt: 0,
-            sn: 0,
-            pkt_flits: 0,
-            pkt_last_bytes: 0,
+            pos: PktPos::default(),
             vlq: (0..nvl).map(|_| VecDeque::new()).collect(),
             cnpq: VecDeque::new(),
             push_pending: false,
@@ -53,14 +48,10 @@ impl Fabric {
         if self.qp.is_some() {
             return self.qp_gen_new_msg(h, m);
         }
-        let msg = &self.msgs[m as usize];
-        let (pf, pl) = self.p.flits_of(msg.pkt_bytes(0));
+        let pos = PktPos::start(&self.p, &self.msgs[m as usize], 0);
         let g = &mut self.hcas[h].gen;
         g.cur = m;
-        g.pkt = 0;
-        g.sn = 0;
-        g.pkt_flits = pf as u16;
-        g.pkt_last_bytes = pl as u16;
+        g.pos = pos;
         if g.push_pending {
             return;
         }
@@ -90,9 +81,9 @@ impl Fabric {
         if g.vlq[v].len() >= self.p.max_queued_per_vl as usize {
             return;
         }
-        if g.sn == 0 && self.rdma.host.is_some() {
+        if g.pos.sn == 0 && self.rdma.host.is_some() {
             // the packet's payload must be in the NIC (pcie.rs)
-            let (cur, pkt) = (g.cur, g.pkt);
+            let (cur, pkt) = (g.cur, g.pos.pkt);
             let ready = self.host_pkt_ready(cur, pkt);
             if ready > now {
                 self.hcas[h].gen.push_pending = true;
@@ -104,8 +95,8 @@ impl Fabric {
         let g = &mut hca.gen;
         let m = &self.msgs[g.cur as usize];
         // create the flit
-        let last_in_pkt = g.sn + 1 == g.pkt_flits;
-        let serial = if g.sn == 0 {
+        let pos = g.pos;
+        let serial = if pos.sn == 0 {
             let s = g.serial.entry(m.dst_lid).or_insert(0);
             *s += 1;
             *s
@@ -114,37 +105,21 @@ impl Fabric {
         };
         let flit = Flit {
             msg: g.cur,
-            pkt: g.pkt,
+            pkt: pos.pkt,
             inject: 0,
             t_in: 0,
             serial,
             src: hca.lid,
             dst: m.dst_lid,
-            sn: g.sn,
-            pkt_flits: g.pkt_flits,
-            bytes: if last_in_pkt {
-                g.pkt_last_bytes
-            } else {
-                self.p.flit_size as u16
-            },
+            sn: pos.sn,
+            pkt_flits: pos.pkt_flits,
+            bytes: pos.bytes(self.p.flit_size),
             vl: v as u8,
             flags: F_NOSW,
         };
-        // advance
-        let mut msg_done = false;
-        if last_in_pkt {
-            g.pkt += 1;
-            g.sn = 0;
-            if g.pkt == m.npkts {
-                msg_done = true;
-                g.cur = NONE;
-            } else {
-                let (pf, pl) = self.p.flits_of(m.pkt_bytes(g.pkt));
-                g.pkt_flits = pf as u16;
-                g.pkt_last_bytes = pl as u16;
-            }
-        } else {
-            g.sn += 1;
+        let msg_done = !g.pos.advance(&self.p, m, m.npkts);
+        if msg_done {
+            g.cur = NONE;
         }
         self.flits_generated += 1;
         let port = hca.port as usize;

@@ -50,6 +50,7 @@
 use std::collections::VecDeque;
 
 use super::app::splitmix;
+use super::app::PktPos;
 use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE};
 use super::flits::{FId, F_BAD, F_CNP, F_LCTL, F_NOSW, F_PROBE, F_RTX};
@@ -89,11 +90,9 @@ struct Rtx {
 #[derive(Clone, Copy)]
 struct RtxAct {
     msg: u32,
-    pkt: u32,
+    /// the packet after the last to resend
     to: u32,
-    sn: u16,
-    pkt_flits: u16,
-    pkt_last_bytes: u16,
+    pos: PktPos,
     probe: bool,
 }
 
@@ -318,7 +317,7 @@ impl Fabric {
     fn gen_mid_packet_vl(&self, h: usize) -> Option<u8> {
         let vl_of = |m: u32| self.msgs[m as usize].vl;
         if let Some(a) = self.loss.as_ref().and_then(|l| l.hcas[h].act) {
-            if a.sn > 0 {
+            if a.pos.sn > 0 {
                 return Some(vl_of(a.msg));
             }
         }
@@ -326,7 +325,7 @@ impl Fabric {
             return Some(vl_of(m));
         }
         let g = &self.hcas[h].gen;
-        (self.qp.is_none() && g.sn > 0).then(|| vl_of(g.cur))
+        (self.qp.is_none() && g.pos.sn > 0).then(|| vl_of(g.cur))
     }
 
     /// An ACK/NAK reached the sink of the sender `h`: consumed at once
@@ -364,7 +363,7 @@ impl Fabric {
     fn loss_request(&mut self, h: usize, m: u32, from: u32, probe: bool) {
         let lh = &mut self.ls().hcas[h];
         if let Some(a) = lh.act {
-            if a.msg == m && (probe || a.pkt <= from) {
+            if a.msg == m && (probe || a.pos.pkt <= from) {
                 return;
             }
         }
@@ -431,14 +430,11 @@ impl Fabric {
                 if r.from >= to {
                     continue;
                 }
-                let (pf, pl) = self.pkt_flits(r.msg, r.from);
+                let pos = PktPos::start(&self.p, &self.msgs[r.msg as usize], r.from);
                 self.ls().hcas[h].act = Some(RtxAct {
                     msg: r.msg,
-                    pkt: r.from,
                     to,
-                    sn: 0,
-                    pkt_flits: pf,
-                    pkt_last_bytes: pl,
+                    pos,
                     probe: r.probe,
                 });
                 break;
@@ -452,14 +448,8 @@ impl Fabric {
         if self.hcas[h].gen.vlq[v].len() >= self.p.max_queued_per_vl as usize {
             return true;
         }
-        let (pkt, sn, pf) = (a.pkt, a.sn, a.pkt_flits);
-        let last_in_pkt = sn + 1 == pf;
-        let bytes = if last_in_pkt {
-            a.pkt_last_bytes
-        } else {
-            self.p.flit_size as u16
-        };
-        if sn == 0 {
+        let pos = a.pos;
+        if pos.sn == 0 {
             let (lm, st) = self.ls().split(a.msg);
             st.packets_retransmitted += 1;
             if a.probe {
@@ -470,32 +460,13 @@ impl Fabric {
                 st.messages_retransmitted += 1;
             }
         }
-        let next = if last_in_pkt {
-            a.pkt += 1;
-            a.sn = 0;
-            if a.pkt == a.to {
-                None
-            } else {
-                let (f, l) = self.pkt_flits(a.msg, a.pkt);
-                a.pkt_flits = f;
-                a.pkt_last_bytes = l;
-                Some(a)
-            }
-        } else {
-            a.sn += 1;
-            Some(a)
-        };
+        let more = a.pos.advance(&self.p, &self.msgs[a.msg as usize], a.to);
         let flags = F_RTX | if a.probe { F_PROBE } else { 0 };
-        self.ls().hcas[h].act = next;
-        self.gen_emit(h, a.msg, pkt, sn, pf, bytes, flags);
+        self.ls().hcas[h].act = more.then_some(a);
+        let bytes = pos.bytes(self.p.flit_size);
+        self.gen_emit(h, a.msg, pos.pkt, pos.sn, pos.pkt_flits, bytes, flags);
         self.gen_rearm(h, dst);
         true
-    }
-
-    /// (flits, bytes of the last flit) of packet `k` of message `m`.
-    fn pkt_flits(&self, m: u32, k: u32) -> (u16, u16) {
-        let (f, l) = self.p.flits_of(self.msgs[m as usize].pkt_bytes(k));
-        (f as u16, l as u16)
     }
 }
 

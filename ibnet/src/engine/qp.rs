@@ -37,6 +37,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use super::app::PktPos;
 use super::dispatch::Ev;
 use super::fabric::Fabric;
 use super::flits::{Flit, F_NOSW};
@@ -86,10 +87,7 @@ const APP_QP: u32 = u32::MAX;
 struct Slot {
     qp: u32,
     msg: u32,
-    pkt: u32,
-    sn: u16,
-    pkt_flits: u16,
-    pkt_last_bytes: u16,
+    pos: PktPos,
 }
 
 impl QpState {
@@ -169,21 +167,10 @@ impl Fabric {
             .get(&n)
             .is_some_and(|q| q.in_gen == Some(m));
         let n = if queued { n } else { APP_QP };
-        let msg = &self.msgs[m as usize];
-        let (pf, pl) = self.p.flits_of(msg.pkt_bytes(0));
+        let pos = PktPos::start(&self.p, &self.msgs[m as usize], 0);
         let st = &mut self.qp.as_mut().expect("qp mode").hcas[h];
         let at = st.slots.partition_point(|s| s.qp < n);
-        st.slots.insert(
-            at,
-            Slot {
-                qp: n,
-                msg: m,
-                pkt: 0,
-                sn: 0,
-                pkt_flits: pf as u16,
-                pkt_last_bytes: pl as u16,
-            },
-        );
+        st.slots.insert(at, Slot { qp: n, msg: m, pos });
         if self.hcas[h].gen.push_pending {
             return;
         }
@@ -196,9 +183,11 @@ impl Fabric {
         match &self.qp {
             Some(q) => {
                 let st = &q.hcas[h];
-                !st.slots.iter().any(|s| Some(s.qp) == st.cur && s.sn > 0)
+                !st.slots
+                    .iter()
+                    .any(|s| Some(s.qp) == st.cur && s.pos.sn > 0)
             }
-            None => self.hcas[h].gen.sn == 0,
+            None => self.hcas[h].gen.pos.sn == 0,
         }
     }
 
@@ -208,7 +197,7 @@ impl Fabric {
         let st = &self.qp.as_ref()?.hcas[h];
         st.slots
             .iter()
-            .find(|s| Some(s.qp) == st.cur && s.sn > 0)
+            .find(|s| Some(s.qp) == st.cur && s.pos.sn > 0)
             .map(|s| s.msg)
     }
 
@@ -221,11 +210,11 @@ impl Fabric {
                 .slots
                 .iter()
                 .find(|s| s.msg == m)
-                .map_or(npkts, |s| s.pkt),
+                .map_or(npkts, |s| s.pos.pkt),
             None => {
                 let g = &self.hcas[h].gen;
                 if g.cur == m {
-                    g.pkt
+                    g.pos.pkt
                 } else {
                     npkts
                 }
@@ -259,8 +248,8 @@ impl Fabric {
                 .slots
                 .iter()
                 .map(|s| {
-                    if s.sn == 0 {
-                        self.host_pkt_ready(s.msg, s.pkt)
+                    if s.pos.sn == 0 {
+                        self.host_pkt_ready(s.msg, s.pos.pkt)
                     } else {
                         0
                     }
@@ -281,7 +270,7 @@ impl Fabric {
         let room = |i: usize, s: &Slot| room_vl(s) && (!host || ready[i] <= now);
         let cur_i = st.cur.and_then(|c| st.slots.iter().position(|s| s.qp == c));
         let pick = match cur_i {
-            Some(i) if st.slots[i].sn > 0 => {
+            Some(i) if st.slots[i].pos.sn > 0 => {
                 if !room_vl(&st.slots[i]) {
                     return;
                 }
@@ -316,37 +305,26 @@ impl Fabric {
             }
         };
         let s = &mut st.slots[pick];
-        if s.sn == 0 {
+        if s.pos.sn == 0 {
             st.cont += 1;
         }
-        let (msg, pkt, sn, pf) = (s.msg, s.pkt, s.sn, s.pkt_flits);
-        let last_in_pkt = sn + 1 == pf;
-        let bytes = if last_in_pkt {
-            s.pkt_last_bytes
-        } else {
-            self.p.flit_size as u16
-        };
+        let (msg, pos) = (s.msg, s.pos);
         let m = &self.msgs[msg as usize];
-        let mut done = false;
-        if last_in_pkt {
-            s.pkt += 1;
-            s.sn = 0;
-            if s.pkt == m.npkts {
-                done = true;
-            } else {
-                let (f, l) = self.p.flits_of(m.pkt_bytes(s.pkt));
-                s.pkt_flits = f as u16;
-                s.pkt_last_bytes = l as u16;
-            }
-        } else {
-            s.sn += 1;
-        }
+        let done = !s.pos.advance(&self.p, m, m.npkts);
         let app = st.slots[pick].qp == APP_QP;
         if done {
             st.slots.remove(pick);
         }
         let dst = m.dst_lid;
-        self.gen_emit(h, msg, pkt, sn, pf, bytes, 0);
+        self.gen_emit(
+            h,
+            msg,
+            pos.pkt,
+            pos.sn,
+            pos.pkt_flits,
+            pos.bytes(self.p.flit_size),
+            0,
+        );
         if done {
             let h = h as u32;
             // "done" to the message's send queue, or to the standalone app
