@@ -10,7 +10,7 @@ use loggopsim::engine::{Params, Report};
 use loggopsim::goal::parse_str;
 use loggopsim::network::fabric::CosimArgs;
 use loggopsim::network::flow::{FastArgs, FlowNet, FlowTopology};
-use loggopsim::network::{fast, registry, Network};
+use loggopsim::network::{fast, registry, Envelope, InFlight, Network};
 use loggopsim::Time;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,7 +58,8 @@ fn preset_numbers() {
 fn one_flow() {
     for exact in [true, false] {
         let mut n = h8s1(exact);
-        n.insert(Time(1000), 0, 1, 65_536, 0).unwrap();
+        n.insert(Time(1000), Envelope::new(0, 1, 65_536, 0))
+            .unwrap();
         assert_eq!(n.drain(), vec![Time(1000 + 100_000 + 32_768_000)]);
     }
 }
@@ -68,8 +69,8 @@ fn one_flow() {
 #[test]
 fn two_flows_share_a_link() {
     let mut n = h8s1(true);
-    n.insert(Time(0), 0, 2, 65_536, 0).unwrap();
-    n.insert(Time(0), 1, 2, 65_536, 0).unwrap();
+    n.insert(Time(0), Envelope::new(0, 2, 65_536, 0)).unwrap();
+    n.insert(Time(0), Envelope::new(1, 2, 65_536, 0)).unwrap();
     let a = n.wait_exact(Time(0), Time(100_000)).unwrap();
     assert!(a.arrivals.is_empty());
     assert_eq!(n.rate(0), 0.001);
@@ -77,8 +78,8 @@ fn two_flows_share_a_link() {
     assert_eq!(n.drain(), vec![Time(100_000 + 65_536_000); 2]);
     // different destinations and sources: no shared link, full rate
     let mut n = h8s1(true);
-    n.insert(Time(0), 0, 2, 65_536, 0).unwrap();
-    n.insert(Time(0), 1, 3, 65_536, 0).unwrap();
+    n.insert(Time(0), Envelope::new(0, 2, 65_536, 0)).unwrap();
+    n.insert(Time(0), Envelope::new(1, 3, 65_536, 0)).unwrap();
     assert_eq!(n.drain(), vec![Time(100_000 + 32_768_000); 2]);
 }
 
@@ -89,8 +90,8 @@ fn two_flows_share_a_link() {
 #[test]
 fn ending_flow_releases_bandwidth() {
     let mut n = h8s1(true);
-    n.insert(Time(0), 0, 2, 1000, 0).unwrap();
-    n.insert(Time(0), 1, 2, 3000, 0).unwrap();
+    n.insert(Time(0), Envelope::new(0, 2, 1000, 0)).unwrap();
+    n.insert(Time(0), Envelope::new(1, 2, 3000, 0)).unwrap();
     let a = n.wait_exact(Time(0), Time(u64::MAX)).unwrap();
     assert_eq!(a.arrivals, vec![(0, Time(1_100_000))]);
     assert_eq!(a.grant, Time(2_100_000));
@@ -100,8 +101,9 @@ fn ending_flow_releases_bandwidth() {
     // 1000 - 300 000/500 = 400 B left; both at half rate: 400 000 ps; the
     // second then has 2600 B left at full rate: 1 300 000 ps
     let mut n = h8s1(true);
-    n.insert(Time(0), 0, 2, 1000, 0).unwrap();
-    n.insert(Time(300_000), 1, 2, 3000, 0).unwrap();
+    n.insert(Time(0), Envelope::new(0, 2, 1000, 0)).unwrap();
+    n.insert(Time(300_000), Envelope::new(1, 2, 3000, 0))
+        .unwrap();
     assert_eq!(n.drain(), vec![Time(800_000), Time(2_100_000)]);
 }
 
@@ -116,7 +118,7 @@ fn max_min_is_feasible_and_bottlenecked() {
     let mut n = FlowNet::new(topo.clone(), true, None);
     let pairs: Vec<(u32, u32)> = (0..40u32).map(|i| (i, (i * 7 + 3) % 64)).collect();
     for &(s, d) in &pairs {
-        n.insert(Time(0), s, d, 1 << 20, 0).unwrap();
+        n.insert(Time(0), Envelope::new(s, d, 1 << 20, 0)).unwrap();
     }
     let maxlat = pairs
         .iter()
@@ -387,8 +389,8 @@ fn bad_parameters_are_clear_errors() {
 #[test]
 fn zero_bytes_and_self_sends() {
     let mut n = h8s1(true);
-    n.insert(Time(0), 0, 1, 0, 0).unwrap();
-    n.insert(Time(0), 4, 4, 1000, 0).unwrap();
+    n.insert(Time(0), Envelope::new(0, 1, 0, 0)).unwrap();
+    n.insert(Time(0), Envelope::new(4, 4, 1000, 0)).unwrap();
     assert_eq!(n.drain(), vec![Time(100_000), Time(100_000 + 500_000)]);
 }
 
@@ -419,7 +421,7 @@ mod prop {
             let topo = FlowTopology::build(&setup("H8_S2"), &FastArgs::default(), 8).unwrap();
             let mut a = FlowNet::new(topo.clone(), true, None);
             for &(t, s, d, b) in &fl {
-                a.insert(Time(t), s, d, b, 0).unwrap();
+                a.insert(Time(t), Envelope::new(s, d, b, 0)).unwrap();
             }
             let arr = a.drain();
             let n = fl.len() as u64;
@@ -431,14 +433,16 @@ mod prop {
             // poll: query each message at its arrival (in time order)
             let mut p = FlowNet::new(topo, false, None);
             for &(t, s, d, b) in &fl {
-                p.insert(Time(t), s, d, b, 0).unwrap();
+                p.insert(Time(t), Envelope::new(s, d, b, 0)).unwrap();
             }
             let mut order: Vec<usize> = (0..fl.len()).collect();
             order.sort_by_key(|&i| (arr[i], i));
             let last_insert = fl.last().unwrap().0;
             for i in order {
                 let now = arr[i].max(Time(last_insert));
-                let q = p.query(Time(fl[i].0), now, 0, 0, 0, i as u64).unwrap();
+                let env = Envelope::new(0, 0, 0, 0);
+                let m = InFlight { handle: i as u64, start: Time(fl[i].0), env };
+                let q = p.query(now, m).unwrap();
                 prop_assert_eq!(q, arr[i]);
             }
         }

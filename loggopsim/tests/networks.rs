@@ -4,7 +4,7 @@
 
 use loggopsim::engine::{Params, Report, Sim, SimError};
 use loggopsim::goal::parse_str;
-use loggopsim::network::{Handle, LogGp, NetError, Network, SyncMode};
+use loggopsim::network::{Envelope, Handle, InFlight, LogGp, NetError, Network, SyncMode};
 use loggopsim::Time;
 use std::collections::BTreeSet;
 
@@ -36,27 +36,12 @@ impl Network for FakeNotify {
     fn mode(&self) -> SyncMode {
         SyncMode::Notify
     }
-    fn insert(
-        &mut self,
-        now: Time,
-        _src: u32,
-        _dst: u32,
-        _size: u64,
-        _tag: u32,
-    ) -> Result<Handle, NetError> {
+    fn insert(&mut self, now: Time, _: Envelope) -> Result<Handle, NetError> {
         self.next += 7; // handles need not be dense
         self.pending.insert((now.0 + self.o + self.l, self.next));
         Ok(self.next)
     }
-    fn query(
-        &mut self,
-        _: Time,
-        _: Time,
-        _: u32,
-        _: u32,
-        _: u64,
-        _: Handle,
-    ) -> Result<Time, NetError> {
+    fn query(&mut self, _: Time, _: InFlight) -> Result<Time, NetError> {
         Err(NetError::Unsupported("query in notify mode".into()))
     }
     fn wait_arrivals(&mut self, _now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
@@ -94,20 +79,12 @@ impl Network for LatePoll {
     fn name(&self) -> &str {
         "LatePoll"
     }
-    fn insert(&mut self, _: Time, _: u32, _: u32, _: u64, _: u32) -> Result<Handle, NetError> {
+    fn insert(&mut self, _: Time, _: Envelope) -> Result<Handle, NetError> {
         Ok(0)
     }
-    fn query(
-        &mut self,
-        start: Time,
-        _now: Time,
-        _: u32,
-        _: u32,
-        _: u64,
-        _: Handle,
-    ) -> Result<Time, NetError> {
+    fn query(&mut self, _now: Time, m: InFlight) -> Result<Time, NetError> {
         self.queries += 1;
-        Ok(Time(start.0 + self.o + self.l + self.extra))
+        Ok(Time(m.start.0 + self.o + self.l + self.extra))
     }
     fn finish(&mut self, end: Time) -> Result<(), NetError> {
         self.finished_at = Some(end.0);
@@ -208,18 +185,10 @@ fn notify_deadlock_error_fails_the_run() {
         fn mode(&self) -> SyncMode {
             SyncMode::Notify
         }
-        fn insert(&mut self, _: Time, _: u32, _: u32, _: u64, _: u32) -> Result<Handle, NetError> {
+        fn insert(&mut self, _: Time, _: Envelope) -> Result<Handle, NetError> {
             Ok(1)
         }
-        fn query(
-            &mut self,
-            _: Time,
-            _: Time,
-            _: u32,
-            _: u32,
-            _: u64,
-            _: Handle,
-        ) -> Result<Time, NetError> {
+        fn query(&mut self, _: Time, _: InFlight) -> Result<Time, NetError> {
             unreachable!()
         }
         fn wait_arrivals(&mut self, _now: Time) -> Result<Vec<(Handle, Time)>, NetError> {

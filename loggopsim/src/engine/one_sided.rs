@@ -34,7 +34,7 @@ use super::handlers::{Msg, Outcome};
 use super::queue::Ev;
 use super::{Params, SimError, TraceEvent, Tracer};
 use crate::hash::FastMap;
-use crate::network::{Handle, Network, OneSidedOp};
+use crate::network::{Envelope, Handle, Network, OneSidedOp};
 use crate::schedule::Kind;
 use crate::Time;
 use std::collections::VecDeque;
@@ -149,9 +149,9 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
             } else {
                 OneSidedOp::Get
             };
-            let hs = self
-                .net
-                .insert_op(Time(t_ins), src, peer, op.size, op.tag, kind)?;
+            let hs =
+                self.net
+                    .insert_op(Time(t_ins), Envelope::new(src, peer, op.size, op.tag), kind)?;
             if is_put {
                 let acked = hs.acked.ok_or_else(|| {
                     SimError::Net(crate::network::NetError::Protocol(
@@ -172,10 +172,14 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
                 self.new_part(Role::GetDone, peer, src, ev.id, t_ins, hs.first, msg_time);
             }
         } else if is_put {
-            let hd = self.net.insert(Time(t_ins), src, peer, op.size, op.tag)?;
+            let hd = self
+                .net
+                .insert(Time(t_ins), Envelope::new(src, peer, op.size, op.tag))?;
             self.new_part(Role::PutData, src, peer, ev.id, t_ins, hd, msg_time);
         } else {
-            let hd = self.net.insert(Time(t_ins), src, peer, 0, op.tag)?;
+            let hd = self
+                .net
+                .insert(Time(t_ins), Envelope::new(src, peer, 0, op.tag))?;
             self.new_part(Role::GetReq, src, peer, ev.id, t_ins, hd, msg_time);
         }
         Ok(Outcome::Done)
@@ -228,7 +232,9 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
                 self.remote_done(host, m.src, m.send_node, written);
                 if m.role == Role::PutData {
                     // the target NIC acknowledges once the data is written
-                    let ack = self.net.insert(Time(written), host, m.src, 0, m.tag)?;
+                    let ack = self
+                        .net
+                        .insert(Time(written), Envelope::new(host, m.src, 0, m.tag))?;
                     let earliest = add(v(written), v(self.params.l)).ok_or_else(ovf)?;
                     self.new_part(
                         Role::PutAck,
@@ -243,7 +249,9 @@ impl<N: Network, T: Tracer> super::Sim<N, T> {
             }
             Role::GetReq => {
                 // the target NIC answers at once
-                let resp = self.net.insert(Time(t), host, m.src, op.size, m.tag)?;
+                let resp = self
+                    .net
+                    .insert(Time(t), Envelope::new(host, m.src, op.size, m.tag))?;
                 let earliest = add(v(t), v(self.params.l)).ok_or_else(ovf)?;
                 self.new_part(Role::GetResp, host, m.src, m.send_node, t, resp, earliest);
             }

@@ -241,7 +241,7 @@ impl<N: Network, T: Tracer> Sim<N, T> {
 #[cfg(test)]
 mod tests {
     use crate::engine::{Params, Sim, SimError};
-    use crate::network::{Handle, NetError, Network, SyncMode};
+    use crate::network::{Envelope, Handle, InFlight, NetError, Network, SyncMode};
     use crate::Time;
 
     /// A notify-mode network that reports every message at a fixed delay
@@ -258,27 +258,12 @@ mod tests {
         fn mode(&self) -> SyncMode {
             SyncMode::Notify
         }
-        fn insert(
-            &mut self,
-            now: Time,
-            _s: u32,
-            _d: u32,
-            _size: u64,
-            _tag: u32,
-        ) -> Result<Handle, NetError> {
+        fn insert(&mut self, now: Time, _env: Envelope) -> Result<Handle, NetError> {
             let h = self.sent.len() as Handle;
             self.sent.push((h, Time(now.0 + self.d)));
             Ok(h)
         }
-        fn query(
-            &mut self,
-            _start: Time,
-            _now: Time,
-            _src: u32,
-            _dst: u32,
-            _size: u64,
-            _h: Handle,
-        ) -> Result<Time, NetError> {
+        fn query(&mut self, _now: Time, _m: InFlight) -> Result<Time, NetError> {
             unreachable!("notify mode never queries")
         }
         fn wait_arrivals(&mut self, _now: Time) -> Result<Vec<(Handle, Time)>, NetError> {

@@ -1,6 +1,6 @@
 //! The built-in LogGP network: every message is there when asked; the
 //! timing is entirely the engine's (L, o, g, G, O rules).
-use super::{Handle, NetError, Network};
+use super::{Envelope, Handle, InFlight, NetError, Network};
 use crate::Time;
 
 #[derive(Clone, Debug, Default)]
@@ -19,27 +19,12 @@ impl Network for LogGp {
         "LogGP"
     }
     #[inline]
-    fn insert(
-        &mut self,
-        _now: Time,
-        _src: u32,
-        _dst: u32,
-        _size: u64,
-        _tag: u32,
-    ) -> Result<Handle, NetError> {
+    fn insert(&mut self, _now: Time, _env: Envelope) -> Result<Handle, NetError> {
         self.messages += 1;
         Ok(self.messages - 1)
     }
     #[inline]
-    fn query(
-        &mut self,
-        _start: Time,
-        now: Time,
-        _src: u32,
-        _dst: u32,
-        _size: u64,
-        _handle: Handle,
-    ) -> Result<Time, NetError> {
+    fn query(&mut self, now: Time, _m: InFlight) -> Result<Time, NetError> {
         Ok(now)
     }
     fn stats(&self) -> Vec<(String, u64)> {

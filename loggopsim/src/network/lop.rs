@@ -35,7 +35,7 @@
 //! as one list; GOAL has no such notion, so only separate posts are
 //! modelled.
 
-use super::{Handle, NetError, Network};
+use super::{Envelope, Handle, InFlight, NetError, Network};
 use crate::hash::FastMap;
 use crate::Time;
 
@@ -168,14 +168,8 @@ impl Network for Lop {
     fn name(&self) -> &str {
         "LoP"
     }
-    fn insert(
-        &mut self,
-        now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        _tag: u32,
-    ) -> Result<Handle, NetError> {
+    fn insert(&mut self, now: Time, env: Envelope) -> Result<Handle, NetError> {
+        let Envelope { src, dst, size, .. } = env;
         let fl = self
             .inflight
             .get_mut(src as usize)
@@ -200,15 +194,8 @@ impl Network for Lop {
         self.arrivals.push(at);
         Ok(self.arrivals.len() as Handle - 1)
     }
-    fn query(
-        &mut self,
-        _start: Time,
-        _now: Time,
-        _src: u32,
-        _dst: u32,
-        _size: u64,
-        handle: Handle,
-    ) -> Result<Time, NetError> {
+    fn query(&mut self, _now: Time, m: InFlight) -> Result<Time, NetError> {
+        let handle = m.handle;
         // the arrival is fixed at insert: later inserts do not change it
         self.arrivals
             .get(handle as usize)
@@ -246,15 +233,25 @@ mod tests {
         let l = Fun::Lat([1.0, 0.0, 1.0, 0.0, 0.0, 0.0]); // 1 us
         let o = Fun::Ov([0.0, 1.0, 0.0]); // 1/p us
         let mut n = Lop::new(l, o, 0, 4).unwrap();
-        let h0 = n.insert(Time(0), 0, 1, 1, 0).unwrap();
-        let h1 = n.insert(Time(0), 0, 2, 1, 0).unwrap();
-        let h2 = n.insert(Time(0), 0, 2, 1, 0).unwrap();
-        let q = |n: &mut Lop, h| n.query(Time(0), Time(0), 0, 0, 0, h).unwrap().0;
+        let h0 = n.insert(Time(0), Envelope::new(0, 1, 1, 0)).unwrap();
+        let h1 = n.insert(Time(0), Envelope::new(0, 2, 1, 0)).unwrap();
+        let h2 = n.insert(Time(0), Envelope::new(0, 2, 1, 0)).unwrap();
+        let q = |n: &mut Lop, handle| {
+            let env = Envelope::new(0, 0, 0, 0);
+            let m = InFlight {
+                handle,
+                start: Time(0),
+                env,
+            };
+            n.query(Time(0), m).unwrap().0
+        };
         assert_eq!(q(&mut n, h0), 2_000_000); // p = 1: 1 + 1 us
         assert_eq!(q(&mut n, h1), 1_500_000); // p = 2: 1 + 0.5 us
         assert_eq!(q(&mut n, h2), 1_500_000); // still 2 distinct peers
                                               // after all arrived, p is 1 again
-        let h3 = n.insert(Time(3_000_000), 0, 3, 1, 0).unwrap();
+        let h3 = n
+            .insert(Time(3_000_000), Envelope::new(0, 3, 1, 0))
+            .unwrap();
         assert_eq!(q(&mut n, h3), 5_000_000);
     }
 

@@ -101,6 +101,38 @@ pub enum OneSidedOp {
     Get,
 }
 
+/// What a message carries through the network: `size` bytes from rank
+/// `src` to rank `dst` under `tag` (the matching engine's tag; the fabric
+/// passes it on in its records). One value, so that the engine, the
+/// `Box` forwarding and every backend name the message the same way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    pub src: u32,
+    pub dst: u32,
+    pub size: u64,
+    pub tag: u32,
+}
+
+impl Envelope {
+    pub const fn new(src: u32, dst: u32, size: u64, tag: u32) -> Envelope {
+        Envelope {
+            src,
+            dst,
+            size,
+            tag,
+        }
+    }
+}
+
+/// A message in flight as the engine asks about it in poll mode: the
+/// handle its insert returned, the time of that insert and its envelope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InFlight {
+    pub handle: Handle,
+    pub start: Time,
+    pub env: Envelope,
+}
+
 /// The handles under which a native backend reports the completion points
 /// of one operation, each exactly like a message arrival (query,
 /// wait_arrivals, wait_exact): for a put `first` is the remote completion
@@ -119,26 +151,11 @@ pub trait Network {
     fn mode(&self) -> SyncMode {
         SyncMode::Poll
     }
-    /// A send starts at `now` on host src (rank) to dst: hand the message over.
-    fn insert(
-        &mut self,
-        now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        tag: u32,
-    ) -> Result<Handle, NetError>;
-    /// Poll mode: the message event of `handle` is processed at `now`; return the earliest arrival time the
+    /// A send starts at `now` on host `env.src` (rank) to `env.dst`: hand the message over.
+    fn insert(&mut self, now: Time, env: Envelope) -> Result<Handle, NetError>;
+    /// Poll mode: the message event of `m.handle` is processed at `now`; return the earliest arrival time the
     /// network can promise (<= now means "it is there"). LogGP returns `now`.
-    fn query(
-        &mut self,
-        start: Time,
-        now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        handle: Handle,
-    ) -> Result<Time, NetError>;
+    fn query(&mut self, now: Time, m: InFlight) -> Result<Time, NetError>;
     /// Notify mode only: the active queue holds only "waiting for the network" events; block until the network
     /// reports the next batch of arrivals (all at one time) and return them. `now` = scheduler's current time.
     fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
@@ -230,13 +247,10 @@ pub trait Network {
     fn insert_op(
         &mut self,
         now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        tag: u32,
+        env: Envelope,
         op: OneSidedOp,
     ) -> Result<OpHandles, NetError> {
-        let _ = (now, src, dst, size, tag);
+        let _ = (now, env);
         Err(NetError::Unsupported(format!(
             "{}: native one-sided operation {op:?}",
             self.name()
@@ -251,26 +265,11 @@ impl<N: Network + ?Sized> Network for Box<N> {
     fn mode(&self) -> SyncMode {
         (**self).mode()
     }
-    fn insert(
-        &mut self,
-        now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        tag: u32,
-    ) -> Result<Handle, NetError> {
-        (**self).insert(now, src, dst, size, tag)
+    fn insert(&mut self, now: Time, env: Envelope) -> Result<Handle, NetError> {
+        (**self).insert(now, env)
     }
-    fn query(
-        &mut self,
-        start: Time,
-        now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        handle: Handle,
-    ) -> Result<Time, NetError> {
-        (**self).query(start, now, src, dst, size, handle)
+    fn query(&mut self, now: Time, m: InFlight) -> Result<Time, NetError> {
+        (**self).query(now, m)
     }
     fn wait_arrivals(&mut self, now: Time) -> Result<Vec<(Handle, Time)>, NetError> {
         (**self).wait_arrivals(now)
@@ -311,12 +310,9 @@ impl<N: Network + ?Sized> Network for Box<N> {
     fn insert_op(
         &mut self,
         now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        tag: u32,
+        env: Envelope,
         op: OneSidedOp,
     ) -> Result<OpHandles, NetError> {
-        (**self).insert_op(now, src, dst, size, tag, op)
+        (**self).insert_op(now, env, op)
     }
 }

@@ -238,7 +238,7 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::network::Network;
+    use crate::network::{Envelope, Network};
     use crate::Time;
 
     /// One switch with 8 hosts (H8_S1), link rate 1/alpha, no latency
@@ -277,7 +277,7 @@ mod tests {
     /// Fig. 3's flows of M bytes, all inserted at 0.
     fn insert_fig3(net: &mut FlowNet) {
         for (s, d) in FIG3 {
-            net.insert(Time(0), s, d, M, 0).unwrap();
+            net.insert(Time(0), Envelope::new(s, d, M, 0)).unwrap();
         }
     }
 
@@ -355,7 +355,8 @@ mod tests {
         for (edges, want) in cases {
             let mut net = FlowNet::new(one_switch(1e9), true, Some(Box::new(Penalty::default())));
             for &(s, d) in edges {
-                net.insert(Time(0), s, d, 1 << 20, 0).unwrap();
+                net.insert(Time(0), Envelope::new(s, d, 1 << 20, 0))
+                    .unwrap();
             }
             net.wait_exact(Time(0), Time(1)).unwrap();
             let b = 1e9 / 1e12;
@@ -367,7 +368,8 @@ mod tests {
         // graph 2: (b,a), (c,a) with outdeg(b) = outdeg(c) = indeg(a) = 2
         let mut net = FlowNet::new(one_switch(1e9), true, Some(Box::new(Penalty::default())));
         for (s, d) in [(1, 0), (1, 3), (2, 0), (2, 4)] {
-            net.insert(Time(0), s, d, 1 << 20, 0).unwrap();
+            net.insert(Time(0), Envelope::new(s, d, 1 << 20, 0))
+                .unwrap();
         }
         net.wait_exact(Time(0), Time(1)).unwrap();
         for h in 0..4 {
@@ -515,7 +517,8 @@ mod tests {
             };
             let mut net = FlowNet::new(one_switch(1e9), true, Some(Box::new(pen)));
             for &(s, d) in edges {
-                net.insert(Time(0), s, d, 1 << 20, 0).unwrap();
+                net.insert(Time(0), Envelope::new(s, d, 1 << 20, 0))
+                    .unwrap();
             }
             net.wait_exact(Time(0), Time(1)).unwrap();
             for (i, w) in want.iter().enumerate() {
@@ -545,7 +548,8 @@ mod tests {
             let mut net = build(&setup, &fast, true, 8).unwrap();
             let ranks: Vec<(u32, u32)> = FIG3.to_vec();
             for (s, d) in ranks {
-                net.insert(Time(0), s, d, 1_000_000, 0).unwrap();
+                net.insert(Time(0), Envelope::new(s, d, 1_000_000, 0))
+                    .unwrap();
             }
             net.wait_exact(Time(0), Time(1_000_000)).unwrap();
             let r = 2e-3 / net.rate(5);
@@ -579,8 +583,8 @@ mod tests {
             .find(|&&(s, d, l2)| l2 == l && s != s1 && d != d1 && s != d1 && d != s1)
             .expect("two flows over one inter-switch link");
         let mut net = FlowNet::new(topo.clone(), true, Some(Box::new(Penalty::default())));
-        net.insert(Time(0), s1, d1, 1000, 0).unwrap();
-        net.insert(Time(0), s2, d2, 1000, 0).unwrap();
+        net.insert(Time(0), Envelope::new(s1, d1, 1000, 0)).unwrap();
+        net.insert(Time(0), Envelope::new(s2, d2, 1000, 0)).unwrap();
         let lat = topo.route(s1, d1).unwrap().latency;
         net.wait_exact(Time(0), Time(lat)).unwrap();
         assert!((net.rate(0) - 0.5e-3).abs() < 1e-15, "{}", net.rate(0));
@@ -590,8 +594,8 @@ mod tests {
         assert_eq!(t[0].0, lat + 2_000_000);
         // on one switch the same two flows (disjoint hosts) run at full rate
         let mut net = FlowNet::new(one_switch(1e9), true, Some(Box::new(Penalty::default())));
-        net.insert(Time(0), 0, 1, 1000, 0).unwrap();
-        net.insert(Time(0), 2, 3, 1000, 0).unwrap();
+        net.insert(Time(0), Envelope::new(0, 1, 1000, 0)).unwrap();
+        net.insert(Time(0), Envelope::new(2, 3, 1000, 0)).unwrap();
         let t = net.drain();
         assert_eq!(t[0].0, 1 + 1_000_000);
         assert_eq!(t[1].0, 1 + 1_000_000);

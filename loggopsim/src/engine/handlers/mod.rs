@@ -10,7 +10,7 @@ mod send;
 
 use super::one_sided;
 use super::{Sim, SimError, Tracer};
-use crate::network::{Handle, Network};
+use crate::network::{Envelope, Handle, InFlight, Network};
 use crate::schedule::Op;
 use crate::Time;
 
@@ -124,10 +124,12 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         if m.arrived {
             return Ok(m.arrival.min(t));
         }
-        let ef = self
-            .net
-            .query(Time(m.start), Time(t), m.src, m.dst, m.size, m.handle)?
-            .0;
+        let sent = InFlight {
+            handle: m.handle,
+            start: Time(m.start),
+            env: Envelope::new(m.src, m.dst, m.size, m.tag),
+        };
+        let ef = self.net.query(Time(t), sent)?.0;
         if ef <= t {
             let mm = &mut self.msgs[slot as usize];
             mm.arrived = true;

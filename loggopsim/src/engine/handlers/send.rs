@@ -9,7 +9,7 @@ use super::Msg;
 use super::Outcome;
 use crate::engine::groups::class_key;
 use crate::engine::one_sided;
-use crate::network::Network;
+use crate::network::{Envelope, Network};
 use crate::schedule::Op;
 use crate::Time;
 
@@ -87,9 +87,10 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         };
         let handle = match prefired {
             Some(h) => h,
-            None => self
-                .net
-                .insert(Time(t_ins), ev.host, op.peer, op.size, op.tag)?,
+            None => self.net.insert(
+                Time(t_ins),
+                Envelope::new(ev.host, op.peer, op.size, op.tag),
+            )?,
         };
         if T::ACTIVE {
             self.tracer.event(&TraceEvent::Send {

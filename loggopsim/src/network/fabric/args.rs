@@ -100,3 +100,51 @@ pub struct CosimArgs {
     )]
     pub log_arrivals: Option<PathBuf>,
 }
+
+impl CosimArgs {
+    /// The options as an empty command line gives them, with `protocol`
+    /// and the fabric `fabric`: for callers that build a backend without
+    /// parsing a command line.
+    pub fn new(protocol: ProtocolSpec, fabric: ibnet::options::FabricOptions) -> CosimArgs {
+        CosimArgs {
+            protocol,
+            quantum: Time(1),
+            estimate: None,
+            estimate_base: EstimateBase::Hops,
+            key: None,
+            connect_timeout: 30.0,
+            fabric,
+            fabric_report: None,
+            fabric_json: false,
+            log_inserts: None,
+            log_arrivals: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        cosim: CosimArgs,
+    }
+
+    /// `new` keeps the command line's defaults.
+    #[test]
+    fn new_equals_the_empty_command_line() {
+        let parsed =
+            Cli::parse_from(["loggopsim", "--protocol", "query-v3", "--topology", "H8_S2"]);
+        let fabric = ibnet::options::FabricOptions {
+            topology: "H8_S2".into(),
+            ..Default::default()
+        };
+        let built = CosimArgs::new(ProtocolSpec::QUERY_V3, fabric);
+        assert_eq!(format!("{:?}", parsed.cosim), format!("{built:?}"));
+        assert_eq!(built.connect_timeout, 30.0);
+        assert_eq!(built.quantum, Time(1));
+    }
+}

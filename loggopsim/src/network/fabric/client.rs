@@ -29,7 +29,9 @@
 //! Handles are the scheduler's: 0, 1, 2, ... in insert order.
 
 use super::{CosimArgs, Link};
-use crate::network::{Answer, Handle, NetError, Network, OneSidedOp, OpHandles, SyncMode};
+use crate::network::{
+    Answer, Envelope, Handle, InFlight, NetError, Network, OneSidedOp, OpHandles, SyncMode,
+};
 use ibnet::server::ExactAnswer;
 use ipc_proto::{ErrorCode, EstimateBase, ProtoError, Protocol, ProtocolSpec, Record, Time};
 use std::time::Duration;
@@ -333,16 +335,9 @@ impl Network for CosimNetwork {
         self.min_latency
     }
 
-    fn insert(
-        &mut self,
-        now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        tag: u32,
-    ) -> Result<Handle, NetError> {
+    fn insert(&mut self, now: Time, env: Envelope) -> Result<Handle, NetError> {
         let handle = self.fresh_handle();
-        match self.ch.insert_direct(handle, now, src, dst, size) {
+        match self.ch.insert_direct(handle, now, env) {
             Some(r) => r.map_err(|e| {
                 self.done = true;
                 transport(e)
@@ -350,10 +345,10 @@ impl Network for CosimNetwork {
             None => self.send(Record::Insert {
                 handle,
                 time: now,
-                src,
-                dst,
-                size,
-                tag,
+                src: env.src,
+                dst: env.dst,
+                size: env.size,
+                tag: env.tag,
             })?,
         }
         self.c.inserts += 1;
@@ -413,10 +408,7 @@ impl Network for CosimNetwork {
     fn insert_op(
         &mut self,
         now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        tag: u32,
+        env: Envelope,
         op: OneSidedOp,
     ) -> Result<OpHandles, NetError> {
         self.check_one_sided()?;
@@ -425,15 +417,16 @@ impl Network for CosimNetwork {
             OneSidedOp::Put => (ipc_proto::OpKind::Put, Some(self.fresh_handle())),
             OneSidedOp::Get => (ipc_proto::OpKind::Get, None),
         };
+        // (the put's acknowledgement handle is 0 for a get)
         self.send(Record::InsertOp {
             handle,
-            time: now,
-            src,
-            dst,
-            size,
-            tag,
-            op: kind,
             ack_handle: acked.unwrap_or(0),
+            op: kind,
+            time: now,
+            src: env.src,
+            dst: env.dst,
+            size: env.size,
+            tag: env.tag,
         })?;
         self.c.inserts += 1;
         Ok(OpHandles {
@@ -442,15 +435,8 @@ impl Network for CosimNetwork {
         })
     }
 
-    fn query(
-        &mut self,
-        _start: Time,
-        now: Time,
-        _src: u32,
-        _dst: u32,
-        _size: u64,
-        handle: Handle,
-    ) -> Result<Time, NetError> {
+    fn query(&mut self, now: Time, m: InFlight) -> Result<Time, NetError> {
+        let handle = m.handle;
         if self.spec.protocol != Protocol::Query {
             return Err(NetError::Unsupported("query in the notify protocol".into()));
         }
@@ -816,7 +802,7 @@ mod tests {
                 .unwrap();
             f.flush().unwrap();
         });
-        net.insert(Time(0), 0, 1, 8, 0).unwrap();
+        net.insert(Time(0), Envelope::new(0, 1, 8, 0)).unwrap();
         match net.wait_arrivals(Time(0)) {
             Err(NetError::Deadlock { handles, detail }) => {
                 assert_eq!(handles, vec![4, 9]);
@@ -869,7 +855,7 @@ mod tests {
             let mut net =
                 CosimNetwork::new(Box::new(s), Time(1), None, "test".into(), None).unwrap();
             assert_eq!(net.min_latency(), Time(10));
-            net.insert(Time(0), 0, 1, 8, 0).unwrap();
+            net.insert(Time(0), Envelope::new(0, 1, 8, 0)).unwrap();
             let e = net.wait_exact(Time(0), Time(500)).unwrap_err().to_string();
             assert!(e.contains(want), "{e}");
         }
@@ -877,19 +863,8 @@ mod tests {
 
     #[test]
     fn ipc_needs_a_key_and_a_fabric() {
-        let mut a = CosimArgs {
-            protocol: ProtocolSpec::NOTIFY,
-            quantum: Time(1),
-            estimate: None,
-            estimate_base: EstimateBase::Hops,
-            key: None,
-            connect_timeout: 0.05,
-            fabric: SetupArgs::default(),
-            fabric_report: None,
-            fabric_json: false,
-            log_inserts: None,
-            log_arrivals: None,
-        };
+        let mut a = CosimArgs::new(ProtocolSpec::NOTIFY, SetupArgs::default());
+        a.connect_timeout = 0.05;
         assert!(CosimNetwork::connect_ipc(&a, 2)
             .err()
             .unwrap()

@@ -138,22 +138,11 @@ mod tests {
     use ipc_proto::Time;
 
     fn args(topology: &str) -> CosimArgs {
-        CosimArgs {
-            protocol: ipc_proto::ProtocolSpec::NOTIFY_V1,
-            quantum: Time(1),
-            estimate: None,
-            estimate_base: ipc_proto::EstimateBase::Hops,
-            key: None,
-            connect_timeout: 1.0,
-            fabric: SetupArgs {
-                topology: topology.into(),
-                ..SetupArgs::default()
-            },
-            fabric_report: None,
-            fabric_json: false,
-            log_inserts: None,
-            log_arrivals: None,
-        }
+        let fabric = SetupArgs {
+            topology: topology.into(),
+            ..SetupArgs::default()
+        };
+        CosimArgs::new(ipc_proto::ProtocolSpec::NOTIFY_V1, fabric)
     }
 
     #[test]
@@ -175,12 +164,12 @@ mod tests {
 
     #[test]
     fn finish_joins_the_fabric_and_reports_its_counters() {
-        use crate::network::Network;
+        use crate::network::{Envelope, Network};
         let dir = tempfile::tempdir().unwrap();
         let mut a = args("H8_S1");
         a.fabric_report = Some(dir.path().join("fabric.txt"));
         let mut net = spawn(&a, 2).unwrap();
-        let h = net.insert(Time(0), 0, 1, 44, 0).unwrap();
+        let h = net.insert(Time(0), Envelope::new(0, 1, 44, 0)).unwrap();
         assert_eq!(
             net.wait_arrivals(Time(0)).unwrap(),
             vec![(h, Time(150_600))]

@@ -4,7 +4,7 @@
 //! itself (`onepiece`, [`super::onepiece`]) implements it, so that
 //! [`super::CosimNetwork`] holds the protocol once for every transport.
 
-use crate::network::{Handle, NetError};
+use crate::network::{Envelope, Handle, NetError};
 use ibnet::server::ExactAnswer;
 use ipc_proto::{Channel, ChannelStats, ProtoError, Protocol, Record, Time};
 
@@ -48,18 +48,16 @@ pub trait Link {
         let _ = (src, dst);
     }
     /// One-piece mode: `Insert{handle, time, src, dst, size}` handed to
-    /// the fabric without building a record. `None`: this link has no such
+    /// the fabric without building a record (the tag does not reach it). `None`: this link has no such
     /// path, send the record. A failure of the fabric surfaces, as for the
     /// record, as an Error record at the next `recv`.
     fn insert_direct(
         &mut self,
         handle: Handle,
         time: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
+        env: Envelope,
     ) -> Option<Result<(), ProtoError>> {
-        let _ = (handle, time, src, dst, size);
+        let _ = (handle, time, env);
         None
     }
     /// One-piece mode, exact notify: `NoMoreInserts{now, horizon}` and its

@@ -13,7 +13,7 @@
 
 use super::inproc::report_fabric;
 use super::{CosimArgs, CosimNetwork, Link};
-use crate::network::NetError;
+use crate::network::{Envelope, NetError};
 use ibnet::server::{ExactAnswer, FabricServer, ServerError, Step};
 use ipc_proto::{ChannelStats, ProtoError, Protocol, Record, Time};
 use std::collections::VecDeque;
@@ -109,9 +109,7 @@ impl Link for Direct {
         &mut self,
         handle: u64,
         time: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
+        env: Envelope,
     ) -> Option<Result<(), ProtoError>> {
         if self.error.is_some() {
             // (the record path says what to do after an error)
@@ -119,7 +117,10 @@ impl Link for Direct {
         }
         self.inserts += 1;
         self.stats.records_sent += 1;
-        if let Err(e) = self.server.insert_message(handle, time, src, dst, size) {
+        if let Err(e) = self
+            .server
+            .insert_message(handle, time, env.src, env.dst, env.size)
+        {
             self.failed(e);
         }
         Some(Ok(()))
@@ -232,22 +233,11 @@ mod tests {
     use ipc_proto::{ProtocolSpec, Time};
 
     fn args(spec: ProtocolSpec) -> CosimArgs {
-        CosimArgs {
-            protocol: spec,
-            quantum: Time(1),
-            estimate: None,
-            estimate_base: ipc_proto::EstimateBase::Hops,
-            key: None,
-            connect_timeout: 1.0,
-            fabric: SetupArgs {
-                topology: "H8_S1".into(),
-                ..SetupArgs::default()
-            },
-            fabric_report: None,
-            fabric_json: false,
-            log_inserts: None,
-            log_arrivals: None,
-        }
+        let fabric = SetupArgs {
+            topology: "H8_S1".into(),
+            ..SetupArgs::default()
+        };
+        CosimArgs::new(spec, fabric)
     }
 
     /// One 44-byte message over one switch: 150.6 ns (docs/cosim.md), in
@@ -260,7 +250,7 @@ mod tests {
         a.fabric_report = Some(dir.path().join("f.txt"));
         let mut net = build(&a, 2).unwrap();
         assert_eq!(net.mode(), SyncMode::Notify);
-        let h = net.insert(Time(0), 0, 1, 44, 0).unwrap();
+        let h = net.insert(Time(0), Envelope::new(0, 1, 44, 0)).unwrap();
         assert_eq!(
             net.wait_arrivals(Time(0)).unwrap(),
             vec![(h, Time(150_600))]
@@ -273,7 +263,7 @@ mod tests {
         assert_eq!(net.mode(), SyncMode::Exact);
         // 100 ns (ISW + VSW): a 1-flit message has no serialisation term
         assert_eq!(net.min_latency(), Time(100_000));
-        let h = net.insert(Time(0), 0, 1, 44, 0).unwrap();
+        let h = net.insert(Time(0), Envelope::new(0, 1, 44, 0)).unwrap();
         // horizon 50 ns: nothing arrives by then; the grant is the
         // message's insert time + its lower bound (100 ns)
         let ans = net.wait_exact(Time(0), Time(50_000)).unwrap();
@@ -299,10 +289,10 @@ mod tests {
     #[test]
     fn errors_keep_their_full_text() {
         let mut net = build(&args(ProtocolSpec::NOTIFY), 2).unwrap();
-        net.insert(Time(0), 0, 1, 44, 0).unwrap();
+        net.insert(Time(0), Envelope::new(0, 1, 44, 0)).unwrap();
         let ans = net.wait_exact(Time(0), Time(u64::MAX)).unwrap();
         assert_eq!(ans.arrivals.len(), 1);
-        net.insert(Time(100), 1, 0, 44, 0).unwrap();
+        net.insert(Time(100), Envelope::new(1, 0, 44, 0)).unwrap();
         let e = net
             .wait_exact(Time(100), Time(u64::MAX))
             .unwrap_err()

@@ -3,7 +3,7 @@
 //! advance the model only as far as no later insert can change it.
 
 use super::{ceil_ps, Flow, FlowNet, St};
-use crate::network::{Answer, Handle, NetError, Network, SyncMode};
+use crate::network::{Answer, Envelope, Handle, InFlight, NetError, Network, SyncMode};
 use crate::Time;
 
 impl Network for FlowNet {
@@ -13,14 +13,8 @@ impl Network for FlowNet {
     fn mode(&self) -> SyncMode {
         self.mode
     }
-    fn insert(
-        &mut self,
-        now: Time,
-        src: u32,
-        dst: u32,
-        size: u64,
-        _tag: u32,
-    ) -> Result<Handle, NetError> {
+    fn insert(&mut self, now: Time, env: Envelope) -> Result<Handle, NetError> {
+        let Envelope { src, dst, size, .. } = env;
         if now.0 < self.now {
             return Err(NetError::Protocol(format!(
                 "insert at {} ps is in the flow model's past ({} ps)",
@@ -51,15 +45,8 @@ impl Network for FlowNet {
         Ok(f as Handle)
     }
 
-    fn query(
-        &mut self,
-        _start: Time,
-        now: Time,
-        _src: u32,
-        _dst: u32,
-        _size: u64,
-        handle: Handle,
-    ) -> Result<Time, NetError> {
+    fn query(&mut self, now: Time, m: InFlight) -> Result<Time, NetError> {
+        let handle = m.handle;
         // no later insert changes anything at or before `now`
         while self.step_instant(now.0).is_some() {}
         let fl = self
@@ -127,7 +114,7 @@ impl Network for FlowNet {
 #[cfg(test)]
 mod tests {
     use crate::network::flow::test_net;
-    use crate::network::Network;
+    use crate::network::{Envelope, InFlight, Network};
     use crate::Time;
 
     /// Exact mode: 1000 B alone arrive at 1 + 1000/1e-3 = 1 000 001 ps;
@@ -135,7 +122,7 @@ mod tests {
     #[test]
     fn wait_exact_reports_the_first_completion() {
         let mut n = test_net(true);
-        let h = n.insert(Time(0), 0, 1, 1000, 0).unwrap();
+        let h = n.insert(Time(0), Envelope::new(0, 1, 1000, 0)).unwrap();
         let a = n.wait_exact(Time(0), Time(500)).unwrap();
         assert!(a.arrivals.is_empty());
         assert!(a.grant.0 > 500);
@@ -149,22 +136,19 @@ mod tests {
     #[test]
     fn query_answers_a_lower_bound_then_the_arrival() {
         let mut n = test_net(false);
-        let h = n.insert(Time(0), 0, 1, 1000, 0).unwrap();
-        assert_eq!(
-            n.query(Time(0), Time(0), 0, 1, 1000, h).unwrap(),
-            Time(1_000_001)
-        );
+        let env = Envelope::new(0, 1, 1000, 0);
+        let h = n.insert(Time(0), env).unwrap();
+        let m = InFlight {
+            handle: h,
+            start: Time(0),
+            env,
+        };
+        assert_eq!(n.query(Time(0), m).unwrap(), Time(1_000_001));
         // half-way: 500 B left at 1e-3 B/ps
-        assert_eq!(
-            n.query(Time(0), Time(500_001), 0, 1, 1000, h).unwrap(),
-            Time(1_000_001)
-        );
-        assert_eq!(
-            n.query(Time(0), Time(2_000_000), 0, 1, 1000, h).unwrap(),
-            Time(1_000_001)
-        );
+        assert_eq!(n.query(Time(500_001), m).unwrap(), Time(1_000_001));
+        assert_eq!(n.query(Time(2_000_000), m).unwrap(), Time(1_000_001));
         assert!(
-            n.insert(Time(5), 0, 1, 1, 0).is_err(),
+            n.insert(Time(5), Envelope::new(0, 1, 1, 0)).is_err(),
             "an insert in the model's past"
         );
     }

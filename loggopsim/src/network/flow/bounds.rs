@@ -32,7 +32,7 @@ pub struct FlowView<'a> {
 mod tests {
     use super::{Bounds, FlowView};
     use crate::network::flow::{FastArgs, FlowNet, FlowTopology};
-    use crate::network::Network;
+    use crate::network::{Envelope, Network};
     use crate::Time;
 
     /// Holds every flow at a quarter of the host link; the one flow of
@@ -63,7 +63,7 @@ mod tests {
         let topo = FlowTopology::from_topology(&t, ranks, 1e9, 0, &FastArgs::default());
         let mut n = FlowNet::new(topo, true, Some(Box::new(Quarter)));
         assert_eq!(n.name(), "quarter");
-        let h = n.insert(Time(0), 0, 1, 1000, 0).unwrap();
+        let h = n.insert(Time(0), Envelope::new(0, 1, 1000, 0)).unwrap();
         let a = n.wait_exact(Time(0), Time(u64::MAX)).unwrap();
         assert_eq!(a.arrivals, vec![(h, Time(4_000_001))]);
     }

@@ -299,9 +299,10 @@ fn test_net(exact: bool) -> FlowNet {
 /// bytes) inserted at time 0: the network and the flows' handles.
 #[cfg(test)]
 fn test_net_with<const K: usize>(flows: [(u32, u32, u64); K]) -> (FlowNet, [u32; K]) {
-    use super::Network;
+    use super::{Envelope, Network};
     let mut n = test_net(true);
-    let handles =
-        flows.map(|(src, dst, size)| n.insert(Time(0), src, dst, size, 0).unwrap() as u32);
+    let handles = flows.map(|(src, dst, size)| {
+        n.insert(Time(0), Envelope::new(src, dst, size, 0)).unwrap() as u32
+    });
     (n, handles)
 }
