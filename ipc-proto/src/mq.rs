@@ -13,12 +13,13 @@ use crate::liveness::Liveness;
 use crate::names::Lane;
 use crate::record::Role;
 use crate::session::OwnerGuard;
-use crate::transport::{Transport, LIVENESS_INTERVAL};
+use crate::transport::{receive_turn, Receiving, SpinPolicy, Transport, LIVENESS_INTERVAL};
 use nix::errno::Errno;
 use nix::mqueue::{mq_receive, mq_send, MqdT};
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
@@ -53,7 +54,7 @@ pub struct MqTransport {
     /// Pinned to one CPU: yield while spinning (see transport::spin_pause).
     yield_cpu: bool,
     /// How long to poll before blocking (adaptive, see transport::LONG_WAIT).
-    policy: crate::transport::SpinPolicy,
+    policy: SpinPolicy,
     /// A message was sent since the last one was received: the next
     /// receive most likely waits for the peer's answer (see recv_message).
     sent_since_recv: bool,
@@ -104,7 +105,7 @@ impl MqTransport {
             live,
             guard,
             yield_cpu: crate::transport::single_cpu(),
-            policy: crate::transport::SpinPolicy::new(),
+            policy: SpinPolicy::new(),
             sent_since_recv: false,
         }
     }
@@ -187,6 +188,18 @@ impl MqTransport {
     }
 }
 
+impl Receiving for MqTransport {
+    fn try_receive(&mut self) -> Result<Option<(Lane, Vec<u8>)>> {
+        MqTransport::try_receive(self)
+    }
+    fn peer_alive(&mut self) -> Result<()> {
+        self.check_peer(false)
+    }
+    fn policy(&mut self) -> &mut SpinPolicy {
+        &mut self.policy
+    }
+}
+
 impl Transport for MqTransport {
     fn max_message_size(&self) -> usize {
         self.max_msg
@@ -243,26 +256,11 @@ impl Transport for MqTransport {
             }
         }
         loop {
-            if let Some(m) = self.try_receive()? {
-                if waited {
-                    self.policy.record(start.elapsed());
-                }
-                return Ok(Some(m));
-            }
-            waited = true;
-            if let Err(e) = self.check_peer(false) {
-                // It may have sent something just before dying: deliver that first.
-                if let Some(m) = self.try_receive()? {
-                    return Ok(Some(m));
-                }
-                return Err(e);
-            }
-            let elapsed = start.elapsed();
-            if elapsed >= wait {
-                self.policy.nothing_came(elapsed);
-                return Ok(None);
-            }
-            if let Some(m) = self.spin_receive(wait - elapsed)? {
+            let left = match receive_turn(self, start, wait, &mut waited)? {
+                ControlFlow::Break(got) => return Ok(got),
+                ControlFlow::Continue(left) => left,
+            };
+            if let Some(m) = self.spin_receive(left)? {
                 self.policy.record(start.elapsed());
                 return Ok(Some(m));
             }

@@ -40,8 +40,9 @@ use crate::liveness::Liveness;
 use crate::names::Lane;
 use crate::record::{Protocol, Role, RECORD_SIZE};
 use crate::session::OwnerGuard;
-use crate::transport::{Transport, LIVENESS_INTERVAL};
+use crate::transport::{receive_turn, Receiving, SpinPolicy, Transport, LIVENESS_INTERVAL};
 use std::collections::VecDeque;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -122,7 +123,7 @@ pub struct ShmTransport {
     /// Pinned to one CPU: yield while spinning (see transport::spin_pause).
     yield_cpu: bool,
     /// How long to poll before sleeping (adaptive, see transport::LONG_WAIT).
-    policy: crate::transport::SpinPolicy,
+    policy: SpinPolicy,
 }
 
 impl ShmTransport {
@@ -165,7 +166,7 @@ impl ShmTransport {
             live,
             guard,
             yield_cpu: crate::transport::single_cpu(),
-            policy: crate::transport::SpinPolicy::new(),
+            policy: SpinPolicy::new(),
         })
     }
 
@@ -311,6 +312,18 @@ impl ShmTransport {
     }
 }
 
+impl Receiving for ShmTransport {
+    fn try_receive(&mut self) -> Result<Option<(Lane, Vec<u8>)>> {
+        ShmTransport::try_receive(self)
+    }
+    fn peer_alive(&mut self) -> Result<()> {
+        self.live.check(false)
+    }
+    fn policy(&mut self) -> &mut SpinPolicy {
+        &mut self.policy
+    }
+}
+
 impl Transport for ShmTransport {
     fn max_message_size(&self) -> usize {
         self.geo.slot_size as usize
@@ -359,26 +372,10 @@ impl Transport for ShmTransport {
         let start = Instant::now();
         let mut waited = false;
         loop {
-            if let Some(m) = self.try_receive()? {
-                if waited {
-                    self.policy.record(start.elapsed());
-                }
-                return Ok(Some(m));
+            match receive_turn(self, start, wait, &mut waited)? {
+                ControlFlow::Break(got) => return Ok(got),
+                ControlFlow::Continue(left) => self.wait(None, left.min(LIVENESS_INTERVAL)),
             }
-            waited = true;
-            if let Err(e) = self.live.check(false) {
-                // It may have sent something just before dying: deliver that first.
-                if let Some(m) = self.try_receive()? {
-                    return Ok(Some(m));
-                }
-                return Err(e);
-            }
-            let elapsed = start.elapsed();
-            if elapsed >= wait {
-                self.policy.nothing_came(elapsed);
-                return Ok(None);
-            }
-            self.wait(None, (wait - elapsed).min(LIVENESS_INTERVAL));
         }
     }
 

@@ -249,6 +249,51 @@ impl SpinPolicy {
     }
 }
 
+/// What the receive loops of the queue and shared-memory transports
+/// share: a look at the incoming lanes that does not wait, the peer's
+/// liveness and the side's spin policy.
+pub(crate) trait Receiving {
+    fn try_receive(&mut self) -> Result<Option<(Lane, Vec<u8>)>>;
+    /// `Err` when the peer is gone (checked at most every
+    /// [`LIVENESS_INTERVAL`]).
+    fn peer_alive(&mut self) -> Result<()>;
+    fn policy(&mut self) -> &mut SpinPolicy;
+}
+
+/// The turn that starts each round of a receive loop begun at `start` and
+/// allowed `wait`: a message (its wait recorded in the policy once the
+/// loop has `waited`), the peer's death (after a last look, since it may
+/// have sent something just before dying), the end of the wait (None), or
+/// the time left to wait.
+#[inline]
+pub(crate) fn receive_turn<R: Receiving>(
+    r: &mut R,
+    start: std::time::Instant,
+    wait: Duration,
+    waited: &mut bool,
+) -> Result<std::ops::ControlFlow<Option<(Lane, Vec<u8>)>, Duration>> {
+    use std::ops::ControlFlow::{Break, Continue};
+    if let Some(m) = r.try_receive()? {
+        if *waited {
+            r.policy().record(start.elapsed());
+        }
+        return Ok(Break(Some(m)));
+    }
+    *waited = true;
+    if let Err(e) = r.peer_alive() {
+        return match r.try_receive()? {
+            Some(m) => Ok(Break(Some(m))),
+            None => Err(e),
+        };
+    }
+    let elapsed = start.elapsed();
+    if elapsed >= wait {
+        r.policy().nothing_came(elapsed);
+        return Ok(Break(None));
+    }
+    Ok(Continue(wait - elapsed))
+}
+
 /// How a waiting side polls before it blocks: with more than one CPU
 /// available it spins (`spin_loop`, holding its CPU: yielding on a loaded
 /// machine can hand the CPU away for milliseconds); pinned to a single CPU
@@ -282,6 +327,77 @@ pub(crate) fn single_cpu() -> bool {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// A transport whose lanes hold `inbox` and whose peer is `alive`.
+    struct Fake {
+        inbox: Vec<(Lane, Vec<u8>)>,
+        alive: bool,
+        policy: SpinPolicy,
+    }
+    impl Receiving for Fake {
+        fn try_receive(&mut self) -> Result<Option<(Lane, Vec<u8>)>> {
+            Ok(self.inbox.pop())
+        }
+        fn peer_alive(&mut self) -> Result<()> {
+            if self.alive {
+                Ok(())
+            } else {
+                Err(crate::ProtoError::PeerDied {
+                    peer: crate::Role::Fabric,
+                    pid: 7,
+                })
+            }
+        }
+        fn policy(&mut self) -> &mut SpinPolicy {
+            &mut self.policy
+        }
+    }
+
+    #[test]
+    fn a_receive_turn_ends_in_a_message_a_death_the_deadline_or_time_left() {
+        use std::ops::ControlFlow::{Break, Continue};
+        let msg = (Lane::Arr, vec![1u8, 2]);
+        let mut f = Fake {
+            inbox: vec![msg.clone()],
+            alive: true,
+            policy: SpinPolicy::with(Duration::from_micros(50), true),
+        };
+        // a message at the first look: no wait to record
+        let start = std::time::Instant::now() - Duration::from_millis(8);
+        let mut waited = false;
+        let got = receive_turn(&mut f, start, Duration::from_secs(60), &mut waited).unwrap();
+        assert_eq!(got, Break(Some(msg.clone())));
+        assert!(!waited);
+        assert_eq!(f.policy.mean(), Duration::ZERO);
+        // nothing there: the time left, then the message with its wait
+        // (8 ms and more) recorded as an eighth of the mean
+        let left = receive_turn(&mut f, start, Duration::from_secs(60), &mut waited).unwrap();
+        assert!(waited);
+        assert!(
+            matches!(left, Continue(d) if d <= Duration::from_secs(60) - Duration::from_millis(8))
+        );
+        f.inbox.push(msg.clone());
+        let got = receive_turn(&mut f, start, Duration::from_secs(60), &mut waited).unwrap();
+        assert_eq!(got, Break(Some(msg.clone())));
+        assert!(f.policy.mean() >= Duration::from_millis(1));
+        // the wait is over: None
+        let got = receive_turn(&mut f, start, Duration::from_millis(1), &mut waited).unwrap();
+        assert_eq!(got, Break(None));
+        // a dead peer: what it sent last, then its death
+        f.alive = false;
+        f.inbox.push(msg.clone());
+        f.inbox.push(msg.clone());
+        assert_eq!(
+            receive_turn(&mut f, start, Duration::ZERO, &mut waited).unwrap(),
+            Break(Some(msg.clone()))
+        );
+        assert_eq!(
+            receive_turn(&mut f, start, Duration::ZERO, &mut waited).unwrap(),
+            Break(Some(msg))
+        );
+        let e = receive_turn(&mut f, start, Duration::ZERO, &mut waited).unwrap_err();
+        assert!(e.to_string().contains("died"), "{e}");
+    }
 
     #[test]
     fn a_side_moves_to_the_shared_cpu_and_yields_there() {

@@ -170,14 +170,9 @@ pub fn one_sided_scenario() -> Scenario {
 /// no point before its insert, and the put's local completion after its
 /// remote one (the acknowledgement leaves the target after the data).
 fn one_sided(ctx: &mut Ctx) -> Result<(), String> {
-    let (mut ch, _pid, n) = attach_connect(ctx)?;
-    if n < 6 {
-        ctx.fail(
-            "one-sided-points",
-            format!("the fabric maps {n} endpoints; this scenario needs 6 (e.g. H8_S1)"),
-        );
+    let Some((mut ch, _pid)) = attach_needing(ctx, 6, "one-sided-points")? else {
         return Ok(());
-    }
+    };
     for rec in [
         Record::InsertOp {
             handle: 0,
@@ -227,18 +222,12 @@ fn one_sided(ctx: &mut Ctx) -> Result<(), String> {
             }
         ));
     }
-    ctx.rule(
-        "one-sided-points",
-        problems.is_empty(),
-        if problems.is_empty() {
-            format!(
-                "put remote {}, put local {}, get {}, message {}",
-                seen[&0], seen[&1], seen[&2], seen[&3]
-            )
-        } else {
-            problems.join("; ")
-        },
-    );
+    rule_unless_problems(ctx, "one-sided-points", &problems, || {
+        format!(
+            "put remote {}, put local {}, get {}, message {}",
+            seen[&0], seen[&1], seen[&2], seen[&3]
+        )
+    });
     if problems.is_empty() {
         ctx.rule(
             "put-ack-after-data",
@@ -350,14 +339,9 @@ pub fn triggers_scenario() -> Scenario {
 /// arrival, every handle once, message 1 after t_0, no Fired for 2. Then a
 /// Trigger on a handle never inserted: Error code 1 (or exit).
 fn triggers(ctx: &mut Ctx) -> Result<(), String> {
-    let (mut ch, pid, n) = attach_connect(ctx)?;
-    if n < 5 {
-        ctx.fail(
-            "trigger-fired",
-            format!("the fabric maps {n} endpoints; this scenario needs 5 (e.g. H8_S1)"),
-        );
+    let Some((mut ch, pid)) = attach_needing(ctx, 5, "trigger-fired")? else {
         return Ok(());
-    }
+    };
     let insert = |handle, src, dst| Record::Insert {
         handle,
         time: Time(0),
@@ -416,18 +400,12 @@ fn triggers(ctx: &mut Ctx) -> Result<(), String> {
             )),
         }
     }
-    ctx.rule(
-        "trigger-fired",
-        problems.is_empty(),
-        if problems.is_empty() {
-            format!(
-                "message 0 at {}, its reaction 1 at {}, message 2 (disarmed) at {}",
-                seen[&0], seen[&1], seen[&2]
-            )
-        } else {
-            problems.join("; ")
-        },
-    );
+    rule_unless_problems(ctx, "trigger-fired", &problems, || {
+        format!(
+            "message 0 at {}, its reaction 1 at {}, message 2 (disarmed) at {}",
+            seen[&0], seen[&1], seen[&2]
+        )
+    });
     // a Trigger on a handle that was never inserted: a violation
     ch.send(trigger(99, 100, 1, 2)).map_err(err)?;
     expect_refusal(
@@ -507,6 +485,39 @@ fn attach_connect(ctx: &mut Ctx) -> Result<(Channel, u32, u32), String> {
     let s = attach(ctx, None)?;
     let (pid, n) = (s.fabric_pid(), s.endpoints());
     Ok((connect(ctx, s)?, pid, n))
+}
+
+/// [`attach_connect`] for a scenario that needs `need` endpoints: with
+/// fewer, `rule` fails and there is nothing to run (None).
+fn attach_needing(
+    ctx: &mut Ctx,
+    need: u32,
+    rule: &'static str,
+) -> Result<Option<(Channel, u32)>, String> {
+    let (ch, pid, n) = attach_connect(ctx)?;
+    if n < need {
+        ctx.fail(
+            rule,
+            format!("the fabric maps {n} endpoints; this scenario needs {need} (e.g. H8_S1)"),
+        );
+        return Ok(None);
+    }
+    Ok(Some((ch, pid)))
+}
+
+/// `rule` passes with `ok()`'s text when no problem was found, else fails
+/// with the problems.
+fn rule_unless_problems(
+    ctx: &mut Ctx,
+    rule: &'static str,
+    problems: &[String],
+    ok: impl FnOnce() -> String,
+) {
+    if problems.is_empty() {
+        ctx.pass(rule, ok());
+    } else {
+        ctx.fail(rule, problems.join("; "));
+    }
 }
 
 /// What the checker remembers of an inserted message.
