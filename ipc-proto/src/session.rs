@@ -283,8 +283,10 @@ fn open_queue(
     })
 }
 
-/// The fabric's side of a session: owns the objects.
-pub struct FabricSession {
+/// What either side holds of a session once it is set up: the key, what
+/// the fabric chose, and the objects, which the side's transport takes
+/// over.
+struct Parts {
     key: SessionKey,
     protocol: Protocol,
     version: u32,
@@ -294,6 +296,45 @@ pub struct FabricSession {
     seg: Arc<ControlSegment>,
     queues: Vec<Queue>,
     guard: OwnerGuard,
+}
+
+impl Parts {
+    /// The transport of side `role`.
+    fn into_transport(self, role: Role) -> Result<Box<dyn Transport>> {
+        let Parts {
+            protocol,
+            transport,
+            rings,
+            seg,
+            queues,
+            guard,
+            ..
+        } = self;
+        let live = Liveness::new(role, seg.clone());
+        Ok(match transport {
+            TransportKind::Mq => {
+                let (out, inc): (Vec<Queue>, Vec<Queue>) =
+                    queues.into_iter().partition(|q| q.lane.writer() == role);
+                Box::new(MqTransport::new(role, out, inc, live, guard))
+            }
+            TransportKind::Shm => {
+                Box::new(ShmTransport::new(role, protocol, seg, rings, live, guard)?)
+            }
+        })
+    }
+
+    /// The channel of side `role` (sends its Hello); it owns the objects
+    /// from then on.
+    fn connect(self, role: Role) -> Result<Channel> {
+        let (protocol, version) = (self.protocol, self.version);
+        let t = self.into_transport(role)?;
+        Channel::with_version(t, protocol, role, version)
+    }
+}
+
+/// The fabric's side of a session: owns the objects.
+pub struct FabricSession {
+    parts: Parts,
 }
 
 /// Create the control segment and the queues of `protocol` exclusively,
@@ -424,36 +465,17 @@ pub fn create_fabric_opts(
         depth,
     );
     Ok(FabricSession {
-        key,
-        protocol,
-        version,
-        endpoints,
-        transport: opts.transport,
-        rings: opts.rings,
-        seg,
-        queues,
-        guard,
-    })
-}
-
-/// Build the transport of one side from its session parts.
-fn make_transport(
-    role: Role,
-    protocol: Protocol,
-    kind: TransportKind,
-    rings: RingGeometry,
-    queues: Vec<Queue>,
-    seg: Arc<ControlSegment>,
-    guard: OwnerGuard,
-) -> Result<Box<dyn Transport>> {
-    let live = Liveness::new(role, seg.clone());
-    Ok(match kind {
-        TransportKind::Mq => {
-            let (out, inc): (Vec<Queue>, Vec<Queue>) =
-                queues.into_iter().partition(|q| q.lane.writer() == role);
-            Box::new(MqTransport::new(role, out, inc, live, guard))
-        }
-        TransportKind::Shm => Box::new(ShmTransport::new(role, protocol, seg, rings, live, guard)?),
+        parts: Parts {
+            key,
+            protocol,
+            version,
+            endpoints,
+            transport: opts.transport,
+            rings: opts.rings,
+            seg,
+            queues,
+            guard,
+        },
     })
 }
 
@@ -463,31 +485,23 @@ impl FabricSession {
     /// the objects like a channel does.
     #[doc(hidden)]
     pub fn into_transport(self) -> Result<Box<dyn Transport>> {
-        make_transport(
-            Role::Fabric,
-            self.protocol,
-            self.transport,
-            self.rings,
-            self.queues,
-            self.seg,
-            self.guard,
-        )
+        self.parts.into_transport(Role::Fabric)
     }
     /// The session's transport.
     pub fn transport(&self) -> TransportKind {
-        self.transport
+        self.parts.transport
     }
     pub fn key(&self) -> &SessionKey {
-        &self.key
+        &self.parts.key
     }
     pub fn protocol(&self) -> Protocol {
-        self.protocol
+        self.parts.protocol
     }
     pub fn endpoints(&self) -> u32 {
-        self.endpoints
+        self.parts.endpoints
     }
     pub fn segment(&self) -> &ControlSegment {
-        &self.seg
+        &self.parts.seg
     }
     /// Wait (bounded) until a scheduler has attached; returns its pid.
     pub fn wait_for_scheduler(&self, timeout: Duration) -> Result<u32> {
@@ -504,7 +518,7 @@ impl FabricSession {
         let start = Instant::now();
         let mut n = 0u64;
         loop {
-            let pid = self.seg.scheduler_pid();
+            let pid = self.parts.seg.scheduler_pid();
             if pid != 0 {
                 crate::transport::move_to_shared_cpu();
                 return Ok(pid);
@@ -521,10 +535,10 @@ impl FabricSession {
             if start.elapsed() >= timeout {
                 return Err(ProtoError::TimedOut {
                     waited: timeout,
-                    what: format!("a scheduler to attach to session {}", self.key),
+                    what: format!("a scheduler to attach to session {}", self.parts.key),
                 });
             }
-            self.seg.wait_scheduler(start_up_poll(n));
+            self.parts.seg.wait_scheduler(start_up_poll(n));
         }
     }
     /// The fabric's channel (sends its Hello). The channel now owns the
@@ -533,24 +547,14 @@ impl FabricSession {
     /// more than the queues hold would wait for it without bound: call
     /// [`FabricSession::wait_for_scheduler`] first (or set a timeout).
     pub fn connect(self) -> Result<Channel> {
-        let (protocol, version) = (self.protocol, self.version);
-        let t = self.into_transport()?;
-        Channel::with_version(t, protocol, Role::Fabric, version)
+        self.parts.connect(Role::Fabric)
     }
 }
 
 /// The scheduler's side of a session.
 pub struct SchedulerSession {
-    key: SessionKey,
-    protocol: Protocol,
-    version: u32,
-    endpoints: u32,
+    parts: Parts,
     fabric_pid: u32,
-    transport: TransportKind,
-    rings: RingGeometry,
-    seg: Arc<ControlSegment>,
-    queues: Vec<Queue>,
-    guard: OwnerGuard,
 }
 
 /// Wait at most `timeout` for the fabric of `key` to be ready, check magic
@@ -707,16 +711,18 @@ pub fn open_scheduler_as(key: &str, timeout: Duration, pid: u32) -> Result<Sched
     }
     crate::transport::move_to_shared_cpu();
     Ok(SchedulerSession {
-        key,
-        protocol,
-        version: seg.version(),
-        endpoints: seg.endpoints(),
+        parts: Parts {
+            key,
+            protocol,
+            version: seg.version(),
+            endpoints: seg.endpoints(),
+            transport,
+            rings,
+            seg: Arc::new(seg),
+            queues,
+            guard,
+        },
         fabric_pid,
-        transport,
-        rings,
-        seg: Arc::new(seg),
-        queues,
-        guard,
     })
 }
 
@@ -725,44 +731,34 @@ impl SchedulerSession {
     /// [`FabricSession::into_transport`]).
     #[doc(hidden)]
     pub fn into_transport(self) -> Result<Box<dyn Transport>> {
-        make_transport(
-            Role::Scheduler,
-            self.protocol,
-            self.transport,
-            self.rings,
-            self.queues,
-            self.seg,
-            self.guard,
-        )
+        self.parts.into_transport(Role::Scheduler)
     }
     /// The session's transport (the fabric chose it).
     pub fn transport(&self) -> TransportKind {
-        self.transport
+        self.parts.transport
     }
     pub fn key(&self) -> &SessionKey {
-        &self.key
+        &self.parts.key
     }
     pub fn protocol(&self) -> Protocol {
-        self.protocol
+        self.parts.protocol
     }
     /// Wire version the fabric chose for the session (1 or 2).
     pub fn version(&self) -> u32 {
-        self.version
+        self.parts.version
     }
     pub fn endpoints(&self) -> u32 {
-        self.endpoints
+        self.parts.endpoints
     }
     pub fn fabric_pid(&self) -> u32 {
         self.fabric_pid
     }
     pub fn segment(&self) -> &ControlSegment {
-        &self.seg
+        &self.parts.seg
     }
     /// The scheduler's channel (sends its Hello).
     pub fn connect(self) -> Result<Channel> {
-        let (protocol, version) = (self.protocol, self.version);
-        let t = self.into_transport()?;
-        Channel::with_version(t, protocol, Role::Scheduler, version)
+        self.parts.connect(Role::Scheduler)
     }
 }
 
