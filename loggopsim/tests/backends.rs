@@ -440,8 +440,7 @@ mod prop {
             let last_insert = fl.last().unwrap().0;
             for i in order {
                 let now = arr[i].max(Time(last_insert));
-                let env = Envelope::new(0, 0, 0, 0);
-                let m = InFlight { handle: i as u64, start: Time(fl[i].0), env };
+                let m = InFlight { handle: i as u64, start: Time(fl[i].0) };
                 let q = p.query(now, m).unwrap();
                 prop_assert_eq!(q, arr[i]);
             }

@@ -237,11 +237,9 @@ mod tests {
         let h1 = n.insert(Time(0), Envelope::new(0, 2, 1, 0)).unwrap();
         let h2 = n.insert(Time(0), Envelope::new(0, 2, 1, 0)).unwrap();
         let q = |n: &mut Lop, handle| {
-            let env = Envelope::new(0, 0, 0, 0);
             let m = InFlight {
                 handle,
                 start: Time(0),
-                env,
             };
             n.query(Time(0), m).unwrap().0
         };

@@ -10,7 +10,7 @@ mod send;
 
 use super::one_sided;
 use super::{Sim, SimError, Tracer};
-use crate::network::{Envelope, Handle, InFlight, Network};
+use crate::network::{Handle, InFlight, Network};
 use crate::schedule::Op;
 use crate::Time;
 
@@ -127,7 +127,6 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let sent = InFlight {
             handle: m.handle,
             start: Time(m.start),
-            env: Envelope::new(m.src, m.dst, m.size, m.tag),
         };
         let ef = self.net.query(Time(t), sent)?.0;
         if ef <= t {

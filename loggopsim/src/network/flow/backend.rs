@@ -136,12 +136,10 @@ mod tests {
     #[test]
     fn query_answers_a_lower_bound_then_the_arrival() {
         let mut n = test_net(false);
-        let env = Envelope::new(0, 1, 1000, 0);
-        let h = n.insert(Time(0), env).unwrap();
+        let h = n.insert(Time(0), Envelope::new(0, 1, 1000, 0)).unwrap();
         let m = InFlight {
             handle: h,
             start: Time(0),
-            env,
         };
         assert_eq!(n.query(Time(0), m).unwrap(), Time(1_000_001));
         // half-way: 500 B left at 1e-3 B/ps
