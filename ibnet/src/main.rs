@@ -659,14 +659,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     }
     let report = fabric.report_with(a.latencies);
     let mut warnings = Vec::new();
-    if run_error.is_none()
-        && report.events_processed > 0
-        && report.stat_window_start_ps < params_start_stat_ps(&params)
-    {
-        warnings.push(format!(
-            "the run ended at {} ps, before the statistics start (start_stat_col_ns = {} ns): the sink bandwidth is computed from t = 0 instead, and the packet fabric time and waiting time statistics are empty (use --set start_stat_col_ns=0)",
-            report.now_ps, params.start_stat_col_ns
-        ));
+    if run_error.is_none() {
+        warnings.extend(report.early_end_warning(params.start_stat_col_ns));
     }
     for w in &warnings {
         eprintln!("ibnet: warning: {w}");
@@ -728,10 +722,6 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
 }
 
 /// Start of the statistics window in ps as configured.
-fn params_start_stat_ps(p: &Params) -> u64 {
-    ibnet::params::ps(p.start_stat_col_ns)
-}
-
 /// Seconds of wall time between two plain progress lines when stderr is
 /// not a terminal and --progress was not given.
 const LOG_PROGRESS_EVERY_S: f64 = 30.0;

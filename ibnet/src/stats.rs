@@ -197,6 +197,23 @@ pub struct Report {
     pub stall: Option<StallReport>,
 }
 
+impl Report {
+    /// The warning for a run that ended (without an error) before the
+    /// statistics start, `start_stat_col_ns` of the parameters: what the
+    /// report then computes differently. `ibnet run` and the Python
+    /// package print the same words.
+    pub fn early_end_warning(&self, start_stat_col_ns: f64) -> Option<String> {
+        (self.events_processed > 0
+            && self.stat_window_start_ps < crate::params::ps(start_stat_col_ns))
+        .then(|| {
+            format!(
+                "the run ended at {} ps, before the statistics start (start_stat_col_ns = {} ns): the sink bandwidth is computed from t = 0 instead, and the packet fabric time and waiting time statistics are empty (use --set start_stat_col_ns=0)",
+                self.now_ps, start_stat_col_ns
+            )
+        })
+    }
+}
+
 /// Pending messages that stopped advancing (engine/stall.rs): none of
 /// their packets was consumed at the destination (and none started) during
 /// at least the last `window_ps` (longer for a destination that many

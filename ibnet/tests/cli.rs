@@ -171,3 +171,28 @@ fn huge_pages_change_nothing_but_the_speed() {
         "not with --no-wall-time"
     );
 }
+
+/// A run that ends before the statistics start (100 us by default) says
+/// what the report then computes differently; with the statistics starting
+/// at 0 it says nothing.
+#[test]
+fn a_run_ending_before_the_statistics_start_is_warned() {
+    let run = |extra: &[&str]| {
+        let out = ibnet()
+            .args(words(
+                "run --topology H8_S1 --traffic shift:1 --until 10us --json",
+            ))
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(&[]);
+    assert!(
+        err.contains("ibnet: warning: the run ended at 10000000 ps, before the statistics start (start_stat_col_ns = 100000 ns): the sink bandwidth is computed from t = 0 instead"),
+        "{err}"
+    );
+    let err = run(&["--set", "start_stat_col_ns=0"]);
+    assert!(!err.contains("warning"), "{err}");
+}

@@ -588,14 +588,8 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
         }
         let report = fabric.report_with(a.latencies);
         let mut warnings = Vec::new();
-        if run_error.is_none()
-            && report.events_processed > 0
-            && report.stat_window_start_ps < ibnet::params::ps(params.start_stat_col_ns)
-        {
-            warnings.push(format!(
-                "the run ended at {} ps, before the statistics start (start_stat_col_ns = {} ns): the sink bandwidth is computed from t = 0 instead, and the packet fabric time and waiting time statistics are empty (use --set start_stat_col_ns=0)",
-                report.now_ps, params.start_stat_col_ns
-            ));
+        if run_error.is_none() {
+            warnings.extend(report.early_end_warning(params.start_stat_col_ns));
         }
         let mut run = serde_json::json!({
             "until_ps": until.map(|t| t.0),
