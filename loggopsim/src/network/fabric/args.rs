@@ -8,6 +8,10 @@
 use ipc_proto::{EstimateBase, ProtocolSpec, Time};
 use std::path::PathBuf;
 
+/// The `--help` sections of the co-simulation and fabric options.
+const COSIM: &str = "Co-simulation (--network ipc|inproc|onepiece)";
+const FABRIC: &str = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)";
+
 /// Command-line options of the co-simulation backends (`--network ipc` and
 /// `--network inproc`). Flattened into loggopsim's options.
 #[derive(clap::Args, Clone, Debug)]
@@ -23,12 +27,12 @@ pub struct CosimArgs {
     #[arg(
         long,
         default_value = "notify",
-        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+        help_heading = COSIM
     )]
     pub protocol: ProtocolSpec,
     /// Query protocol: precision q (1ns, 100ps, 10ps, 1ps, any value; a
     /// bare number is ps). The fabric answers "not yet" with t' + q.
-    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = ibnet::server::parse_quantum, help_heading = "Co-simulation (--network ipc|inproc|onepiece)")]
+    #[arg(long, value_name = "TIME", default_value = "1ps", value_parser = ibnet::server::parse_quantum, help_heading = COSIM)]
     pub quantum: Time,
     /// Query protocol: arrival-estimate factor F (multiple of 0.001); the
     /// first query of a message is answered max(t'+q, t_insert + F x the
@@ -38,7 +42,7 @@ pub struct CosimArgs {
     #[arg(
         long,
         value_name = "F",
-        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+        help_heading = COSIM
     )]
     pub estimate: Option<f64>,
     /// Query protocol: what F multiplies: hops (the thesis's per-hop fixed
@@ -49,14 +53,14 @@ pub struct CosimArgs {
         long,
         value_name = "BASE",
         default_value = "hops",
-        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+        help_heading = COSIM
     )]
     pub estimate_base: EstimateBase,
     /// ipc: session key of the fabric (`ibnet serve --key KEY`).
     #[arg(
         long,
         value_name = "KEY",
-        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+        help_heading = COSIM
     )]
     pub key: Option<String>,
     /// ipc: how long to wait for the fabric to be ready, in seconds.
@@ -64,39 +68,39 @@ pub struct CosimArgs {
         long,
         value_name = "SECS",
         default_value_t = 30.0,
-        help_heading = "Co-simulation (--network ipc|inproc|onepiece)"
+        help_heading = COSIM
     )]
     pub connect_timeout: f64,
     #[command(
         flatten,
-        next_help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+        next_help_heading = FABRIC
     )]
     pub fabric: ibnet::options::FabricOptions,
     /// inproc: write the fabric's statistics to FILE (default: stderr).
     #[arg(
         long,
         value_name = "FILE",
-        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+        help_heading = FABRIC
     )]
     pub fabric_report: Option<PathBuf>,
     /// inproc: the fabric's statistics as JSON.
     #[arg(
         long,
-        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+        help_heading = FABRIC
     )]
     pub fabric_json: bool,
     /// inproc: write the fabric's insert log (handle time_ps src dst bytes).
     #[arg(
         long,
         value_name = "FILE",
-        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+        help_heading = FABRIC
     )]
     pub log_inserts: Option<PathBuf>,
     /// inproc: write the fabric's arrival log (handle time_ps).
     #[arg(
         long,
         value_name = "FILE",
-        help_heading = "Fabric (--network inproc|onepiece; for ipc give them to ibnet serve)"
+        help_heading = FABRIC
     )]
     pub log_arrivals: Option<PathBuf>,
 }
