@@ -365,17 +365,34 @@ impl Causal {
 
 /// The name of an event's kind (the cross-tie histogram).
 fn kind_name(ev: &Ev) -> &'static str {
-    let s = format!("{ev:?}");
-    let name = s.split([' ', '{']).next().unwrap_or("");
-    // a handful of names: leak each once
-    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
-    let mut names = NAMES.lock().unwrap();
-    if let Some(n) = names.iter().find(|n| **n == name) {
-        return n;
+    match ev {
+        Ev::AppStart { .. } => "AppStart",
+        Ev::AppInject { .. } => "AppInject",
+        Ev::AppDone { .. } => "AppDone",
+        Ev::GenMsg { .. } => "GenMsg",
+        Ev::GenPush { .. } => "GenPush",
+        Ev::GenSent { .. } => "GenSent",
+        Ev::ArbFlit { .. } => "ArbFlit",
+        Ev::ArbPop { .. } => "ArbPop",
+        Ev::ArbTxCred { .. } => "ArbTxCred",
+        Ev::ArbKick { .. } => "ArbKick",
+        Ev::ObufFlit { .. } => "ObufFlit",
+        Ev::ObufRxCred { .. } => "ObufRxCred",
+        Ev::ObufTick { .. } => "ObufTick",
+        Ev::ObufPop { .. } => "ObufPop",
+        Ev::ObufPopTimer { .. } => "ObufPopTimer",
+        Ev::IbufFlit { .. } => "IbufFlit",
+        Ev::IbufFc { .. } => "IbufFc",
+        Ev::IbufSent { .. } => "IbufSent",
+        Ev::SinkFlit { .. } => "SinkFlit",
+        Ev::SinkDrain { .. } => "SinkDrain",
+        Ev::SinkDrainTimer { .. } => "SinkDrainTimer",
+        Ev::SinkHiccup { .. } => "SinkHiccup",
+        Ev::CctiTimer { .. } => "CctiTimer",
+        Ev::QpDone { .. } => "QpDone",
+        Ev::LossRto { .. } => "LossRto",
+        Ev::HostLanded { .. } => "HostLanded",
     }
-    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
-    names.push(n);
-    n
 }
 
 impl Fabric {
