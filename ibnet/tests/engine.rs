@@ -168,34 +168,9 @@ proptest::proptest! {
         pkts in 1u64..5,
         dests in proptest::collection::vec(proptest::collection::vec(0usize..64, 1..4), 8),
     ) {
-        let t = match topo {
-            0 => builtin("H8_S1").unwrap(),
-            1 => builtin("H8_S2").unwrap(),
-            2 => builtin("H8_S4").unwrap(),
-            3 => builtin("fattree:4").unwrap(),
-            _ => incast(4),
-        };
-        let mut p = if ddr { Params::thesis_ddr() } else { Params::qdr() };
-        p.max_vl = max_vl;
-        p.msg_sq = max_vl.min(1);
-        p.iba_vl_arb = iba;
-        p.use_fcfs_rq_arb = fcfs;
-        p.cc_enabled = cc;
-        p.max_being_sent = being_sent;
-        p.obuf_size_switch = obuf;
-        p.obuf_size_hca = obuf;
-        p.msg_mtu = mtu_flits * p.flit_size;
-        p.msg_length = pkts * p.msg_mtu as u64;
-        let n = t.hcas().len();
-        let lids: Vec<u16> = (0..n).map(|i| t.lid_of_hca(i).unwrap()).collect();
-        let mut modes = Vec::new();
-        for h in 0..n {
-            let row: Vec<u16> = dests[h % dests.len()]
-                .iter()
-                .map(|&d| lids[(h + 1 + d % (n - 1)) % n])
-                .collect();
-            modes.push((h, TrafficMode::SeqLoop(row)));
-        }
+        let (t, p, modes) = random_case(
+            topo, ddr, max_vl, iba, fcfs, cc, being_sent, obuf, mtu_flits, pkts, &dests,
+        );
         assert_direct_equals_queued(&t, &p, &modes, 100_000_000);
     }
 }
@@ -665,4 +640,215 @@ fn hiccup_off_drain_runs_before_next_toggle() {
         .map(|r| r.t)
         .collect();
     assert_eq!(consumed, vec![ns(1002)]);
+}
+
+/// A run in the local event order (engine/order.rs), its events of one
+/// instant and depth grouped by node in the order of a random permutation
+/// of the nodes when `shuffle` is given: the flit trace in a canonical
+/// order (stable by time and node, so each node's own sequence of records
+/// is kept; messages named by their first record), the report and the
+/// error.
+fn local_run(
+    topo: &Topology,
+    p: &Params,
+    modes: &[(usize, TrafficMode)],
+    until: u64,
+    shuffle: Option<u64>,
+) -> (Vec<TraceRec>, ibnet::Report, String) {
+    let mut q = p.clone();
+    q.event_order = "local".into();
+    let mut f = Fabric::new(topo, &q).unwrap();
+    if let Some(seed) = shuffle {
+        f.shuffle_local_order(seed).unwrap();
+    }
+    start_traced(&mut f, modes);
+    f.run_until(Time(until));
+    let err = format!("{:?}", f.error());
+    let mut tr = f.take_trace();
+    tr.sort_by_key(|r| (r.t, r.node));
+    // message ids count the messages in the order the run creates them,
+    // across nodes: name each by its first record instead
+    let mut names = std::collections::HashMap::new();
+    for r in &mut tr {
+        let k = names.len() as u32;
+        r.msg = *names.entry(r.msg).or_insert(k);
+    }
+    // and the report's messages by source and injection
+    let mut rep = f.report_with(true);
+    if let Some(m) = rep.messages.as_mut() {
+        m.sort_by_key(|m| (m.src_lid, m.injected_ps, m.first_flit_stamp_ps));
+        for m in m.iter_mut() {
+            m.id = 0;
+        }
+    }
+    (tr, rep, err)
+}
+
+/// Random traffic on a small network (`direct_events_equal_queued_random`'s
+/// space of cases).
+#[allow(clippy::too_many_arguments)]
+fn random_case(
+    topo: usize,
+    ddr: bool,
+    max_vl: u8,
+    iba: bool,
+    fcfs: bool,
+    cc: bool,
+    being_sent: u32,
+    obuf: u32,
+    mtu_flits: u32,
+    pkts: u64,
+    dests: &[Vec<usize>],
+) -> (Topology, Params, Vec<(usize, TrafficMode)>) {
+    let t = match topo {
+        0 => builtin("H8_S1").unwrap(),
+        1 => builtin("H8_S2").unwrap(),
+        2 => builtin("H8_S4").unwrap(),
+        3 => builtin("fattree:4").unwrap(),
+        _ => incast(4),
+    };
+    let mut p = if ddr {
+        Params::thesis_ddr()
+    } else {
+        Params::qdr()
+    };
+    p.max_vl = max_vl;
+    p.msg_sq = max_vl.min(1);
+    p.iba_vl_arb = iba;
+    p.use_fcfs_rq_arb = fcfs;
+    p.cc_enabled = cc;
+    p.max_being_sent = being_sent;
+    p.obuf_size_switch = obuf;
+    p.obuf_size_hca = obuf;
+    p.msg_mtu = mtu_flits * p.flit_size;
+    p.msg_length = pkts * p.msg_mtu as u64;
+    let n = t.hcas().len();
+    let lids: Vec<u16> = (0..n).map(|i| t.lid_of_hca(i).unwrap()).collect();
+    let mut modes = Vec::new();
+    for h in 0..n {
+        let row: Vec<u16> = dests[h % dests.len()]
+            .iter()
+            .map(|&d| lids[(h + 1 + d % (n - 1)) % n])
+            .collect();
+        modes.push((h, TrafficMode::SeqLoop(row)));
+    }
+    (t, p, modes)
+}
+
+#[test]
+fn local_order_equals_fifo_without_cross_ties() {
+    // One flow through one switch: no node ever receives from two links at
+    // one instant, so the two orders run the same events in the same order
+    // (order.rs), flit for flit, with the same event count.
+    let t = two_hosts_one_switch();
+    let p = Params::qdr();
+    let modes = [(0, TrafficMode::SeqOnce(vec![2, 2, 2]))];
+    let (ta, ra, _) = trace_run(&t, &p, &modes, 40_000_000, true);
+    let (tb, mut rb, eb) = local_run(&t, &p, &modes, 40_000_000, None);
+    assert_eq!(eb, "None");
+    let mut ta = ta;
+    ta.sort_by_key(|r| (r.t, r.node));
+    assert_same_trace(&ta, &tb);
+    assert!(rb.events_processed > 0);
+    rb.events_processed = 0;
+    assert_eq!(ra, rb);
+}
+
+#[test]
+fn local_order_differs_from_fifo_at_cross_ties_and_is_deterministic() {
+    // fattree:4 with every host sending to its neighbour: flits meet at
+    // switches, and the local order takes same-instant arrivals by node
+    // number instead of by the global insertion counter
+    let t = builtin("fattree:4").unwrap();
+    let n = t.hcas().len();
+    let modes: Vec<_> = (0..n)
+        .map(|h| {
+            let lid = t.nodes[t.hcas()[(h + 1) % n]].lid().unwrap();
+            (h, TrafficMode::SeqLoop(vec![lid]))
+        })
+        .collect();
+    let (ta, _, _) = trace_run(&t, &Params::qdr(), &modes, 30_000_000, true);
+    let (tb, rb, eb) = local_run(&t, &Params::qdr(), &modes, 30_000_000, None);
+    let (tc, rc, _) = local_run(&t, &Params::qdr(), &modes, 30_000_000, None);
+    assert_eq!(eb, "None");
+    assert_eq!(tb, tc);
+    assert_eq!(rb, rc);
+    let mut ta = ta;
+    ta.sort_by_key(|r| (r.t, r.node));
+    assert_ne!(ta, tb, "expected a cross tie to take a different order");
+}
+
+#[test]
+fn local_order_lazy_equals_naive() {
+    let t = builtin("fattree:4").unwrap();
+    let n = t.hcas().len();
+    let modes: Vec<_> = (0..n)
+        .map(|h| {
+            let lid = t.nodes[t.hcas()[(h + 1) % n]].lid().unwrap();
+            (h, TrafficMode::SeqOnce(vec![lid; 3]))
+        })
+        .collect();
+    let mut p = Params::qdr();
+    p.event_order = "local".into();
+    assert_lazy_equals_naive(&t, &p, &modes, 30_000_000);
+    let t = incast(3);
+    let modes: Vec<_> = (0..3).map(|h| (h, TrafficMode::SeqLoop(vec![4]))).collect();
+    assert_lazy_equals_naive(&t, &p, &modes, 60_000_000);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// The local order is computable by each node alone: running the
+    /// events of one instant and depth grouped by node, in any order of
+    /// the nodes, gives the same run (every node's own flit records, the
+    /// report, the event count, an error), so any partition of the nodes
+    /// into logical processes would. Also: its lazy credit timer equals
+    /// the always-ticking one.
+    #[test]
+    fn local_order_is_partition_independent_random(
+        topo in 0usize..5,
+        ddr in proptest::bool::ANY,
+        max_vl in proptest::prop_oneof![proptest::strategy::Just(0u8), proptest::strategy::Just(1u8), proptest::strategy::Just(3u8)],
+        iba in proptest::bool::ANY,
+        fcfs in proptest::bool::ANY,
+        cc in proptest::bool::ANY,
+        being_sent in 1u32..3,
+        obuf in 6u32..40,
+        mtu_flits in 1u32..5,
+        pkts in 1u64..5,
+        dests in proptest::collection::vec(proptest::collection::vec(0usize..64, 1..4), 8),
+        seed in proptest::num::u64::ANY,
+    ) {
+        let (t, p, modes) = random_case(
+            topo, ddr, max_vl, iba, fcfs, cc, being_sent, obuf, mtu_flits, pkts, &dests,
+        );
+        let (mut ta, ra, ea) = local_run(&t, &p, &modes, 60_000_000, None);
+        let (mut tb, rb, eb) = local_run(&t, &p, &modes, 60_000_000, Some(seed));
+        proptest::prop_assert_eq!(&ea, &eb);
+        proptest::prop_assert!(!ta.is_empty());
+        if ea != "None" {
+            // a model error (an obuf overflow) stops the run in the middle
+            // of an instant: what the nodes did at that instant before it
+            // depends on the order of the nodes
+            let end = ta.last().unwrap().t;
+            ta.retain(|r| r.t < end);
+            tb.retain(|r| r.t < end);
+        }
+        proptest::prop_assert!(ta == tb, "flit records differ");
+        proptest::prop_assert!(ea != "None" || ra == rb, "reports differ");
+        let mut naive = p.clone();
+        naive.lazy_credit_timer = false;
+        let (mut tc, rc, ec) = local_run(&t, &naive, &modes, 60_000_000, None);
+        proptest::prop_assert_eq!(&ea, &ec);
+        if ea != "None" {
+            let end = tb.last().map_or(0, |r| r.t) + 1;
+            tc.retain(|r| r.t < end);
+        }
+        let (mut ra, mut rc) = (ra, rc);
+        ra.events_processed = 0;
+        rc.events_processed = 0;
+        proptest::prop_assert!(ta == tc, "lazy and naive flit records differ");
+        proptest::prop_assert!(ra == rc, "lazy and naive reports differ");
+    }
 }

@@ -182,6 +182,20 @@ impl Fabric {
             && tm.wire.iter().all(|&w| w < tm.cred)
             && tm.wire_fc < tm.cred;
 
+        let local_order = p.event_order == "local";
+        if local_order
+            && (topo.nodes.len() >= super::order::MAX_NODES
+                || topo
+                    .nodes
+                    .iter()
+                    .any(|n| usize::from(n.num_ports()) > super::order::MAX_PORTS))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "event_order = \"local\" holds networks of fewer than {} nodes of up to {} ports",
+                super::order::MAX_NODES,
+                super::order::MAX_PORTS
+            )));
+        }
         check_route_sls(topo, &p, &high, &low)?;
         let max_lid = topo.max_lid() as usize;
         let mut lid_to_hca = vec![NONE; max_lid + 1];
@@ -274,11 +288,12 @@ impl Fabric {
             dbg_last_key: 0,
             pulse: None,
             next_pulse: super::run::PULSE_EVENTS,
-            direct: true,
+            direct: !local_order,
             direct_applied: 0,
             nowq: super::wheel::Fifo::with_capacity(256),
             counter: 0,
             cur_seq: 0,
+            cur_ev: Ev::AppStart { h: 0 },
             now: 0,
             started: false,
             events: 0,
@@ -287,6 +302,8 @@ impl Fabric {
             deadlock_seen: false,
             sink_held: 0,
             lazy,
+            local_order,
+            local: super::order::LocalOrder::new(topo.nodes.len()),
             next_boundary: 0,
             bk_counter: 0,
             #[cfg(feature = "causal-check")]

@@ -86,7 +86,8 @@ impl Fabric {
     /// flit, with the same event count).
     #[doc(hidden)]
     pub fn set_direct_events(&mut self, on: bool) {
-        self.direct = on;
+        // (their proofs rest on the FIFO order: never in the local one)
+        self.direct = on && !self.local_order;
     }
 
     /// Events applied where they were scheduled so far (tests).

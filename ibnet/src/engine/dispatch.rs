@@ -231,11 +231,16 @@ impl Fabric {
             self.dbg_last_key = key;
         }
         #[cfg(feature = "causal-check")]
-        if let Err(e) = self.causal.pop(t, seq, &ev) {
-            self.fail(e);
-            return;
+        if !self.local_order {
+            if let Err(e) = self.causal.pop(t, seq, &ev) {
+                self.fail(e);
+                return;
+            }
         }
+
         self.cur_seq = seq;
+        // (the local order's `sched_local` reads the event's node from it)
+        self.cur_ev = ev;
         self.started = true;
         if ev.background() {
             self.bg_pending -= 1;

@@ -176,6 +176,8 @@ pub struct Fabric {
     pub(super) counter: u64,
     /// seq of the event being processed
     pub(super) cur_seq: u64,
+    /// the event being processed (or the last one)
+    pub(super) cur_ev: Ev,
     pub(super) now: u64,
     pub(super) started: bool,
     pub(super) events: u64,
@@ -188,6 +190,9 @@ pub struct Fabric {
     pub(super) sink_held: u64,
     // lazy credit timer (obuf.rs, mod.rs)
     pub(super) lazy: bool,
+    /// `event_order = "local"` (order.rs) and its state
+    pub(super) local_order: bool,
+    pub(super) local: super::order::LocalOrder,
     /// start of the next credit period
     pub(super) next_boundary: u64,
     /// insertion counter at the first event of the current credit period

@@ -67,6 +67,7 @@
 //! | `dispatch.rs` | the event type and the dispatch; the total order      |
 //! | `direct.rs`   | zero-delay events applied where scheduled (proofs)    |
 //! | `queue.rs`    | scheduling into the future-event queue                |
+//! | `order.rs`    | the local event order (`event_order = "local"`)       |
 //! | `causal.rs`   | the causal key of every event, checked (feature       |
 //! |               | `causal-check`; docs/scaling.md, "Event order")       |
 //! | `wheel.rs`    | the timing wheel and the now-FIFO behind `queue.rs`   |
@@ -93,6 +94,7 @@ mod ibuf;
 mod loss;
 mod nic;
 mod obuf;
+mod order;
 mod pcie;
 mod pervl;
 mod qp;

@@ -138,6 +138,9 @@ impl Fabric {
         let cred = self.tm.cred;
         let k = now / cred;
         let virt = self.lazy && k >= 1;
+        // (the local order keys the timer's events alike whether or not
+        // the tick ran, order.rs)
+        let keyed = virt || (self.local_order && k >= 1);
         let seq = self.virt_seq(pi);
         let ob = &mut self.ports[pi].ob;
         ob.fc_vl = 0;
@@ -154,7 +157,7 @@ impl Fabric {
         }
         let qlen = ob.q.len() as u64;
         ob.qdepth.add(qlen);
-        if virt {
+        if keyed {
             if need_pop {
                 self.push_key(now + NS, seq, Ev::ObufPopTimer { port: pi as u32 });
             }

@@ -31,6 +31,9 @@ pub(super) struct Entry {
 impl Fabric {
     #[inline(always)]
     pub(super) fn sched(&mut self, at: u64, ev: Ev) {
+        if self.local_order {
+            return self.sched_local(at, ev);
+        }
         if at == self.now && self.started {
             self.sched_now(ev);
         } else {
@@ -46,6 +49,9 @@ impl Fabric {
     #[inline(always)]
     pub(super) fn sched_now(&mut self, ev: Ev) {
         debug_assert!(self.started);
+        if self.local_order {
+            return self.sched_local(self.now, ev);
+        }
         let seq = self.counter << SEQ_SHIFT;
         self.counter += 1;
         if ev.background() {
@@ -81,7 +87,7 @@ impl Fabric {
             self.bg_pending += 1;
         }
         #[cfg(feature = "causal-check")]
-        {
+        if !self.local_order {
             // the lazy credit timer's virtual seqs carry the obuf in their
             // low bits (`virt_seq`)
             let low = seq & ((1 << SEQ_SHIFT) - 1);
@@ -104,9 +110,13 @@ impl Fabric {
     }
 
     /// Virtual sequence number of an event inserted by the (possibly
-    /// skipped) credit tick of obuf `pi` in the current period.
+    /// skipped) credit tick of obuf `pi` in the current period (in the
+    /// local order, the timer's own key, order.rs).
     #[inline]
     pub(super) fn virt_seq(&self, pi: usize) -> u64 {
+        if self.local_order {
+            return self.timer_key(pi);
+        }
         ((self.bk_counter.max(1) - 1) << SEQ_SHIFT) | (1 + pi as u64)
     }
 }

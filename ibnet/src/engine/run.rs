@@ -34,7 +34,9 @@ impl Fabric {
         // (every event is at or after `now`: nothing to do for an earlier
         // limit; `step_until` never moves `now` past the limit)
         if t.0 >= self.now {
+            self.local.in_run = true;
             while self.fatal.is_none() && self.step_until(t.0) {}
+            self.local.in_run = false;
         }
         if self.fatal.is_none() && t.0 > self.now {
             self.advance_to(t.0);
@@ -49,6 +51,8 @@ impl Fabric {
             ));
         } else {
             self.now = t;
+            // no event has run at this instant (order.rs)
+            self.local_moved();
         }
     }
 
@@ -108,8 +112,8 @@ impl Fabric {
         // foreground event pending also the end of the quiet window (an
         // event beyond it means deadlock, decided below without processing
         // it). The same events in the same order as peeking at each event's
-        // time first and deciding on it, which this loop did until 27 Nov
-        // 2026.
+        // time first and deciding on it.
+        self.local.in_run = true;
         loop {
             if self.fatal.is_some() {
                 break;
@@ -131,6 +135,7 @@ impl Fabric {
                 found = Some(self.now);
             }
         }
+        self.local.in_run = false;
         let Some(ft) = found else {
             if self.fatal.is_some() {
                 return RunOutcome::Fatal;

@@ -192,6 +192,13 @@ pub struct Params {
     /// Idle obufs stop their credit timer and catch up on activity
     /// (identical timing, sec. "idle fabric"). `false` = always tick.
     pub lazy_credit_timer: bool,
+    /// Order of events at one instant: `fifo`, the reference model's
+    /// insertion order (the default), or `local`, an order every node
+    /// computes from its own events (docs/scaling.md, "A local event
+    /// order"): a different model, with its own results. Left out of
+    /// reports at `fifo`.
+    #[serde(default = "default_event_order", skip_serializing_if = "is_fifo")]
+    pub event_order: String,
     // ---- congestion control (sec. 12) ---------------------------------
     pub cc_enabled: bool,
     /// Marking candidate when more than this many flits are queued for the
@@ -308,3 +315,11 @@ pub const MAX_PACKET_BYTES: u32 = 1 << 24;
 
 /// Largest `cc_cct_limit` (the CCT is a table of this many entries + 1).
 pub const MAX_CCT_LIMIT: u32 = 65_535;
+
+fn default_event_order() -> String {
+    "fifo".into()
+}
+
+fn is_fifo(s: &str) -> bool {
+    s == "fifo"
+}

@@ -247,6 +247,7 @@ mod tests {
                 legacy_packet_count: false,
                 elastic_obuf: false,
                 lazy_credit_timer: true,
+                event_order: "fifo".into(),
                 cc_enabled: false,
                 cc_threshold: 0,
                 cc_markrate: 3,

@@ -39,6 +39,10 @@ impl Params {
                     "vl_arb_rr_per_vl".into(),
                     toml::Value::Boolean(self.vl_arb_rr_per_vl),
                 );
+                t.insert(
+                    "event_order".into(),
+                    toml::Value::String(self.event_order.clone()),
+                );
                 crate::hostparams::insert_keys(self, &mut t);
                 t
             }

@@ -176,6 +176,9 @@ impl Params {
             }
             _ => return bad("msg_len_mode", "expected `param` or `set`"),
         }
+        if !matches!(self.event_order.as_str(), "fifo" | "local") {
+            return bad("event_order", "expected `fifo` (the reference) or `local`");
+        }
         if self.cc_enabled && self.cc_markrate == 0 {
             return bad("cc_markrate", "must be > 0");
         }
