@@ -183,17 +183,10 @@ impl Fabric {
             && tm.wire_fc < tm.cred;
 
         let local_order = p.event_order == "local";
-        if local_order
-            && (topo.nodes.len() >= super::order::MAX_NODES
-                || topo
-                    .nodes
-                    .iter()
-                    .any(|n| usize::from(n.num_ports()) > super::order::MAX_PORTS))
-        {
+        if local_order && topo.nodes.len() >= super::order::MAX_NODES {
             return Err(ConfigError::Invalid(format!(
-                "event_order = \"local\" holds networks of fewer than {} nodes of up to {} ports",
-                super::order::MAX_NODES,
-                super::order::MAX_PORTS
+                "event_order = \"local\" holds networks of fewer than {} nodes",
+                super::order::MAX_NODES
             )));
         }
         check_route_sls(topo, &p, &high, &low)?;
@@ -293,7 +286,6 @@ impl Fabric {
             nowq: super::wheel::Fifo::with_capacity(256),
             counter: 0,
             cur_seq: 0,
-            cur_ev: Ev::AppStart { h: 0 },
             now: 0,
             started: false,
             events: 0,

@@ -206,7 +206,7 @@ impl Fabric {
 
     /// Check a popped wheel event's time against the fabric's range.
     #[inline(always)]
-    fn in_range(&mut self, t: u64) -> bool {
+    pub(super) fn in_range(&mut self, t: u64) -> bool {
         debug_assert!(t >= self.now);
         if t > MAX_TIME_PS {
             self.fail(format!(
@@ -220,11 +220,12 @@ impl Fabric {
     /// Run one popped event: the bookkeeping every event shares, then its
     /// component's handler.
     #[inline(always)]
-    fn dispatch(&mut self, t: u64, seq: u64, ev: Ev) {
+    pub(super) fn dispatch(&mut self, t: u64, seq: u64, ev: Ev) {
         if cfg!(debug_assertions) {
             let key = ((t as u128) << 64) | seq as u128;
+            // (the local order keeps depth out of the key: order.rs)
             debug_assert!(
-                key > self.dbg_last_key || self.events == 0,
+                key > self.dbg_last_key || self.events == 0 || self.local_order,
                 "event keys must increase"
             );
             // only the assertion above reads it
@@ -239,8 +240,6 @@ impl Fabric {
         }
 
         self.cur_seq = seq;
-        // (the local order's `sched_local` reads the event's node from it)
-        self.cur_ev = ev;
         self.started = true;
         if ev.background() {
             self.bg_pending -= 1;

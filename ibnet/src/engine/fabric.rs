@@ -176,8 +176,6 @@ pub struct Fabric {
     pub(super) counter: u64,
     /// seq of the event being processed
     pub(super) cur_seq: u64,
-    /// the event being processed (or the last one)
-    pub(super) cur_ev: Ev,
     pub(super) now: u64,
     pub(super) started: bool,
     pub(super) events: u64,

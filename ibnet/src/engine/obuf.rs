@@ -106,11 +106,19 @@ impl Fabric {
             ob.last_tick = kt * cred;
         }
         let tstar = kt * cred;
-        let pend = now < tstar + NS || (now == tstar + NS && cur < seq);
+        // (the local order's keys leave the depth out: an event of
+        // depth > 0 at the pop's instant runs after it, order.rs)
+        let first = !self.local_order || self.local.depth0;
+        let pend = now < tstar + NS || (now == tstar + NS && first && cur < seq);
         if pend {
             ob.pop_pending = true;
             ob.pop_at = tstar + NS;
-            self.push_key(tstar + NS, seq, Ev::ObufPopTimer { port: pi as u32 });
+            let ev = Ev::ObufPopTimer { port: pi as u32 };
+            if tstar + NS == now && self.local.shuffle.is_some() {
+                self.local_insert_now(seq, ev);
+            } else {
+                self.push_key(tstar + NS, seq, ev);
+            }
         } else if !ob.inside {
             // The always-ticking model's wake-up pop at tstar + 1 ns has
             // already run: between packets it scanned every VL (all in

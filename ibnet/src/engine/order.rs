@@ -3,7 +3,7 @@
 //! own events alone, as a parallel engine or a packet train needs
 //! (docs/scaling.md, "A local event order"). It is a different model from
 //! the reference's FIFO order (`event_order = "fifo"`, the default), with
-//! its own results; the default engine does not use this module.
+//! its own results.
 //!
 //! # The order
 //!
@@ -37,214 +37,269 @@
 //! it (`engine/mod.rs`), per node instead of globally: the events a tick
 //! at k*P schedules (the next tick, the wake-up pop) get `n` = the node's
 //! counter at its first event of period k, minus one, with 1 + the obuf's
-//! port number in the low bits, whether the tick ran or was skipped. A
-//! tick is the first event of its node in its period (every delay into an
-//! obuf is shorter than the period), so that is the place its events would
-//! have had; lazy and always-ticking runs are the same run in this order
-//! too.
+//! port number in the low bits of the key, whether the tick ran or was
+//! skipped. A tick is the first event of its node in its period (every
+//! delay into an obuf is shorter than the period), so that is the place
+//! its events would have had; lazy and always-ticking runs are the same
+//! run in this order too.
 //!
-//! Two engine shortcuts whose proofs rest on the FIFO order are off in
-//! this order: the direct events of `direct.rs` (every event is queued)
-//! and the now-queue of `queue.rs` (zero-delay events go into the timing
-//! wheel, which sorts them by key).
+//! # How the engine runs it
 //!
-//! # Encoding
+//! Without a cost to the FIFO order: its scheduling code is unchanged.
+//! The insertion counter that gives every event its `seq` holds, in this
+//! order, `origin` and `n` of the node whose event is running
+//! (`local_switch` loads it before each event and puts it back after), so
+//! `seq = counter << SEQ_SHIFT` is `(origin, n)` and the timing wheel
+//! sorts depth-0 events by it. `depth` is not in the key: the now-queue
+//! is taken in batches, one depth after the other (a batch is the
+//! zero-delay events the previous one scheduled), each sorted by key
+//! before it starts (`step_local`). The direct events of `direct.rs`,
+//! whose proofs rest on the FIFO order, are off: every event is queued.
 //!
-//! The key is the event's `seq`, so the queue needs no change: `depth` in
-//! the top 6 bits, `origin` in the next 18 (networks of up to 262,142
-//! nodes), `n` in the low 40: the node's counter (4 G events per node)
-//! above 8 bits that are 0 but in the timer's keys (ports 0 to 254). A
-//! deeper chain, a larger network or a longer run is a fatal model error,
-//! never a silent wrap.
+//! `origin` takes the bits the network needs (`LocalOrder::n_bits`), `n`
+//! the rest of 44; a node that would schedule more events than that is a
+//! fatal model error, never a silent wrap.
 
+use super::app::Msg;
 use super::dispatch::Ev;
-use super::fabric::Fabric;
+use super::fabric::{Fabric, Hca, Port};
+use super::queue::{Entry, SEQ_SHIFT};
 
-const DEPTH_SHIFT: u32 = 58;
-const ORIGIN_SHIFT: u32 = 40;
-/// The low bits of `n` that only the timer's keys use.
-const SUB_BITS: u32 = 8;
-/// The deepest zero-delay chain the key holds.
-pub(super) const MAX_DEPTH: u64 = (1 << (64 - DEPTH_SHIFT)) - 1;
 /// Origin of the initial events and of the driver's injections (before
 /// every node of the network).
-pub(super) const EXTERNAL: u32 = 0;
-/// Networks of fewer nodes than this (origin = 1 + node).
-pub(super) const MAX_NODES: usize = (1 << (DEPTH_SHIFT - ORIGIN_SHIFT)) - 1;
-/// Ports per node the timer's keys hold.
-pub(super) const MAX_PORTS: usize = (1 << SUB_BITS) - 1;
-const MAX_N: u64 = (1 << (ORIGIN_SHIFT - SUB_BITS)) - 1;
-/// A counter starts at 1 (a tick's key is the counter at its period's
-/// start minus one).
+pub(super) const EXTERNAL: usize = 0;
+/// Bits of a key above `SEQ_SHIFT` (origin and n).
+const KEY_BITS: u32 = 64 - SEQ_SHIFT;
+/// Networks of fewer nodes than this (so that `n` keeps at least 26
+/// bits). The timer's keys hold 1 + a port number in the low
+/// `SEQ_SHIFT` bits: any node's ports.
+pub(super) const MAX_NODES: usize = 1 << 18;
+/// A node's counter starts at 1 (a tick's key is the counter at its
+/// period's start minus one).
 const FIRST_N: u64 = 1;
-/// Test mode (`Fabric::shuffle_local_order`): the origin field holds the
-/// shuffled target node in its high bits and the origin in these low ones.
-const SHUFFLE_BITS: u32 = 9;
+/// Test mode (`Fabric::shuffle_local_order`): networks of fewer nodes.
+const SHUFFLE_MAX_NODES: usize = 4096;
 
 /// State of the local order (inert in the FIFO order).
 pub(super) struct LocalOrder {
-    /// A run loop is processing events: whatever is scheduled comes from
-    /// the event being processed (`Fabric::cur_ev`), else from the driver.
-    pub(super) in_run: bool,
-    /// (now, events processed) when the clock last moved without an event
-    moved: (u64, u64),
-    /// next `n` per origin (index 0: `EXTERNAL`)
+    /// bits of `n` in the counter (the rest above is `origin`)
+    n_bits: u32,
+    n_mask: u64,
+    /// the origin whose counter the insertion counter holds
+    cur: usize,
+    /// next `n` per origin (index 0: `EXTERNAL`) while not loaded
     next_n: Vec<u64>,
-    /// per node: its latest credit period in which it scheduled an event,
-    /// and its counter at its first event of that period (the timer's
-    /// keys: no event changes the counter before the node schedules one)
+    /// per node: its latest credit period with an event, and its counter
+    /// at its first event of that period (the timer's keys)
     period: Vec<(u64, u64)>,
+    /// events of the running now-queue batch not yet taken
+    batch_left: usize,
+    /// the running event is of depth 0 (queued ahead)
+    pub(super) depth0: bool,
     /// Test mode: a permutation of the nodes. Events of one instant and
-    /// depth then run grouped by their target node in this order (and by
-    /// origin and n within a target), which gives the same run if and only
-    /// if events at different nodes commute, i.e. if any partition of the
+    /// depth then run grouped by the node they run at, in this order (and
+    /// by key within a node), which gives the same run if and only if
+    /// events at different nodes commute, i.e. if any partition of the
     /// nodes into processes gives the same results.
-    shuffle: Option<Vec<u32>>,
+    pub(super) shuffle: Option<Vec<u32>>,
 }
 
 impl LocalOrder {
     pub(super) fn new(nodes: usize) -> LocalOrder {
+        let origin_bits = usize::BITS - nodes.leading_zeros();
+        let n_bits = KEY_BITS - origin_bits;
+        let mut next_n = vec![FIRST_N; nodes + 1];
+        next_n[EXTERNAL] = 0;
         LocalOrder {
-            in_run: false,
-            moved: (u64::MAX, 0),
-            next_n: vec![FIRST_N; nodes + 1],
+            n_bits,
+            n_mask: (1 << n_bits) - 1,
+            cur: EXTERNAL,
+            next_n,
             period: vec![(0, FIRST_N); nodes],
+            batch_left: 0,
+            depth0: true,
             shuffle: None,
-        }
-    }
-
-    fn field(&self, origin: u32, target: u32) -> u64 {
-        match &self.shuffle {
-            None => origin as u64,
-            Some(p) => ((p[target as usize] as u64) << SHUFFLE_BITS) | origin as u64,
-        }
-    }
-
-    /// The node's counter at its first event of credit period `k`.
-    fn period_start(&self, node: usize, k: u64) -> u64 {
-        let (pk, start) = self.period[node];
-        if k > pk {
-            self.next_n[node + 1]
-        } else {
-            start
         }
     }
 }
 
+/// The topology node an event runs at.
+fn node_of(ports: &[Port], hcas: &[Hca], msgs: &[Msg], ev: &Ev) -> u32 {
+    match *ev {
+        Ev::AppStart { h }
+        | Ev::AppInject { h, .. }
+        | Ev::AppDone { h }
+        | Ev::GenMsg { h, .. }
+        | Ev::GenPush { h }
+        | Ev::GenSent { h, .. }
+        | Ev::SinkFlit { h, .. }
+        | Ev::SinkDrain { h }
+        | Ev::SinkDrainTimer { h }
+        | Ev::SinkHiccup { h }
+        | Ev::CctiTimer { h }
+        | Ev::QpDone { h, .. }
+        | Ev::LossRto { h, .. } => hcas[h as usize].node,
+        Ev::ArbFlit { port, .. }
+        | Ev::ArbPop { port }
+        | Ev::ArbTxCred { port, .. }
+        | Ev::ArbKick { port }
+        | Ev::ObufFlit { port, .. }
+        | Ev::ObufRxCred { port, .. }
+        | Ev::ObufTick { port }
+        | Ev::ObufPop { port }
+        | Ev::ObufPopTimer { port }
+        | Ev::IbufFlit { port, .. }
+        | Ev::IbufFc { port, .. }
+        | Ev::IbufSent { port, .. } => ports[port as usize].node,
+        Ev::HostLanded { msg } => hcas[msgs[msg as usize].dst_hca as usize].node,
+    }
+}
+
 impl Fabric {
-    /// The topology node an event runs at.
-    pub(super) fn ev_node(&self, ev: &Ev) -> u32 {
-        match *ev {
-            Ev::AppStart { h }
-            | Ev::AppInject { h, .. }
-            | Ev::AppDone { h }
-            | Ev::GenMsg { h, .. }
-            | Ev::GenPush { h }
-            | Ev::GenSent { h, .. }
-            | Ev::SinkFlit { h, .. }
-            | Ev::SinkDrain { h }
-            | Ev::SinkDrainTimer { h }
-            | Ev::SinkHiccup { h }
-            | Ev::CctiTimer { h }
-            | Ev::QpDone { h, .. }
-            | Ev::LossRto { h, .. } => self.hcas[h as usize].node,
-            Ev::ArbFlit { port, .. }
-            | Ev::ArbPop { port }
-            | Ev::ArbTxCred { port, .. }
-            | Ev::ArbKick { port }
-            | Ev::ObufFlit { port, .. }
-            | Ev::ObufRxCred { port, .. }
-            | Ev::ObufTick { port }
-            | Ev::ObufPop { port }
-            | Ev::ObufPopTimer { port }
-            | Ev::IbufFlit { port, .. }
-            | Ev::IbufFc { port, .. }
-            | Ev::IbufSent { port, .. } => self.ports[port as usize].node,
-            Ev::HostLanded { msg } => self.hcas[self.msgs[msg as usize].dst_hca as usize].node,
-        }
+    /// As `step_until` (dispatch.rs), in the local order: the wheel's
+    /// events of the current instant (depth 0, in key order), then the
+    /// now-queue batch by batch, then the wheel's next instant. In the
+    /// shuffled test mode the wheel's events of an instant are taken out
+    /// as a batch of their own, to be grouped by node.
+    #[inline(never)]
+    pub(super) fn step_local(&mut self, limit: u64) -> bool {
+        let now = self.now;
+        let shuffled = self.local.shuffle.is_some();
+        let popped = if shuffled {
+            None
+        } else {
+            self.heap.pop_at(now)
+        };
+        let (t, seq, ev) = if let Some(x) = popped {
+            self.local.depth0 = true;
+            x
+        } else if let Some(e) = self.next_in_batch() {
+            (now, e.seq, e.ev)
+        } else {
+            let t = match self.heap.peek_key() {
+                Some((t, _)) if t <= limit => t,
+                _ => return false,
+            };
+            if !self.in_range(t) {
+                return false;
+            }
+            if shuffled {
+                while self.heap.peek_key().is_some_and(|k| k.0 == t) {
+                    let (_, seq, ev) = self.heap.pop().unwrap();
+                    self.nowq.push_back(Entry { seq, ev });
+                }
+                self.start_batch(true);
+                let e = self.next_in_batch().unwrap();
+                (t, e.seq, e.ev)
+            } else {
+                self.local.depth0 = true;
+                self.heap.pop().unwrap()
+            }
+        };
+        self.local_switch(t, &ev);
+        self.dispatch(t, seq, ev);
+        true
     }
 
-    /// Schedule `ev` at `at` with its key in the local order. (Out of
-    /// line: inlined into the FIFO order's hot paths, its code cost them
-    /// speed. The dispatch keeps no state for it either but the event,
-    /// `cur_ev`; a branch there cost the FIFO order a quarter of its speed.)
-    #[inline(never)]
-    pub(super) fn sched_local(&mut self, at: u64, ev: Ev) {
-        let now = self.now;
-        let (depth, origin) = if self.local.in_run {
-            // from a handler: the event being processed is the parent
-            let node = self.ev_node(&self.cur_ev) as usize;
-            let k = now / self.tm.cred;
-            let start = self.local.period_start(node, k);
-            self.local.period[node] = (k, start);
-            let d = if at == now {
-                (self.cur_seq >> DEPTH_SHIFT) + 1
-            } else {
-                0
-            };
-            (d, node as u32 + 1)
-        } else {
-            // from the driver: at the current instant, after every event
-            // processed at it (the last one processed is the deepest)
-            let ran_now = self.started && self.local.moved != (now, self.events);
-            let d = if at == now && ran_now {
-                (self.cur_seq >> DEPTH_SHIFT) + 1
-            } else {
-                0
-            };
-            (d, EXTERNAL)
-        };
-        let n = &mut self.local.next_n[origin as usize];
-        let k = *n;
-        *n += 1;
-        if depth > MAX_DEPTH || k > MAX_N {
-            self.fail(format!(
-                "the local event order holds zero-delay chains of up to {MAX_DEPTH} events \
-                 and {MAX_N} events per node (this run needs more)"
-            ));
+    /// Begin a batch of the now-queue: everything in it, sorted by key
+    /// (grouped by node first in the shuffled test mode).
+    fn start_batch(&mut self, depth0: bool) {
+        let (ports, hcas, msgs) = (&self.ports, &self.hcas, &self.msgs);
+        match &self.local.shuffle {
+            None => self.nowq.sort_pending_by_key(|e| e.seq),
+            Some(p) => self
+                .nowq
+                .sort_pending_by_key(|e| (p[node_of(ports, hcas, msgs, &e.ev) as usize], e.seq)),
+        }
+        self.local.batch_left = self.nowq.len();
+        self.local.depth0 = depth0;
+    }
+
+    fn next_in_batch(&mut self) -> Option<Entry> {
+        if self.local.batch_left == 0 {
+            if self.nowq.len() == 0 {
+                return None;
+            }
+            // the zero-delay events the previous batch scheduled
+            self.start_batch(false);
+        }
+        self.local.batch_left -= 1;
+        self.nowq.pop_front()
+    }
+
+    /// Load the counter of the node `ev` runs at (module doc).
+    fn local_switch(&mut self, t: u64, ev: &Ev) {
+        let node = node_of(&self.ports, &self.hcas, &self.msgs, ev) as usize;
+        let lo = &mut self.local;
+        lo.next_n[lo.cur] = self.counter & lo.n_mask;
+        let n = lo.next_n[node + 1];
+        if n > lo.n_mask - (1 << 16) {
+            let msg = format!(
+                "the local event order holds {} events scheduled per node on this network \
+                 (node {} reached it)",
+                lo.n_mask - (1 << 16),
+                self.node_names[node]
+            );
+            self.fail(msg);
             return;
         }
-        let target = if self.local.shuffle.is_some() {
-            self.ev_node(&ev)
-        } else {
-            0
-        };
-        let field = self.local.field(origin, target);
-        self.counter += 1;
-        let seq = (depth << DEPTH_SHIFT) | (field << ORIGIN_SHIFT) | (k << SUB_BITS);
-        self.push_key(at, seq, ev);
+        let k = t / self.tm.cred;
+        if k > lo.period[node].0 {
+            lo.period[node] = (k, n);
+        }
+        lo.cur = node + 1;
+        self.counter = ((node as u64 + 1) << lo.n_bits) | n;
+    }
+
+    /// After a run: what is scheduled now comes from the driver.
+    pub(super) fn local_release(&mut self) {
+        let lo = &mut self.local;
+        lo.next_n[lo.cur] = self.counter & lo.n_mask;
+        lo.cur = EXTERNAL;
+        self.counter = lo.next_n[EXTERNAL];
     }
 
     /// The key of the events that the (possibly skipped) credit tick of
     /// obuf `pi` in the current period schedules (module doc); called from
-    /// an event at the obuf's node.
+    /// an event at the obuf's node (whose period `local_switch` noted).
     pub(super) fn timer_key(&self, pi: usize) -> u64 {
-        let node = self.ports[pi].node;
-        let field = self.local.field(node + 1, node);
-        let start = self
-            .local
-            .period_start(node as usize, self.now / self.tm.cred);
-        (field << ORIGIN_SHIFT) | ((start - 1) << SUB_BITS) | (1 + self.ports[pi].local as u64)
+        let node = self.ports[pi].node as usize;
+        let lo = &self.local;
+        debug_assert_eq!(lo.period[node].0, self.now / self.tm.cred);
+        let start = lo.period[node].1;
+        let counter = ((node as u64 + 1) << lo.n_bits) | (start - 1);
+        (counter << SEQ_SHIFT) | (1 + self.ports[pi].local as u64)
     }
 
-    /// The clock moved to `now` without an event (`advance_to`).
-    pub(super) fn local_moved(&mut self) {
-        self.local.moved = (self.now, self.events);
+    /// The lazy timer's wake-up pop of obuf `pi` at the current instant
+    /// (`obuf_wake`), in the shuffled test mode: into the running batch of
+    /// depth-0 events, at its place.
+    pub(super) fn local_insert_now(&mut self, seq: u64, ev: Ev) {
+        if ev.background() {
+            self.bg_pending += 1;
+        }
+        let (ports, hcas, msgs) = (&self.ports, &self.hcas, &self.msgs);
+        let p = self.local.shuffle.as_ref().unwrap();
+        // (the batch's rest is sorted; what it scheduled follows it)
+        let within = self.local.batch_left;
+        self.nowq.insert_pending_by_key(Entry { seq, ev }, within, |e| {
+            (p[node_of(ports, hcas, msgs, &e.ev) as usize], e.seq)
+        });
+        self.local.batch_left += 1;
     }
 
-    /// Test mode of the local order (module `LocalOrder::shuffle`): run the
+    /// Test mode of the local order (`LocalOrder::shuffle`): run the
     /// events of one instant and depth grouped by their node, in the order
     /// of a permutation of the nodes drawn from `seed`. Must be called
-    /// before the first event; networks of up to 510 nodes.
+    /// before the first event.
     #[doc(hidden)]
     pub fn shuffle_local_order(&mut self, seed: u64) -> Result<(), String> {
         let n = self.local.period.len();
-        if !self.local_order || self.started || n + 1 >= 1 << SHUFFLE_BITS {
-            return Err(
+        if !self.local_order || self.started || n >= SHUFFLE_MAX_NODES {
+            return Err(format!(
                 "shuffling needs event_order = \"local\", no event run yet and fewer than \
-                 511 nodes"
-                    .into(),
-            );
+                 {SHUFFLE_MAX_NODES} nodes"
+            ));
         }
         let mut perm: Vec<u32> = (0..n as u32).collect();
         let mut s = seed;
@@ -253,18 +308,6 @@ impl Fabric {
             perm.swap(i, (r % (i as u64 + 1)) as usize);
         }
         self.local.shuffle = Some(perm);
-        // the initial events are queued already: key them again (all of
-        // depth 0 and origin EXTERNAL; their n stays)
-        let mut queued = Vec::with_capacity(self.heap.len());
-        while let Some(e) = self.heap.pop() {
-            queued.push(e);
-        }
-        for (t, seq, ev) in queued {
-            let field = self.local.field(EXTERNAL, self.ev_node(&ev));
-            let key = (seq & !(((1 << (DEPTH_SHIFT - ORIGIN_SHIFT)) - 1) << ORIGIN_SHIFT))
-                | (field << ORIGIN_SHIFT);
-            self.heap.push(t, key, ev);
-        }
         Ok(())
     }
 }

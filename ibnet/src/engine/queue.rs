@@ -31,9 +31,6 @@ pub(super) struct Entry {
 impl Fabric {
     #[inline(always)]
     pub(super) fn sched(&mut self, at: u64, ev: Ev) {
-        if self.local_order {
-            return self.sched_local(at, ev);
-        }
         if at == self.now && self.started {
             self.sched_now(ev);
         } else {
@@ -49,9 +46,6 @@ impl Fabric {
     #[inline(always)]
     pub(super) fn sched_now(&mut self, ev: Ev) {
         debug_assert!(self.started);
-        if self.local_order {
-            return self.sched_local(self.now, ev);
-        }
         let seq = self.counter << SEQ_SHIFT;
         self.counter += 1;
         if ev.background() {

@@ -34,9 +34,12 @@ impl Fabric {
         // (every event is at or after `now`: nothing to do for an earlier
         // limit; `step_until` never moves `now` past the limit)
         if t.0 >= self.now {
-            self.local.in_run = true;
-            while self.fatal.is_none() && self.step_until(t.0) {}
-            self.local.in_run = false;
+            if self.local_order {
+                while self.fatal.is_none() && self.step_local(t.0) {}
+                self.local_release();
+            } else {
+                while self.fatal.is_none() && self.step_until(t.0) {}
+            }
         }
         if self.fatal.is_none() && t.0 > self.now {
             self.advance_to(t.0);
@@ -51,8 +54,6 @@ impl Fabric {
             ));
         } else {
             self.now = t;
-            // no event has run at this instant (order.rs)
-            self.local_moved();
         }
     }
 
@@ -113,7 +114,6 @@ impl Fabric {
         // event beyond it means deadlock, decided below without processing
         // it). The same events in the same order as peeking at each event's
         // time first and deciding on it.
-        self.local.in_run = true;
         loop {
             if self.fatal.is_some() {
                 break;
@@ -127,7 +127,15 @@ impl Fabric {
             };
             // (`step_until` needs a bound not before now; every event is
             // at or after now, so none is due by an earlier bound)
-            if bound < self.now || !self.step_until(bound) {
+            if bound < self.now {
+                break;
+            }
+            let stepped = if self.local_order {
+                self.step_local(bound)
+            } else {
+                self.step_until(bound)
+            };
+            if !stepped {
                 break;
             }
             self.count_pulse();
@@ -135,7 +143,9 @@ impl Fabric {
                 found = Some(self.now);
             }
         }
-        self.local.in_run = false;
+        if self.local_order {
+            self.local_release();
+        }
         let Some(ft) = found else {
             if self.fatal.is_some() {
                 return RunOutcome::Fatal;

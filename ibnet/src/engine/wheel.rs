@@ -462,6 +462,26 @@ impl<T: Copy> Fifo<T> {
     pub fn len(&self) -> usize {
         self.v.len() - self.head
     }
+
+    /// Sort the items not yet popped by `key` (the local event order's
+    /// batches, order.rs).
+    pub fn sort_pending_by_key<K: Ord>(&mut self, key: impl FnMut(&T) -> K) {
+        self.v[self.head..].sort_unstable_by_key(key);
+    }
+
+    /// Insert `x` among the next `within` items not yet popped (sorted by
+    /// `key`), before the first whose key is greater.
+    pub fn insert_pending_by_key<K: Ord>(
+        &mut self,
+        x: T,
+        within: usize,
+        mut key: impl FnMut(&T) -> K,
+    ) {
+        let k = key(&x);
+        let run = &self.v[self.head..self.head + within];
+        let at = self.head + run.partition_point(|y| key(y) <= k);
+        self.v.insert(at, x);
+    }
 }
 
 #[cfg(test)]
