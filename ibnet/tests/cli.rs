@@ -196,3 +196,31 @@ fn a_run_ending_before_the_statistics_start_is_warned() {
     let err = run(&["--set", "start_stat_col_ns=0"]);
     assert!(!err.contains("warning"), "{err}");
 }
+
+#[test]
+fn event_order_is_checked_and_reported_only_when_local() {
+    let run = |extra: &[&str]| {
+        let mut a =
+            words("run --topology fattree:4 --traffic shift:1 --until 20us --json --no-wall-time");
+        a.extend_from_slice(extra);
+        ibnet().args(&a).output().unwrap()
+    };
+    let fifo = run(&[]);
+    assert!(fifo.status.success());
+    let fifo = String::from_utf8(fifo.stdout).unwrap();
+    assert!(!fifo.contains("event_order"), "{fifo}");
+    // the reference order named explicitly is the default, byte for byte
+    let named = run(&["--set", "event_order=fifo"]);
+    assert_eq!(String::from_utf8(named.stdout).unwrap(), fifo);
+    let local = run(&["--set", "event_order=local"]);
+    assert!(local.status.success());
+    let local = String::from_utf8(local.stdout).unwrap();
+    assert!(local.contains("\"event_order\": \"local\""), "{local}");
+    let bad = run(&["--set", "event_order=lifo"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8(bad.stderr).unwrap();
+    assert!(
+        err.contains("event_order") && err.contains("`fifo`") && err.contains("`local`"),
+        "{err}"
+    );
+}

@@ -655,9 +655,22 @@ fn local_run(
     until: u64,
     shuffle: Option<u64>,
 ) -> (Vec<TraceRec>, ibnet::Report, String) {
+    local_run_with(topo, p, modes, until, shuffle, true)
+}
+
+/// `local_run`, with the direct events of engine/direct.rs on or off.
+fn local_run_with(
+    topo: &Topology,
+    p: &Params,
+    modes: &[(usize, TrafficMode)],
+    until: u64,
+    shuffle: Option<u64>,
+    direct: bool,
+) -> (Vec<TraceRec>, ibnet::Report, String) {
     let mut q = p.clone();
     q.event_order = "local".into();
     let mut f = Fabric::new(topo, &q).unwrap();
+    f.set_direct_events(direct);
     if let Some(seed) = shuffle {
         f.shuffle_local_order(seed).unwrap();
     }
@@ -804,7 +817,8 @@ proptest::proptest! {
     /// the nodes, gives the same run (every node's own flit records, the
     /// report, the event count, an error), so any partition of the nodes
     /// into logical processes would. Also: its lazy credit timer equals
-    /// the always-ticking one.
+    /// the always-ticking one, and its direct events (engine/direct.rs)
+    /// equal queuing every event.
     #[test]
     fn local_order_is_partition_independent_random(
         topo in 0usize..5,
@@ -850,5 +864,17 @@ proptest::proptest! {
         rc.events_processed = 0;
         proptest::prop_assert!(ta == tc, "lazy and naive flit records differ");
         proptest::prop_assert!(ra == rc, "lazy and naive reports differ");
+        let (mut td, mut rd, ed) = local_run_with(&t, &p, &modes, 60_000_000, None, false);
+        proptest::prop_assert_eq!(&ea, &ed);
+        if ea != "None" {
+            let end = tb.last().map_or(0, |r| r.t) + 1;
+            td.retain(|r| r.t < end);
+        } else {
+            // the same count: a dropped kick counts as processed
+            proptest::prop_assert_eq!(rd.events_processed, rb.events_processed);
+        }
+        rd.events_processed = 0;
+        proptest::prop_assert!(ta == td, "direct and queued flit records differ");
+        proptest::prop_assert!(ea != "None" || ra == rd, "direct and queued reports differ");
     }
 }

@@ -281,7 +281,7 @@ impl Fabric {
             dbg_last_key: 0,
             pulse: None,
             next_pulse: super::run::PULSE_EVENTS,
-            direct: !local_order,
+            direct: true,
             direct_applied: 0,
             nowq: super::wheel::Fifo::with_capacity(256),
             counter: 0,

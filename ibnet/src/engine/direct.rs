@@ -52,6 +52,16 @@
 //!   being sent), after which a "done" queued before the kick may free
 //!   the input, and the kick then sends before the other arbiters' kicks.
 //!
+//! The proofs hold in the local event order too (`event_order = "local"`,
+//! order.rs), where "scheduled later" no longer means "runs later" across
+//! nodes: every event they rely on is at the same node as the one applied
+//! or dropped. An `ObufRxCred` of a port and an `ArbFlit` or pop of an
+//! arbiter are scheduled at that port's node, and within one node and
+//! instant the local order runs events scheduled later at the same or a
+//! greater depth, with a greater counter, so later. Pops and ticks of an
+//! obuf at the current instant were queued ahead (depth 0) and run before
+//! any zero-delay event, as in the FIFO order.
+//!
 //! Either way the event is accounted as processed: it takes its seq from
 //! the insertion counter (so every later seq, the lazy credit timer's
 //! virtual seqs included, is unchanged), counts in `events_processed`, and
@@ -86,8 +96,7 @@ impl Fabric {
     /// flit, with the same event count).
     #[doc(hidden)]
     pub fn set_direct_events(&mut self, on: bool) {
-        // (their proofs rest on the FIFO order: never in the local one)
-        self.direct = on && !self.local_order;
+        self.direct = on;
     }
 
     /// Events applied where they were scheduled so far (tests).

@@ -53,8 +53,8 @@
 //! sorts depth-0 events by it. `depth` is not in the key: the now-queue
 //! is taken in batches, one depth after the other (a batch is the
 //! zero-delay events the previous one scheduled), each sorted by key
-//! before it starts (`step_local`). The direct events of `direct.rs`,
-//! whose proofs rest on the FIFO order, are off: every event is queued.
+//! before it starts (`step_local`). The direct events of `direct.rs` are
+//! the same run in this order too (their proofs say why).
 //!
 //! `origin` takes the bits the network needs (`LocalOrder::n_bits`), `n`
 //! the rest of 44; a node that would schedule more events than that is a
@@ -282,9 +282,10 @@ impl Fabric {
         let p = self.local.shuffle.as_ref().unwrap();
         // (the batch's rest is sorted; what it scheduled follows it)
         let within = self.local.batch_left;
-        self.nowq.insert_pending_by_key(Entry { seq, ev }, within, |e| {
-            (p[node_of(ports, hcas, msgs, &e.ev) as usize], e.seq)
-        });
+        self.nowq
+            .insert_pending_by_key(Entry { seq, ev }, within, |e| {
+                (p[node_of(ports, hcas, msgs, &e.ev) as usize], e.seq)
+            });
         self.local.batch_left += 1;
     }
 
