@@ -228,8 +228,19 @@ impl Fabric {
     }
 
     /// Load the counter of the node `ev` runs at (module doc).
+    #[inline(always)]
     fn local_switch(&mut self, t: u64, ev: &Ev) {
         let node = node_of(&self.ports, &self.hcas, &self.msgs, ev) as usize;
+        let k = t / self.tm.cred;
+        let lo = &mut self.local;
+        if lo.cur == node + 1 && k == lo.period[node].0 {
+            // the same node again, in the same credit period
+            return;
+        }
+        self.local_switch_slow(node, k);
+    }
+
+    fn local_switch_slow(&mut self, node: usize, k: u64) {
         let lo = &mut self.local;
         lo.next_n[lo.cur] = self.counter & lo.n_mask;
         let n = lo.next_n[node + 1];
@@ -243,7 +254,6 @@ impl Fabric {
             self.fail(msg);
             return;
         }
-        let k = t / self.tm.cred;
         if k > lo.period[node].0 {
             lo.period[node] = (k, n);
         }

@@ -109,8 +109,21 @@ fn sort_slot<T: Copy>(v: &mut [(u64, u64, T)], tmp: &mut Vec<(u64, u64, T)>) {
         pos[k] += 1;
     }
     v.copy_from_slice(tmp);
-    if !v.windows(2).all(|w| (w[0].0, w[0].1) < (w[1].0, w[1].1)) {
-        v.sort_unstable_by_key(|e| (e.0, e.1));
+    // now in time order: sort each run of one time by seq where needed
+    // (pushes at one instant are in seq order in the FIFO order; the local
+    // order's keys are not, order.rs)
+    let mut i = 0;
+    while i < v.len() {
+        let t = v[i].0;
+        let mut j = i + 1;
+        while j < v.len() && v[j].0 == t {
+            j += 1;
+        }
+        let run = &mut v[i..j];
+        if !run.is_sorted_by_key(|e| e.1) {
+            run.sort_unstable_by_key(|e| e.1);
+        }
+        i = j;
     }
 }
 
@@ -465,8 +478,12 @@ impl<T: Copy> Fifo<T> {
 
     /// Sort the items not yet popped by `key` (the local event order's
     /// batches, order.rs).
-    pub fn sort_pending_by_key<K: Ord>(&mut self, key: impl FnMut(&T) -> K) {
-        self.v[self.head..].sort_unstable_by_key(key);
+    pub fn sort_pending_by_key<K: Ord>(&mut self, mut key: impl FnMut(&T) -> K) {
+        let v = &mut self.v[self.head..];
+        // (often in order already: one origin's events come in its order)
+        if !v.is_sorted_by_key(&mut key) {
+            v.sort_unstable_by_key(key);
+        }
     }
 
     /// Insert `x` among the next `within` items not yet popped (sorted by
