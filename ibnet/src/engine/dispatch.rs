@@ -238,7 +238,6 @@ impl Fabric {
                 return;
             }
         }
-
         self.cur_seq = seq;
         self.started = true;
         if ev.background() {

@@ -4,7 +4,8 @@
 //! Event order: one future-event queue keyed by (time, seq). `seq` comes
 //! from a global counter (shifted left by `SEQ_SHIFT`) so equal-time events
 //! run in insertion (FIFO) order, sec. 1.3. Handlers schedule their events in
-//! exactly the order the spec lists them.
+//! exactly the order the spec lists them. (`event_order = "local"` runs the
+//! same handlers in an order every node computes alone: `order.rs`.)
 //!
 //! Queue layout (performance, not semantics): delayed events live in a
 //! timing wheel (`wheel.rs`, 256 ps slots over 262 ns, a binary heap
