@@ -697,6 +697,17 @@ fn local_run_with(
     (tr, rep, err)
 }
 
+/// The instant of a model error in `format!("{:?}", f.error())`, None
+/// without one.
+fn error_instant(e: &str) -> Option<u64> {
+    let at = e.find(" t: ")? + 4;
+    e[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// Random traffic on a small network (`direct_events_equal_queued_random`'s
 /// space of cases).
 #[allow(clippy::too_many_arguments)]
@@ -839,12 +850,13 @@ proptest::proptest! {
         );
         let (mut ta, ra, ea) = local_run(&t, &p, &modes, 60_000_000, None);
         let (mut tb, rb, eb) = local_run(&t, &p, &modes, 60_000_000, Some(seed));
-        proptest::prop_assert_eq!(&ea, &eb);
+        // A model error (an obuf overflow) stops the run in the middle of
+        // an instant: what the nodes did at that instant before it, and
+        // which of two nodes failing at that instant is named, depend on
+        // the order of the nodes. The instant may not.
+        proptest::prop_assert_eq!(error_instant(&ea), error_instant(&eb));
         proptest::prop_assert!(!ta.is_empty());
         if ea != "None" {
-            // a model error (an obuf overflow) stops the run in the middle
-            // of an instant: what the nodes did at that instant before it
-            // depends on the order of the nodes
             let end = ta.last().unwrap().t;
             ta.retain(|r| r.t < end);
             tb.retain(|r| r.t < end);

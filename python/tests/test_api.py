@@ -148,6 +148,21 @@ def test_fabric_run_equals_the_cli(ibnet, tmp_path):
     assert set(r.links["window_start_ps"]) == set(range(0, 20_000_000, 2_000_000))
 
 
+def test_fabric_run_in_the_local_event_order_equals_the_cli(ibnet):
+    # the named order of docs/scaling.md 1.7, from a notebook: the same
+    # report as the command line, the order named in its parameters
+    args = ["--topology", "fattree:4", "--traffic", "shift:1", "--until", "20us"]
+    cli = run_json([ibnet, "run", *args, "--set", "event_order=local", "--json",
+                    "--no-wall-time"])
+    r = ibcosim.fabric_run("fattree:4", traffic="shift:1", until="20us",
+                           set={"event_order": "local"}, link_stats=False, messages=False)
+    assert r.report["report"] == cli["report"]
+    assert r.report["params"]["event_order"] == "local"
+    fifo = ibcosim.fabric_run("fattree:4", traffic="shift:1", until="20us",
+                              link_stats=False, messages=False)
+    assert "event_order" not in fifo.report["params"]
+
+
 def test_fabric_run_closed_loop_equals_the_cli(ibnet):
     cli = run_json([ibnet, "run", "--topology", "fattree:4", "--traffic",
                     "dissemination:180:2", "--json", "--no-wall-time"])
