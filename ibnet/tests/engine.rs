@@ -156,21 +156,9 @@ proptest::proptest! {
     /// whose pop timer is not pending, a wrong rule, fails here.)
     #[test]
     fn direct_events_equal_queued_random(
-        topo in 0usize..5,
-        ddr in proptest::bool::ANY,
-        max_vl in proptest::prop_oneof![proptest::strategy::Just(0u8), proptest::strategy::Just(1u8), proptest::strategy::Just(3u8)],
-        iba in proptest::bool::ANY,
-        fcfs in proptest::bool::ANY,
-        cc in proptest::bool::ANY,
-        being_sent in 1u32..3,
-        obuf in 6u32..40,
-        mtu_flits in 1u32..5,
-        pkts in 1u64..5,
-        dests in proptest::collection::vec(proptest::collection::vec(0usize..64, 1..4), 8),
+        case in cases(),
     ) {
-        let (t, p, modes) = random_case(
-            topo, ddr, max_vl, iba, fcfs, cc, being_sent, obuf, mtu_flits, pkts, &dests,
-        );
+        let (t, p, modes) = case.build();
         assert_direct_equals_queued(&t, &p, &modes, 100_000_000);
     }
 }
@@ -708,10 +696,10 @@ fn error_instant(e: &str) -> Option<u64> {
         .ok()
 }
 
-/// Random traffic on a small network (`direct_events_equal_queued_random`'s
-/// space of cases).
-#[allow(clippy::too_many_arguments)]
-fn random_case(
+/// Random traffic on a small network: the cases of the engine's property
+/// tests (`cases`).
+#[derive(Clone, Debug)]
+struct Case {
     topo: usize,
     ddr: bool,
     max_vl: u8,
@@ -722,41 +710,94 @@ fn random_case(
     obuf: u32,
     mtu_flits: u32,
     pkts: u64,
-    dests: &[Vec<usize>],
-) -> (Topology, Params, Vec<(usize, TrafficMode)>) {
-    let t = match topo {
-        0 => builtin("H8_S1").unwrap(),
-        1 => builtin("H8_S2").unwrap(),
-        2 => builtin("H8_S4").unwrap(),
-        3 => builtin("fattree:4").unwrap(),
-        _ => incast(4),
-    };
-    let mut p = if ddr {
-        Params::thesis_ddr()
-    } else {
-        Params::qdr()
-    };
-    p.max_vl = max_vl;
-    p.msg_sq = max_vl.min(1);
-    p.iba_vl_arb = iba;
-    p.use_fcfs_rq_arb = fcfs;
-    p.cc_enabled = cc;
-    p.max_being_sent = being_sent;
-    p.obuf_size_switch = obuf;
-    p.obuf_size_hca = obuf;
-    p.msg_mtu = mtu_flits * p.flit_size;
-    p.msg_length = pkts * p.msg_mtu as u64;
-    let n = t.hcas().len();
-    let lids: Vec<u16> = (0..n).map(|i| t.lid_of_hca(i).unwrap()).collect();
-    let mut modes = Vec::new();
-    for h in 0..n {
-        let row: Vec<u16> = dests[h % dests.len()]
-            .iter()
-            .map(|&d| lids[(h + 1 + d % (n - 1)) % n])
-            .collect();
-        modes.push((h, TrafficMode::SeqLoop(row)));
+    dests: Vec<Vec<usize>>,
+}
+
+/// Small fat trees and an incast with one, two or four VLs, both VL
+/// arbitration variants, FCFS, congestion control on and off, random obuf
+/// sizes, packet sizes and destinations.
+fn cases() -> impl proptest::strategy::Strategy<Value = Case> {
+    use proptest::prelude::*;
+    (
+        0usize..5,
+        any::<bool>(),
+        prop_oneof![Just(0u8), Just(1u8), Just(3u8)],
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        1u32..3,
+        6u32..40,
+        1u32..5,
+        1u64..5,
+        proptest::collection::vec(proptest::collection::vec(0usize..64, 1..4), 8),
+    )
+        .prop_map(
+            |(topo, ddr, max_vl, iba, fcfs, cc, being_sent, obuf, mtu_flits, pkts, dests)| Case {
+                topo,
+                ddr,
+                max_vl,
+                iba,
+                fcfs,
+                cc,
+                being_sent,
+                obuf,
+                mtu_flits,
+                pkts,
+                dests,
+            },
+        )
+}
+
+impl Case {
+    /// The network, its parameters and every HCA's traffic.
+    fn build(&self) -> (Topology, Params, Vec<(usize, TrafficMode)>) {
+        let Case {
+            topo,
+            ddr,
+            max_vl,
+            iba,
+            fcfs,
+            cc,
+            being_sent,
+            obuf,
+            mtu_flits,
+            pkts,
+            ref dests,
+        } = *self;
+        let t = match topo {
+            0 => builtin("H8_S1").unwrap(),
+            1 => builtin("H8_S2").unwrap(),
+            2 => builtin("H8_S4").unwrap(),
+            3 => builtin("fattree:4").unwrap(),
+            _ => incast(4),
+        };
+        let mut p = if ddr {
+            Params::thesis_ddr()
+        } else {
+            Params::qdr()
+        };
+        p.max_vl = max_vl;
+        p.msg_sq = max_vl.min(1);
+        p.iba_vl_arb = iba;
+        p.use_fcfs_rq_arb = fcfs;
+        p.cc_enabled = cc;
+        p.max_being_sent = being_sent;
+        p.obuf_size_switch = obuf;
+        p.obuf_size_hca = obuf;
+        p.msg_mtu = mtu_flits * p.flit_size;
+        p.msg_length = pkts * p.msg_mtu as u64;
+        let n = t.hcas().len();
+        let lids: Vec<u16> = (0..n).map(|i| t.lid_of_hca(i).unwrap()).collect();
+        let mut modes = Vec::new();
+        for h in 0..n {
+            let row: Vec<u16> = dests[h % dests.len()]
+                .iter()
+                .map(|&d| lids[(h + 1 + d % (n - 1)) % n])
+                .collect();
+            modes.push((h, TrafficMode::SeqLoop(row)));
+        }
+        (t, p, modes)
     }
-    (t, p, modes)
 }
 
 #[test]
@@ -832,22 +873,10 @@ proptest::proptest! {
     /// equal queuing every event.
     #[test]
     fn local_order_is_partition_independent_random(
-        topo in 0usize..5,
-        ddr in proptest::bool::ANY,
-        max_vl in proptest::prop_oneof![proptest::strategy::Just(0u8), proptest::strategy::Just(1u8), proptest::strategy::Just(3u8)],
-        iba in proptest::bool::ANY,
-        fcfs in proptest::bool::ANY,
-        cc in proptest::bool::ANY,
-        being_sent in 1u32..3,
-        obuf in 6u32..40,
-        mtu_flits in 1u32..5,
-        pkts in 1u64..5,
-        dests in proptest::collection::vec(proptest::collection::vec(0usize..64, 1..4), 8),
+        case in cases(),
         seed in proptest::num::u64::ANY,
     ) {
-        let (t, p, modes) = random_case(
-            topo, ddr, max_vl, iba, fcfs, cc, being_sent, obuf, mtu_flits, pkts, &dests,
-        );
+        let (t, p, modes) = case.build();
         let (mut ta, ra, ea) = local_run(&t, &p, &modes, 60_000_000, None);
         let (mut tb, rb, eb) = local_run(&t, &p, &modes, 60_000_000, Some(seed));
         // A model error (an obuf overflow) stops the run in the middle of

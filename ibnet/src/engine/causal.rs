@@ -48,7 +48,7 @@
 //! Processed events are kept for [`HORIZON_PS`] of simulated time; a walk
 //! that needs an older one fails the run with a message (never silently).
 
-use super::dispatch::Ev;
+use super::dispatch::{Ev, Site};
 use super::fabric::Fabric;
 use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
@@ -165,36 +165,12 @@ impl Causal {
 
     /// The topology node an event runs at (none for a message's host event).
     fn node_of(&self, ev: &Ev) -> u32 {
-        let p = |x: &u32| self.port_node.get(*x as usize).copied().unwrap_or(u32::MAX);
-        let h = |x: &u32| self.hca_node.get(*x as usize).copied().unwrap_or(u32::MAX);
-        match ev {
-            Ev::ArbFlit { port, .. }
-            | Ev::ArbPop { port }
-            | Ev::ArbTxCred { port, .. }
-            | Ev::ArbKick { port }
-            | Ev::ObufFlit { port, .. }
-            | Ev::ObufRxCred { port, .. }
-            | Ev::ObufTick { port }
-            | Ev::ObufPop { port }
-            | Ev::ObufPopTimer { port }
-            | Ev::IbufFlit { port, .. }
-            | Ev::IbufFc { port, .. }
-            | Ev::IbufSent { port, .. } => p(port),
-            Ev::AppStart { h: x }
-            | Ev::AppInject { h: x, .. }
-            | Ev::AppDone { h: x }
-            | Ev::GenMsg { h: x, .. }
-            | Ev::GenPush { h: x }
-            | Ev::GenSent { h: x, .. }
-            | Ev::SinkFlit { h: x, .. }
-            | Ev::SinkDrain { h: x }
-            | Ev::SinkDrainTimer { h: x }
-            | Ev::SinkHiccup { h: x }
-            | Ev::CctiTimer { h: x }
-            | Ev::QpDone { h: x, .. }
-            | Ev::LossRto { h: x, .. } => h(x),
-            Ev::HostLanded { .. } => u32::MAX,
-        }
+        let (v, i) = match ev.site() {
+            Site::Port(p) => (&self.port_node, p),
+            Site::Hca(h) => (&self.hca_node, h),
+            Site::MsgDst(_) => return u32::MAX,
+        };
+        v.get(i as usize).copied().unwrap_or(u32::MAX)
     }
 
     pub(super) fn summary(&self) -> CausalSummary {

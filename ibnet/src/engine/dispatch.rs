@@ -156,7 +156,48 @@ pub(super) enum Ev {
 // Queue entries are (time, seq, Ev): keep them at 32 bytes.
 const _: () = assert!(std::mem::size_of::<Ev>() == 16);
 
+/// Where an event runs: a port (its obuf, ibuf or arbiter), an HCA (its
+/// app, generator, sink or congestion control), or, for the host model's
+/// landing of a message, that message's destination HCA.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Site {
+    Port(u32),
+    Hca(u32),
+    MsgDst(u32),
+}
+
 impl Ev {
+    pub(super) fn site(&self) -> Site {
+        match *self {
+            Ev::ArbFlit { port, .. }
+            | Ev::ArbPop { port }
+            | Ev::ArbTxCred { port, .. }
+            | Ev::ArbKick { port }
+            | Ev::ObufFlit { port, .. }
+            | Ev::ObufRxCred { port, .. }
+            | Ev::ObufTick { port }
+            | Ev::ObufPop { port }
+            | Ev::ObufPopTimer { port }
+            | Ev::IbufFlit { port, .. }
+            | Ev::IbufFc { port, .. }
+            | Ev::IbufSent { port, .. } => Site::Port(port),
+            Ev::AppStart { h }
+            | Ev::AppInject { h, .. }
+            | Ev::AppDone { h }
+            | Ev::GenMsg { h, .. }
+            | Ev::GenPush { h }
+            | Ev::GenSent { h, .. }
+            | Ev::SinkFlit { h, .. }
+            | Ev::SinkDrain { h }
+            | Ev::SinkDrainTimer { h }
+            | Ev::SinkHiccup { h }
+            | Ev::CctiTimer { h }
+            | Ev::QpDone { h, .. }
+            | Ev::LossRto { h, .. } => Site::Hca(h),
+            Ev::HostLanded { msg } => Site::MsgDst(msg),
+        }
+    }
+
     /// Events of the periodic timers (credit tick, sink hiccup, CC timer)
     /// and the pops/drains those timers start. They run forever, so they do
     /// not count as pending work; whatever *useful* thing they do (an FC

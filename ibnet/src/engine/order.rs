@@ -61,7 +61,7 @@
 //! fatal model error, never a silent wrap.
 
 use super::app::Msg;
-use super::dispatch::Ev;
+use super::dispatch::{Ev, Site};
 use super::fabric::{Fabric, Hca, Port};
 use super::queue::{Entry, SEQ_SHIFT};
 
@@ -125,33 +125,10 @@ impl LocalOrder {
 
 /// The topology node an event runs at.
 fn node_of(ports: &[Port], hcas: &[Hca], msgs: &[Msg], ev: &Ev) -> u32 {
-    match *ev {
-        Ev::AppStart { h }
-        | Ev::AppInject { h, .. }
-        | Ev::AppDone { h }
-        | Ev::GenMsg { h, .. }
-        | Ev::GenPush { h }
-        | Ev::GenSent { h, .. }
-        | Ev::SinkFlit { h, .. }
-        | Ev::SinkDrain { h }
-        | Ev::SinkDrainTimer { h }
-        | Ev::SinkHiccup { h }
-        | Ev::CctiTimer { h }
-        | Ev::QpDone { h, .. }
-        | Ev::LossRto { h, .. } => hcas[h as usize].node,
-        Ev::ArbFlit { port, .. }
-        | Ev::ArbPop { port }
-        | Ev::ArbTxCred { port, .. }
-        | Ev::ArbKick { port }
-        | Ev::ObufFlit { port, .. }
-        | Ev::ObufRxCred { port, .. }
-        | Ev::ObufTick { port }
-        | Ev::ObufPop { port }
-        | Ev::ObufPopTimer { port }
-        | Ev::IbufFlit { port, .. }
-        | Ev::IbufFc { port, .. }
-        | Ev::IbufSent { port, .. } => ports[port as usize].node,
-        Ev::HostLanded { msg } => hcas[msgs[msg as usize].dst_hca as usize].node,
+    match ev.site() {
+        Site::Port(p) => ports[p as usize].node,
+        Site::Hca(h) => hcas[h as usize].node,
+        Site::MsgDst(m) => hcas[msgs[m as usize].dst_hca as usize].node,
     }
 }
 
