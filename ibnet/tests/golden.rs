@@ -166,3 +166,78 @@ fn golden_dissemination() {
         "--preset thesis-ddr --topology H8_S6 --set start_stat_col_ns=0 --traffic dissemination:1024:10",
     );
 }
+
+// ---- the local event order (docs/scaling.md 1.7) --------------------------
+//
+// Its own golden reports where it differs from the reference's order, and
+// the reference's reports (but for the parameter naming the order) where
+// it does not: a parallel engine on this order must reproduce both.
+
+/// OneHot in the local order: 406 numbers of the report differ from the
+/// reference order's (ibuf free-credit statistics), no flit or message.
+#[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
+fn golden_onehot_2ms_local_order() {
+    check(
+        "onehot_2ms_local",
+        data32(),
+        "--preset qdr --topology is1_3l_32n.topo --traffic seq_loop:32n_1hot.dstSeq --until 2ms --set event_order=local",
+    );
+}
+
+/// TwoHot in the local order.
+#[test]
+#[cfg_attr(
+    not(reference_data),
+    ignore = "needs the reference data: the reference IB model's 32-node network (ibmodel-32n)"
+)]
+fn golden_twohot_2ms_local_order() {
+    check(
+        "twohot_2ms_local",
+        data32(),
+        "--preset qdr --topology is1_3l_32n.topo --traffic seq_loop:32n_2hot.dstSeq --until 2ms --set event_order=local",
+    );
+}
+
+/// A 4x4 torus with four VLs (dateline routing, table arbitration, the
+/// thesis-era preset), in both orders: they differ in a few free-credit
+/// statistics of its ibufs.
+#[test]
+fn golden_torus_both_orders() {
+    let args =
+        "--preset thesis-ddr --topology torus:4x4 --set max_vl=3 --traffic shift:1 --until 50us";
+    check("torus_4x4", here(), args);
+    check(
+        "torus_4x4_local",
+        here(),
+        &format!("{args} --set event_order=local"),
+    );
+}
+
+/// Where the local order takes no cross tie differently, its report is
+/// the reference order's golden one but for the parameter that names it.
+#[test]
+fn local_order_equals_the_reference_order_on_the_small_goldens() {
+    for (name, args) in [
+        ("incast", "--preset qdr --topology H8_S1 --traffic param:1=8,2=8,3=8,4=8,5=8,6=8,7=8 --until 300us"),
+        ("incast_cc", "--preset hcyang99 --topology H8_S1 --traffic param:1=8,2=8,3=8,4=8,5=8,6=8,7=8 --until 300us"),
+        ("multipacket", "--preset qdr --topology chain:1 --set msg_length=400000 --set msg_mtu=1600 --traffic param:1=2 --until 1ms"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ibnet"))
+            .current_dir(here())
+            .arg("run")
+            .args(args.split_whitespace())
+            .args(["--set", "event_order=local", "--json", "--latencies", "--no-wall-time"])
+            .output()
+            .expect("run ibnet");
+        assert!(out.status.success(), "{name}");
+        let got = String::from_utf8(out.stdout).unwrap();
+        let line = "    \"event_order\": \"local\",\n";
+        assert!(got.contains(line), "{name}: the report names the order");
+        let want = std::fs::read_to_string(golden_path(name)).unwrap();
+        assert!(got.replacen(line, "", 1) == want, "{name}: the local order's report differs");
+    }
+}
