@@ -783,13 +783,19 @@ fn print_text(w: &mut impl Write, o: &JsonOut) -> std::io::Result<()> {
     let r = &o.report;
     writeln!(
         w,
-        "ibnet run: topology {} preset {} until {}",
+        "ibnet run: topology {} preset {} until {}{}",
         o.topology,
         o.preset,
         o.run
             .until_ps
             .map(|t| format!("{t} ps"))
-            .unwrap_or("-".into())
+            .unwrap_or("-".into()),
+        // a model other than the reference's says so (docs/scaling.md 1.7)
+        if o.params.event_order == "fifo" {
+            String::new()
+        } else {
+            format!(" event order {}", o.params.event_order)
+        }
     )?;
     for s in &r.sinks {
         let l = &s.msg_network_latency_ps;

@@ -216,6 +216,20 @@ fn event_order_is_checked_and_reported_only_when_local() {
     assert!(local.status.success());
     let local = String::from_utf8(local.stdout).unwrap();
     assert!(local.contains("\"event_order\": \"local\""), "{local}");
+    // the text summary names a non-reference order in its first line
+    let text = |extra: &[&str]| {
+        let mut a = words("run --topology fattree:4 --traffic shift:1 --until 5us");
+        a.extend_from_slice(extra);
+        let out = ibnet().args(&a).output().unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert!(text(&["--set", "event_order=local"]).ends_with("until 5000000 ps event order local"));
+    assert!(text(&[]).ends_with("until 5000000 ps"));
     let bad = run(&["--set", "event_order=lifo"]);
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8(bad.stderr).unwrap();
