@@ -33,8 +33,8 @@
 //! they differ only where two links deliver at one instant at one node
 //! (the "cross ties" of docs/scaling.md).
 //!
-//! The periodic credit timer is keyed as the reference's lazy timer keys
-//! it (`engine/mod.rs`), per node instead of globally: the events a tick
+//! The periodic credit timer is keyed as the FIFO engine keys its lazy
+//! timer (`engine/mod.rs`), per node instead of globally: the events a tick
 //! at k*P schedules (the next tick, the wake-up pop) get `n` = the node's
 //! counter at its first event of period k, minus one, with 1 + the obuf's
 //! port number in the low bits of the key, whether the tick ran or was
@@ -48,7 +48,8 @@
 //! Without a cost to the FIFO order: its scheduling code is unchanged.
 //! The insertion counter that gives every event its `seq` holds, in this
 //! order, `origin` and `n` of the node whose event is running
-//! (`local_switch` loads it before each event and puts it back after), so
+//! (`local_switch` loads it before each event, keeping the previous
+//! node's `n`), so
 //! `seq = counter << SEQ_SHIFT` is `(origin, n)` and the timing wheel
 //! sorts depth-0 events by it. `depth` is not in the key: the now-queue
 //! is taken in batches, one depth after the other (a batch is the
