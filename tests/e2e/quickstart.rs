@@ -152,3 +152,86 @@ fn install_deps_leaves_the_test_dependencies_in_place_and_is_idempotent() {
     );
     assert!(took < Duration::from_secs(10), "a second run took {took:?}");
 }
+
+/// `scripts/cosim` builds its release binaries when they are missing (the
+/// tests above) and again when a Rust source or manifest is newer than
+/// the last build (a pull, an edit), not otherwise. Checked with stand-in
+/// binaries and a stand-in `cargo` that notes its calls, in a tree of its
+/// own.
+#[test]
+fn cosim_rebuilds_when_the_sources_changed_and_only_then() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::SystemTime;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    let exe = |path: &Path, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let script = std::fs::read_to_string(crate::util::repo_root().join("scripts/cosim")).unwrap();
+    exe(&root.join("scripts/cosim"), &script);
+    for b in ["loggopsim", "ibnet"] {
+        exe(&root.join("target/release").join(b), "#!/bin/sh\n");
+    }
+    exe(
+        &root.join("target/release/cosim"),
+        "#!/bin/sh\necho stand-in cosim \"$@\"\n",
+    );
+    let calls = dir.path().join("cargo-calls");
+    exe(
+        &dir.path().join("bin/cargo"),
+        &format!("#!/bin/sh\necho \"$@\" >> {}\n", calls.display()),
+    );
+    let src = root.join("ibnet/src/lib.rs");
+    std::fs::create_dir_all(src.parent().unwrap()).unwrap();
+    std::fs::write(&src, "// a source\n").unwrap();
+    let set_mtime = |p: &Path, t: SystemTime| {
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    };
+    let hour_ago = SystemTime::now() - Duration::from_secs(3600);
+    set_mtime(&src, hour_ago);
+    let run = || {
+        let path = format!(
+            "{}:{}",
+            dir.path().join("bin").display(),
+            std::env::var("PATH").unwrap()
+        );
+        let out = Command::new("sh")
+            .arg(root.join("scripts/cosim"))
+            .arg("--x")
+            .env("PATH", path)
+            .env_remove("IBCOSIM_BIN_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(stdout(&out), "stand-in cosim --x\n");
+        (
+            stderr(&out),
+            std::fs::read_to_string(&calls).unwrap_or_default(),
+        )
+    };
+    // up to date: no build
+    let (err, cargo) = run();
+    assert_eq!(cargo, "", "{err}");
+    // a source newer than the build: one build, said on stderr
+    set_mtime(&src, SystemTime::now() + Duration::from_secs(60));
+    let (err, cargo) = run();
+    assert!(
+        err.contains("the sources changed since the binaries were built"),
+        "{err}"
+    );
+    assert_eq!(
+        cargo,
+        "build --release -p cosim -p loggopsim -p ibnet --bins\n"
+    );
+    // built (the supervisor binary touched): the next run does not build
+    set_mtime(&src, SystemTime::now() - Duration::from_secs(60));
+    let (_, cargo) = run();
+    assert_eq!(cargo.lines().count(), 1, "{cargo}");
+}
