@@ -2083,22 +2083,14 @@ fn backend_study_builds_loggopsim_only_when_stale() {
         std::fs::write(repo.join(f), "").unwrap();
     }
     let exe = rel.join("loggopsim");
-    std::fs::write(&exe, "#!/bin/sh\necho stand-in loggopsim >&2\nexit 1\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    crate::util::write_exe(&exe, "#!/bin/sh\necho stand-in loggopsim >&2\nexit 1\n");
     std::fs::write(
         rel.join("loggopsim.d"),
         format!("{}: {}\n", exe.display(), src.display()),
     )
     .unwrap();
     let age = |p: &Path, secs: u64| {
-        let t = std::time::SystemTime::now() - Duration::from_secs(secs);
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        crate::util::set_mtime(p, std::time::SystemTime::now() - Duration::from_secs(secs));
     };
     for f in ["Cargo.toml", "Cargo.lock", "lib.rs"] {
         age(&repo.join(f), 100);

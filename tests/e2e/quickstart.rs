@@ -160,15 +160,10 @@ fn install_deps_leaves_the_test_dependencies_in_place_and_is_idempotent() {
 /// own.
 #[test]
 fn cosim_rebuilds_when_the_sources_changed_and_only_then() {
-    use std::os::unix::fs::PermissionsExt;
+    use crate::util::{set_mtime, write_exe as exe};
     use std::time::SystemTime;
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");
-    let exe = |path: &Path, text: &str| {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    };
     let script = std::fs::read_to_string(crate::util::repo_root().join("scripts/cosim")).unwrap();
     exe(&root.join("scripts/cosim"), &script);
     for b in ["loggopsim", "ibnet"] {
@@ -186,14 +181,6 @@ fn cosim_rebuilds_when_the_sources_changed_and_only_then() {
     let src = root.join("ibnet/src/lib.rs");
     std::fs::create_dir_all(src.parent().unwrap()).unwrap();
     std::fs::write(&src, "// a source\n").unwrap();
-    let set_mtime = |p: &Path, t: SystemTime| {
-        std::fs::File::options()
-            .write(true)
-            .open(p)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
-    };
     let hour_ago = SystemTime::now() - Duration::from_secs(3600);
     set_mtime(&src, hour_ago);
     let run = || {
