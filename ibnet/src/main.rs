@@ -301,6 +301,19 @@ struct RunArgs {
     /// Traffic specification (repeatable; see below).
     #[arg(long, value_name = "SPEC")]
     traffic: Vec<String>,
+    /// Run the fabric on N threads. Needs the local event order (--set
+    /// event_order=local); the results are byte-identical to one thread
+    /// in that order. The nodes are split by switch groups (pods of a fat
+    /// tree, dragonfly groups, torus slabs), printed on stderr. Not yet
+    /// with closed-loop traffic, observation outputs, several send queues,
+    /// lossy links or the host model. See docs/scaling.md.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        help_heading = "Parallel run"
+    )]
+    threads: usize,
     /// Simulated time limit with a unit (2ms, 100us, 1500ns, 7ps). Default:
     /// 2ms for open-loop traffic, none for closed-loop patterns.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
@@ -397,6 +410,17 @@ struct RunInfo {
     /// with the wall time, since it changes only the speed.
     #[serde(skip_serializing_if = "Option::is_none")]
     huge_pages: Option<bool>,
+    /// A parallel run: its threads, barrier rounds and events handed
+    /// between threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    threads: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_rounds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    crossings: Option<u64>,
+    /// wall seconds the threads waited at barriers, summed over threads
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sync_wait_s: Option<f64>,
     lazy_credit_timer: bool,
 }
 
@@ -527,6 +551,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         )));
     }
     let params = params_from(a).map_err(u)?;
+    check_threads(a, &params).map_err(u)?;
     let spec = &a.fabric.topology;
     let topo = topology::open_with(spec, a.lfts.as_deref())
         .map_err(|e| UserError(anyhow::anyhow!(topology::open_error(spec, &e))))?;
@@ -596,7 +621,46 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let t0 = Instant::now();
     let mut closed_summary = None;
     let mut run_error: Option<String> = None;
-    if let Some(spec) = closed.first() {
+    let mut par_stats = None;
+    if a.threads > 1 {
+        // (check_threads: open-loop traffic, so a time limit)
+        let limit = until.expect("open-loop traffic has a time limit");
+        let mut parts = vec![fabric];
+        for _ in 1..a.threads {
+            let mut f = Fabric::new(&topo, &params).map_err(|e| u(anyhow::anyhow!("{e}")))?;
+            for s in &specs {
+                apply_app_traffic(&mut f, &topo, s).map_err(|e| u(anyhow::anyhow!(e)))?;
+            }
+            parts.push(f);
+        }
+        let partition = parts[0].partition(a.threads);
+        eprintln!("ibnet: {} threads, nodes by switch groups:", a.threads);
+        for line in partition.describe() {
+            eprintln!("ibnet:   {line}");
+        }
+        let mut par = ibnet::engine::Parallel::new(parts, partition.owner)
+            .map_err(|e| u(anyhow::anyhow!("--threads {}: {e}", a.threads)))?;
+        let mut lines = PlainProgress::new(!tty, until, every);
+        let pb = progress_bar(show_progress && tty);
+        // (each step starts and joins the threads: 1% steps)
+        let steps = if show_progress || !tty { 100 } else { 1 };
+        for i in 1..=steps {
+            par.run_until(step_end(limit, i, steps));
+            if let Some(pb) = &pb {
+                pb.set_position(i);
+                pb.set_message(format!("{} events", par.events_processed()));
+            }
+            lines.tick(par.now(), par.events_processed(), None);
+            if par.error().is_some() {
+                break;
+            }
+        }
+        if let Some(pb) = pb {
+            pb.finish_and_clear();
+        }
+        par_stats = Some(par.stats());
+        fabric = par.into_fabric();
+    } else if let Some(spec) = closed.first() {
         let mut lines = PlainProgress::new(show_progress || !tty, until, every);
         let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
         let r = ibnet::traffic::run_closed_loop_observed(
@@ -604,7 +668,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             spec,
             &rank_hcas(&topo),
             until,
-            &mut |f, m| lines.tick(f, Some(m)),
+            &mut |f, m| lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight()))),
             hook.as_mut()
                 .map(|h| h as &mut dyn ibnet::traffic::WindowHook),
         );
@@ -617,19 +681,10 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         }
     } else if let Some(limit) = until {
         let mut lines = PlainProgress::new(!tty, until, every);
-        let pb = (show_progress && tty).then(|| {
-            let pb = indicatif::ProgressBar::new(100);
-            pb.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{bar:40} {pos}% simulated, {elapsed} {msg}",
-                )
-                .unwrap(),
-            );
-            pb
-        });
+        let pb = progress_bar(show_progress && tty);
         let steps = if show_progress || !tty { 1000 } else { 1 };
         for i in 1..=steps {
-            let step_end = Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
+            let step_end = step_end(limit, i, steps);
             // observers: stop at every window end inside this step
             match observers.as_mut() {
                 Some(obs) => obs.run_until(&mut fabric, step_end).map_err(u)?,
@@ -639,7 +694,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                 pb.set_position(i / 10);
                 pb.set_message(format!("{} events", fabric.events_processed()));
             }
-            lines.tick(&fabric, None);
+            lines.tick(fabric.now(), fabric.events_processed(), None);
             if fabric.error().is_some() {
                 break;
             }
@@ -689,6 +744,12 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         events_per_sec: wall_opt.map(|w| fabric.events_processed() as f64 / w.max(1e-9)),
         sim_time_per_wall_s: wall_opt.map(|w| fabric.now().as_secs_f64() / w.max(1e-9)),
         huge_pages: wall_opt.map(|_| ibnet::hugepages::active()),
+        // (how the run was split, like the wall time, is left out of a
+        // --no-wall-time report: the results are the same)
+        threads: wall_opt.and(par_stats).map(|_| a.threads),
+        sync_rounds: wall_opt.and(par_stats).map(|s| s.rounds),
+        crossings: wall_opt.and(par_stats).map(|s| s.crossings),
+        sync_wait_s: wall_opt.and(par_stats).map(|s| s.wait_ns as f64 * 1e-9),
         lazy_credit_timer: fabric.lazy_credit_timer_active(),
     };
     let out = JsonOut {
@@ -721,7 +782,61 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     Ok(0)
 }
 
-/// Start of the statistics window in ps as configured.
+/// End of step `i` of `steps` of a run to `limit`.
+fn step_end(limit: Time, i: u64, steps: u64) -> Time {
+    Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 })
+}
+
+/// The progress bar of a run to a time limit on a terminal.
+fn progress_bar(on: bool) -> Option<indicatif::ProgressBar> {
+    on.then(|| {
+        let pb = indicatif::ProgressBar::new(100);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}% simulated, {elapsed} {msg}")
+                .unwrap(),
+        );
+        pb
+    })
+}
+
+/// `--threads` against the rest of the command line.
+fn check_threads(a: &RunArgs, p: &Params) -> Result<()> {
+    let n = a.threads;
+    if n == 0 || n > ibnet::engine::MAX_THREADS {
+        anyhow::bail!(
+            "--threads {n}: expected 1 to {}",
+            ibnet::engine::MAX_THREADS
+        );
+    }
+    if n == 1 {
+        return Ok(());
+    }
+    if p.event_order != "local" {
+        anyhow::bail!(
+            "--threads {n} needs the local event order (--set event_order=local): the \
+             reference's FIFO order of same-instant events is global and cannot be split \
+             between threads (docs/scaling.md)"
+        );
+    }
+    let refuse = |what: &str| anyhow::anyhow!("--threads {n} does not support {what} yet");
+    if a.traffic
+        .iter()
+        .any(|s| TrafficSpec::parse(s).is_ok_and(|t| t.is_closed_loop()))
+    {
+        return Err(refuse("closed-loop traffic"));
+    }
+    if a.link_stats.is_some()
+        || a.heatmap.is_some()
+        || a.messages_csv.is_some()
+        || a.trace.is_some()
+    {
+        return Err(refuse(
+            "observation outputs (--link-stats, --heatmap, --messages-csv, --trace)",
+        ));
+    }
+    Ok(())
+}
+
 /// Seconds of wall time between two plain progress lines when stderr is
 /// not a terminal and --progress was not given.
 const LOG_PROGRESS_EVERY_S: f64 = 30.0;
@@ -748,12 +863,12 @@ impl PlainProgress {
         }
     }
 
-    fn tick(&mut self, f: &Fabric, messages: Option<u64>) {
+    fn tick(&mut self, now: Time, events: u64, messages: Option<(u64, usize)>) {
         if !self.on || self.last.elapsed().as_secs_f64() < self.every {
             return;
         }
         self.last = Instant::now();
-        let sim = f.now().0;
+        let sim = now.0;
         let mut line = format!(
             "ibnet: progress: simulated {}",
             simtime::format_ps_human(sim)
@@ -765,9 +880,9 @@ impl PlainProgress {
                 sim as f64 * 100.0 / u.0 as f64
             );
         }
-        line += &format!(", {} events", f.events_processed());
-        if let Some(m) = messages {
-            line += &format!(", {m} messages sent, {} in flight", f.in_flight());
+        line += &format!(", {events} events");
+        if let Some((m, in_flight)) = messages {
+            line += &format!(", {m} messages sent, {in_flight} in flight");
         }
         line += &format!(", wall {:.1} s", self.start.elapsed().as_secs_f64());
         eprintln!("{line}");

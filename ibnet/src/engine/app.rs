@@ -30,6 +30,7 @@ pub enum TrafficMode {
     SeqRand(Vec<u16>),
 }
 
+#[derive(Clone)]
 pub(super) struct Msg {
     pub(super) src: u32,
     pub(super) dst_hca: u32,
@@ -299,6 +300,10 @@ impl Fabric {
             role: 0,
             op: id,
         });
+        if let Some(part) = self.part.as_deref_mut() {
+            // (its place in the sequential run's numbering, parallel.rs)
+            part.home_msg(id, self.now, self.cur_seq);
+        }
         self.in_flight += 1;
         Ok(id)
     }

@@ -306,6 +306,8 @@ impl Fabric {
             flits_consumed: 0,
             flits_dropped: 0,
             pending_done: 0,
+            part: None,
+            fg_elsewhere: 0,
             rdma: Default::default(),
             qp: None,
             loss: None,

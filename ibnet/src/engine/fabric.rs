@@ -214,6 +214,12 @@ pub struct Fabric {
     pub(super) rdma: super::rdma::RdmaState,
     /// `run_until_completion_or` found the fabric deadlocked (stall.rs)
     pub(super) deadlock_seen: bool,
+    /// This fabric is one thread's replica in a parallel run
+    /// (parallel.rs): which nodes it owns and its message bookkeeping.
+    pub(super) part: Option<Box<super::parallel::Part>>,
+    /// Foreground events queued in the other threads of a parallel run,
+    /// once merged into this fabric for its report (`fg_pending`).
+    pub(super) fg_elsewhere: u64,
 }
 
 /// Networks up to this many HCAs remember their checked routes

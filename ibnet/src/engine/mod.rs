@@ -96,6 +96,8 @@ mod loss;
 mod nic;
 mod obuf;
 mod order;
+mod parallel;
+mod partition;
 mod pcie;
 mod pervl;
 mod qp;
@@ -113,6 +115,8 @@ pub use self::app::{MsgId, TrafficMode};
 #[cfg(feature = "causal-check")]
 pub use self::causal::{CausalSummary, HORIZON_PS as CAUSAL_HORIZON_PS};
 pub use self::fabric::{Fabric, FabricError, MAX_TIME_PS};
+pub use self::parallel::{Parallel, ParallelStats, MAX_THREADS};
+pub use self::partition::Partition;
 pub use self::pcie::{HostHcaReport, HostReport};
 pub use self::rdma::{OpKind, OpPoint, RdmaReport};
 pub use self::run::RunOutcome;

@@ -125,7 +125,7 @@ impl LocalOrder {
 }
 
 /// The topology node an event runs at.
-fn node_of(ports: &[Port], hcas: &[Hca], msgs: &[Msg], ev: &Ev) -> u32 {
+pub(super) fn node_of(ports: &[Port], hcas: &[Hca], msgs: &[Msg], ev: &Ev) -> u32 {
     match ev.site() {
         Site::Port(p) => ports[p as usize].node,
         Site::Hca(h) => hcas[h as usize].node,
@@ -207,7 +207,7 @@ impl Fabric {
 
     /// Load the counter of the node `ev` runs at (module doc).
     #[inline(always)]
-    fn local_switch(&mut self, t: u64, ev: &Ev) {
+    pub(super) fn local_switch(&mut self, t: u64, ev: &Ev) {
         let node = node_of(&self.ports, &self.hcas, &self.msgs, ev) as usize;
         let k = t / self.tm.cred;
         let lo = &mut self.local;

@@ -100,7 +100,7 @@ impl Fabric {
     /// counted (one counter update less per event).
     #[inline]
     pub(super) fn fg_pending(&self) -> u64 {
-        (self.heap.len() + self.nowq.len()) as u64 - self.bg_pending
+        (self.heap.len() + self.nowq.len()) as u64 - self.bg_pending + self.fg_elsewhere
     }
 
     /// Virtual sequence number of an event inserted by the (possibly

@@ -486,6 +486,26 @@ impl<T: Copy> Fifo<T> {
         }
     }
 
+    /// Remove the items not yet popped for which `keep` is false, in
+    /// order, into `out` (a parallel run's events for other threads).
+    pub fn split_pending_into(&mut self, out: &mut Vec<T>, mut keep: impl FnMut(&T) -> bool) {
+        let mut w = self.head;
+        for r in self.head..self.v.len() {
+            let x = self.v[r];
+            if keep(&x) {
+                self.v[w] = x;
+                w += 1;
+            } else {
+                out.push(x);
+            }
+        }
+        self.v.truncate(w);
+        if self.head == w {
+            self.v.clear();
+            self.head = 0;
+        }
+    }
+
     /// Insert `x` among the next `within` items not yet popped (sorted by
     /// `key`), before the first whose key is greater.
     pub fn insert_pending_by_key<K: Ord>(

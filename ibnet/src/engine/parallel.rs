@@ -1,0 +1,774 @@
+//! The fabric on several threads (`ibnet run --threads N`), in the local
+//! event order (`event_order = "local"`, order.rs): the same run as the
+//! sequential engine in that order, byte for byte, for any number of
+//! threads and any partition of the nodes (docs/scaling.md, "The parallel
+//! engine").
+//!
+//! # How
+//!
+//! Every thread holds a whole [`Fabric`], built like the sequential one,
+//! and *owns* a set of topology nodes (`partition.rs`): it runs only the
+//! events at its nodes and touches only their state. The threads take the
+//! instants together and, within an instant, the generations of the local
+//! order together (depth 0: the events queued ahead; depth d + 1: the
+//! zero-delay events that depth d scheduled):
+//!
+//! 1. each thread runs its events of instant T at the current depth, in
+//!    key order (`par_batch`), then moves the events it scheduled at
+//!    other threads' nodes into their mailboxes (`par_extract`) and
+//!    publishes whether it has a next batch and the time of its next
+//!    event queued ahead;
+//! 2. one barrier; each takes its mail into its next batch
+//!    (`par_import`); while any thread has a next batch, the next depth;
+//!    else all take the smallest published time as the next instant.
+//!
+//! So a run passes one barrier per generation, and no other.
+//!
+//! Why that is the sequential run: the local order's key of an event
+//! (time, depth, origin node, origin's counter) is computed at the node
+//! that schedules it, from that node's events alone, so every thread gives
+//! every event the key the sequential run gives it; a batch is exactly the
+//! sequential run's batch restricted to the thread's nodes; and events at
+//! different nodes within one batch commute (the partition property test
+//! of the local order, `tests/engine.rs`). What crosses threads is only
+//! what crosses a link: zero-delay flit and FC-packet arrivals (every
+//! delay of the model is inside one node, order.rs). An FC packet's
+//! handler reads the sending obuf's advertised counters; they travel with
+//! it and are written into the receiver's copy of that obuf, which nothing
+//! else there reads or writes.
+//!
+//! Flits live in each thread's own slab: a crossing flit is copied into
+//! the receiver's. Messages are numbered per thread; a flit carries its
+//! message's home (thread, number), and the first flit of a message that
+//! reaches a thread brings a copy of the record (a *ghost*, where the sink
+//! counts its packets). At the end, [`Parallel::into_fabric`] merges the
+//! threads into one fabric for the report: each port and HCA from its
+//! owner, the counters summed, and the messages numbered as the sequential
+//! run numbers them, by the key of the event that created them.
+//!
+//! What a parallel run does not support yet (refused by
+//! [`Parallel::new`]): several send queues, lossy links, the host model,
+//! flit traces, one-sided operations and injections by a driver (the
+//! co-simulation): the standalone traffic of `ibnet run` to a time limit.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use rustc_hash::FxHashMap;
+
+use super::app::Msg;
+use super::dispatch::Ev;
+use super::fabric::{Fabric, FabricError, MAX_TIME_PS, NONE};
+use super::flits::Flit;
+use super::order::node_of;
+use super::queue::Entry;
+use crate::Time;
+
+/// At most this many threads (a message record's "sent to" set is a u64).
+pub const MAX_THREADS: usize = 64;
+
+/// Each thread's count of messages in flight starts here: a message
+/// created at one thread completes at another, whose count goes down.
+const IN_FLIGHT_BIAS: usize = 1 << 40;
+
+/// The home of a flit of no message (a CNP).
+const NO_MSG: u64 = u64::MAX;
+
+/// `Part::keys` of a ghost (a copy of another thread's message).
+const GHOST: (u64, u32, u64) = (u64::MAX, u32::MAX, u64::MAX);
+
+/// A thread's part of a parallel run (`Fabric::part`).
+pub(super) struct Part {
+    me: usize,
+    /// owner thread of every topology node
+    owner: Vec<u16>,
+    /// depth of the running batch
+    depth: u32,
+    /// per message of this thread: the key (time, depth, seq) of the
+    /// event that created it, or `GHOST`
+    keys: Vec<(u64, u32, u64)>,
+    /// per message of this thread: home thread << 32 | number there
+    canon: Vec<u64>,
+    /// per message of this thread: the threads it was sent to (bits)
+    sent_to: Vec<u64>,
+    /// ghosts by home (thread, number)
+    ghosts: FxHashMap<u64, u32>,
+    /// events for the other threads from the running batch
+    out: Vec<Vec<Cross>>,
+    scratch: Vec<Entry>,
+}
+
+impl Part {
+    /// Message `id` was created by the running event.
+    pub(super) fn home_msg(&mut self, id: u32, t: u64, seq: u64) {
+        debug_assert_eq!(self.keys.len(), id as usize);
+        self.keys.push((t, self.depth, seq));
+        self.canon.push(((self.me as u64) << 32) | id as u64);
+        self.sent_to.push(0);
+    }
+}
+
+/// An event for another thread.
+enum Cross {
+    /// a data flit or CNP arriving at an ibuf; `msg` is the record of its
+    /// message, the first time this thread sends one of it there
+    Flit {
+        seq: u64,
+        port: u32,
+        flit: Flit,
+        canon: u64,
+        msg: Option<Box<Msg>>,
+    },
+    /// an FC packet arriving at an ibuf, with what the sender advertised
+    Fc {
+        seq: u64,
+        port: u32,
+        vl: u8,
+        fctbs: u64,
+        fccl: u64,
+    },
+    /// any other event (no handle of the sender's in it)
+    Plain { seq: u64, ev: Ev },
+}
+
+/// A barrier that spins for a while, then sleeps (threads may outnumber
+/// the cores: a spinning waiter would then hold the core of the thread it
+/// waits for); a thread that panics poisons it, and every waiter then
+/// stops.
+struct SpinBarrier {
+    n: usize,
+    count: AtomicUsize,
+    generation: AtomicUsize,
+    poisoned: AtomicBool,
+    /// spins before sleeping
+    spins: u32,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+struct Poisoned;
+
+impl SpinBarrier {
+    fn new(n: usize) -> SpinBarrier {
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+        SpinBarrier {
+            n,
+            count: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            poisoned: AtomicBool::new(false),
+            // (about 20-50 us of spinning with a core each; a few hundred
+            // nanoseconds when the threads share cores)
+            spins: if n <= cores { 2_000_000 } else { 100 },
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn wait(&self) -> Result<(), Poisoned> {
+        let g = self.generation.load(Ordering::Acquire);
+        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
+            self.count.store(0, Ordering::Relaxed);
+            self.generation.store(g + 1, Ordering::SeqCst);
+            if self.sleepers.load(Ordering::SeqCst) > 0 {
+                let _l = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+                self.wake.notify_all();
+            }
+            return Ok(());
+        }
+        for _ in 0..self.spins {
+            if self.generation.load(Ordering::Acquire) != g {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
+        let mut l = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        while self.generation.load(Ordering::SeqCst) == g {
+            if self.poisoned.load(Ordering::Relaxed) {
+                self.sleepers.fetch_sub(1, Ordering::SeqCst);
+                return Err(Poisoned);
+            }
+            // (the timeout only bounds the wait for a poisoning)
+            l = self
+                .wake
+                .wait_timeout(l, std::time::Duration::from_millis(10))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// Poisons the barrier if its thread unwinds.
+struct PoisonOnPanic<'a>(&'a SpinBarrier);
+
+impl Drop for PoisonOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.poisoned.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the threads share during a run: the barrier, two sets (by the
+/// parity of the barrier) of per-thread words and of mailboxes.
+struct Shared {
+    n: usize,
+    barrier: SpinBarrier,
+    /// next event time per thread (`FAILED`: a fatal error there)
+    next: [Vec<AtomicU64>; 2],
+    /// per thread: it has a next batch, or sent events
+    more: [Vec<AtomicBool>; 2],
+    /// mailbox of (from, to) at `from * n + to`
+    mail: [Vec<Mutex<Vec<Cross>>>; 2],
+    /// barrier rounds (all threads count the same)
+    rounds: AtomicU64,
+}
+
+const FAILED: u64 = u64::MAX;
+const NO_EVENT: u64 = u64::MAX - 1;
+
+/// Counters of a parallel run (`Parallel::stats`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ParallelStats {
+    /// barriers passed (one per instant plus one per generation)
+    pub rounds: u64,
+    /// events handed from one thread to another
+    pub crossings: u64,
+    /// wall time the threads waited at barriers, summed over threads
+    /// (ns): the load imbalance within generations and the barriers' own
+    /// latency
+    pub wait_ns: u64,
+}
+
+/// The fabric on several threads: see the module doc.
+pub struct Parallel {
+    parts: Vec<Fabric>,
+    owner: Vec<u16>,
+    stats: ParallelStats,
+}
+
+impl Parallel {
+    /// A parallel run of `parts.len()` threads: `parts` are fabrics built
+    /// alike (same network, parameters and traffic), none run yet, in the
+    /// local event order; `owner[node]` is the thread of every topology
+    /// node (`partition.rs`).
+    pub fn new(mut parts: Vec<Fabric>, owner: Vec<u16>) -> Result<Parallel, String> {
+        let n = parts.len();
+        if n == 0 || n > MAX_THREADS {
+            return Err(format!(
+                "a parallel run takes 1 to {MAX_THREADS} threads, not {n}"
+            ));
+        }
+        let nodes = parts[0].node_names.len();
+        if owner.len() != nodes || owner.iter().any(|&k| k as usize >= n) {
+            return Err(format!(
+                "the partition must name one of the {n} threads for each of the {nodes} nodes"
+            ));
+        }
+        for f in &parts {
+            if let Some(why) = f.parallel_unsupported() {
+                return Err(why);
+            }
+            if f.node_names.len() != nodes || f.ports.len() != parts[0].ports.len() {
+                return Err("the threads' fabrics differ".into());
+            }
+        }
+        for (k, f) in parts.iter_mut().enumerate() {
+            // Keep only this thread's initial events (every replica queued
+            // every node's).
+            let mut mine = Vec::new();
+            while let Some((t, seq, ev)) = f.heap.pop() {
+                if owner[node_of(&f.ports, &f.hcas, &f.msgs, &ev) as usize] as usize == k {
+                    mine.push((t, seq, ev));
+                }
+            }
+            f.heap = super::wheel::Wheel::new();
+            f.bg_pending = 0;
+            for (t, seq, ev) in mine {
+                f.push_key(t, seq, ev);
+            }
+            f.in_flight += IN_FLIGHT_BIAS;
+            let msgs = f.msgs.len();
+            f.part = Some(Box::new(Part {
+                me: k,
+                owner: owner.clone(),
+                depth: 0,
+                keys: vec![(0, 0, 0); msgs],
+                canon: (0..msgs as u64).map(|i| ((k as u64) << 32) | i).collect(),
+                sent_to: vec![0; msgs],
+                ghosts: FxHashMap::default(),
+                out: (0..n).map(|_| Vec::new()).collect(),
+                scratch: Vec::new(),
+            }));
+        }
+        Ok(Parallel {
+            parts,
+            owner,
+            stats: ParallelStats::default(),
+        })
+    }
+
+    pub fn threads(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The owner thread of every topology node.
+    pub fn owner(&self) -> &[u16] {
+        &self.owner
+    }
+
+    pub fn stats(&self) -> ParallelStats {
+        self.stats
+    }
+
+    pub fn now(&self) -> Time {
+        self.parts[0].now()
+    }
+
+    pub fn events_processed(&self) -> u64 {
+        self.parts.iter().map(|f| f.events).sum()
+    }
+
+    /// The fatal error that stopped the run (the first thread's that has
+    /// one).
+    pub fn error(&self) -> Option<&FabricError> {
+        self.parts.iter().find_map(|f| f.error())
+    }
+
+    /// Process every event with time <= t on all threads; afterwards
+    /// `now() == max(now, t)`, as [`Fabric::run_until`].
+    pub fn run_until(&mut self, t: Time) {
+        if self.error().is_some() {
+            return;
+        }
+        let n = self.parts.len();
+        let slots = || (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
+        let flags = || (0..n).map(|_| AtomicBool::new(false)).collect::<Vec<_>>();
+        let boxes = || {
+            (0..n * n)
+                .map(|_| Mutex::new(Vec::new()))
+                .collect::<Vec<_>>()
+        };
+        let sh = Shared {
+            n,
+            barrier: SpinBarrier::new(n),
+            next: [slots(), slots()],
+            more: [flags(), flags()],
+            mail: [boxes(), boxes()],
+            rounds: AtomicU64::new(0),
+        };
+        let limit = t.0.min(MAX_TIME_PS);
+        let (crossings, waited) = std::thread::scope(|s| {
+            let sh = &sh;
+            let handles: Vec<_> = self
+                .parts
+                .iter_mut()
+                .enumerate()
+                .map(|(k, f)| {
+                    s.spawn(move || {
+                        let _guard = PoisonOnPanic(&sh.barrier);
+                        let c = f.par_worker(sh, k, limit);
+                        f.local_release();
+                        c
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a thread of the parallel run panicked"))
+                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+        });
+        self.stats.rounds += sh.rounds.load(Ordering::Relaxed);
+        self.stats.crossings += crossings;
+        self.stats.wait_ns += waited;
+        if self.error().is_none() {
+            for f in &mut self.parts {
+                if t.0 > f.now {
+                    f.advance_to(t.0);
+                }
+            }
+        }
+    }
+
+    /// One fabric holding the whole run, for its report: each port and
+    /// HCA from its owner, the counters summed, the messages numbered as
+    /// the sequential run numbers them. Not to be run further.
+    pub fn into_fabric(self) -> Fabric {
+        let Parallel {
+            mut parts, owner, ..
+        } = self;
+        let n = parts.len();
+        let hca_node: Vec<u32> = parts[0].hcas.iter().map(|h| h.node).collect();
+        // the messages, in the order of the events that created them
+        let mut order = Vec::new();
+        for (k, f) in parts.iter().enumerate() {
+            let p = f.part.as_ref().unwrap();
+            for (i, key) in p.keys.iter().enumerate() {
+                if *key != GHOST {
+                    order.push((*key, k, i));
+                }
+            }
+        }
+        order.sort_unstable();
+        let mut msgs = Vec::with_capacity(order.len());
+        for (g, &(_, k, i)) in order.iter().enumerate() {
+            let mut m = parts[k].msgs[i].clone();
+            m.op = g as u32;
+            let d = owner[hca_node[m.dst_hca as usize] as usize] as usize;
+            if d != k {
+                let canon = ((k as u64) << 32) | i as u64;
+                let dst = &parts[d];
+                if let Some(&j) = dst.part.as_ref().unwrap().ghosts.get(&canon) {
+                    let r = &dst.msgs[j as usize];
+                    m.arrived_pkts = r.arrived_pkts;
+                    m.consumed_pkts = r.consumed_pkts;
+                    m.last_consumed = r.last_consumed;
+                    m.enough_at = r.enough_at;
+                    m.net_latency = r.net_latency;
+                    m.done = r.done;
+                }
+            }
+            msgs.push(m);
+        }
+        let mut rest = parts.split_off(1);
+        let mut f = parts.pop().unwrap();
+        for p in 0..f.ports.len() {
+            let k = owner[f.ports[p].node as usize] as usize;
+            if k != 0 {
+                std::mem::swap(&mut f.ports[p], &mut rest[k - 1].ports[p]);
+            }
+        }
+        for h in 0..f.hcas.len() {
+            let k = owner[f.hcas[h].node as usize] as usize;
+            if k != 0 {
+                std::mem::swap(&mut f.hcas[h], &mut rest[k - 1].hcas[h]);
+            }
+        }
+        // (each thread's count is its bias + created - completed there)
+        f.in_flight =
+            rest.iter().map(|r| r.in_flight).sum::<usize>() + f.in_flight - n * IN_FLIGHT_BIAS;
+        for r in &rest {
+            f.events += r.events;
+            f.direct_applied += r.direct_applied;
+            f.flits_generated += r.flits_generated;
+            f.flits_consumed += r.flits_consumed;
+            f.flits_dropped += r.flits_dropped;
+            f.sink_held += r.sink_held;
+            f.pending_done += r.pending_done;
+            f.last_fg = f.last_fg.max(r.last_fg);
+            f.deadlock_seen |= r.deadlock_seen;
+            f.rdma.points += r.rdma.points;
+            f.fg_elsewhere += r.fg_pending();
+            if f.fatal.is_none() {
+                f.fatal = r.fatal.clone();
+            }
+        }
+        f.msgs = msgs;
+        f.completions.clear();
+        f.part = None;
+        f
+    }
+}
+
+impl Fabric {
+    /// Why this fabric cannot run in parallel, if it cannot.
+    pub(super) fn parallel_unsupported(&self) -> Option<String> {
+        let why = if !self.local_order {
+            "the reference's FIFO order of same-instant events is global; a parallel run needs \
+             event_order = \"local\" (docs/scaling.md)"
+        } else if self.started || !self.msgs.is_empty() {
+            "the fabric has run or has messages already"
+        } else if self.qp.is_some() {
+            "several send queues per HCA are not supported in a parallel run yet"
+        } else if self.loss.is_some() {
+            "lossy links are not supported in a parallel run yet"
+        } else if self.host_model_on() {
+            "the host model is not supported in a parallel run yet"
+        } else if self.trace.is_some() {
+            "flit traces are not supported in a parallel run yet"
+        } else if self.local.shuffle.is_some() {
+            "the shuffled test order is sequential"
+        } else {
+            return None;
+        };
+        Some(why.into())
+    }
+
+    /// One thread's run to `limit` (module doc): the events it sent to
+    /// other threads, and the nanoseconds it waited at barriers.
+    fn par_worker(&mut self, sh: &Shared, me: usize, limit: u64) -> (u64, u64) {
+        let n = sh.n;
+        let mut par = 0usize;
+        let mut sent = 0u64;
+        let mut rounds = 0u64;
+        let mut waited = 0u64;
+        // the first instant; after it, each generation's barrier also
+        // carries every thread's next time, for when the instant ends
+        let publish = |f: &mut Fabric, par: usize| {
+            let next = if f.fatal.is_some() {
+                FAILED
+            } else {
+                f.heap_next_time().unwrap_or(NO_EVENT)
+            };
+            sh.next[par][me].store(next, Ordering::Relaxed);
+        };
+        let next_instant = |par: usize| {
+            let mut t = NO_EVENT;
+            for k in 0..n {
+                let v = sh.next[par][k].load(Ordering::Relaxed);
+                if v == FAILED {
+                    return None;
+                }
+                t = t.min(v);
+            }
+            Some(t)
+        };
+        publish(self, par);
+        if sh.barrier.wait().is_err() {
+            return (0, 0);
+        }
+        rounds += 1;
+        let Some(mut t) = next_instant(par) else {
+            return (0, 0);
+        };
+        par ^= 1;
+        'run: while t <= limit {
+            let mut depth = 0;
+            loop {
+                self.par_batch(t, depth);
+                let mut more = self.par_extract();
+                let part = self.part.as_deref_mut().unwrap();
+                for (k, out) in part.out.iter_mut().enumerate() {
+                    if !out.is_empty() {
+                        more = true;
+                        sent += out.len() as u64;
+                        std::mem::swap(&mut *sh.mail[par][me * n + k].lock().unwrap(), out);
+                    }
+                }
+                sh.more[par][me].store(more, Ordering::Relaxed);
+                publish(self, par);
+                let w0 = std::time::Instant::now();
+                if sh.barrier.wait().is_err() {
+                    break 'run;
+                }
+                waited += w0.elapsed().as_nanos() as u64;
+                rounds += 1;
+                for k in (0..n).filter(|&k| k != me) {
+                    let mut v = std::mem::take(&mut *sh.mail[par][k * n + me].lock().unwrap());
+                    for c in v.drain(..) {
+                        self.par_import(c);
+                    }
+                    *sh.mail[par][k * n + me].lock().unwrap() = v;
+                }
+                let any = (0..n).any(|k| sh.more[par][k].load(Ordering::Relaxed));
+                let Some(next) = next_instant(par) else {
+                    break 'run;
+                };
+                par ^= 1;
+                if !any {
+                    t = next;
+                    break;
+                }
+                depth += 1;
+            }
+        }
+        if me == 0 {
+            sh.rounds.store(rounds, Ordering::Relaxed);
+        }
+        (sent, waited)
+    }
+
+    /// Time of the next event queued ahead.
+    fn heap_next_time(&mut self) -> Option<u64> {
+        self.heap.peek_key().map(|k| k.0)
+    }
+
+    /// Run this thread's events of instant `t` at `depth`: the wheel's at
+    /// depth 0, the now-queue's (one batch) after.
+    fn par_batch(&mut self, t: u64, depth: u32) {
+        self.part.as_deref_mut().unwrap().depth = depth;
+        if depth == 0 {
+            while self.fatal.is_none() {
+                let Some((t, seq, ev)) = self.heap.pop_at(t) else {
+                    break;
+                };
+                let node = node_of(&self.ports, &self.hcas, &self.msgs, &ev) as usize;
+                let part = self.part.as_deref().unwrap();
+                if part.owner[node] as usize != part.me {
+                    // every delay of the model is inside one node
+                    // (order.rs), so no thread queues ahead at another's
+                    self.now = t;
+                    self.fail(format!(
+                        "internal error of the parallel engine: an event of node {} queued \
+                         ahead at another thread",
+                        self.node_names[node]
+                    ));
+                    break;
+                }
+                self.local.depth0 = true;
+                self.local_switch(t, &ev);
+                self.dispatch(t, seq, ev);
+            }
+        } else {
+            self.nowq.sort_pending_by_key(|e| e.seq);
+            self.local.depth0 = false;
+            for _ in 0..self.nowq.len() {
+                if self.fatal.is_some() {
+                    break;
+                }
+                let e = self.nowq.pop_front().unwrap();
+                self.local_switch(t, &e.ev);
+                self.dispatch(t, e.seq, e.ev);
+            }
+        }
+    }
+
+    /// Move the next batch's events at other threads' nodes to their
+    /// outboxes; whether this thread keeps a next batch.
+    fn par_extract(&mut self) -> bool {
+        let mut part = self.part.take().unwrap();
+        let mut scratch = std::mem::take(&mut part.scratch);
+        {
+            let (ports, hcas, msgs) = (&self.ports, &self.hcas, &self.msgs);
+            let (owner, me) = (&part.owner, part.me);
+            self.nowq.split_pending_into(&mut scratch, |e| {
+                owner[node_of(ports, hcas, msgs, &e.ev) as usize] as usize == me
+            });
+        }
+        for e in scratch.drain(..) {
+            let to = part.owner[node_of(&self.ports, &self.hcas, &self.msgs, &e.ev) as usize];
+            let c = self.par_export(&mut part, e, to as usize);
+            part.out[to as usize].push(c);
+        }
+        part.scratch = scratch;
+        self.part = Some(part);
+        self.nowq.len() > 0
+    }
+
+    /// An event for thread `to`, with what it needs of this thread.
+    fn par_export(&mut self, part: &mut Part, e: Entry, to: usize) -> Cross {
+        if e.ev.background() {
+            self.bg_pending -= 1;
+        }
+        match e.ev {
+            Ev::IbufFlit { port, flit } => {
+                let fl = self.fl[flit as usize];
+                self.fl_release(flit);
+                // (a CNP belongs to no message)
+                let (canon, msg) = if fl.msg == NONE {
+                    (NO_MSG, None)
+                } else {
+                    let m = fl.msg as usize;
+                    let msg = (part.sent_to[m] >> to & 1 == 0).then(|| {
+                        part.sent_to[m] |= 1 << to;
+                        Box::new(self.msgs[m].clone())
+                    });
+                    (part.canon[m], msg)
+                };
+                Cross::Flit {
+                    seq: e.seq,
+                    port,
+                    flit: fl,
+                    canon,
+                    msg,
+                }
+            }
+            Ev::IbufFc { port, vl } => {
+                let ob = &self.ports[self.ports[port as usize].peer as usize].ob;
+                Cross::Fc {
+                    seq: e.seq,
+                    port,
+                    vl,
+                    fctbs: ob.vl[vl as usize].sent_fctbs,
+                    fccl: ob.vl[vl as usize].sent_fccl,
+                }
+            }
+            ev => {
+                debug_assert!(
+                    !matches!(
+                        ev,
+                        Ev::ArbFlit { .. }
+                            | Ev::ObufFlit { .. }
+                            | Ev::SinkFlit { .. }
+                            | Ev::AppInject { .. }
+                            | Ev::GenMsg { .. }
+                            | Ev::QpDone { .. }
+                            | Ev::LossRto { .. }
+                            | Ev::HostLanded { .. }
+                    ),
+                    "a zero-delay event with a thread's handle crosses a link: {ev:?}"
+                );
+                Cross::Plain { seq: e.seq, ev }
+            }
+        }
+    }
+
+    /// Queue an event from another thread into the next batch.
+    fn par_import(&mut self, c: Cross) {
+        let (seq, ev) = match c {
+            Cross::Flit {
+                seq,
+                port,
+                mut flit,
+                canon,
+                msg,
+            } => {
+                let Some(id) = self.par_msg(canon, msg) else {
+                    self.fail(format!(
+                        "internal error of the parallel engine: a flit of message {canon:#x} \
+                         came without its record"
+                    ));
+                    return;
+                };
+                flit.msg = id;
+                let flit = self.fl_alloc(flit);
+                (seq, Ev::IbufFlit { port, flit })
+            }
+            Cross::Fc {
+                seq,
+                port,
+                vl,
+                fctbs,
+                fccl,
+            } => {
+                let peer = self.ports[port as usize].peer as usize;
+                let v = &mut self.ports[peer].ob.vl[vl as usize];
+                v.sent_fctbs = fctbs;
+                v.sent_fccl = fccl;
+                (seq, Ev::IbufFc { port, vl })
+            }
+            Cross::Plain { seq, ev } => (seq, ev),
+        };
+        if ev.background() {
+            self.bg_pending += 1;
+        }
+        self.nowq.push_back(Entry { seq, ev });
+    }
+
+    /// This thread's number of the message `canon` (home thread << 32 |
+    /// number there), made a ghost from `msg` if it is new here.
+    fn par_msg(&mut self, canon: u64, msg: Option<Box<Msg>>) -> Option<u32> {
+        if canon == NO_MSG {
+            return Some(NONE);
+        }
+        let part = self.part.as_deref_mut().unwrap();
+        if (canon >> 32) as usize == part.me {
+            return Some(canon as u32);
+        }
+        if let Some(&id) = part.ghosts.get(&canon) {
+            return Some(id);
+        }
+        let m = msg?;
+        let id = self.msgs.len() as u32;
+        self.msgs.push(*m);
+        part.keys.push(GHOST);
+        part.canon.push(canon);
+        part.sent_to.push(0);
+        part.ghosts.insert(canon, id);
+        Some(id)
+    }
+}

@@ -1,0 +1,173 @@
+//! Which thread of a parallel run owns which node (parallel.rs): by switch
+//! groups, so that most links stay inside one thread.
+//!
+//! An HCA goes with the switch it is attached to (its *leaf*). The leaf
+//! switches are cut, in node order, into contiguous runs of about equal
+//! work, which on the built-in and imported networks are pods of a fat
+//! tree, groups of a dragonfly and slabs of a torus (their generators
+//! number the switches that way). The other switches follow, nearest to
+//! the leaves first: each goes to the thread that holds most of its
+//! neighbours, or, on a tie (a spine of a fat tree sees every pod alike),
+//! to the thread with the least work so far. Work is counted in connected
+//! ports, the unit the fabric's events scale with.
+
+use super::fabric::{Fabric, NONE};
+
+/// The partition and what it looks like.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Partition {
+    /// owner thread per topology node
+    pub owner: Vec<u16>,
+    /// per thread: (switches, HCAs, connected ports)
+    pub sizes: Vec<(usize, usize, usize)>,
+    /// links between two threads, and all links
+    pub cut_links: usize,
+    pub links: usize,
+}
+
+impl Partition {
+    /// One line per thread and one for the cut, for the user.
+    pub fn describe(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .sizes
+            .iter()
+            .enumerate()
+            .map(|(k, (s, h, p))| {
+                format!("thread {k}: {s} switches, {h} HCAs, {p} connected ports")
+            })
+            .collect();
+        v.push(format!(
+            "{} of {} links join two threads",
+            self.cut_links, self.links
+        ));
+        v
+    }
+}
+
+impl Fabric {
+    /// Nodes of this fabric's network for `threads` threads, by switch
+    /// groups (module doc).
+    pub fn partition(&self, threads: usize) -> Partition {
+        let n = threads.max(1);
+        let nodes = self.node_names.len();
+        let mut is_switch = vec![false; nodes];
+        let mut ports_of = vec![0usize; nodes];
+        let mut nbrs: Vec<Vec<u32>> = vec![Vec::new(); nodes];
+        for p in &self.ports {
+            if p.sw != NONE {
+                is_switch[p.node as usize] = true;
+            }
+            if p.peer != NONE {
+                ports_of[p.node as usize] += 1;
+                nbrs[p.node as usize].push(self.ports[p.peer as usize].node);
+            }
+        }
+        const UNSET: u16 = u16::MAX;
+        let mut owner = vec![UNSET; nodes];
+        let mut load = vec![0usize; n];
+        // leaves and the work of their groups (the leaf and its HCAs)
+        let mut leaves = Vec::new();
+        let mut group = vec![0usize; nodes];
+        for h in &self.hcas {
+            let leaf = nbrs[h.node as usize]
+                .iter()
+                .copied()
+                .find(|&x| is_switch[x as usize]);
+            if let Some(l) = leaf {
+                group[l as usize] += ports_of[h.node as usize];
+            }
+        }
+        for s in 0..nodes {
+            if is_switch[s] && group[s] > 0 {
+                group[s] += ports_of[s];
+                leaves.push(s);
+            }
+        }
+        let total: usize = leaves.iter().map(|&s| group[s]).sum();
+        let mut acc = 0usize;
+        for &s in &leaves {
+            // the thread whose share the middle of this group falls in
+            let k = ((acc + group[s] / 2) * n / total.max(1)).min(n - 1);
+            acc += group[s];
+            owner[s] = k as u16;
+            load[k] += ports_of[s];
+        }
+        for h in &self.hcas {
+            let hn = h.node as usize;
+            let leaf = nbrs[hn].iter().copied().find(|&x| is_switch[x as usize]);
+            let k = match leaf {
+                Some(l) if owner[l as usize] != UNSET => owner[l as usize],
+                // an HCA without a switch: the least loaded thread
+                _ => (0..n).min_by_key(|&k| load[k]).unwrap() as u16,
+            };
+            owner[hn] = k;
+            load[k as usize] += ports_of[hn];
+        }
+        // the other switches, breadth first from the assigned nodes
+        let mut frontier: Vec<usize> = (0..nodes).filter(|&x| owner[x] != UNSET).collect();
+        let mut seen = owner.iter().map(|&o| o != UNSET).collect::<Vec<_>>();
+        loop {
+            let mut next = Vec::new();
+            for &x in &frontier {
+                for &y in &nbrs[x] {
+                    if !seen[y as usize] {
+                        seen[y as usize] = true;
+                        next.push(y as usize);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            next.sort_unstable();
+            for &s in &next {
+                let mut count = vec![0usize; n];
+                for &y in &nbrs[s] {
+                    if owner[y as usize] != UNSET {
+                        count[owner[y as usize] as usize] += 1;
+                    }
+                }
+                let best = *count.iter().max().unwrap();
+                let k = (0..n)
+                    .filter(|&k| count[k] == best)
+                    .min_by_key(|&k| (load[k], k))
+                    .unwrap();
+                owner[s] = k as u16;
+                load[k] += ports_of[s];
+            }
+            frontier = next;
+        }
+        // nodes not connected to anything
+        for x in 0..nodes {
+            if owner[x] == UNSET {
+                owner[x] = 0;
+            }
+        }
+        let mut sizes = vec![(0usize, 0usize, 0usize); n];
+        for x in 0..nodes {
+            let e = &mut sizes[owner[x] as usize];
+            if is_switch[x] {
+                e.0 += 1;
+            } else {
+                e.1 += 1;
+            }
+            e.2 += ports_of[x];
+        }
+        let (mut links, mut cut) = (0, 0);
+        for (i, p) in self.ports.iter().enumerate() {
+            // each link once, from its lower-numbered port
+            if p.peer != NONE && p.peer as usize > i {
+                links += 1;
+                if owner[p.node as usize] != owner[self.ports[p.peer as usize].node as usize] {
+                    cut += 1;
+                }
+            }
+        }
+        Partition {
+            owner,
+            sizes,
+            cut_links: cut,
+            links,
+        }
+    }
+}
