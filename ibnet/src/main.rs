@@ -301,12 +301,14 @@ struct RunArgs {
     /// Traffic specification (repeatable; see below).
     #[arg(long, value_name = "SPEC")]
     traffic: Vec<String>,
-    /// Run the fabric on N threads. Needs the local event order (--set
+    /// Run the fabric as N logical processes on up to N threads (at most
+    /// one per core). Needs the local event order (--set
     /// event_order=local); the results are byte-identical to one thread
-    /// in that order. The nodes are split by switch groups (pods of a fat
-    /// tree, dragonfly groups, torus slabs), printed on stderr. Not yet
-    /// with closed-loop traffic, observation outputs, several send queues,
-    /// lossy links or the host model. See docs/scaling.md.
+    /// in that order, for every N. The nodes are split by switch groups
+    /// (pods of a fat tree, dragonfly groups, torus slabs), printed on
+    /// stderr. Not yet with closed-loop traffic, observation outputs,
+    /// several send queues, lossy links or the host model. See
+    /// docs/scaling.md.
     #[arg(
         long,
         value_name = "N",
@@ -410,10 +412,12 @@ struct RunInfo {
     /// with the wall time, since it changes only the speed.
     #[serde(skip_serializing_if = "Option::is_none")]
     huge_pages: Option<bool>,
-    /// A parallel run: its threads, barrier rounds and events handed
-    /// between threads.
+    /// A parallel run: its logical processes (--threads), the OS threads
+    /// that ran them, barrier rounds and events handed between processes.
     #[serde(skip_serializing_if = "Option::is_none")]
     threads: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worker_threads: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sync_rounds: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -634,12 +638,16 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             parts.push(f);
         }
         let partition = parts[0].partition(a.threads);
-        eprintln!("ibnet: {} threads, nodes by switch groups:", a.threads);
+        let mut par = ibnet::engine::Parallel::new(parts, partition.owner.clone())
+            .map_err(|e| u(anyhow::anyhow!("--threads {}: {e}", a.threads)))?;
+        eprintln!(
+            "ibnet: {} logical processes on {} threads (at most one per core), nodes by switch groups:",
+            a.threads,
+            par.workers()
+        );
         for line in partition.describe() {
             eprintln!("ibnet:   {line}");
         }
-        let mut par = ibnet::engine::Parallel::new(parts, partition.owner)
-            .map_err(|e| u(anyhow::anyhow!("--threads {}: {e}", a.threads)))?;
         let mut lines = PlainProgress::new(!tty, until, every);
         let pb = progress_bar(show_progress && tty);
         // (each step starts and joins the threads: 1% steps)
@@ -747,6 +755,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         // (how the run was split, like the wall time, is left out of a
         // --no-wall-time report: the results are the same)
         threads: wall_opt.and(par_stats).map(|_| a.threads),
+        worker_threads: wall_opt.and(par_stats).map(|s| s.workers),
         sync_rounds: wall_opt.and(par_stats).map(|s| s.rounds),
         crossings: wall_opt.and(par_stats).map(|s| s.crossings),
         sync_wait_s: wall_opt.and(par_stats).map(|s| s.wait_ns as f64 * 1e-9),

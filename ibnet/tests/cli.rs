@@ -238,3 +238,89 @@ fn event_order_is_checked_and_reported_only_when_local() {
         "{err}"
     );
 }
+
+#[test]
+fn threads_give_the_one_thread_report_byte_for_byte() {
+    // a dragonfly with two VLs and random-permutation traffic, local order
+    let run = |extra: &[&str]| {
+        let mut a = words(
+            "run --topology dragonfly:4:2:2:9 --set max_vl=1 --traffic perm:7 --until 30us \
+             --set event_order=local --json --latencies --no-wall-time",
+        );
+        a.extend_from_slice(extra);
+        let out = ibnet().args(&a).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (one, _) = run(&[]);
+    assert!(one.contains("\"messages_completed\""));
+    for n in ["2", "3"] {
+        let (many, err) = run(&["--threads", n]);
+        assert!(many == one, "--threads {n}: the report differs");
+        // the partition is printed, one line per thread and the cut
+        assert!(
+            err.contains(&format!("ibnet: {n} logical processes on ")),
+            "{err}"
+        );
+        assert!(
+            err.contains("process 1: ") && err.contains("links join two processes"),
+            "{err}"
+        );
+    }
+    // with the wall time, the run says how it was split
+    let (timed, _) = run(&["--threads", "2"]);
+    assert!(!timed.contains("sync_rounds"));
+    let a = words(
+        "run --topology dragonfly:4:2:2:9 --set max_vl=1 --traffic perm:7 --until 5us \
+         --set event_order=local --json --threads 2",
+    );
+    let out = ibnet().args(&a).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["run"]["threads"], 2);
+    assert!(v["run"]["sync_rounds"].as_u64().unwrap() > 100);
+    assert!(v["run"]["crossings"].as_u64().unwrap() > 0);
+    assert!(v["run"]["sync_wait_s"].as_f64().unwrap() >= 0.0);
+}
+
+#[test]
+fn threads_are_checked() {
+    let run = |extra: &str| {
+        let mut a = words("run --topology fattree:4 --traffic shift:1 --until 5us");
+        a.extend(words(extra));
+        ibnet().args(&a).output().unwrap()
+    };
+    for (extra, want) in [
+        (
+            "--threads 2",
+            "needs the local event order (--set event_order=local)",
+        ),
+        ("--threads 0", "--threads 0: expected 1 to 64"),
+        ("--threads 65 --set event_order=local", "expected 1 to 64"),
+        (
+            "--threads 2 --set event_order=local --link-stats /dev/null",
+            "--threads 2 does not support observation outputs",
+        ),
+    ] {
+        let out = run(extra);
+        assert_eq!(out.status.code(), Some(2), "{extra}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(want), "{extra}: {err}");
+    }
+    let closed = ibnet()
+        .args(words(
+            "run --topology fattree:4 --traffic dissemination --threads 2 --set event_order=local",
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(closed.status.code(), Some(2));
+    assert!(String::from_utf8(closed.stderr)
+        .unwrap()
+        .contains("does not support closed-loop traffic"));
+}

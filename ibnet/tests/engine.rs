@@ -945,6 +945,7 @@ fn parallel_report(
     until: u64,
     owner: Vec<u16>,
     steps: u64,
+    workers: usize,
 ) -> (ibnet::Report, String, ibnet::engine::ParallelStats) {
     let mut q = p.clone();
     q.event_order = "local".into();
@@ -957,6 +958,7 @@ fn parallel_report(
         })
         .collect();
     let mut par = ibnet::engine::Parallel::new(parts, owner).unwrap();
+    par.set_workers(workers);
     for i in 1..=steps {
         par.run_until(Time(
             until / steps * i + if i == steps { until % steps } else { 0 },
@@ -1010,7 +1012,7 @@ fn parallel_run_equals_the_sequential_local_order_on_a_fat_tree() {
                 .all(|s| s.1 % 4 == 0 && s.1.abs_diff(n / threads) <= 4),
             "{part:?}"
         );
-        let (got, e, stats) = parallel_report(&t, &p, &modes, 20_000_000, part.owner, 3);
+        let (got, e, stats) = parallel_report(&t, &p, &modes, 20_000_000, part.owner, 3, threads);
         assert_eq!(e, "None");
         assert!(got == want, "{threads} threads: the report differs");
         assert!(threads == 1 || stats.crossings > 0);
@@ -1032,7 +1034,7 @@ fn parallel_run_refuses_the_fifo_order_and_unsupported_features() {
     let e = ibnet::engine::Parallel::new(vec![local(), local()], vec![2; t.nodes.len()])
         .err()
         .unwrap();
-    assert!(e.contains("one of the 2 threads"), "{e}");
+    assert!(e.contains("one of the 2 processes"), "{e}");
     let mut traced = local();
     traced.enable_trace();
     let e = ibnet::engine::Parallel::new(vec![local(), traced], vec![0; t.nodes.len()])
@@ -1044,9 +1046,9 @@ fn parallel_run_refuses_the_fifo_order_and_unsupported_features() {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
 
-    /// A parallel run on 1 to 4 threads, with the nodes dealt to the
-    /// threads at random (any partition, not only switch groups) and the
-    /// run cut into several calls, gives the sequential run's report in
+    /// A parallel run of 1 to 4 logical processes on 1 to 4 threads, with
+    /// the nodes dealt to the processes at random (any partition, not
+    /// only switch groups) and the run cut into several calls, gives the sequential run's report in
     /// the local order byte for byte: every statistic, counter and
     /// message, numbered alike.
     #[test]
@@ -1055,6 +1057,7 @@ proptest::proptest! {
         threads in 1usize..5,
         seed in proptest::num::u64::ANY,
         steps in 1u64..4,
+        workers in 1usize..3,
     ) {
         let (t, p, modes) = case.build();
         let until = 40_000_000;
@@ -1066,7 +1069,7 @@ proptest::proptest! {
                 if i == 0 { threads as u16 - 1 } else { ((s >> 33) % threads as u64) as u16 }
             })
             .collect();
-        let (got, eb, _) = parallel_report(&t, &p, &modes, until, owner, steps);
+        let (got, eb, _) = parallel_report(&t, &p, &modes, until, owner, steps, workers);
         // (a model error stops each thread at its instant; which node's
         // is named and what other threads did at it may differ)
         proptest::prop_assert_eq!(error_instant(&ea), error_instant(&eb));

@@ -179,6 +179,61 @@ impl Fabric {
         true
     }
 
+    /// `run_until` in the local order: instant by instant, each in its
+    /// batches (the wheel's events of the instant, then the now-queue's,
+    /// depth by depth); the same run as `step_local` event by event, with
+    /// less work per event.
+    pub(super) fn run_local_until(&mut self, limit: u64) {
+        if self.local.shuffle.is_some() || self.nowq.len() > 0 {
+            // the test mode, or an instant begun event by event
+            while self.fatal.is_none() && self.step_local(limit) {}
+            return;
+        }
+        while self.fatal.is_none() {
+            let t = match self.heap.peek_key() {
+                Some((t, _)) if t <= limit => t,
+                _ => break,
+            };
+            if !self.in_range(t) {
+                break;
+            }
+            self.local_batch(t, true);
+            while self.fatal.is_none() && self.nowq.len() > 0 {
+                self.local_batch(t, false);
+            }
+        }
+    }
+
+    /// Run one batch of instant `t`: the wheel's events of `t` (depth 0),
+    /// or the now-queue's events, sorted by key (the parallel engine's
+    /// processes too, parallel.rs).
+    pub(super) fn local_batch(&mut self, t: u64, depth0: bool) {
+        if depth0 {
+            while self.fatal.is_none() {
+                let Some((t, seq, ev)) = self.heap.pop_at(t) else {
+                    break;
+                };
+                if self.part.is_some() && !self.par_check_owner(t, &ev) {
+                    break;
+                }
+                self.local.depth0 = true;
+                self.local_switch(t, &ev);
+                self.dispatch(t, seq, ev);
+            }
+        } else {
+            self.nowq.sort_pending_by_key(|e| e.seq);
+            self.local.depth0 = false;
+            for _ in 0..self.nowq.len() {
+                if self.fatal.is_some() {
+                    break;
+                }
+                let e = self.nowq.pop_front().unwrap();
+                self.local_switch(t, &e.ev);
+                self.dispatch(t, e.seq, e.ev);
+            }
+        }
+    }
+
     /// Begin a batch of the now-queue: everything in it, sorted by key
     /// (grouped by node first in the shuffled test mode).
     fn start_batch(&mut self, depth0: bool) {

@@ -1,48 +1,53 @@
-//! The fabric on several threads (`ibnet run --threads N`), in the local
-//! event order (`event_order = "local"`, order.rs): the same run as the
-//! sequential engine in that order, byte for byte, for any number of
-//! threads and any partition of the nodes (docs/scaling.md, "The parallel
-//! engine").
+//! The fabric as several logical processes on several threads (`ibnet
+//! run --threads N`), in the local event order (`event_order = "local"`,
+//! order.rs): the same run as the sequential engine in that order, byte
+//! for byte, for any number of processes and threads and any partition of
+//! the nodes (docs/scaling.md, "The parallel engine").
 //!
 //! # How
 //!
-//! Every thread holds a whole [`Fabric`], built like the sequential one,
-//! and *owns* a set of topology nodes (`partition.rs`): it runs only the
-//! events at its nodes and touches only their state. The threads take the
-//! instants together and, within an instant, the generations of the local
-//! order together (depth 0: the events queued ahead; depth d + 1: the
-//! zero-delay events that depth d scheduled):
+//! Every logical process holds a whole [`Fabric`], built like the
+//! sequential one, and *owns* a set of topology nodes (`partition.rs`): it
+//! runs only the events at its nodes and touches only their state. A
+//! worker thread runs one or more processes (process k on worker k % w,
+//! at most one worker per core: more would only wait for each other's
+//! cores). The processes take the instants together and, within an
+//! instant, the generations of the local order together (depth 0: the
+//! events queued ahead; depth d + 1: the zero-delay events that depth d
+//! scheduled):
 //!
-//! 1. each thread runs its events of instant T at the current depth, in
+//! 1. each process runs its events of instant T at the current depth, in
 //!    key order (`par_batch`), then moves the events it scheduled at
-//!    other threads' nodes into their mailboxes (`par_extract`) and
+//!    other processes' nodes into their mailboxes (`par_extract`) and
 //!    publishes whether it has a next batch and the time of its next
 //!    event queued ahead;
-//! 2. one barrier; each takes its mail into its next batch
-//!    (`par_import`); while any thread has a next batch, the next depth;
-//!    else all take the smallest published time as the next instant.
+//! 2. one barrier of the workers; each process takes its mail into its
+//!    next batch (`par_import`); while any process has a next batch, the
+//!    next depth; else all take the smallest published time as the next
+//!    instant.
 //!
 //! So a run passes one barrier per generation, and no other.
 //!
 //! Why that is the sequential run: the local order's key of an event
 //! (time, depth, origin node, origin's counter) is computed at the node
-//! that schedules it, from that node's events alone, so every thread gives
-//! every event the key the sequential run gives it; a batch is exactly the
-//! sequential run's batch restricted to the thread's nodes; and events at
-//! different nodes within one batch commute (the partition property test
-//! of the local order, `tests/engine.rs`). What crosses threads is only
+//! that schedules it, from that node's events alone, so every process
+//! gives every event the key the sequential run gives it; a batch is
+//! exactly the sequential run's batch restricted to the process's nodes;
+//! and events at different nodes within one batch commute (the partition
+//! property test of the local order, `tests/engine.rs`). What crosses
+//! processes is only
 //! what crosses a link: zero-delay flit and FC-packet arrivals (every
 //! delay of the model is inside one node, order.rs). An FC packet's
 //! handler reads the sending obuf's advertised counters; they travel with
 //! it and are written into the receiver's copy of that obuf, which nothing
 //! else there reads or writes.
 //!
-//! Flits live in each thread's own slab: a crossing flit is copied into
-//! the receiver's. Messages are numbered per thread; a flit carries its
-//! message's home (thread, number), and the first flit of a message that
-//! reaches a thread brings a copy of the record (a *ghost*, where the sink
-//! counts its packets). At the end, [`Parallel::into_fabric`] merges the
-//! threads into one fabric for the report: each port and HCA from its
+//! Flits live in each process's own slab: a crossing flit is copied into
+//! the receiver's. Messages are numbered per process; a flit carries its
+//! message's home (process, number), and the first flit of a message that
+//! reaches a process brings a copy of the record (a *ghost*, where the
+//! sink counts its packets). At the end, [`Parallel::into_fabric`] merges
+//! the processes into one fabric for the report: each port and HCA from its
 //! owner, the counters summed, and the messages numbered as the sequential
 //! run numbers them, by the key of the event that created them.
 //!
@@ -64,11 +69,12 @@ use super::order::node_of;
 use super::queue::Entry;
 use crate::Time;
 
-/// At most this many threads (a message record's "sent to" set is a u64).
+/// At most this many logical processes (a message record's "sent to"
+/// set is a u64).
 pub const MAX_THREADS: usize = 64;
 
-/// Each thread's count of messages in flight starts here: a message
-/// created at one thread completes at another, whose count goes down.
+/// Each process's count of messages in flight starts here: a message
+/// created at one process completes at another, whose count goes down.
 const IN_FLIGHT_BIAS: usize = 1 << 40;
 
 /// The home of a flit of no message (a CNP).
@@ -77,23 +83,23 @@ const NO_MSG: u64 = u64::MAX;
 /// `Part::keys` of a ghost (a copy of another thread's message).
 const GHOST: (u64, u32, u64) = (u64::MAX, u32::MAX, u64::MAX);
 
-/// A thread's part of a parallel run (`Fabric::part`).
+/// A logical process's part of a parallel run (`Fabric::part`).
 pub(super) struct Part {
     me: usize,
     /// owner thread of every topology node
     owner: Vec<u16>,
     /// depth of the running batch
     depth: u32,
-    /// per message of this thread: the key (time, depth, seq) of the
+    /// per message of this process: the key (time, depth, seq) of the
     /// event that created it, or `GHOST`
     keys: Vec<(u64, u32, u64)>,
-    /// per message of this thread: home thread << 32 | number there
+    /// per message of this process: home process << 32 | number there
     canon: Vec<u64>,
-    /// per message of this thread: the threads it was sent to (bits)
+    /// per message of this process: the processes it was sent to (bits)
     sent_to: Vec<u64>,
     /// ghosts by home (thread, number)
     ghosts: FxHashMap<u64, u32>,
-    /// events for the other threads from the running batch
+    /// events for the other processes from the running batch
     out: Vec<Vec<Cross>>,
     scratch: Vec<Entry>,
 }
@@ -108,7 +114,7 @@ impl Part {
     }
 }
 
-/// An event for another thread.
+/// An event for another process.
 enum Cross {
     /// a data flit or CNP arriving at an ibuf; `msg` is the record of its
     /// message, the first time this thread sends one of it there
@@ -242,17 +248,22 @@ pub struct ParallelStats {
     /// (ns): the load imbalance within generations and the barriers' own
     /// latency
     pub wait_ns: u64,
+    /// OS threads of the last run
+    pub workers: usize,
 }
 
-/// The fabric on several threads: see the module doc.
+/// The fabric as logical processes on threads: see the module doc.
 pub struct Parallel {
+    /// one fabric per logical process
     parts: Vec<Fabric>,
     owner: Vec<u16>,
+    /// OS threads that run the processes (process k on thread k % workers)
+    workers: usize,
     stats: ParallelStats,
 }
 
 impl Parallel {
-    /// A parallel run of `parts.len()` threads: `parts` are fabrics built
+    /// A parallel run of `parts.len()` logical processes: `parts` are fabrics built
     /// alike (same network, parameters and traffic), none run yet, in the
     /// local event order; `owner[node]` is the thread of every topology
     /// node (`partition.rs`).
@@ -260,13 +271,13 @@ impl Parallel {
         let n = parts.len();
         if n == 0 || n > MAX_THREADS {
             return Err(format!(
-                "a parallel run takes 1 to {MAX_THREADS} threads, not {n}"
+                "a parallel run takes 1 to {MAX_THREADS} processes, not {n}"
             ));
         }
         let nodes = parts[0].node_names.len();
         if owner.len() != nodes || owner.iter().any(|&k| k as usize >= n) {
             return Err(format!(
-                "the partition must name one of the {n} threads for each of the {nodes} nodes"
+                "the partition must name one of the {n} processes for each of the {nodes} nodes"
             ));
         }
         for f in &parts {
@@ -274,7 +285,7 @@ impl Parallel {
                 return Err(why);
             }
             if f.node_names.len() != nodes || f.ports.len() != parts[0].ports.len() {
-                return Err("the threads' fabrics differ".into());
+                return Err("the processes' fabrics differ".into());
             }
         }
         for (k, f) in parts.iter_mut().enumerate() {
@@ -305,15 +316,30 @@ impl Parallel {
                 scratch: Vec::new(),
             }));
         }
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         Ok(Parallel {
+            workers: n.min(cores),
             parts,
             owner,
             stats: ParallelStats::default(),
         })
     }
 
-    pub fn threads(&self) -> usize {
+    /// Logical processes.
+    pub fn processes(&self) -> usize {
         self.parts.len()
+    }
+
+    /// OS threads that run them: by default as many as the processes, at
+    /// most one per core (more would only wait for each other's cores).
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Run the processes on `w` OS threads (1 to the number of
+    /// processes); the results do not depend on it.
+    pub fn set_workers(&mut self, w: usize) {
+        self.workers = w.clamp(1, self.parts.len());
     }
 
     /// The owner thread of every topology node.
@@ -339,7 +365,7 @@ impl Parallel {
         self.parts.iter().find_map(|f| f.error())
     }
 
-    /// Process every event with time <= t on all threads; afterwards
+    /// Process every event with time <= t in all processes; afterwards
     /// `now() == max(now, t)`, as [`Fabric::run_until`].
     pub fn run_until(&mut self, t: Time) {
         if self.error().is_some() {
@@ -353,26 +379,33 @@ impl Parallel {
                 .map(|_| Mutex::new(Vec::new()))
                 .collect::<Vec<_>>()
         };
+        let w = self.workers.min(n);
         let sh = Shared {
             n,
-            barrier: SpinBarrier::new(n),
+            barrier: SpinBarrier::new(w),
             next: [slots(), slots()],
             more: [flags(), flags()],
             mail: [boxes(), boxes()],
             rounds: AtomicU64::new(0),
         };
         let limit = t.0.min(MAX_TIME_PS);
+        // logical process k runs on worker k % w
+        let mut groups: Vec<Vec<(usize, &mut Fabric)>> = (0..w).map(|_| Vec::new()).collect();
+        for (k, f) in self.parts.iter_mut().enumerate() {
+            groups[k % w].push((k, f));
+        }
         let (crossings, waited) = std::thread::scope(|s| {
             let sh = &sh;
-            let handles: Vec<_> = self
-                .parts
-                .iter_mut()
+            let handles: Vec<_> = groups
+                .into_iter()
                 .enumerate()
-                .map(|(k, f)| {
+                .map(|(i, mut g)| {
                     s.spawn(move || {
                         let _guard = PoisonOnPanic(&sh.barrier);
-                        let c = f.par_worker(sh, k, limit);
-                        f.local_release();
+                        let c = run_group(&mut g, sh, limit, i == 0);
+                        for (_, f) in g {
+                            f.local_release();
+                        }
                         c
                     })
                 })
@@ -385,6 +418,7 @@ impl Parallel {
         self.stats.rounds += sh.rounds.load(Ordering::Relaxed);
         self.stats.crossings += crossings;
         self.stats.wait_ns += waited;
+        self.stats.workers = w;
         if self.error().is_none() {
             for f in &mut self.parts {
                 if t.0 > f.now {
@@ -474,6 +508,105 @@ impl Parallel {
     }
 }
 
+/// One worker's run of its logical processes to `limit` (module doc):
+/// the events they sent to other processes, and the nanoseconds the
+/// worker waited at barriers.
+fn run_group(
+    group: &mut [(usize, &mut Fabric)],
+    sh: &Shared,
+    limit: u64,
+    count_rounds: bool,
+) -> (u64, u64) {
+    let n = sh.n;
+    let mut par = 0usize;
+    let mut sent = 0u64;
+    let mut rounds = 0u64;
+    let mut waited = 0u64;
+    // the first instant; after it, each generation's barrier also carries
+    // every process's next time, for when the instant ends
+    let publish = |f: &mut Fabric, k: usize, par: usize| {
+        let next = if f.fatal.is_some() {
+            FAILED
+        } else {
+            f.heap_next_time().unwrap_or(NO_EVENT)
+        };
+        sh.next[par][k].store(next, Ordering::Relaxed);
+    };
+    let next_instant = |par: usize| {
+        let mut t = NO_EVENT;
+        for k in 0..n {
+            let v = sh.next[par][k].load(Ordering::Relaxed);
+            if v == FAILED {
+                return None;
+            }
+            t = t.min(v);
+        }
+        Some(t)
+    };
+    for (k, f) in group.iter_mut() {
+        publish(f, *k, par);
+    }
+    if sh.barrier.wait().is_err() {
+        return (0, 0);
+    }
+    rounds += 1;
+    let Some(mut t) = next_instant(par) else {
+        return (0, 0);
+    };
+    par ^= 1;
+    'run: while t <= limit {
+        let mut depth = 0;
+        loop {
+            for (me, f) in group.iter_mut() {
+                let me = *me;
+                f.par_batch(t, depth);
+                let mut more = f.par_extract();
+                let part = f.part.as_deref_mut().unwrap();
+                for (k, out) in part.out.iter_mut().enumerate() {
+                    if !out.is_empty() {
+                        more = true;
+                        sent += out.len() as u64;
+                        std::mem::swap(&mut *sh.mail[par][me * n + k].lock().unwrap(), out);
+                    }
+                }
+                sh.more[par][me].store(more, Ordering::Relaxed);
+                publish(f, me, par);
+            }
+            let w0 = std::time::Instant::now();
+            if sh.barrier.wait().is_err() {
+                break 'run;
+            }
+            waited += w0.elapsed().as_nanos() as u64;
+            rounds += 1;
+            for (me, f) in group.iter_mut() {
+                let me = *me;
+                for k in (0..n).filter(|&k| k != me) {
+                    let slot = &sh.mail[par][k * n + me];
+                    let mut v = std::mem::take(&mut *slot.lock().unwrap());
+                    for c in v.drain(..) {
+                        f.par_import(c);
+                    }
+                    *slot.lock().unwrap() = v;
+                }
+            }
+            let any = (0..n).any(|k| sh.more[par][k].load(Ordering::Relaxed));
+            let Some(next) = next_instant(par) else {
+                break 'run;
+            };
+            par ^= 1;
+            if !any {
+                t = next;
+                break;
+            }
+            depth += 1;
+        }
+    }
+    if count_rounds {
+        sh.rounds.store(rounds, Ordering::Relaxed);
+    }
+    (sent, waited)
+}
+
 impl Fabric {
     /// Why this fabric cannot run in parallel, if it cannot.
     pub(super) fn parallel_unsupported(&self) -> Option<String> {
@@ -498,90 +631,6 @@ impl Fabric {
         Some(why.into())
     }
 
-    /// One thread's run to `limit` (module doc): the events it sent to
-    /// other threads, and the nanoseconds it waited at barriers.
-    fn par_worker(&mut self, sh: &Shared, me: usize, limit: u64) -> (u64, u64) {
-        let n = sh.n;
-        let mut par = 0usize;
-        let mut sent = 0u64;
-        let mut rounds = 0u64;
-        let mut waited = 0u64;
-        // the first instant; after it, each generation's barrier also
-        // carries every thread's next time, for when the instant ends
-        let publish = |f: &mut Fabric, par: usize| {
-            let next = if f.fatal.is_some() {
-                FAILED
-            } else {
-                f.heap_next_time().unwrap_or(NO_EVENT)
-            };
-            sh.next[par][me].store(next, Ordering::Relaxed);
-        };
-        let next_instant = |par: usize| {
-            let mut t = NO_EVENT;
-            for k in 0..n {
-                let v = sh.next[par][k].load(Ordering::Relaxed);
-                if v == FAILED {
-                    return None;
-                }
-                t = t.min(v);
-            }
-            Some(t)
-        };
-        publish(self, par);
-        if sh.barrier.wait().is_err() {
-            return (0, 0);
-        }
-        rounds += 1;
-        let Some(mut t) = next_instant(par) else {
-            return (0, 0);
-        };
-        par ^= 1;
-        'run: while t <= limit {
-            let mut depth = 0;
-            loop {
-                self.par_batch(t, depth);
-                let mut more = self.par_extract();
-                let part = self.part.as_deref_mut().unwrap();
-                for (k, out) in part.out.iter_mut().enumerate() {
-                    if !out.is_empty() {
-                        more = true;
-                        sent += out.len() as u64;
-                        std::mem::swap(&mut *sh.mail[par][me * n + k].lock().unwrap(), out);
-                    }
-                }
-                sh.more[par][me].store(more, Ordering::Relaxed);
-                publish(self, par);
-                let w0 = std::time::Instant::now();
-                if sh.barrier.wait().is_err() {
-                    break 'run;
-                }
-                waited += w0.elapsed().as_nanos() as u64;
-                rounds += 1;
-                for k in (0..n).filter(|&k| k != me) {
-                    let mut v = std::mem::take(&mut *sh.mail[par][k * n + me].lock().unwrap());
-                    for c in v.drain(..) {
-                        self.par_import(c);
-                    }
-                    *sh.mail[par][k * n + me].lock().unwrap() = v;
-                }
-                let any = (0..n).any(|k| sh.more[par][k].load(Ordering::Relaxed));
-                let Some(next) = next_instant(par) else {
-                    break 'run;
-                };
-                par ^= 1;
-                if !any {
-                    t = next;
-                    break;
-                }
-                depth += 1;
-            }
-        }
-        if me == 0 {
-            sh.rounds.store(rounds, Ordering::Relaxed);
-        }
-        (sent, waited)
-    }
-
     /// Time of the next event queued ahead.
     fn heap_next_time(&mut self) -> Option<u64> {
         self.heap.peek_key().map(|k| k.0)
@@ -591,43 +640,28 @@ impl Fabric {
     /// depth 0, the now-queue's (one batch) after.
     fn par_batch(&mut self, t: u64, depth: u32) {
         self.part.as_deref_mut().unwrap().depth = depth;
-        if depth == 0 {
-            while self.fatal.is_none() {
-                let Some((t, seq, ev)) = self.heap.pop_at(t) else {
-                    break;
-                };
-                let node = node_of(&self.ports, &self.hcas, &self.msgs, &ev) as usize;
-                let part = self.part.as_deref().unwrap();
-                if part.owner[node] as usize != part.me {
-                    // every delay of the model is inside one node
-                    // (order.rs), so no thread queues ahead at another's
-                    self.now = t;
-                    self.fail(format!(
-                        "internal error of the parallel engine: an event of node {} queued \
-                         ahead at another thread",
-                        self.node_names[node]
-                    ));
-                    break;
-                }
-                self.local.depth0 = true;
-                self.local_switch(t, &ev);
-                self.dispatch(t, seq, ev);
-            }
-        } else {
-            self.nowq.sort_pending_by_key(|e| e.seq);
-            self.local.depth0 = false;
-            for _ in 0..self.nowq.len() {
-                if self.fatal.is_some() {
-                    break;
-                }
-                let e = self.nowq.pop_front().unwrap();
-                self.local_switch(t, &e.ev);
-                self.dispatch(t, e.seq, e.ev);
-            }
-        }
+        self.local_batch(t, depth == 0);
     }
 
-    /// Move the next batch's events at other threads' nodes to their
+    /// Whether this process owns the node of `ev`; if not, an internal
+    /// error: every delay of the model is inside one node (order.rs), so
+    /// no process queues an event ahead at another's node.
+    pub(super) fn par_check_owner(&mut self, t: u64, ev: &Ev) -> bool {
+        let node = node_of(&self.ports, &self.hcas, &self.msgs, ev) as usize;
+        let part = self.part.as_deref().unwrap();
+        if part.owner[node] as usize == part.me {
+            return true;
+        }
+        self.now = t;
+        self.fail(format!(
+            "internal error of the parallel engine: an event of node {} queued ahead in \
+             another process",
+            self.node_names[node]
+        ));
+        false
+    }
+
+    /// Move the next batch's events at other processes' nodes to their
     /// outboxes; whether this thread keeps a next batch.
     fn par_extract(&mut self) -> bool {
         let mut part = self.part.take().unwrap();

@@ -33,11 +33,11 @@ impl Partition {
             .iter()
             .enumerate()
             .map(|(k, (s, h, p))| {
-                format!("thread {k}: {s} switches, {h} HCAs, {p} connected ports")
+                format!("process {k}: {s} switches, {h} HCAs, {p} connected ports")
             })
             .collect();
         v.push(format!(
-            "{} of {} links join two threads",
+            "{} of {} links join two processes",
             self.cut_links, self.links
         ));
         v

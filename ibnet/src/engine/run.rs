@@ -35,7 +35,7 @@ impl Fabric {
         // limit; `step_until` never moves `now` past the limit)
         if t.0 >= self.now {
             if self.local_order {
-                while self.fatal.is_none() && self.step_local(t.0) {}
+                self.run_local_until(t.0);
                 self.local_release();
             } else {
                 while self.fatal.is_none() && self.step_until(t.0) {}
