@@ -482,7 +482,7 @@ impl<T: Copy> Fifo<T> {
         let v = &mut self.v[self.head..];
         // (often in order already: one origin's events come in its order)
         if !v.is_sorted_by_key(&mut key) {
-            v.sort_unstable_by_key(key);
+            v.sort_by_key(key);
         }
     }
 
