@@ -204,7 +204,7 @@ fn golden_twohot_2ms_local_order() {
 
 /// A 4x4 torus with four VLs (dateline routing, table arbitration, the
 /// thesis-era preset), in both orders: they differ in a few free-credit
-/// statistics of its ibufs.
+/// statistics of its ibufs. The local order also on 2 and 3 threads.
 #[test]
 fn golden_torus_both_orders() {
     let args =
@@ -215,6 +215,14 @@ fn golden_torus_both_orders() {
         here(),
         &format!("{args} --set event_order=local"),
     );
+    // the parallel engine gives the local order's bytes (engine/parallel.rs)
+    for n in [2, 3] {
+        check(
+            "torus_4x4_local",
+            here(),
+            &format!("{args} --set event_order=local --threads {n}"),
+        );
+    }
 }
 
 /// Where the local order takes no cross tie differently, its report is
