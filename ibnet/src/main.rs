@@ -316,6 +316,12 @@ struct RunArgs {
         help_heading = "Parallel run"
     )]
     threads: usize,
+    /// The partition of a --threads run instead of the automatic one: a
+    /// text file with one line `SWITCH PROCESS` per switch (processes 0
+    /// to N-1, `#` comments); an HCA goes with its switch unless it has a
+    /// line of its own.
+    #[arg(long, value_name = "FILE", help_heading = "Parallel run")]
+    partition: Option<PathBuf>,
     /// Simulated time limit with a unit (2ms, 100us, 1500ns, 7ps). Default:
     /// 2ms for open-loop traffic, none for closed-loop patterns.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
@@ -637,13 +643,26 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             }
             parts.push(f);
         }
-        let partition = parts[0].partition(a.threads);
+        let partition = match &a.partition {
+            None => parts[0].partition(a.threads),
+            Some(f) => {
+                let text = ibnet::input::read_text(f)
+                    .map_err(|e| u(anyhow::anyhow!("--partition {}", e.describe(f))))?;
+                parts[0]
+                    .partition_from(&text, &f.display().to_string(), a.threads)
+                    .map_err(|e| u(anyhow::anyhow!("--partition: {e}")))?
+            }
+        };
         let mut par = ibnet::engine::Parallel::new(parts, partition.owner.clone())
             .map_err(|e| u(anyhow::anyhow!("--threads {}: {e}", a.threads)))?;
         eprintln!(
-            "ibnet: {} logical processes on {} threads (at most one per core), nodes by switch groups:",
+            "ibnet: {} logical processes on {} threads (at most one per core), nodes {}:",
             a.threads,
-            par.workers()
+            par.workers(),
+            match &a.partition {
+                None => "by switch groups".to_string(),
+                Some(f) => format!("as {} gives them", f.display()),
+            }
         );
         for line in partition.describe() {
             eprintln!("ibnet:   {line}");
@@ -818,6 +837,9 @@ fn check_threads(a: &RunArgs, p: &Params) -> Result<()> {
         );
     }
     if n == 1 {
+        if a.partition.is_some() {
+            anyhow::bail!("--partition needs --threads 2 or more");
+        }
         return Ok(());
     }
     if p.event_order != "local" {

@@ -261,6 +261,38 @@ fn threads_give_the_one_thread_report_byte_for_byte() {
     };
     let (one, _) = run(&[]);
     assert!(one.contains("\"messages_completed\""));
+    // a partition given by the user: every switch to process 0 or 1 by
+    // parity, the HCAs with their switches
+    let names = {
+        let out = ibnet()
+            .args(words(
+                "run --topology dragonfly:4:2:2:9 --set max_vl=1 --traffic perm:7 --until 1ns --json",
+            ))
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut s: Vec<String> = v["report"]["obufs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["node"].as_str().unwrap().to_string())
+            .filter(|n| !n.starts_with('H'))
+            .collect();
+        s.dedup();
+        s
+    };
+    assert!(names.len() > 8, "{names:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("part.txt");
+    let text: String = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| format!("{n} {}  # by parity\n", i % 2))
+        .collect();
+    std::fs::write(&file, text).unwrap();
+    let (given, err) = run(&["--threads", "2", "--partition", file.to_str().unwrap()]);
+    assert!(given == one, "--partition: the report differs");
+    assert!(err.contains("part.txt gives them"), "{err}");
     for n in ["2", "3"] {
         let (many, err) = run(&["--threads", n]);
         assert!(many == one, "--threads {n}: the report differs");
@@ -313,6 +345,36 @@ fn threads_are_checked() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(err.contains(want), "{extra}: {err}");
     }
+    // a partition file: errors name the file and the line
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("part.txt");
+    let part = file.to_str().unwrap();
+    for (text, want) in [
+        (
+            "leaf_0 0\nleaf_0 1\n",
+            "part.txt:2: node `leaf_0` is listed twice",
+        ),
+        (
+            "# pods\nleaf_0 2\n",
+            "part.txt:2: process `2`: expected 0 to 1",
+        ),
+        ("nosuch 0\n", "part.txt:1: no node `nosuch` in this network"),
+        (
+            "leaf_0\n",
+            "part.txt:1: expected `NODE PROCESS`, found `leaf_0`",
+        ),
+        ("leaf_0 0\n", "has no line (every switch needs one)"),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let out = run(&format!(
+            "--threads 2 --set event_order=local --partition {part}"
+        ));
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(want), "{text}: {err}");
+    }
+    let out = run(&format!("--partition {part}"));
+    assert_eq!(out.status.code(), Some(2));
     let closed = ibnet()
         .args(words(
             "run --topology fattree:4 --traffic dissemination --threads 2 --set event_order=local",

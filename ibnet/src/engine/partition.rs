@@ -45,10 +45,70 @@ impl Partition {
 }
 
 impl Fabric {
-    /// Nodes of this fabric's network for `threads` threads, by switch
-    /// groups (module doc).
-    pub fn partition(&self, threads: usize) -> Partition {
+    /// A partition given by the user: one line per switch, `NAME PROCESS`
+    /// (process 0 to `threads` - 1; `#` starts a comment), every switch
+    /// once; an HCA goes with the switch it is attached to unless it has
+    /// a line of its own. Errors name `file` and the line.
+    pub fn partition_from(
+        &self,
+        text: &str,
+        file: &str,
+        threads: usize,
+    ) -> Result<Partition, String> {
         let n = threads.max(1);
+        let index: rustc_hash::FxHashMap<&str, usize> = self
+            .node_names
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.as_str(), i))
+            .collect();
+        const UNSET: u16 = u16::MAX;
+        let mut owner = vec![UNSET; self.node_names.len()];
+        for (i, line) in text.lines().enumerate() {
+            let at = |what: String| format!("{file}:{}: {what}", i + 1);
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let w: Vec<&str> = line.split_whitespace().collect();
+            if w.len() != 2 {
+                return Err(at(format!("expected `NODE PROCESS`, found `{line}`")));
+            }
+            let Some(&node) = index.get(w[0]) else {
+                return Err(at(format!("no node `{}` in this network", w[0])));
+            };
+            let k: usize = w[1]
+                .parse()
+                .ok()
+                .filter(|&k| k < n)
+                .ok_or_else(|| at(format!("process `{}`: expected 0 to {}", w[1], n - 1)))?;
+            if owner[node] != UNSET {
+                return Err(at(format!("node `{}` is listed twice", w[0])));
+            }
+            owner[node] = k as u16;
+        }
+        let (is_switch, _, nbrs) = self.node_links();
+        for x in 0..owner.len() {
+            if owner[x] != UNSET {
+                continue;
+            }
+            if is_switch[x] {
+                return Err(format!(
+                    "{file}: switch `{}` has no line (every switch needs one)",
+                    self.node_names[x]
+                ));
+            }
+            owner[x] = nbrs[x]
+                .iter()
+                .find(|&&y| is_switch[y as usize])
+                .map_or(0, |&y| owner[y as usize]);
+        }
+        Ok(self.describe_partition(owner, n))
+    }
+
+    /// Per node: whether it is a switch, its connected ports, its
+    /// neighbours (one entry per link).
+    fn node_links(&self) -> (Vec<bool>, Vec<usize>, Vec<Vec<u32>>) {
         let nodes = self.node_names.len();
         let mut is_switch = vec![false; nodes];
         let mut ports_of = vec![0usize; nodes];
@@ -62,6 +122,15 @@ impl Fabric {
                 nbrs[p.node as usize].push(self.ports[p.peer as usize].node);
             }
         }
+        (is_switch, ports_of, nbrs)
+    }
+
+    /// Nodes of this fabric's network for `threads` threads, by switch
+    /// groups (module doc).
+    pub fn partition(&self, threads: usize) -> Partition {
+        let n = threads.max(1);
+        let nodes = self.node_names.len();
+        let (is_switch, ports_of, nbrs) = self.node_links();
         const UNSET: u16 = u16::MAX;
         let mut owner = vec![UNSET; nodes];
         let mut load = vec![0usize; n];
@@ -143,8 +212,14 @@ impl Fabric {
                 owner[x] = 0;
             }
         }
+        self.describe_partition(owner, n)
+    }
+
+    /// The sizes and the cut of a partition.
+    fn describe_partition(&self, owner: Vec<u16>, n: usize) -> Partition {
+        let (is_switch, ports_of, _) = self.node_links();
         let mut sizes = vec![(0usize, 0usize, 0usize); n];
-        for x in 0..nodes {
+        for x in 0..owner.len() {
             let e = &mut sizes[owner[x] as usize];
             if is_switch[x] {
                 e.0 += 1;
