@@ -635,24 +635,27 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     if a.threads > 1 {
         // (check_threads: open-loop traffic, so a time limit)
         let limit = until.expect("open-loop traffic has a time limit");
-        let mut parts = vec![fabric];
-        for _ in 1..a.threads {
-            let mut f = Fabric::new(&topo, &params).map_err(|e| u(anyhow::anyhow!("{e}")))?;
-            for s in &specs {
-                apply_app_traffic(&mut f, &topo, s).map_err(|e| u(anyhow::anyhow!(e)))?;
-            }
-            parts.push(f);
-        }
         let partition = match &a.partition {
-            None => parts[0].partition(a.threads),
+            None => fabric.partition(a.threads),
             Some(f) => {
                 let text = ibnet::input::read_text(f)
                     .map_err(|e| u(anyhow::anyhow!("--partition {}", e.describe(f))))?;
-                parts[0]
+                fabric
                     .partition_from(&text, &f.display().to_string(), a.threads)
                     .map_err(|e| u(anyhow::anyhow!("--partition: {e}")))?
             }
         };
+        // one process after the other, each without the others' state
+        fabric.shed_others(&partition.owner, 0);
+        let mut parts = vec![fabric];
+        for k in 1..a.threads {
+            let mut f = Fabric::new(&topo, &params).map_err(|e| u(anyhow::anyhow!("{e}")))?;
+            for s in &specs {
+                apply_app_traffic(&mut f, &topo, s).map_err(|e| u(anyhow::anyhow!(e)))?;
+            }
+            f.shed_others(&partition.owner, k);
+            parts.push(f);
+        }
         let mut par = ibnet::engine::Parallel::new(parts, partition.owner.clone())
             .map_err(|e| u(anyhow::anyhow!("--threads {}: {e}", a.threads)))?;
         eprintln!(

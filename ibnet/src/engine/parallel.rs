@@ -303,6 +303,7 @@ impl Parallel {
                 f.push_key(t, seq, ev);
             }
             f.in_flight += IN_FLIGHT_BIAS;
+            f.shed_others(&owner, k);
             let msgs = f.msgs.len();
             f.part = Some(Box::new(Part {
                 me: k,
@@ -412,7 +413,22 @@ impl Parallel {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().expect("a thread of the parallel run panicked"))
+                .enumerate()
+                .map(|(i, h)| {
+                    h.join().unwrap_or_else(|e| {
+                        // (the others stopped at the poisoned barrier)
+                        let what = e
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        let procs: Vec<String> = (i..n).step_by(w).map(|k| k.to_string()).collect();
+                        panic!(
+                            "thread {i} of the parallel run (processes {}) panicked: {what}",
+                            procs.join(", ")
+                        )
+                    })
+                })
                 .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
         });
         self.stats.rounds += sh.rounds.load(Ordering::Relaxed);
@@ -608,6 +624,27 @@ fn run_group(
 }
 
 impl Fabric {
+    /// As process `k` of a parallel run with `owner`'s partition, drop
+    /// what this fabric holds for the other processes' nodes: only their
+    /// identity and their obufs' advertised counters are read here
+    /// (`node_of`, an FC packet's arrival); their input queues, HoQ slots
+    /// and forwarding tables are not. [`Parallel::new`] does it; a caller
+    /// that builds the processes one by one saves memory by doing it after
+    /// each.
+    pub fn shed_others(&mut self, owner: &[u16], k: usize) {
+        for p in 0..self.ports.len() {
+            let node = self.ports[p].node as usize;
+            if owner.get(node).is_some_and(|&o| o as usize != k) {
+                let port = &mut self.ports[p];
+                port.ib.q = Vec::new();
+                port.arb.hoq = Vec::new();
+                if port.sw != NONE && port.local == 0 {
+                    self.lfts[port.sw as usize] = Vec::new();
+                }
+            }
+        }
+    }
+
     /// Why this fabric cannot run in parallel, if it cannot.
     pub(super) fn parallel_unsupported(&self) -> Option<String> {
         let why = if !self.local_order {
