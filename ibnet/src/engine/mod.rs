@@ -97,6 +97,7 @@ mod nic;
 mod obuf;
 mod order;
 mod parallel;
+mod parallel_fifo;
 mod partition;
 mod pcie;
 mod pervl;

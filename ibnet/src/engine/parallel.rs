@@ -85,11 +85,11 @@ const GHOST: (u64, u32, u64) = (u64::MAX, u32::MAX, u64::MAX);
 
 /// A logical process's part of a parallel run (`Fabric::part`).
 pub(super) struct Part {
-    me: usize,
+    pub(super) me: usize,
     /// owner thread of every topology node
-    owner: Vec<u16>,
+    pub(super) owner: Vec<u16>,
     /// depth of the running batch
-    depth: u32,
+    pub(super) depth: u32,
     /// per message of this process: the key (time, depth, seq) of the
     /// event that created it, or `GHOST`
     keys: Vec<(u64, u32, u64)>,
@@ -100,8 +100,10 @@ pub(super) struct Part {
     /// ghosts by home (thread, number)
     ghosts: FxHashMap<u64, u32>,
     /// events for the other processes from the running batch
-    out: Vec<Vec<Cross>>,
+    pub(super) out: Vec<Vec<Cross>>,
     scratch: Vec<Entry>,
+    /// the reference's FIFO order (parallel_fifo.rs), if not the local one
+    pub(super) fifo: Option<super::parallel_fifo::FifoPart>,
 }
 
 impl Part {
@@ -115,7 +117,7 @@ impl Part {
 }
 
 /// An event for another process.
-enum Cross {
+pub(super) enum Cross {
     /// a data flit or CNP arriving at an ibuf; `msg` is the record of its
     /// message, the first time this thread sends one of it there
     Flit {
@@ -141,7 +143,7 @@ enum Cross {
 /// the cores: a spinning waiter would then hold the core of the thread it
 /// waits for); a thread that panics poisons it, and every waiter then
 /// stops.
-struct SpinBarrier {
+pub(super) struct SpinBarrier {
     n: usize,
     count: AtomicUsize,
     generation: AtomicUsize,
@@ -153,7 +155,7 @@ struct SpinBarrier {
     wake: Condvar,
 }
 
-struct Poisoned;
+pub(super) struct Poisoned;
 
 impl SpinBarrier {
     fn new(n: usize) -> SpinBarrier {
@@ -172,7 +174,7 @@ impl SpinBarrier {
         }
     }
 
-    fn wait(&self) -> Result<(), Poisoned> {
+    pub(super) fn wait(&self) -> Result<(), Poisoned> {
         let g = self.generation.load(Ordering::Acquire);
         if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.n {
             self.count.store(0, Ordering::Relaxed);
@@ -221,21 +223,24 @@ impl Drop for PoisonOnPanic<'_> {
 
 /// What the threads share during a run: the barrier, two sets (by the
 /// parity of the barrier) of per-thread words and of mailboxes.
-struct Shared {
-    n: usize,
-    barrier: SpinBarrier,
+pub(super) struct Shared {
+    pub(super) n: usize,
+    pub(super) barrier: SpinBarrier,
     /// next event time per thread (`FAILED`: a fatal error there)
-    next: [Vec<AtomicU64>; 2],
+    pub(super) next: [Vec<AtomicU64>; 2],
     /// per thread: it has a next batch, or sent events
-    more: [Vec<AtomicBool>; 2],
+    pub(super) more: [Vec<AtomicBool>; 2],
     /// mailbox of (from, to) at `from * n + to`
-    mail: [Vec<Mutex<Vec<Cross>>>; 2],
+    pub(super) mail: [Vec<Mutex<Vec<Cross>>>; 2],
+    /// per process: the sorted keys of the events it adds to the next
+    /// batch (the FIFO order, parallel_fifo.rs)
+    pub(super) lists: [Vec<Mutex<Vec<u64>>>; 2],
     /// barrier rounds (all threads count the same)
-    rounds: AtomicU64,
+    pub(super) rounds: AtomicU64,
 }
 
-const FAILED: u64 = u64::MAX;
-const NO_EVENT: u64 = u64::MAX - 1;
+pub(super) const FAILED: u64 = u64::MAX;
+pub(super) const NO_EVENT: u64 = u64::MAX - 1;
 
 /// Counters of a parallel run (`Parallel::stats`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -267,7 +272,18 @@ impl Parallel {
     /// alike (same network, parameters and traffic), none run yet, in the
     /// local event order; `owner[node]` is the thread of every topology
     /// node (`partition.rs`).
-    pub fn new(mut parts: Vec<Fabric>, owner: Vec<u16>) -> Result<Parallel, String> {
+    pub fn new(parts: Vec<Fabric>, owner: Vec<u16>) -> Result<Parallel, String> {
+        Parallel::with_lazy_count(parts, owner, false)
+    }
+
+    /// As [`Parallel::new`]; in the reference's FIFO order, `lazy_count`
+    /// counts the events as the lazy credit timer would (the processes
+    /// run the always-ticking timer, parallel_fifo.rs).
+    pub fn with_lazy_count(
+        mut parts: Vec<Fabric>,
+        owner: Vec<u16>,
+        lazy_count: bool,
+    ) -> Result<Parallel, String> {
         let n = parts.len();
         if n == 0 || n > MAX_THREADS {
             return Err(format!(
@@ -315,6 +331,7 @@ impl Parallel {
                 ghosts: FxHashMap::default(),
                 out: (0..n).map(|_| Vec::new()).collect(),
                 scratch: Vec::new(),
+                fifo: (!f.local_order).then(|| super::parallel_fifo::FifoPart::new(f, lazy_count)),
             }));
         }
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
@@ -375,6 +392,7 @@ impl Parallel {
         let n = self.parts.len();
         let slots = || (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
         let flags = || (0..n).map(|_| AtomicBool::new(false)).collect::<Vec<_>>();
+        let lists = || (0..n).map(|_| Mutex::new(Vec::new())).collect::<Vec<_>>();
         let boxes = || {
             (0..n * n)
                 .map(|_| Mutex::new(Vec::new()))
@@ -387,9 +405,11 @@ impl Parallel {
             next: [slots(), slots()],
             more: [flags(), flags()],
             mail: [boxes(), boxes()],
+            lists: [lists(), lists()],
             rounds: AtomicU64::new(0),
         };
         let limit = t.0.min(MAX_TIME_PS);
+        let fifo = !self.parts[0].local_order;
         // logical process k runs on worker k % w
         let mut groups: Vec<Vec<(usize, &mut Fabric)>> = (0..w).map(|_| Vec::new()).collect();
         for (k, f) in self.parts.iter_mut().enumerate() {
@@ -403,9 +423,15 @@ impl Parallel {
                 .map(|(i, mut g)| {
                     s.spawn(move || {
                         let _guard = PoisonOnPanic(&sh.barrier);
-                        let c = run_group(&mut g, sh, limit, i == 0);
+                        let c = if fifo {
+                            super::parallel_fifo::run_group_fifo(&mut g, sh, limit, i == 0)
+                        } else {
+                            run_group(&mut g, sh, limit, i == 0)
+                        };
                         for (_, f) in g {
-                            f.local_release();
+                            if f.local_order {
+                                f.local_release();
+                            }
                         }
                         c
                     })
@@ -501,8 +527,14 @@ impl Parallel {
         // (each thread's count is its bias + created - completed there)
         f.in_flight =
             rest.iter().map(|r| r.in_flight).sum::<usize>() + f.in_flight - n * IN_FLIGHT_BIAS;
+        if let Some(fp) = f.part.as_ref().and_then(|p| p.fifo.as_ref()) {
+            f.events -= fp.skipped;
+        }
         for r in &rest {
             f.events += r.events;
+            if let Some(fp) = r.part.as_ref().and_then(|p| p.fifo.as_ref()) {
+                f.events -= fp.skipped;
+            }
             f.direct_applied += r.direct_applied;
             f.flits_generated += r.flits_generated;
             f.flits_consumed += r.flits_consumed;
@@ -647,9 +679,9 @@ impl Fabric {
 
     /// Why this fabric cannot run in parallel, if it cannot.
     pub(super) fn parallel_unsupported(&self) -> Option<String> {
-        let why = if !self.local_order {
-            "the reference's FIFO order of same-instant events is global; a parallel run needs \
-             event_order = \"local\" (docs/scaling.md)"
+        let why = if !self.local_order && (self.lazy || self.direct) {
+            "in the reference's FIFO order each process runs the always-ticking credit timer and \
+             queues every event (lazy_credit_timer = false, no direct events; parallel_fifo.rs)"
         } else if self.started || !self.msgs.is_empty() {
             "the fabric has run or has messages already"
         } else if self.qp.is_some() {
@@ -669,7 +701,7 @@ impl Fabric {
     }
 
     /// Time of the next event queued ahead.
-    fn heap_next_time(&mut self) -> Option<u64> {
+    pub(super) fn heap_next_time(&mut self) -> Option<u64> {
         self.heap.peek_key().map(|k| k.0)
     }
 
@@ -700,7 +732,7 @@ impl Fabric {
 
     /// Move the next batch's events at other processes' nodes to their
     /// outboxes; whether this thread keeps a next batch.
-    fn par_extract(&mut self) -> bool {
+    pub(super) fn par_extract(&mut self) -> bool {
         let mut part = self.part.take().unwrap();
         let mut scratch = std::mem::take(&mut part.scratch);
         {
@@ -779,7 +811,7 @@ impl Fabric {
     }
 
     /// Queue an event from another thread into the next batch.
-    fn par_import(&mut self, c: Cross) {
+    pub(super) fn par_import(&mut self, c: Cross) {
         let (seq, ev) = match c {
             Cross::Flit {
                 seq,

@@ -1,0 +1,329 @@
+//! The parallel engine in the reference's FIFO order of same-instant
+//! events (docs/scaling.md 2.7): the same run as the sequential engine's
+//! default order, byte for byte, on any partition.
+//!
+//! The sequential engine orders same-instant events by a global insertion
+//! counter: the k-th event scheduled by an event P comes before the k'-th
+//! of P' if P ran before P', or P = P' and k < k'. So a process that
+//! knows every event's *global index* (its position in the run's
+//! processing order) can give its children keys that sort exactly as the
+//! counter would: the counter while P runs is `(start + index(P)) <<
+//! K_BITS | k`. The processes take each instant and each generation in it
+//! together, as the local order's engine (parallel.rs); at each barrier
+//! every process also publishes the sorted keys of the events it adds to
+//! the next batch (the zero-delay children of its batch, or, at a new
+//! instant, its events queued ahead at that instant). A process's event
+//! then has the global index `base + rank`, where `base` counts the
+//! events of all earlier batches and `rank` the published keys below its
+//! own. Every process computes the same numbers.
+//!
+//! The lazy credit timer gives a woken obuf's wake-up pop a key at the
+//! instant it is woken, after the keys were published; so every process
+//! runs the always-ticking timer instead (the same report but for the
+//! event count, `lazy_equals_naive*` tests) and counts the events the
+//! lazy timer would have left out (`FifoPart::skipped`): the ticks and
+//! timer pops of an obuf the lazy timer would hold dormant. And every
+//! event is queued (no direct events, direct.rs), so that each wake-up of
+//! such an obuf is an event seen here; direct events consume their
+//! counter value either way, so the keys are the same.
+
+use std::sync::atomic::Ordering;
+
+use super::dispatch::Ev;
+use super::fabric::Fabric;
+use super::obuf::synced;
+use super::parallel::{Shared, FAILED, NO_EVENT};
+use super::queue::Entry;
+
+/// Bits of the insertion counter for the number of an event's children.
+const K_BITS: u32 = 10;
+
+/// A process's state in the FIFO order.
+pub(super) struct FifoPart {
+    /// global index of the first event of the running batch
+    base: u64,
+    /// the counter of global index 0 (past the initial events' counters)
+    start: u64,
+    /// events the lazy credit timer would not have run
+    pub(super) skipped: u64,
+    lazy_count: bool,
+    /// per port: the lazy timer would hold its obuf dormant
+    dorm: Vec<bool>,
+    /// the running batch, sorted by key, and each event's global rank in it
+    batch: Vec<Entry>,
+    ranks: Vec<u64>,
+}
+
+impl FifoPart {
+    pub(super) fn new(f: &Fabric, lazy_count: bool) -> FifoPart {
+        FifoPart {
+            base: 0,
+            start: (f.counter >> K_BITS) + 1,
+            skipped: 0,
+            lazy_count,
+            dorm: vec![false; f.ports.len()],
+            batch: Vec::new(),
+            ranks: Vec::new(),
+        }
+    }
+}
+
+/// The sum over `lists` of their lengths.
+fn total(sh: &Shared, par: usize) -> u64 {
+    (0..sh.n)
+        .map(|k| sh.lists[par][k].lock().unwrap().len() as u64)
+        .sum()
+}
+
+/// One worker's run of its processes to `limit` in the FIFO order (module
+/// doc; the protocol of `parallel::run_group` plus the published keys).
+pub(super) fn run_group_fifo(
+    group: &mut [(usize, &mut Fabric)],
+    sh: &Shared,
+    limit: u64,
+    count_rounds: bool,
+) -> (u64, u64) {
+    let n = sh.n;
+    let mut par = 0usize;
+    let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
+    let publish = |f: &mut Fabric, k: usize, par: usize| {
+        let next = if f.fatal.is_some() {
+            FAILED
+        } else {
+            f.heap_next_time().unwrap_or(NO_EVENT)
+        };
+        sh.next[par][k].store(next, Ordering::Relaxed);
+    };
+    let next_instant = |par: usize| {
+        let mut t = NO_EVENT;
+        for k in 0..n {
+            let v = sh.next[par][k].load(Ordering::Relaxed);
+            if v == FAILED {
+                return None;
+            }
+            t = t.min(v);
+        }
+        Some(t)
+    };
+    let wait = |rounds: &mut u64, waited: &mut u64| {
+        let w0 = std::time::Instant::now();
+        let r = sh.barrier.wait().is_ok();
+        *waited += w0.elapsed().as_nanos() as u64;
+        *rounds += 1;
+        r
+    };
+    for (k, f) in group.iter_mut() {
+        publish(f, *k, par);
+    }
+    if !wait(&mut rounds, &mut waited) {
+        return (0, 0);
+    }
+    let Some(mut t) = next_instant(par) else {
+        return (0, 0);
+    };
+    par ^= 1;
+    'run: while t <= limit {
+        // depth 0: the events queued ahead at t, published
+        for (k, f) in group.iter_mut() {
+            f.fifo_stage(t);
+            let keys = f.fifo_keys();
+            *sh.lists[par][*k].lock().unwrap() = keys;
+        }
+        if !wait(&mut rounds, &mut waited) {
+            break;
+        }
+        let mut size = total(sh, par);
+        for (_, f) in group.iter_mut() {
+            f.fifo_rank(sh, par);
+        }
+        par ^= 1;
+        let mut depth = 0;
+        loop {
+            for (me, f) in group.iter_mut() {
+                let me = *me;
+                f.fifo_run_batch(t, depth);
+                // the children of the batch, in key order: the next batch
+                let keys: Vec<u64> = f.nowq_keys();
+                *sh.lists[par][me].lock().unwrap() = keys;
+                f.par_extract();
+                let part = f.part.as_deref_mut().unwrap();
+                for (k, out) in part.out.iter_mut().enumerate() {
+                    if !out.is_empty() {
+                        sent += out.len() as u64;
+                        std::mem::swap(&mut *sh.mail[par][me * n + k].lock().unwrap(), out);
+                    }
+                }
+                publish(f, me, par);
+            }
+            if !wait(&mut rounds, &mut waited) {
+                break 'run;
+            }
+            for (me, f) in group.iter_mut() {
+                let me = *me;
+                for k in (0..n).filter(|&k| k != me) {
+                    let slot = &sh.mail[par][k * n + me];
+                    let mut v = std::mem::take(&mut *slot.lock().unwrap());
+                    for c in v.drain(..) {
+                        f.par_import(c);
+                    }
+                    *slot.lock().unwrap() = v;
+                }
+            }
+            let next_size = total(sh, par);
+            for (_, f) in group.iter_mut() {
+                let fp = f.part.as_deref_mut().unwrap().fifo.as_mut().unwrap();
+                fp.base += size;
+                f.fifo_take_nowq();
+                f.fifo_rank(sh, par);
+            }
+            let Some(next) = next_instant(par) else {
+                break 'run;
+            };
+            par ^= 1;
+            if next_size == 0 {
+                t = next;
+                break;
+            }
+            size = next_size;
+            depth += 1;
+        }
+    }
+    if count_rounds {
+        sh.rounds.store(rounds, Ordering::Relaxed);
+    }
+    (sent, waited)
+}
+
+impl Fabric {
+    fn fifo(&mut self) -> &mut FifoPart {
+        self.part.as_deref_mut().unwrap().fifo.as_mut().unwrap()
+    }
+
+    /// Take the events queued ahead at `t` as the next batch.
+    fn fifo_stage(&mut self, t: u64) {
+        let mut batch = std::mem::take(&mut self.fifo().batch);
+        batch.clear();
+        while let Some((_, seq, ev)) = self.heap.pop_at(t) {
+            batch.push(Entry { seq, ev });
+        }
+        self.fifo().batch = batch;
+    }
+
+    /// The keys of the staged batch, in order.
+    fn fifo_keys(&mut self) -> Vec<u64> {
+        self.fifo().batch.iter().map(|e| e.seq).collect()
+    }
+
+    /// The keys of the now-queue (the running batch's children, created
+    /// in key order).
+    fn nowq_keys(&mut self) -> Vec<u64> {
+        let mut v = Vec::with_capacity(self.nowq.len());
+        let mut tmp = Vec::with_capacity(self.nowq.len());
+        self.nowq.split_pending_into(&mut tmp, |_| false);
+        for e in &tmp {
+            v.push(e.seq);
+        }
+        for e in tmp {
+            self.nowq.push_back(e);
+        }
+        debug_assert!(v.is_sorted(), "children are created in key order");
+        v
+    }
+
+    /// The now-queue (own children and the mail) as the next batch.
+    fn fifo_take_nowq(&mut self) {
+        let mut batch = std::mem::take(&mut self.fifo().batch);
+        batch.clear();
+        self.nowq.split_pending_into(&mut batch, |_| false);
+        batch.sort_unstable_by_key(|e| e.seq);
+        self.fifo().batch = batch;
+    }
+
+    /// The global rank of each event of the batch among all processes'
+    /// published keys.
+    fn fifo_rank(&mut self, sh: &Shared, par: usize) {
+        let fp = self.fifo();
+        fp.ranks.clear();
+        fp.ranks.resize(fp.batch.len(), 0);
+        for k in 0..sh.n {
+            let list = sh.lists[par][k].lock().unwrap();
+            let mut j = 0;
+            for (i, e) in fp.batch.iter().enumerate() {
+                while j < list.len() && list[j] < e.seq {
+                    j += 1;
+                }
+                fp.ranks[i] += j as u64;
+            }
+        }
+    }
+
+    /// Run the batch: each event with the counter of its global index.
+    fn fifo_run_batch(&mut self, t: u64, depth: u32) {
+        self.part.as_deref_mut().unwrap().depth = depth;
+        let batch = std::mem::take(&mut self.fifo().batch);
+        for (i, e) in batch.iter().enumerate() {
+            if self.fatal.is_some() {
+                break;
+            }
+            if depth == 0 && !self.par_check_owner(t, &e.ev) {
+                break;
+            }
+            let fp = self.fifo();
+            let c0 = (fp.start + fp.base + fp.ranks[i]) << K_BITS;
+            if c0 >> (64 - super::queue::SEQ_SHIFT) != 0 {
+                self.fail("the parallel FIFO order's keys are exhausted (2^34 events)".into());
+                break;
+            }
+            if self.fifo().lazy_count {
+                self.fifo_lazy_count(t, &e.ev);
+            }
+            self.counter = c0;
+            self.dispatch(t, e.seq, e.ev);
+            if self.counter - c0 >= 1 << K_BITS {
+                self.fail(format!(
+                    "an event scheduled more than {} events (the parallel FIFO order's limit)",
+                    (1 << K_BITS) - 1
+                ));
+                break;
+            }
+        }
+        let mut batch = batch;
+        batch.clear();
+        self.fifo().batch = batch;
+        debug_assert!(!self.heap.has_at(t), "nothing is queued ahead at the instant itself");
+    }
+
+    /// Count what the lazy credit timer would not have run (module doc):
+    /// an obuf goes dormant at a tick that finds it idle, empty and with
+    /// its credits advertised; its later ticks and timer pops are left
+    /// out until a flit or a credit update wakes it.
+    fn fifo_lazy_count(&mut self, t: u64, ev: &Ev) {
+        let nvl = self.nvl;
+        let cred = self.tm.cred;
+        match *ev {
+            Ev::ObufTick { port } => {
+                let p = port as usize;
+                let dormant_now = self.fifo().dorm[p];
+                let ob = &self.ports[p].ob;
+                let goes_dormant = t / cred >= 1
+                    && !ob.pop_pending
+                    && ob.q.is_empty()
+                    && (ob.inside || synced(ob, nvl));
+                if dormant_now {
+                    self.fifo().skipped += 1;
+                } else if goes_dormant {
+                    self.fifo().dorm[p] = true;
+                }
+            }
+            Ev::ObufPopTimer { port } => {
+                if self.fifo().dorm[port as usize] {
+                    self.fifo().skipped += 1;
+                }
+            }
+            Ev::ObufFlit { port, .. } | Ev::ObufRxCred { port, .. } => {
+                self.fifo().dorm[port as usize] = false;
+            }
+            _ => {}
+        }
+    }
+}
