@@ -561,7 +561,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         )));
     }
     let params = params_from(a).map_err(u)?;
-    check_threads(a, &params).map_err(u)?;
+    check_threads(a).map_err(u)?;
     let spec = &a.fabric.topology;
     let topo = topology::open_with(spec, a.lfts.as_deref())
         .map_err(|e| UserError(anyhow::anyhow!(topology::open_error(spec, &e))))?;
@@ -658,8 +658,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             proc_params.lazy_credit_timer = false;
         }
         let build = |k: usize| -> std::result::Result<Fabric, UserError> {
-            let mut f =
-                Fabric::new(&topo, &proc_params).map_err(|e| u(anyhow::anyhow!("{e}")))?;
+            let mut f = Fabric::new(&topo, &proc_params).map_err(|e| u(anyhow::anyhow!("{e}")))?;
             for s in &specs {
                 apply_app_traffic(&mut f, &topo, s).map_err(|e| u(anyhow::anyhow!(e)))?;
             }
@@ -680,8 +679,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         for k in 1..a.threads {
             parts.push(build(k)?);
         }
-        let mut par = ibnet::engine::Parallel::with_lazy_count(parts, partition.owner.clone(), lazy_count)
-            .map_err(|e| u(anyhow::anyhow!("--threads {}: {e}", a.threads)))?;
+        let mut par =
+            ibnet::engine::Parallel::with_lazy_count(parts, partition.owner.clone(), lazy_count)
+                .map_err(|e| u(anyhow::anyhow!("--threads {}: {e}", a.threads)))?;
         eprintln!(
             "ibnet: {} logical processes on {} threads (at most one per core), nodes {}:",
             a.threads,
@@ -855,7 +855,7 @@ fn progress_bar(on: bool) -> Option<indicatif::ProgressBar> {
 }
 
 /// `--threads` against the rest of the command line.
-fn check_threads(a: &RunArgs, p: &Params) -> Result<()> {
+fn check_threads(a: &RunArgs) -> Result<()> {
     let n = a.threads;
     if n == 0 || n > ibnet::engine::MAX_THREADS {
         anyhow::bail!(

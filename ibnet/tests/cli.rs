@@ -329,10 +329,6 @@ fn threads_are_checked() {
         ibnet().args(&a).output().unwrap()
     };
     for (extra, want) in [
-        (
-            "--threads 2",
-            "needs the local event order (--set event_order=local)",
-        ),
         ("--threads 0", "--threads 0: expected 1 to 64"),
         ("--threads 65 --set event_order=local", "expected 1 to 64"),
         (

@@ -139,16 +139,16 @@ pub(super) enum Cross {
     Plain { seq: u64, ev: Ev },
 }
 
-/// A barrier that spins for a while, then sleeps (threads may outnumber
-/// the cores: a spinning waiter would then hold the core of the thread it
-/// waits for); a thread that panics poisons it, and every waiter then
-/// stops.
+/// A barrier that spins for a few microseconds, then yields its core for
+/// a while, then sleeps (other threads or programs may want the cores: a
+/// spinning waiter would hold the core of the thread it waits for); a
+/// thread that panics poisons it, and every waiter then stops.
 pub(super) struct SpinBarrier {
     n: usize,
     count: AtomicUsize,
     generation: AtomicUsize,
     poisoned: AtomicBool,
-    /// spins before sleeping
+    /// spins and yields before sleeping
     spins: u32,
     sleepers: AtomicUsize,
     lock: Mutex<()>,
@@ -156,6 +156,10 @@ pub(super) struct SpinBarrier {
 }
 
 pub(super) struct Poisoned;
+
+/// Spins of a barrier's waiter before it yields its core (a few
+/// microseconds: two threads with a core each meet within that).
+const YIELD_AFTER: u32 = 2000;
 
 impl SpinBarrier {
     fn new(n: usize) -> SpinBarrier {
@@ -165,9 +169,12 @@ impl SpinBarrier {
             count: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
             poisoned: AtomicBool::new(false),
-            // (about 20-50 us of spinning with a core each; a few hundred
-            // nanoseconds when the threads share cores)
-            spins: if n <= cores { 2_000_000 } else { 100 },
+            // (threads that share cores sleep almost at once)
+            spins: if n <= cores {
+                YIELD_AFTER + 100_000
+            } else {
+                100
+            },
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
@@ -185,11 +192,17 @@ impl SpinBarrier {
             }
             return Ok(());
         }
-        for _ in 0..self.spins {
+        for i in 0..self.spins {
             if self.generation.load(Ordering::Acquire) != g {
                 return Ok(());
             }
-            std::hint::spin_loop();
+            // (the partner may be waiting for this core: a busy machine,
+            // or other programs; spinning on would only delay it)
+            if i >= YIELD_AFTER {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
         }
         let mut l = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.sleepers.fetch_add(1, Ordering::SeqCst);

@@ -290,7 +290,10 @@ impl Fabric {
         let mut batch = batch;
         batch.clear();
         self.fifo().batch = batch;
-        debug_assert!(!self.heap.has_at(t), "nothing is queued ahead at the instant itself");
+        debug_assert!(
+            !self.heap.has_at(t),
+            "nothing is queued ahead at the instant itself"
+        );
     }
 
     /// Count what the lazy credit timer would not have run (module doc):
