@@ -302,13 +302,14 @@ struct RunArgs {
     #[arg(long, value_name = "SPEC")]
     traffic: Vec<String>,
     /// Run the fabric as N logical processes on up to N threads (at most
-    /// one per core). Needs the local event order (--set
-    /// event_order=local); the results are byte-identical to one thread
-    /// in that order, for every N. The nodes are split by switch groups
-    /// (pods of a fat tree, dragonfly groups, torus slabs), printed on
-    /// stderr. Not yet with closed-loop traffic, observation outputs,
-    /// several send queues, lossy links or the host model. See
-    /// docs/scaling.md.
+    /// one per core). The results are byte-identical to one thread, for
+    /// every N, in either event order (the reference's by default, or
+    /// --set event_order=local, which synchronises less). The nodes are
+    /// split by switch groups (pods of a fat tree, dragonfly groups, torus
+    /// slabs), printed on stderr, or as --partition gives them. Not yet
+    /// with closed-loop traffic, observation outputs, several send queues,
+    /// lossy links or the host model. Pays on networks whose instants hold
+    /// many events (hundreds of hosts); see docs/scaling.md 2.6.
     #[arg(
         long,
         value_name = "N",

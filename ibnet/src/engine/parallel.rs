@@ -1,8 +1,9 @@
 //! The fabric as several logical processes on several threads (`ibnet
-//! run --threads N`), in the local event order (`event_order = "local"`,
-//! order.rs): the same run as the sequential engine in that order, byte
-//! for byte, for any number of processes and threads and any partition of
-//! the nodes (docs/scaling.md, "The parallel engine").
+//! run --threads N`): the same run as the sequential engine, byte for
+//! byte, for any number of processes and threads and any partition of the
+//! nodes (docs/scaling.md 2.6). This file is the engine and the local
+//! event order's protocol (`event_order = "local"`, order.rs);
+//! `parallel_fifo.rs` is the protocol of the reference's FIFO order.
 //!
 //! # How
 //!

@@ -217,15 +217,7 @@ impl Fabric {
     /// The keys of the now-queue (the running batch's children, created
     /// in key order).
     fn nowq_keys(&mut self) -> Vec<u64> {
-        let mut v = Vec::with_capacity(self.nowq.len());
-        let mut tmp = Vec::with_capacity(self.nowq.len());
-        self.nowq.split_pending_into(&mut tmp, |_| false);
-        for e in &tmp {
-            v.push(e.seq);
-        }
-        for e in tmp {
-            self.nowq.push_back(e);
-        }
+        let v: Vec<u64> = self.nowq.pending().iter().map(|e| e.seq).collect();
         debug_assert!(v.is_sorted(), "children are created in key order");
         v
     }

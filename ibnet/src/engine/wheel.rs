@@ -486,6 +486,11 @@ impl<T: Copy> Fifo<T> {
         }
     }
 
+    /// The items not yet popped, in order.
+    pub fn pending(&self) -> &[T] {
+        &self.v[self.head..]
+    }
+
     /// Remove the items not yet popped for which `keep` is false, in
     /// order, into `out` (a parallel run's events for other threads).
     pub fn split_pending_into(&mut self, out: &mut Vec<T>, mut keep: impl FnMut(&T) -> bool) {
