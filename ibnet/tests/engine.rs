@@ -920,44 +920,58 @@ proptest::proptest! {
     }
 }
 
-/// The sequential run in the local order, untraced: its full report (with
-/// every message, numbered by the run) and its error.
-fn local_report(
+/// The sequential run in `order` ("fifo" or "local"), untraced: its
+/// full report (with every message, numbered by the run), its error, and
+/// whether its lazy credit timer was on.
+fn sequential_report(
     topo: &Topology,
     p: &Params,
     modes: &[(usize, TrafficMode)],
     until: u64,
-) -> (ibnet::Report, String) {
+    order: &str,
+) -> (ibnet::Report, String, bool) {
     let mut q = p.clone();
-    q.event_order = "local".into();
+    q.event_order = order.into();
     let mut f = Fabric::new(topo, &q).unwrap();
     start(&mut f, modes);
     f.run_until(Time(until));
-    (f.report_with(true), format!("{:?}", f.error()))
+    let lazy = f.lazy_credit_timer_active();
+    (f.report_with(true), format!("{:?}", f.error()), lazy)
 }
 
-/// The same run on `owner`'s threads (parallel.rs), in `steps` calls of
-/// `run_until`: the merged report and the error.
+/// The same run on `owner`'s processes (parallel.rs), built as `ibnet
+/// run --threads` builds them (in the FIFO order: the always-ticking
+/// timer, every event queued, the lazy timer's count when `lazy`), on
+/// `workers` threads, in `steps` calls of `run_until`: the merged report
+/// and the error.
+#[allow(clippy::too_many_arguments)]
 fn parallel_report(
     topo: &Topology,
     p: &Params,
     modes: &[(usize, TrafficMode)],
     until: u64,
+    order: &str,
+    lazy: bool,
     owner: Vec<u16>,
     steps: u64,
     workers: usize,
 ) -> (ibnet::Report, String, ibnet::engine::ParallelStats) {
     let mut q = p.clone();
-    q.event_order = "local".into();
+    q.event_order = order.into();
+    let fifo = order == "fifo";
+    if fifo {
+        q.lazy_credit_timer = false;
+    }
     let threads = *owner.iter().max().unwrap() as usize + 1;
     let parts = (0..threads)
         .map(|_| {
             let mut f = Fabric::new(topo, &q).unwrap();
+            f.set_direct_events(!fifo);
             start(&mut f, modes);
             f
         })
         .collect();
-    let mut par = ibnet::engine::Parallel::new(parts, owner).unwrap();
+    let mut par = ibnet::engine::Parallel::with_lazy_count(parts, owner, fifo && lazy).unwrap();
     par.set_workers(workers);
     for i in 1..=steps {
         par.run_until(Time(
@@ -978,45 +992,70 @@ fn start(f: &mut Fabric, modes: &[(usize, TrafficMode)]) {
     }
 }
 
-#[test]
-fn parallel_run_equals_the_sequential_local_order_on_a_fat_tree() {
-    // fattree:8 with every host streaming to the next, cut by switch
-    // groups into 1 to 4 threads, and in 3 calls of run_until
-    let t = builtin("fattree:8").unwrap();
+/// Every host of `t` streaming to the next one.
+fn to_the_next(t: &Topology) -> Vec<(usize, TrafficMode)> {
     let n = t.hcas().len();
-    let modes: Vec<_> = (0..n)
+    (0..n)
         .map(|h| {
             let lid = t.nodes[t.hcas()[(h + 1) % n]].lid().unwrap();
             (h, TrafficMode::SeqLoop(vec![lid]))
         })
-        .collect();
-    let mut p = Params::qdr();
-    p.msg_length = 4096;
-    let (want, e) = local_report(&t, &p, &modes, 20_000_000);
-    assert_eq!(e, "None");
-    assert!(
-        want.messages_completed > 10 * n as u64,
-        "{}",
-        want.messages_completed
-    );
-    let mut q = p.clone();
-    q.event_order = "local".into();
-    let f = Fabric::new(&t, &q).unwrap();
-    for threads in 1..=4 {
-        let part = f.partition(threads);
-        assert_eq!(part.sizes.len(), threads);
-        // whole leaf groups of 4 HCAs, as even as they go
-        assert!(
-            part.sizes
-                .iter()
-                .all(|s| s.1 % 4 == 0 && s.1.abs_diff(n / threads) <= 4),
-            "{part:?}"
-        );
-        let (got, e, stats) = parallel_report(&t, &p, &modes, 20_000_000, part.owner, 3, threads);
+        .collect()
+}
+
+#[test]
+fn parallel_run_equals_the_sequential_engine_on_fat_trees() {
+    // by switch groups into 1 to 4 processes, in 3 calls of run_until:
+    // fattree:8 in the local order, fattree:4 (cross ties at its
+    // switches, where the orders differ) in the reference's
+    for (topo, order, until) in [
+        ("fattree:8", "local", 20_000_000),
+        ("fattree:4", "fifo", 30_000_000),
+    ] {
+        let t = builtin(topo).unwrap();
+        let n = t.hcas().len();
+        let modes = to_the_next(&t);
+        let mut p = Params::qdr();
+        p.msg_length = 4096;
+        let (want, e, lazy) = sequential_report(&t, &p, &modes, until, order);
         assert_eq!(e, "None");
-        assert!(got == want, "{threads} threads: the report differs");
-        assert!(threads == 1 || stats.crossings > 0);
-        assert!(stats.rounds > 1000);
+        assert!(lazy);
+        assert!(
+            want.messages_completed > 10 * n as u64,
+            "{}",
+            want.messages_completed
+        );
+        let f = Fabric::new(&t, &p).unwrap();
+        for threads in 1..=4 {
+            let part = f.partition(threads);
+            assert_eq!(part.sizes.len(), threads);
+            // whole leaf groups, as even as they go
+            let group = if topo == "fattree:8" { 4 } else { 2 };
+            assert!(
+                part.sizes
+                    .iter()
+                    .all(|s| s.1 % group == 0 && s.1.abs_diff(n / threads) <= group),
+                "{part:?}"
+            );
+            let (got, e, stats) = parallel_report(
+                &t,
+                &p,
+                &modes,
+                until,
+                order,
+                lazy,
+                part.owner,
+                3,
+                threads.min(2),
+            );
+            assert_eq!(e, "None");
+            assert!(
+                got == want,
+                "{topo} {order}, {threads} processes: the report differs"
+            );
+            assert!(threads == 1 || stats.crossings > 0);
+            assert!(stats.rounds > 1000);
+        }
     }
 }
 
@@ -1046,16 +1085,18 @@ fn parallel_run_refuses_what_it_cannot_run() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
 
-    /// A parallel run of 1 to 4 logical processes on 1 to 4 threads, with
+    /// A parallel run of 1 to 4 logical processes on 1 or 2 threads, with
     /// the nodes dealt to the processes at random (any partition, not
-    /// only switch groups) and the run cut into several calls, gives the sequential run's report in
-    /// the local order byte for byte: every statistic, counter and
-    /// message, numbered alike.
+    /// only switch groups) and the run cut into several calls, gives the
+    /// sequential run's report byte for byte, in either order: every
+    /// statistic, counter (events processed included) and message,
+    /// numbered alike.
     #[test]
-    fn parallel_run_equals_the_sequential_local_order_random(
+    fn parallel_run_equals_the_sequential_engine_random(
         case in cases(),
+        fifo in proptest::bool::ANY,
         threads in 1usize..5,
         seed in proptest::num::u64::ANY,
         steps in 1u64..4,
@@ -1063,7 +1104,8 @@ proptest::proptest! {
     ) {
         let (t, p, modes) = case.build();
         let until = 40_000_000;
-        let (want, ea) = local_report(&t, &p, &modes, until);
+        let order = if fifo { "fifo" } else { "local" };
+        let (want, ea, lazy) = sequential_report(&t, &p, &modes, until, order);
         let mut s = seed;
         let owner: Vec<u16> = (0..t.nodes.len())
             .map(|i| {
@@ -1071,116 +1113,10 @@ proptest::proptest! {
                 if i == 0 { threads as u16 - 1 } else { ((s >> 33) % threads as u64) as u16 }
             })
             .collect();
-        let (got, eb, _) = parallel_report(&t, &p, &modes, until, owner, steps, workers);
-        // (a model error stops each thread at its instant; which node's
-        // is named and what other threads did at it may differ)
+        let (got, eb, _) = parallel_report(&t, &p, &modes, until, order, lazy, owner, steps, workers);
+        // (a model error stops each process at its instant; which node's
+        // is named and what other processes did at it may differ)
         proptest::prop_assert_eq!(error_instant(&ea), error_instant(&eb));
-        proptest::prop_assert!(ea != "None" || got == want, "reports differ");
-    }
-}
-
-/// The sequential run in the reference's FIFO order: its full report,
-/// its error, and whether its lazy credit timer was on.
-fn fifo_report(
-    topo: &Topology,
-    p: &Params,
-    modes: &[(usize, TrafficMode)],
-    until: u64,
-) -> (ibnet::Report, String, bool) {
-    let mut f = Fabric::new(topo, p).unwrap();
-    start(&mut f, modes);
-    f.run_until(Time(until));
-    let lazy = f.lazy_credit_timer_active();
-    (f.report_with(true), format!("{:?}", f.error()), lazy)
-}
-
-/// The same run in the FIFO order on `owner`'s processes: each runs the
-/// always-ticking timer with every event queued, and the run counts its
-/// events as the lazy timer would when `lazy`.
-fn parallel_fifo_report(
-    topo: &Topology,
-    p: &Params,
-    modes: &[(usize, TrafficMode)],
-    until: u64,
-    owner: Vec<u16>,
-    steps: u64,
-    workers: usize,
-    lazy: bool,
-) -> (ibnet::Report, String) {
-    let mut q = p.clone();
-    q.lazy_credit_timer = false;
-    let threads = *owner.iter().max().unwrap() as usize + 1;
-    let parts = (0..threads)
-        .map(|_| {
-            let mut f = Fabric::new(topo, &q).unwrap();
-            f.set_direct_events(false);
-            start(&mut f, modes);
-            f
-        })
-        .collect();
-    let mut par = ibnet::engine::Parallel::with_lazy_count(parts, owner, lazy).unwrap();
-    par.set_workers(workers);
-    for i in 1..=steps {
-        par.run_until(Time(
-            until / steps * i + if i == steps { until % steps } else { 0 },
-        ));
-    }
-    let err = format!("{:?}", par.error());
-    (par.into_fabric().report_with(true), err)
-}
-
-#[test]
-fn parallel_run_in_the_fifo_order_equals_the_sequential_engine_at_cross_ties() {
-    // fattree:4, every host streaming to the next: cross ties at the
-    // switches, where the local order takes events in another order
-    let t = builtin("fattree:4").unwrap();
-    let n = t.hcas().len();
-    let modes: Vec<_> = (0..n)
-        .map(|h| {
-            let lid = t.nodes[t.hcas()[(h + 1) % n]].lid().unwrap();
-            (h, TrafficMode::SeqLoop(vec![lid]))
-        })
-        .collect();
-    let p = Params::qdr();
-    let (want, e, lazy) = fifo_report(&t, &p, &modes, 30_000_000);
-    assert_eq!(e, "None");
-    assert!(lazy);
-    let f = Fabric::new(&t, &p).unwrap();
-    for threads in 1..=4 {
-        let owner = f.partition(threads).owner;
-        let (got, e) = parallel_fifo_report(&t, &p, &modes, 30_000_000, owner, 2, 2, lazy);
-        assert_eq!(e, "None");
-        assert!(got == want, "{threads} processes: the report differs");
-    }
-}
-
-proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..Default::default() })]
-
-    /// In the reference's FIFO order, a parallel run of 1 to 4 processes
-    /// with the nodes dealt at random gives the sequential engine's report
-    /// byte for byte, events processed included (counted as the lazy
-    /// credit timer counts them).
-    #[test]
-    fn parallel_run_in_the_fifo_order_equals_the_sequential_engine_random(
-        case in cases(),
-        threads in 1usize..5,
-        seed in proptest::num::u64::ANY,
-        steps in 1u64..4,
-        workers in 1usize..3,
-    ) {
-        let (t, p, modes) = case.build();
-        let until = 40_000_000;
-        let (want, ea, lazy) = fifo_report(&t, &p, &modes, until);
-        let mut s = seed;
-        let owner: Vec<u16> = (0..t.nodes.len())
-            .map(|i| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                if i == 0 { threads as u16 - 1 } else { ((s >> 33) % threads as u64) as u16 }
-            })
-            .collect();
-        let (got, eb) = parallel_fifo_report(&t, &p, &modes, until, owner, steps, workers, lazy);
-        proptest::prop_assert_eq!(error_instant(&ea), error_instant(&eb));
-        proptest::prop_assert!(ea != "None" || got == want, "reports differ");
+        proptest::prop_assert!(ea != "None" || got == want, "{} order: reports differ", order);
     }
 }

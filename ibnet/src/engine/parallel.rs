@@ -570,49 +570,88 @@ impl Parallel {
     }
 }
 
-/// One worker's run of its logical processes to `limit` (module doc):
-/// the events they sent to other processes, and the nanoseconds the
-/// worker waited at barriers.
-fn run_group(
-    group: &mut [(usize, &mut Fabric)],
-    sh: &Shared,
-    limit: u64,
-    count_rounds: bool,
-) -> (u64, u64) {
-    let n = sh.n;
-    let mut par = 0usize;
-    let mut sent = 0u64;
-    let mut rounds = 0u64;
-    let mut waited = 0u64;
-    // the first instant; after it, each generation's barrier also carries
-    // every process's next time, for when the instant ends
-    let publish = |f: &mut Fabric, k: usize, par: usize| {
+impl Shared {
+    /// Publish process `k`'s next event time queued ahead (or its failure)
+    /// in the words of parity `par`.
+    pub(super) fn publish_next(&self, f: &mut Fabric, k: usize, par: usize) {
         let next = if f.fatal.is_some() {
             FAILED
         } else {
             f.heap_next_time().unwrap_or(NO_EVENT)
         };
-        sh.next[par][k].store(next, Ordering::Relaxed);
-    };
-    let next_instant = |par: usize| {
+        self.next[par][k].store(next, Ordering::Relaxed);
+    }
+
+    /// The smallest published time; None if a process failed.
+    pub(super) fn next_instant(&self, par: usize) -> Option<u64> {
         let mut t = NO_EVENT;
-        for k in 0..n {
-            let v = sh.next[par][k].load(Ordering::Relaxed);
+        for k in 0..self.n {
+            let v = self.next[par][k].load(Ordering::Relaxed);
             if v == FAILED {
                 return None;
             }
             t = t.min(v);
         }
         Some(t)
-    };
-    for (k, f) in group.iter_mut() {
-        publish(f, *k, par);
     }
-    if sh.barrier.wait().is_err() {
+
+    /// Wait at the barrier, counting the round and the wall time waited;
+    /// false if another thread panicked.
+    pub(super) fn wait(&self, rounds: &mut u64, waited: &mut u64) -> bool {
+        let w0 = std::time::Instant::now();
+        let ok = self.barrier.wait().is_ok();
+        *waited += w0.elapsed().as_nanos() as u64;
+        *rounds += 1;
+        ok
+    }
+
+    /// Hand process `me`'s outboxes to the mailboxes of parity `par`: the
+    /// events sent.
+    pub(super) fn post(&self, f: &mut Fabric, me: usize, par: usize) -> u64 {
+        let mut sent = 0;
+        let part = f.part.as_deref_mut().unwrap();
+        for (k, out) in part.out.iter_mut().enumerate() {
+            if !out.is_empty() {
+                sent += out.len() as u64;
+                std::mem::swap(&mut *self.mail[par][me * self.n + k].lock().unwrap(), out);
+            }
+        }
+        sent
+    }
+
+    /// Take process `me`'s mail of parity `par` into its next batch.
+    pub(super) fn collect(&self, f: &mut Fabric, me: usize, par: usize) {
+        for k in (0..self.n).filter(|&k| k != me) {
+            let slot = &self.mail[par][k * self.n + me];
+            let mut v = std::mem::take(&mut *slot.lock().unwrap());
+            for c in v.drain(..) {
+                f.par_import(c);
+            }
+            *slot.lock().unwrap() = v;
+        }
+    }
+}
+
+/// One worker's run of its logical processes to `limit` in the local
+/// order (module doc): the events they sent to other processes, and the
+/// nanoseconds the worker waited at barriers.
+fn run_group(
+    group: &mut [(usize, &mut Fabric)],
+    sh: &Shared,
+    limit: u64,
+    count_rounds: bool,
+) -> (u64, u64) {
+    let mut par = 0usize;
+    let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
+    // the first instant; after it, each generation's barrier also carries
+    // every process's next time, for when the instant ends
+    for (k, f) in group.iter_mut() {
+        sh.publish_next(f, *k, par);
+    }
+    if !sh.wait(&mut rounds, &mut waited) {
         return (0, 0);
     }
-    rounds += 1;
-    let Some(mut t) = next_instant(par) else {
+    let Some(mut t) = sh.next_instant(par) else {
         return (0, 0);
     };
     par ^= 1;
@@ -620,39 +659,21 @@ fn run_group(
         let mut depth = 0;
         loop {
             for (me, f) in group.iter_mut() {
-                let me = *me;
                 f.par_batch(t, depth);
-                let mut more = f.par_extract();
-                let part = f.part.as_deref_mut().unwrap();
-                for (k, out) in part.out.iter_mut().enumerate() {
-                    if !out.is_empty() {
-                        more = true;
-                        sent += out.len() as u64;
-                        std::mem::swap(&mut *sh.mail[par][me * n + k].lock().unwrap(), out);
-                    }
-                }
-                sh.more[par][me].store(more, Ordering::Relaxed);
-                publish(f, me, par);
+                let kept = f.par_extract();
+                let n = sh.post(f, *me, par);
+                sent += n;
+                sh.more[par][*me].store(kept || n > 0, Ordering::Relaxed);
+                sh.publish_next(f, *me, par);
             }
-            let w0 = std::time::Instant::now();
-            if sh.barrier.wait().is_err() {
+            if !sh.wait(&mut rounds, &mut waited) {
                 break 'run;
             }
-            waited += w0.elapsed().as_nanos() as u64;
-            rounds += 1;
             for (me, f) in group.iter_mut() {
-                let me = *me;
-                for k in (0..n).filter(|&k| k != me) {
-                    let slot = &sh.mail[par][k * n + me];
-                    let mut v = std::mem::take(&mut *slot.lock().unwrap());
-                    for c in v.drain(..) {
-                        f.par_import(c);
-                    }
-                    *slot.lock().unwrap() = v;
-                }
+                sh.collect(f, *me, par);
             }
-            let any = (0..n).any(|k| sh.more[par][k].load(Ordering::Relaxed));
-            let Some(next) = next_instant(par) else {
+            let any = (0..sh.n).any(|k| sh.more[par][k].load(Ordering::Relaxed));
+            let Some(next) = sh.next_instant(par) else {
                 break 'run;
             };
             par ^= 1;

@@ -32,7 +32,7 @@ use std::sync::atomic::Ordering;
 use super::dispatch::Ev;
 use super::fabric::Fabric;
 use super::obuf::synced;
-use super::parallel::{Shared, FAILED, NO_EVENT};
+use super::parallel::Shared;
 use super::queue::Entry;
 
 /// Bits of the insertion counter for the number of an event's children.
@@ -83,42 +83,15 @@ pub(super) fn run_group_fifo(
     limit: u64,
     count_rounds: bool,
 ) -> (u64, u64) {
-    let n = sh.n;
     let mut par = 0usize;
     let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
-    let publish = |f: &mut Fabric, k: usize, par: usize| {
-        let next = if f.fatal.is_some() {
-            FAILED
-        } else {
-            f.heap_next_time().unwrap_or(NO_EVENT)
-        };
-        sh.next[par][k].store(next, Ordering::Relaxed);
-    };
-    let next_instant = |par: usize| {
-        let mut t = NO_EVENT;
-        for k in 0..n {
-            let v = sh.next[par][k].load(Ordering::Relaxed);
-            if v == FAILED {
-                return None;
-            }
-            t = t.min(v);
-        }
-        Some(t)
-    };
-    let wait = |rounds: &mut u64, waited: &mut u64| {
-        let w0 = std::time::Instant::now();
-        let r = sh.barrier.wait().is_ok();
-        *waited += w0.elapsed().as_nanos() as u64;
-        *rounds += 1;
-        r
-    };
     for (k, f) in group.iter_mut() {
-        publish(f, *k, par);
+        sh.publish_next(f, *k, par);
     }
-    if !wait(&mut rounds, &mut waited) {
+    if !sh.wait(&mut rounds, &mut waited) {
         return (0, 0);
     }
-    let Some(mut t) = next_instant(par) else {
+    let Some(mut t) = sh.next_instant(par) else {
         return (0, 0);
     };
     par ^= 1;
@@ -129,7 +102,7 @@ pub(super) fn run_group_fifo(
             let keys = f.fifo_keys();
             *sh.lists[par][*k].lock().unwrap() = keys;
         }
-        if !wait(&mut rounds, &mut waited) {
+        if !sh.wait(&mut rounds, &mut waited) {
             break;
         }
         let mut size = total(sh, par);
@@ -140,43 +113,27 @@ pub(super) fn run_group_fifo(
         let mut depth = 0;
         loop {
             for (me, f) in group.iter_mut() {
-                let me = *me;
                 f.fifo_run_batch(t, depth);
                 // the children of the batch, in key order: the next batch
                 let keys: Vec<u64> = f.nowq_keys();
-                *sh.lists[par][me].lock().unwrap() = keys;
+                *sh.lists[par][*me].lock().unwrap() = keys;
                 f.par_extract();
-                let part = f.part.as_deref_mut().unwrap();
-                for (k, out) in part.out.iter_mut().enumerate() {
-                    if !out.is_empty() {
-                        sent += out.len() as u64;
-                        std::mem::swap(&mut *sh.mail[par][me * n + k].lock().unwrap(), out);
-                    }
-                }
-                publish(f, me, par);
+                sent += sh.post(f, *me, par);
+                sh.publish_next(f, *me, par);
             }
-            if !wait(&mut rounds, &mut waited) {
+            if !sh.wait(&mut rounds, &mut waited) {
                 break 'run;
             }
             for (me, f) in group.iter_mut() {
-                let me = *me;
-                for k in (0..n).filter(|&k| k != me) {
-                    let slot = &sh.mail[par][k * n + me];
-                    let mut v = std::mem::take(&mut *slot.lock().unwrap());
-                    for c in v.drain(..) {
-                        f.par_import(c);
-                    }
-                    *slot.lock().unwrap() = v;
-                }
+                sh.collect(f, *me, par);
             }
             let next_size = total(sh, par);
             for (_, f) in group.iter_mut() {
-                let fp = f.part.as_deref_mut().unwrap().fifo.as_mut().unwrap();
-                fp.base += size;
+                f.fifo().base += size;
                 f.fifo_take_nowq();
                 f.fifo_rank(sh, par);
             }
-            let Some(next) = next_instant(par) else {
+            let Some(next) = sh.next_instant(par) else {
                 break 'run;
             };
             par ^= 1;
