@@ -308,8 +308,10 @@ struct RunArgs {
     /// split by switch groups (pods of a fat tree, dragonfly groups, torus
     /// slabs), printed on stderr, or as --partition gives them. Not yet
     /// with closed-loop traffic, observation outputs, several send queues,
-    /// lossy links or the host model. Pays on networks whose instants hold
-    /// many events (hundreds of hosts); see docs/scaling.md 2.6.
+    /// lossy links or the host model. Whether it is faster depends on the
+    /// network, the order and the cores (on 2 cores the local order gains
+    /// up to 1.4-1.7x on hundreds of hosts, the reference order does not):
+    /// docs/scaling.md 2.6 and 2.7 have the measurements.
     #[arg(
         long,
         value_name = "N",
