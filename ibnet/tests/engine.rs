@@ -825,13 +825,7 @@ fn local_order_differs_from_fifo_at_cross_ties_and_is_deterministic() {
     // switches, and the local order takes same-instant arrivals by node
     // number instead of by the global insertion counter
     let t = builtin("fattree:4").unwrap();
-    let n = t.hcas().len();
-    let modes: Vec<_> = (0..n)
-        .map(|h| {
-            let lid = t.nodes[t.hcas()[(h + 1) % n]].lid().unwrap();
-            (h, TrafficMode::SeqLoop(vec![lid]))
-        })
-        .collect();
+    let modes = to_the_next(&t);
     let (ta, _, _) = trace_run(&t, &Params::qdr(), &modes, 30_000_000, true);
     let (tb, rb, eb) = local_run(&t, &Params::qdr(), &modes, 30_000_000, None);
     let (tc, rc, _) = local_run(&t, &Params::qdr(), &modes, 30_000_000, None);

@@ -86,6 +86,14 @@ impl Obuf {
     }
 }
 
+/// A credit tick (after the first period) that finds the obuf like this
+/// lets the lazy timer put it to sleep: nothing to send, no pop pending,
+/// and its credits advertised (or a packet in progress, which sends no FC
+/// packet anyway).
+pub(super) fn may_sleep(ob: &Obuf, nvl: usize) -> bool {
+    !ob.pop_pending && ob.q.is_empty() && (ob.inside || synced(ob, nvl))
+}
+
 pub(super) fn synced(ob: &Obuf, nvl: usize) -> bool {
     (0..nvl).all(|v| ob.vl[v].fctbs == ob.vl[v].sent_fctbs && ob.vl[v].fccl == ob.vl[v].sent_fccl)
 }
@@ -153,7 +161,7 @@ impl Fabric {
         let ob = &mut self.ports[pi].ob;
         ob.fc_vl = 0;
         ob.last_tick = now;
-        if virt && !ob.pop_pending && ob.q.is_empty() && (ob.inside || synced(ob, self.nvl)) {
+        if virt && may_sleep(ob, self.nvl) {
             ob.dormant = true;
             ob.qdepth.add(0);
             return;

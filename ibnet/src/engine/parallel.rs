@@ -595,6 +595,24 @@ impl Shared {
         Some(t)
     }
 
+    /// The first instant of a run (in the barrier words of parity 0): the
+    /// smallest next event time of all processes; None if one failed or
+    /// another thread panicked.
+    pub(super) fn first_instant(
+        &self,
+        group: &mut [(usize, &mut Fabric)],
+        rounds: &mut u64,
+        waited: &mut u64,
+    ) -> Option<u64> {
+        for (k, f) in group.iter_mut() {
+            self.publish_next(f, *k, 0);
+        }
+        if !self.wait(rounds, waited) {
+            return None;
+        }
+        self.next_instant(0)
+    }
+
     /// Wait at the barrier, counting the round and the wall time waited;
     /// false if another thread panicked.
     pub(super) fn wait(&self, rounds: &mut u64, waited: &mut u64) -> bool {
@@ -645,13 +663,7 @@ fn run_group(
     let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
     // the first instant; after it, each generation's barrier also carries
     // every process's next time, for when the instant ends
-    for (k, f) in group.iter_mut() {
-        sh.publish_next(f, *k, par);
-    }
-    if !sh.wait(&mut rounds, &mut waited) {
-        return (0, 0);
-    }
-    let Some(mut t) = sh.next_instant(par) else {
+    let Some(mut t) = sh.first_instant(group, &mut rounds, &mut waited) else {
         return (0, 0);
     };
     par ^= 1;

@@ -31,7 +31,7 @@ use std::sync::atomic::Ordering;
 
 use super::dispatch::Ev;
 use super::fabric::Fabric;
-use super::obuf::synced;
+use super::obuf::may_sleep;
 use super::parallel::Shared;
 use super::queue::Entry;
 
@@ -85,13 +85,7 @@ pub(super) fn run_group_fifo(
 ) -> (u64, u64) {
     let mut par = 0usize;
     let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
-    for (k, f) in group.iter_mut() {
-        sh.publish_next(f, *k, par);
-    }
-    if !sh.wait(&mut rounds, &mut waited) {
-        return (0, 0);
-    }
-    let Some(mut t) = sh.next_instant(par) else {
+    let Some(mut t) = sh.first_instant(group, &mut rounds, &mut waited) else {
         return (0, 0);
     };
     par ^= 1;
@@ -256,11 +250,8 @@ impl Fabric {
             Ev::ObufTick { port } => {
                 let p = port as usize;
                 let dormant_now = self.fifo().dorm[p];
-                let ob = &self.ports[p].ob;
-                let goes_dormant = t / cred >= 1
-                    && !ob.pop_pending
-                    && ob.q.is_empty()
-                    && (ob.inside || synced(ob, nvl));
+                // (the test of `obuf_tick`, obuf.rs)
+                let goes_dormant = t / cred >= 1 && may_sleep(&self.ports[p].ob, nvl);
                 if dormant_now {
                     self.fifo().skipped += 1;
                 } else if goes_dormant {
