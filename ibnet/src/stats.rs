@@ -4,7 +4,7 @@ use serde::Serialize;
 
 /// count/mean/stddev/min/max/sum/sum-of-squares of integer samples (ps or
 /// counts), accumulated exactly.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stat {
     pub n: u64,
     pub sum: u128,

@@ -977,6 +977,118 @@ fn parallel_report(
     (par.into_fabric().report_with(true), err, stats)
 }
 
+/// Processes in several programs, here threads joined by memory: what
+/// MPI does for `ibnet run --distributed` (engine/distributed.rs).
+struct MemNet {
+    n: usize,
+    /// (from, to) at `from * n + to`
+    slots: Vec<std::sync::Mutex<Vec<u8>>>,
+    barrier: std::sync::Barrier,
+}
+
+struct MemEnd {
+    net: std::sync::Arc<MemNet>,
+    me: usize,
+}
+
+impl ibnet::engine::Transport for MemEnd {
+    fn rank(&self) -> usize {
+        self.me
+    }
+    fn size(&self) -> usize {
+        self.net.n
+    }
+    fn exchange(&mut self, out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String> {
+        let (n, me) = (self.net.n, self.me);
+        assert_eq!(out.len(), n);
+        assert!(out[me].is_empty());
+        for (k, b) in out.into_iter().enumerate() {
+            *self.net.slots[me * n + k].lock().unwrap() = b;
+        }
+        self.net.barrier.wait();
+        let got = (0..n)
+            .map(|k| std::mem::take(&mut *self.net.slots[k * n + me].lock().unwrap()))
+            .collect();
+        self.net.barrier.wait();
+        Ok(got)
+    }
+    fn gather(&mut self, mine: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, String> {
+        let n = self.net.n;
+        *self.net.slots[self.me * n].lock().unwrap() = mine;
+        self.net.barrier.wait();
+        let all = (self.me == 0).then(|| {
+            (0..n)
+                .map(|k| std::mem::take(&mut *self.net.slots[k * n].lock().unwrap()))
+                .collect()
+        });
+        self.net.barrier.wait();
+        Ok(all)
+    }
+}
+
+/// The same run as [`parallel_report`], each process in a program of its
+/// own (a thread with its own fabric) exchanging bytes
+/// (engine/distributed.rs): process 0's merged report and error, and
+/// every process's events as of the last round.
+fn distributed_report(
+    topo: &Topology,
+    p: &Params,
+    modes: &[(usize, TrafficMode)],
+    until: u64,
+    order: &str,
+    lazy: bool,
+    owner: Vec<u16>,
+    steps: u64,
+) -> (ibnet::Report, String, u64) {
+    let mut q = p.clone();
+    q.event_order = order.into();
+    let fifo = order == "fifo";
+    if fifo {
+        q.lazy_credit_timer = false;
+    }
+    let n = *owner.iter().max().unwrap() as usize + 1;
+    let net = std::sync::Arc::new(MemNet {
+        n,
+        slots: (0..n * n).map(|_| std::sync::Mutex::new(Vec::new())).collect(),
+        barrier: std::sync::Barrier::new(n),
+    });
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|me| {
+                let (net, owner, q) = (net.clone(), owner.clone(), q.clone());
+                s.spawn(move || {
+                    let mut f = Fabric::new(topo, &q).unwrap();
+                    f.set_direct_events(!fifo);
+                    start(&mut f, modes);
+                    let end = MemEnd { net, me };
+                    let mut d =
+                        ibnet::engine::Distributed::new(f, owner, fifo && lazy, end).unwrap();
+                    for i in 1..=steps {
+                        d.run_until(Time(
+                            until / steps * i + if i == steps { until % steps } else { 0 },
+                        ));
+                        if d.stopped() {
+                            break;
+                        }
+                    }
+                    assert_eq!(d.transport_error(), None);
+                    let events = d.events_processed();
+                    d.finish().unwrap().map(|(f, _)| {
+                        (
+                            f.report_with(true),
+                            format!("{:?}", f.error()),
+                            events,
+                        )
+                    })
+                })
+            })
+            .collect();
+        let mut results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(results[1..].iter().all(|r| r.is_none()));
+        results.swap_remove(0).expect("process 0 merges")
+    })
+}
+
 fn start(f: &mut Fabric, modes: &[(usize, TrafficMode)]) {
     for h in 0..f.num_hcas() {
         f.set_traffic(h, TrafficMode::Silent).unwrap();
@@ -1086,7 +1198,9 @@ proptest::proptest! {
     /// only switch groups) and the run cut into several calls, gives the
     /// sequential run's report byte for byte, in either order: every
     /// statistic, counter (events processed included) and message,
-    /// numbered alike.
+    /// numbered alike. With `programs`, each process is a program of its
+    /// own that exchanges bytes with the others (what MPI ranks do,
+    /// distributed.rs), here over memory.
     #[test]
     fn parallel_run_equals_the_sequential_engine_random(
         case in cases(),
@@ -1095,6 +1209,7 @@ proptest::proptest! {
         seed in proptest::num::u64::ANY,
         steps in 1u64..4,
         workers in 1usize..3,
+        programs in proptest::bool::ANY,
     ) {
         let (t, p, modes) = case.build();
         let until = 40_000_000;
@@ -1107,7 +1222,17 @@ proptest::proptest! {
                 if i == 0 { threads as u16 - 1 } else { ((s >> 33) % threads as u64) as u16 }
             })
             .collect();
-        let (got, eb, _) = parallel_report(&t, &p, &modes, until, order, lazy, owner, steps, workers);
+        let (got, eb) = if programs {
+            let (got, eb, events) =
+                distributed_report(&t, &p, &modes, until, order, lazy, owner, steps);
+            // (every process's count as of the last round: all of them)
+            proptest::prop_assert!(eb != "None" || events == got.events_processed);
+            (got, eb)
+        } else {
+            let (got, eb, _) =
+                parallel_report(&t, &p, &modes, until, order, lazy, owner, steps, workers);
+            (got, eb)
+        };
         // (a model error stops each process at its instant; which node's
         // is named and what other processes did at it may differ)
         proptest::prop_assert_eq!(error_instant(&ea), error_instant(&eb));

@@ -16,7 +16,7 @@ use crate::Time;
 pub type MsgId = u64;
 
 /// Standalone destination modes of the reference app (sec. 5.1).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum TrafficMode {
     /// `param` mode with dstLid = 0: the app never sends.
     Silent,
@@ -30,7 +30,7 @@ pub enum TrafficMode {
     SeqRand(Vec<u16>),
 }
 
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(super) struct Msg {
     pub(super) src: u32,
     pub(super) dst_hca: u32,
@@ -72,7 +72,7 @@ impl Msg {
 /// Where a sender stands in a message (the generator, a send queue, a
 /// retransmission): flit `sn` of packet `pkt`, and that packet's flit
 /// count and the bytes of its last flit.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct PktPos {
     pub(super) pkt: u32,
     pub(super) sn: u16,
@@ -129,7 +129,7 @@ impl PktPos {
     }
 }
 
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct App {
     pub(super) mode: Option<TrafficMode>,
     pub(super) pos: usize,

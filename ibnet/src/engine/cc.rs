@@ -11,6 +11,7 @@ use super::dispatch::Ev;
 use super::fabric::{Fabric, NONE};
 use super::flits::{FId, F_BECN, F_CNP, F_NOSW};
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Cc {
     /// CCT index per flow key (destination LID, or 0 = the whole app)
     pub(super) ccti: HashMap<u16, u32>,

@@ -38,7 +38,7 @@
 use super::fabric::{Fabric, MAX_TIME_PS};
 use super::flits::FId;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Ev {
     AppStart {
         h: u32,
@@ -159,7 +159,7 @@ const _: () = assert!(std::mem::size_of::<Ev>() == 16);
 /// Where an event runs: a port (its obuf, ibuf or arbiter), an HCA (its
 /// app, generator, sink or congestion control), or, for the host model's
 /// landing of a message, that message's destination HCA.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Site {
     Port(u32),
     Hca(u32),

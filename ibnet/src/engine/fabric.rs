@@ -32,7 +32,7 @@ use crate::params::{Params, Timing};
 use crate::Time;
 
 /// Errors at run time (API misuse or a fatal model condition).
-#[derive(Debug, Error, Clone, PartialEq)]
+#[derive(Debug, Error, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum FabricError {
     #[error("inject at {at} ps is before the fabric's current time {now} ps")]
     InPast { at: u64, now: u64 },
@@ -78,6 +78,7 @@ pub(super) const NS: u64 = 1000;
 
 /// An HCA's own components (its port's obuf, ibuf and arbiter are in
 /// `Fabric::ports[port]`).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Hca {
     /// topology node index
     pub(super) node: u32,
@@ -104,6 +105,7 @@ pub(super) struct Hca {
 /// 44.9 M -> 42.4 M simulated L1 data misses). Aligning the ibuf and the
 /// arbiter on lines of their own as well made it worse (44.8 M).
 #[repr(C, align(64))]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Port {
     /// topology node index
     pub(super) node: u32,

@@ -32,7 +32,7 @@ pub(super) const F_RTX: u8 = 128;
 /// bit means anything) the BECN bit marks a retransmission-timeout probe.
 pub(super) const F_PROBE: u8 = F_BECN;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Flit {
     pub(super) msg: u32,
     pub(super) pkt: u32,
@@ -107,7 +107,7 @@ impl Fabric {
 /// Why not `VecDeque`: the compiler kept its `push_back` and `pop_front`
 /// out of line (a call each on ~3 M flit moves per 200 us of OneHot);
 /// these are small enough to inline everywhere.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct FIdQueue {
     /// capacity 0 or a power of two
     buf: Vec<FId>,

@@ -14,6 +14,7 @@ use super::fabric::{Fabric, NONE};
 use super::flits::{FId, Flit, F_CNP, F_LCTL, F_NOSW, F_RTX};
 use super::trace::TraceKind;
 
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Gen {
     pub(super) cur: u32,
     pub(super) pos: PktPos,

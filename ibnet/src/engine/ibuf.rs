@@ -15,7 +15,7 @@ use crate::stats::Stat;
 /// credits, side by side: a flit arrival updates both, so they share a
 /// 96-byte block instead of the statistic living in a separate heap
 /// allocation (one more cache line and a pointer load per flit).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct IbVl {
     pub(super) free: i64,
     pub(super) max_free: i64,
@@ -26,6 +26,7 @@ pub(super) struct IbVl {
 /// Field order is the memory layout (`repr(C)`): the per-flit
 /// fields first, together, then the per-VL credits.
 #[repr(C)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Ibuf {
     pub(super) cur_msg: u32,
     pub(super) cur_pkt: u32,

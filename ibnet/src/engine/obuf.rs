@@ -12,7 +12,7 @@ use crate::stats::Stat;
 
 /// One VL's flow-control counters of an obuf, side by side: a flit or an
 /// FC scan of one VL touches one 32-byte block, not four cache lines.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(super) struct ObVl {
     pub(super) fctbs: u64,
     pub(super) fccl: u64,
@@ -25,6 +25,7 @@ pub(super) struct ObVl {
 /// counters right after it, about three cache lines); what only the
 /// credit timer and the report read comes last.
 #[repr(C)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Obuf {
     /// time of the pending pop (valid while `pop_pending`; direct.rs)
     pub(super) pop_at: u64,

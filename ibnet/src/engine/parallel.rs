@@ -64,7 +64,7 @@ use rustc_hash::FxHashMap;
 
 use super::app::Msg;
 use super::dispatch::Ev;
-use super::fabric::{Fabric, FabricError, MAX_TIME_PS, NONE};
+use super::fabric::{Fabric, FabricError, Hca, Port, MAX_TIME_PS, NONE};
 use super::flits::Flit;
 use super::order::node_of;
 use super::queue::Entry;
@@ -118,6 +118,7 @@ impl Part {
 }
 
 /// An event for another process.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) enum Cross {
     /// a data flit or CNP arriving at an ibuf; `msg` is the record of its
     /// message, the first time this thread sends one of it there
@@ -249,15 +250,62 @@ pub(super) struct Shared {
     /// per process: the sorted keys of the events it adds to the next
     /// batch (the FIFO order, parallel_fifo.rs)
     pub(super) lists: [Vec<Mutex<Vec<u64>>>; 2],
-    /// barrier rounds (all threads count the same)
-    pub(super) rounds: AtomicU64,
 }
 
 pub(super) const FAILED: u64 = u64::MAX;
 pub(super) const NO_EVENT: u64 = u64::MAX - 1;
 
+/// What the run loops (`run_group`, `parallel_fifo::run_group_fifo`) need
+/// of the processes' exchange: words and lists published before a round,
+/// read after it, and the mail. [`Shared`] is the exchange of processes
+/// on threads of one program; `distributed.rs`'s wire is that of
+/// processes in several programs (MPI ranks). Parity `par` is that of
+/// the round: what a process publishes for one round is read by the
+/// others after it, while they already publish for the next.
+pub(super) trait Link {
+    /// Publish process `k`'s next event time queued ahead (or its failure).
+    fn publish_next(&self, f: &mut Fabric, k: usize, par: usize);
+    /// Publish whether process `k` has a next batch or sent events.
+    fn set_more(&self, k: usize, par: usize, more: bool);
+    /// Publish the sorted keys of the events process `k` adds to the next
+    /// batch (the FIFO order).
+    fn set_list(&self, k: usize, par: usize, keys: Vec<u64>);
+    /// Hand process `me`'s outboxes over: the events sent.
+    fn post(&self, f: &mut Fabric, me: usize, par: usize) -> u64;
+    /// The round: wait for every process (counting the round and the wall
+    /// time waited); false if the run must stop (another thread panicked,
+    /// a peer failed).
+    fn wait(&self, rounds: &mut u64, waited: &mut u64) -> bool;
+    /// Take process `me`'s mail into its next batch.
+    fn collect(&self, f: &mut Fabric, me: usize, par: usize);
+    /// Whether any process published that it has a next batch.
+    fn any_more(&self, par: usize) -> bool;
+    /// The smallest published time; None if a process failed.
+    fn next_instant(&self, par: usize) -> Option<u64>;
+    /// Call `each` with every process's published list, in process order.
+    fn each_list(&self, par: usize, each: &mut dyn FnMut(&[u64]));
+
+    /// The first instant of a run (in the round of parity 0): the
+    /// smallest next event time of all processes; None if one failed or
+    /// the run must stop.
+    fn first_instant(
+        &self,
+        group: &mut [(usize, &mut Fabric)],
+        rounds: &mut u64,
+        waited: &mut u64,
+    ) -> Option<u64> {
+        for (k, f) in group.iter_mut() {
+            self.publish_next(f, *k, 0);
+        }
+        if !self.wait(rounds, waited) {
+            return None;
+        }
+        self.next_instant(0)
+    }
+}
+
 /// Counters of a parallel run (`Parallel::stats`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ParallelStats {
     /// barriers passed (one per instant plus one per generation)
     pub rounds: u64,
@@ -299,54 +347,20 @@ impl Parallel {
         lazy_count: bool,
     ) -> Result<Parallel, String> {
         let n = parts.len();
-        if n == 0 || n > MAX_THREADS {
+        if n == 0 {
             return Err(format!(
-                "a parallel run takes 1 to {MAX_THREADS} processes, not {n}"
+                "a parallel run takes 1 to {MAX_THREADS} processes, not 0"
             ));
         }
-        let nodes = parts[0].node_names.len();
-        if owner.len() != nodes || owner.iter().any(|&k| k as usize >= n) {
-            return Err(format!(
-                "the partition must name one of the {n} processes for each of the {nodes} nodes"
-            ));
-        }
-        for f in &parts {
-            if let Some(why) = f.parallel_unsupported() {
-                return Err(why);
-            }
-            if f.node_names.len() != nodes || f.ports.len() != parts[0].ports.len() {
-                return Err("the processes' fabrics differ".into());
-            }
+        let (nodes, ports) = (parts[0].node_names.len(), parts[0].ports.len());
+        if parts
+            .iter()
+            .any(|f| f.node_names.len() != nodes || f.ports.len() != ports)
+        {
+            return Err("the processes' fabrics differ".into());
         }
         for (k, f) in parts.iter_mut().enumerate() {
-            // Keep only this thread's initial events (every replica queued
-            // every node's).
-            let mut mine = Vec::new();
-            while let Some((t, seq, ev)) = f.heap.pop() {
-                if owner[node_of(&f.ports, &f.hcas, &f.msgs, &ev) as usize] as usize == k {
-                    mine.push((t, seq, ev));
-                }
-            }
-            f.heap = super::wheel::Wheel::new();
-            f.bg_pending = 0;
-            for (t, seq, ev) in mine {
-                f.push_key(t, seq, ev);
-            }
-            f.in_flight += IN_FLIGHT_BIAS;
-            f.shed_others(&owner, k);
-            let msgs = f.msgs.len();
-            f.part = Some(Box::new(Part {
-                me: k,
-                owner: owner.clone(),
-                depth: 0,
-                keys: vec![(0, 0, 0); msgs],
-                canon: (0..msgs as u64).map(|i| ((k as u64) << 32) | i).collect(),
-                sent_to: vec![0; msgs],
-                ghosts: FxHashMap::default(),
-                out: (0..n).map(|_| Vec::new()).collect(),
-                scratch: Vec::new(),
-                fifo: (!f.local_order).then(|| super::parallel_fifo::FifoPart::new(f, lazy_count)),
-            }));
+            f.make_part(k, n, &owner, lazy_count)?;
         }
         let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
         Ok(Parallel {
@@ -420,7 +434,6 @@ impl Parallel {
             more: [flags(), flags()],
             mail: [boxes(), boxes()],
             lists: [lists(), lists()],
-            rounds: AtomicU64::new(0),
         };
         let limit = t.0.min(MAX_TIME_PS);
         let fifo = !self.parts[0].local_order;
@@ -429,18 +442,17 @@ impl Parallel {
         for (k, f) in self.parts.iter_mut().enumerate() {
             groups[k % w].push((k, f));
         }
-        let (crossings, waited) = std::thread::scope(|s| {
+        let (crossings, waited, rounds) = std::thread::scope(|s| {
             let sh = &sh;
             let handles: Vec<_> = groups
                 .into_iter()
-                .enumerate()
-                .map(|(i, mut g)| {
+                .map(|mut g| {
                     s.spawn(move || {
                         let _guard = PoisonOnPanic(&sh.barrier);
                         let c = if fifo {
-                            super::parallel_fifo::run_group_fifo(&mut g, sh, limit, i == 0)
+                            super::parallel_fifo::run_group_fifo(&mut g, sh, limit)
                         } else {
-                            run_group(&mut g, sh, limit, i == 0)
+                            run_group(&mut g, sh, limit)
                         };
                         for (_, f) in g {
                             if f.local_order {
@@ -469,9 +481,9 @@ impl Parallel {
                         )
                     })
                 })
-                .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+                .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, b.2))
         });
-        self.stats.rounds += sh.rounds.load(Ordering::Relaxed);
+        self.stats.rounds += rounds;
         self.stats.crossings += crossings;
         self.stats.wait_ns += waited;
         self.stats.workers = w;
@@ -491,141 +503,181 @@ impl Parallel {
         let Parallel {
             mut parts, owner, ..
         } = self;
-        let n = parts.len();
-        let hca_node: Vec<u32> = parts[0].hcas.iter().map(|h| h.node).collect();
-        // the messages, in the order of the events that created them
-        let mut order = Vec::new();
-        for (k, f) in parts.iter().enumerate() {
-            let p = f.part.as_ref().unwrap();
-            for (i, key) in p.keys.iter().enumerate() {
-                if *key != GHOST {
-                    order.push((*key, k, i));
-                }
-            }
-        }
-        order.sort_unstable();
-        let mut msgs = Vec::with_capacity(order.len());
-        for (g, &(_, k, i)) in order.iter().enumerate() {
-            let mut m = parts[k].msgs[i].clone();
-            m.op = g as u32;
-            let d = owner[hca_node[m.dst_hca as usize] as usize] as usize;
-            if d != k {
-                let canon = ((k as u64) << 32) | i as u64;
-                let dst = &parts[d];
-                if let Some(&j) = dst.part.as_ref().unwrap().ghosts.get(&canon) {
-                    let r = &dst.msgs[j as usize];
-                    m.arrived_pkts = r.arrived_pkts;
-                    m.consumed_pkts = r.consumed_pkts;
-                    m.last_consumed = r.last_consumed;
-                    m.enough_at = r.enough_at;
-                    m.net_latency = r.net_latency;
-                    m.done = r.done;
-                }
-            }
-            msgs.push(m);
-        }
-        let mut rest = parts.split_off(1);
-        let mut f = parts.pop().unwrap();
-        for p in 0..f.ports.len() {
-            let k = owner[f.ports[p].node as usize] as usize;
-            if k != 0 {
-                std::mem::swap(&mut f.ports[p], &mut rest[k - 1].ports[p]);
-            }
-        }
-        for h in 0..f.hcas.len() {
-            let k = owner[f.hcas[h].node as usize] as usize;
-            if k != 0 {
-                std::mem::swap(&mut f.hcas[h], &mut rest[k - 1].hcas[h]);
-            }
-        }
-        // (each thread's count is its bias + created - completed there)
-        f.in_flight =
-            rest.iter().map(|r| r.in_flight).sum::<usize>() + f.in_flight - n * IN_FLIGHT_BIAS;
-        if let Some(fp) = f.part.as_ref().and_then(|p| p.fifo.as_ref()) {
-            f.events -= fp.skipped;
-        }
-        for r in &rest {
-            f.events += r.events;
-            if let Some(fp) = r.part.as_ref().and_then(|p| p.fifo.as_ref()) {
-                f.events -= fp.skipped;
-            }
-            f.direct_applied += r.direct_applied;
-            f.flits_generated += r.flits_generated;
-            f.flits_consumed += r.flits_consumed;
-            f.flits_dropped += r.flits_dropped;
-            f.sink_held += r.sink_held;
-            f.pending_done += r.pending_done;
-            f.last_fg = f.last_fg.max(r.last_fg);
-            f.deadlock_seen |= r.deadlock_seen;
-            f.rdma.points += r.rdma.points;
-            f.fg_elsewhere += r.fg_pending();
-            if f.fatal.is_none() {
-                f.fatal = r.fatal.clone();
-            }
-        }
-        f.msgs = msgs;
-        f.completions.clear();
-        f.part = None;
-        f
+        let outs: Vec<PartOut> = parts
+            .iter_mut()
+            .enumerate()
+            .map(|(k, f)| f.part_out(k != 0))
+            .collect();
+        parts.truncate(1);
+        merge(parts.pop().unwrap(), outs, &owner)
     }
 }
 
-impl Shared {
-    /// Publish process `k`'s next event time queued ahead (or its failure)
-    /// in the words of parity `par`.
-    pub(super) fn publish_next(&self, f: &mut Fabric, k: usize, par: usize) {
-        let next = if f.fatal.is_some() {
-            FAILED
+/// What a logical process gives the merged fabric ([`merge`]): the ports
+/// and HCAs it owns, its message records, and its counters. Processes in
+/// other programs send it over their transport (distributed.rs).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct PartOut {
+    /// owned ports and HCAs by global index (none for process 0, whose
+    /// fabric is the merged one)
+    ports: Vec<(u32, Port)>,
+    hcas: Vec<(u32, Hca)>,
+    msgs: Vec<Msg>,
+    /// per message: the key of the event that created it, or `GHOST`
+    keys: Vec<(u64, u32, u64)>,
+    /// ghosts: (home process << 32 | number there, number here)
+    ghosts: Vec<(u64, u32)>,
+    /// bias + created - completed here
+    in_flight: usize,
+    /// events processed, as the sequential run counts them
+    events: u64,
+    direct_applied: u64,
+    flits_generated: u64,
+    flits_consumed: u64,
+    flits_dropped: u64,
+    sink_held: u64,
+    pending_done: usize,
+    last_fg: u64,
+    deadlock_seen: bool,
+    rdma_points: u64,
+    fg_pending: u64,
+    fatal: Option<FabricError>,
+}
+
+impl Fabric {
+    /// This process's [`PartOut`], taking its messages (and, with
+    /// `state`, its owned ports and HCAs) out of it.
+    pub(super) fn part_out(&mut self, state: bool) -> PartOut {
+        let part = self.part.take().expect("a parallel run's process");
+        let (ports, hcas) = if state {
+            let mine = |node: u32| part.owner[node as usize] as usize == part.me;
+            let ports = std::mem::take(&mut self.ports)
+                .into_iter()
+                .enumerate()
+                .filter(|(_, p)| mine(p.node))
+                .map(|(i, p)| (i as u32, p))
+                .collect();
+            let hcas = std::mem::take(&mut self.hcas)
+                .into_iter()
+                .enumerate()
+                .filter(|(_, h)| mine(h.node))
+                .map(|(i, h)| (i as u32, h))
+                .collect();
+            (ports, hcas)
         } else {
-            f.heap_next_time().unwrap_or(NO_EVENT)
+            (Vec::new(), Vec::new())
         };
-        self.next[par][k].store(next, Ordering::Relaxed);
+        let skipped = part.fifo.as_ref().map_or(0, |fp| fp.skipped);
+        let out = PartOut {
+            ports,
+            hcas,
+            msgs: std::mem::take(&mut self.msgs),
+            keys: part.keys,
+            ghosts: part.ghosts.into_iter().collect(),
+            in_flight: self.in_flight,
+            events: self.events - skipped,
+            direct_applied: self.direct_applied,
+            flits_generated: self.flits_generated,
+            flits_consumed: self.flits_consumed,
+            flits_dropped: self.flits_dropped,
+            sink_held: self.sink_held,
+            pending_done: self.pending_done,
+            last_fg: self.last_fg,
+            deadlock_seen: self.deadlock_seen,
+            rdma_points: self.rdma.points,
+            fg_pending: self.fg_pending(),
+            fatal: self.fatal.clone(),
+        };
+        self.part = None;
+        out
     }
+}
 
-    /// The smallest published time; None if a process failed.
-    pub(super) fn next_instant(&self, par: usize) -> Option<u64> {
-        let mut t = NO_EVENT;
-        for k in 0..self.n {
-            let v = self.next[par][k].load(Ordering::Relaxed);
-            if v == FAILED {
-                return None;
+/// The fabric of the whole run from process 0's fabric `f` and every
+/// process's [`PartOut`] (`outs[k]` of process k; the first without
+/// ports and HCAs): each port and HCA from its owner, the counters
+/// summed, and the messages numbered as the sequential run numbers them,
+/// by the key of the event that created each.
+pub(super) fn merge(mut f: Fabric, mut outs: Vec<PartOut>, owner: &[u16]) -> Fabric {
+    let n = outs.len();
+    let hca_node: Vec<u32> = f.hcas.iter().map(|h| h.node).collect();
+    let ghosts: Vec<FxHashMap<u64, u32>> = outs
+        .iter()
+        .map(|o| o.ghosts.iter().copied().collect())
+        .collect();
+    // the messages, in the order of the events that created them
+    let mut order = Vec::new();
+    for (k, o) in outs.iter().enumerate() {
+        for (i, key) in o.keys.iter().enumerate() {
+            if *key != GHOST {
+                order.push((*key, k, i));
             }
-            t = t.min(v);
         }
-        Some(t)
+    }
+    order.sort_unstable();
+    let mut msgs = Vec::with_capacity(order.len());
+    for (g, &(_, k, i)) in order.iter().enumerate() {
+        let mut m = outs[k].msgs[i].clone();
+        m.op = g as u32;
+        let d = owner[hca_node[m.dst_hca as usize] as usize] as usize;
+        if d != k {
+            let canon = ((k as u64) << 32) | i as u64;
+            if let Some(&j) = ghosts[d].get(&canon) {
+                let r = &outs[d].msgs[j as usize];
+                m.arrived_pkts = r.arrived_pkts;
+                m.consumed_pkts = r.consumed_pkts;
+                m.last_consumed = r.last_consumed;
+                m.enough_at = r.enough_at;
+                m.net_latency = r.net_latency;
+                m.done = r.done;
+            }
+        }
+        msgs.push(m);
+    }
+    for o in outs.iter_mut().skip(1) {
+        for (p, port) in o.ports.drain(..) {
+            f.ports[p as usize] = port;
+        }
+        for (h, hca) in o.hcas.drain(..) {
+            f.hcas[h as usize] = hca;
+        }
+    }
+    // (each process's count is its bias + created - completed there)
+    f.in_flight = outs.iter().map(|o| o.in_flight).sum::<usize>() - n * IN_FLIGHT_BIAS;
+    f.events = outs.iter().map(|o| o.events).sum();
+    f.fatal = outs.iter().find_map(|o| o.fatal.clone());
+    for o in &outs[1..] {
+        f.direct_applied += o.direct_applied;
+        f.flits_generated += o.flits_generated;
+        f.flits_consumed += o.flits_consumed;
+        f.flits_dropped += o.flits_dropped;
+        f.sink_held += o.sink_held;
+        f.pending_done += o.pending_done;
+        f.last_fg = f.last_fg.max(o.last_fg);
+        f.deadlock_seen |= o.deadlock_seen;
+        f.rdma.points += o.rdma_points;
+        f.fg_elsewhere += o.fg_pending;
+    }
+    f.msgs = msgs;
+    f.completions.clear();
+    f.part = None;
+    f
+}
+
+impl Link for Shared {
+    fn publish_next(&self, f: &mut Fabric, k: usize, par: usize) {
+        self.next[par][k].store(next_word(f), Ordering::Relaxed);
     }
 
-    /// The first instant of a run (in the barrier words of parity 0): the
-    /// smallest next event time of all processes; None if one failed or
-    /// another thread panicked.
-    pub(super) fn first_instant(
-        &self,
-        group: &mut [(usize, &mut Fabric)],
-        rounds: &mut u64,
-        waited: &mut u64,
-    ) -> Option<u64> {
-        for (k, f) in group.iter_mut() {
-            self.publish_next(f, *k, 0);
-        }
-        if !self.wait(rounds, waited) {
-            return None;
-        }
-        self.next_instant(0)
+    fn set_more(&self, k: usize, par: usize, more: bool) {
+        self.more[par][k].store(more, Ordering::Relaxed);
     }
 
-    /// Wait at the barrier, counting the round and the wall time waited;
-    /// false if another thread panicked.
-    pub(super) fn wait(&self, rounds: &mut u64, waited: &mut u64) -> bool {
-        let w0 = std::time::Instant::now();
-        let ok = self.barrier.wait().is_ok();
-        *waited += w0.elapsed().as_nanos() as u64;
-        *rounds += 1;
-        ok
+    fn set_list(&self, k: usize, par: usize, keys: Vec<u64>) {
+        *self.lists[par][k].lock().unwrap() = keys;
     }
 
-    /// Hand process `me`'s outboxes to the mailboxes of parity `par`: the
-    /// events sent.
-    pub(super) fn post(&self, f: &mut Fabric, me: usize, par: usize) -> u64 {
+    fn post(&self, f: &mut Fabric, me: usize, par: usize) -> u64 {
         let mut sent = 0;
         let part = f.part.as_deref_mut().unwrap();
         for (k, out) in part.out.iter_mut().enumerate() {
@@ -637,8 +689,15 @@ impl Shared {
         sent
     }
 
-    /// Take process `me`'s mail of parity `par` into its next batch.
-    pub(super) fn collect(&self, f: &mut Fabric, me: usize, par: usize) {
+    fn wait(&self, rounds: &mut u64, waited: &mut u64) -> bool {
+        let w0 = std::time::Instant::now();
+        let ok = self.barrier.wait().is_ok();
+        *waited += w0.elapsed().as_nanos() as u64;
+        *rounds += 1;
+        ok
+    }
+
+    fn collect(&self, f: &mut Fabric, me: usize, par: usize) {
         for k in (0..self.n).filter(|&k| k != me) {
             let slot = &self.mail[par][k * self.n + me];
             let mut v = std::mem::take(&mut *slot.lock().unwrap());
@@ -648,23 +707,58 @@ impl Shared {
             *slot.lock().unwrap() = v;
         }
     }
+
+    fn any_more(&self, par: usize) -> bool {
+        (0..self.n).any(|k| self.more[par][k].load(Ordering::Relaxed))
+    }
+
+    fn next_instant(&self, par: usize) -> Option<u64> {
+        min_instant((0..self.n).map(|k| self.next[par][k].load(Ordering::Relaxed)))
+    }
+
+    fn each_list(&self, par: usize, each: &mut dyn FnMut(&[u64])) {
+        for k in 0..self.n {
+            each(&self.lists[par][k].lock().unwrap());
+        }
+    }
+}
+
+/// The word a process publishes for its next instant: the time of its
+/// next event queued ahead, `NO_EVENT`, or `FAILED` after a fatal error.
+pub(super) fn next_word(f: &mut Fabric) -> u64 {
+    if f.fatal.is_some() {
+        FAILED
+    } else {
+        f.heap_next_time().unwrap_or(NO_EVENT)
+    }
+}
+
+/// The smallest of the published words; None if a process failed.
+pub(super) fn min_instant(words: impl Iterator<Item = u64>) -> Option<u64> {
+    let mut t = NO_EVENT;
+    for v in words {
+        if v == FAILED {
+            return None;
+        }
+        t = t.min(v);
+    }
+    Some(t)
 }
 
 /// One worker's run of its logical processes to `limit` in the local
 /// order (module doc): the events they sent to other processes, and the
 /// nanoseconds the worker waited at barriers.
-fn run_group(
+pub(super) fn run_group<L: Link + ?Sized>(
     group: &mut [(usize, &mut Fabric)],
-    sh: &Shared,
+    sh: &L,
     limit: u64,
-    count_rounds: bool,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let mut par = 0usize;
     let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
     // the first instant; after it, each generation's barrier also carries
     // every process's next time, for when the instant ends
     let Some(mut t) = sh.first_instant(group, &mut rounds, &mut waited) else {
-        return (0, 0);
+        return (0, 0, rounds);
     };
     par ^= 1;
     'run: while t <= limit {
@@ -675,7 +769,7 @@ fn run_group(
                 let kept = f.par_extract();
                 let n = sh.post(f, *me, par);
                 sent += n;
-                sh.more[par][*me].store(kept || n > 0, Ordering::Relaxed);
+                sh.set_more(*me, par, kept || n > 0);
                 sh.publish_next(f, *me, par);
             }
             if !sh.wait(&mut rounds, &mut waited) {
@@ -684,7 +778,7 @@ fn run_group(
             for (me, f) in group.iter_mut() {
                 sh.collect(f, *me, par);
             }
-            let any = (0..sh.n).any(|k| sh.more[par][k].load(Ordering::Relaxed));
+            let any = sh.any_more(par);
             let Some(next) = sh.next_instant(par) else {
                 break 'run;
             };
@@ -696,13 +790,67 @@ fn run_group(
             depth += 1;
         }
     }
-    if count_rounds {
-        sh.rounds.store(rounds, Ordering::Relaxed);
-    }
-    (sent, waited)
+    (sent, waited, rounds)
 }
 
 impl Fabric {
+    /// Make this fabric process `k` of `n` of a parallel run with
+    /// `owner`'s partition (it is built like the sequential one, not run
+    /// yet): keep only its own initial events, drop the others' state,
+    /// and start its process state.
+    pub(super) fn make_part(
+        &mut self,
+        k: usize,
+        n: usize,
+        owner: &[u16],
+        lazy_count: bool,
+    ) -> Result<(), String> {
+        if n == 0 || n > MAX_THREADS || k >= n {
+            return Err(format!(
+                "a parallel run takes 1 to {MAX_THREADS} processes, not {n}"
+            ));
+        }
+        let nodes = self.node_names.len();
+        if owner.len() != nodes || owner.iter().any(|&o| o as usize >= n) {
+            return Err(format!(
+                "the partition must name one of the {n} processes for each of the {nodes} nodes"
+            ));
+        }
+        if let Some(why) = self.parallel_unsupported() {
+            return Err(why);
+        }
+        // Keep only this process's initial events (every replica queued
+        // every node's).
+        let mut mine = Vec::new();
+        while let Some((t, seq, ev)) = self.heap.pop() {
+            if owner[node_of(&self.ports, &self.hcas, &self.msgs, &ev) as usize] as usize == k {
+                mine.push((t, seq, ev));
+            }
+        }
+        self.heap = super::wheel::Wheel::new();
+        self.bg_pending = 0;
+        for (t, seq, ev) in mine {
+            self.push_key(t, seq, ev);
+        }
+        self.in_flight += IN_FLIGHT_BIAS;
+        self.shed_others(owner, k);
+        let msgs = self.msgs.len();
+        self.part = Some(Box::new(Part {
+            me: k,
+            owner: owner.to_vec(),
+            depth: 0,
+            keys: vec![(0, 0, 0); msgs],
+            canon: (0..msgs as u64).map(|i| ((k as u64) << 32) | i).collect(),
+            sent_to: vec![0; msgs],
+            ghosts: FxHashMap::default(),
+            out: (0..n).map(|_| Vec::new()).collect(),
+            scratch: Vec::new(),
+            fifo: (!self.local_order)
+                .then(|| super::parallel_fifo::FifoPart::new(self, lazy_count)),
+        }));
+        Ok(())
+    }
+
     /// As process `k` of a parallel run with `owner`'s partition, drop
     /// what this fabric holds for the other processes' nodes: only their
     /// identity and their obufs' advertised counters are read here

@@ -27,12 +27,10 @@
 //! such an obuf is an event seen here; direct events consume their
 //! counter value either way, so the keys are the same.
 
-use std::sync::atomic::Ordering;
-
 use super::dispatch::Ev;
 use super::fabric::Fabric;
 use super::obuf::may_sleep;
-use super::parallel::Shared;
+use super::parallel::Link;
 use super::queue::Entry;
 
 /// Bits of the insertion counter for the number of an event's children.
@@ -68,25 +66,24 @@ impl FifoPart {
     }
 }
 
-/// The sum over `lists` of their lengths.
-fn total(sh: &Shared, par: usize) -> u64 {
-    (0..sh.n)
-        .map(|k| sh.lists[par][k].lock().unwrap().len() as u64)
-        .sum()
+/// The sum of the published lists' lengths.
+fn total<L: Link + ?Sized>(sh: &L, par: usize) -> u64 {
+    let mut n = 0;
+    sh.each_list(par, &mut |l| n += l.len() as u64);
+    n
 }
 
 /// One worker's run of its processes to `limit` in the FIFO order (module
 /// doc; the protocol of `parallel::run_group` plus the published keys).
-pub(super) fn run_group_fifo(
+pub(super) fn run_group_fifo<L: Link + ?Sized>(
     group: &mut [(usize, &mut Fabric)],
-    sh: &Shared,
+    sh: &L,
     limit: u64,
-    count_rounds: bool,
-) -> (u64, u64) {
+) -> (u64, u64, u64) {
     let mut par = 0usize;
     let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
     let Some(mut t) = sh.first_instant(group, &mut rounds, &mut waited) else {
-        return (0, 0);
+        return (0, 0, rounds);
     };
     par ^= 1;
     'run: while t <= limit {
@@ -94,7 +91,7 @@ pub(super) fn run_group_fifo(
         for (k, f) in group.iter_mut() {
             f.fifo_stage(t);
             let keys = f.fifo_keys();
-            *sh.lists[par][*k].lock().unwrap() = keys;
+            sh.set_list(*k, par, keys);
         }
         if !sh.wait(&mut rounds, &mut waited) {
             break;
@@ -110,7 +107,7 @@ pub(super) fn run_group_fifo(
                 f.fifo_run_batch(t, depth);
                 // the children of the batch, in key order: the next batch
                 let keys: Vec<u64> = f.nowq_keys();
-                *sh.lists[par][*me].lock().unwrap() = keys;
+                sh.set_list(*me, par, keys);
                 f.par_extract();
                 sent += sh.post(f, *me, par);
                 sh.publish_next(f, *me, par);
@@ -139,10 +136,7 @@ pub(super) fn run_group_fifo(
             depth += 1;
         }
     }
-    if count_rounds {
-        sh.rounds.store(rounds, Ordering::Relaxed);
-    }
-    (sent, waited)
+    (sent, waited, rounds)
 }
 
 impl Fabric {
@@ -184,12 +178,11 @@ impl Fabric {
 
     /// The global rank of each event of the batch among all processes'
     /// published keys.
-    fn fifo_rank(&mut self, sh: &Shared, par: usize) {
+    fn fifo_rank<L: Link + ?Sized>(&mut self, sh: &L, par: usize) {
         let fp = self.fifo();
         fp.ranks.clear();
         fp.ranks.resize(fp.batch.len(), 0);
-        for k in 0..sh.n {
-            let list = sh.lists[par][k].lock().unwrap();
+        sh.each_list(par, &mut |list| {
             let mut j = 0;
             for (i, e) in fp.batch.iter().enumerate() {
                 while j < list.len() && list[j] < e.seq {
@@ -197,7 +190,7 @@ impl Fabric {
                 }
                 fp.ranks[i] += j as u64;
             }
-        }
+        });
     }
 
     /// Run the batch: each event with the counter of its global index.

@@ -13,7 +13,7 @@
 
 use std::ops::{Index, IndexMut};
 
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(super) struct PerVl<T> {
     first: T,
     /// VLs 1..nvl (empty, no allocation, when nvl = 1)

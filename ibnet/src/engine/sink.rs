@@ -14,7 +14,7 @@ use super::rdma::{OpPoint, R_SEND};
 use super::trace::TraceKind;
 use crate::stats::Stat;
 
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct SinkSt {
     pub(super) fifo: VecDeque<FId>,
     pub(super) drain_pending: bool,

@@ -14,7 +14,7 @@ use crate::params::ArbEntry;
 /// One head-of-queue slot of an arbiter, per (input, VL). The four fields
 /// live together (16 bytes) so that a hand-off or a pick touches one cache
 /// line instead of four arrays.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(super) struct Hoq {
     /// arrival time of the flit (the VSW reference)
     pub(super) t_arr: u64,
@@ -35,7 +35,7 @@ const HOQ_EMPTY: Hoq = Hoq {
 };
 
 /// One VL's credit counters of an arbiter, side by side.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct ArbVl {
     pub(super) fccl: u64,
     pub(super) fctbs: u64,
@@ -44,6 +44,7 @@ pub(super) struct ArbVl {
 /// Field order is the memory layout (`repr(C)`): the per-flit
 /// fields first, together; the VL tables (maxVL > 0 only) last.
 #[repr(C)]
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Arb {
     /// time of the pending pop (valid while `pop_pending`; direct.rs)
     pub(super) pop_at: u64,
@@ -78,6 +79,7 @@ pub(super) struct Arb {
 
 /// The high/low VL arbitration tables of an arbiter and their state
 /// (maxVL > 0).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct VlTables {
     pub(super) high_left: i64,
     pub(super) idx_high: usize,

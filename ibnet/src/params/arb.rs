@@ -4,7 +4,7 @@
 use super::ConfigError;
 
 /// One VL arbitration table entry.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ArbEntry {
     pub vl: u8,
     pub weight: u32,
