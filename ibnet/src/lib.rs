@@ -16,6 +16,8 @@ pub mod flowlevel;
 pub mod hostparams;
 pub mod hugepages;
 pub mod input;
+#[cfg(feature = "mpi")]
+pub mod mpi_transport;
 pub mod observe;
 pub mod options;
 pub mod params;

@@ -325,6 +325,16 @@ struct RunArgs {
     /// line of its own.
     #[arg(long, value_name = "FILE", help_heading = "Parallel run")]
     partition: Option<PathBuf>,
+    /// Run the fabric's logical processes as the MPI ranks of this
+    /// program, one process per rank: `mpirun -n K ibnet run ...
+    /// --distributed` (on one or many machines) gives the same report as
+    /// one thread, byte for byte. The partition is by switch groups into
+    /// K, or --partition's. Rank 0 prints the report and the progress.
+    /// Needs an ibnet built with the cargo feature `mpi` (Open MPI;
+    /// scripts/install-deps installs it). Not with --threads; the same
+    /// limits as --threads otherwise.
+    #[arg(long, help_heading = "Parallel run")]
+    distributed: bool,
     /// Simulated time limit with a unit (2ms, 100us, 1500ns, 7ps). Default:
     /// 2ms for open-loop traffic, none for closed-loop patterns.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
@@ -434,6 +444,9 @@ struct RunInfo {
     /// wall seconds the threads waited at barriers, summed over threads
     #[serde(skip_serializing_if = "Option::is_none")]
     sync_wait_s: Option<f64>,
+    /// MPI ranks of a --distributed run (one logical process each)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mpi_ranks: Option<usize>,
     lazy_credit_timer: bool,
 }
 
@@ -500,6 +513,44 @@ fn export(a: &ExportArgs) -> Result<i32> {
 }
 
 struct UserError(anyhow::Error);
+
+/// The MPI transport of `--distributed`, or why there is none.
+#[cfg(feature = "mpi")]
+mod cluster {
+    pub use ibnet::mpi_transport::Mpi;
+
+    pub fn open() -> Result<Mpi, String> {
+        Mpi::init()
+    }
+}
+
+#[cfg(not(feature = "mpi"))]
+mod cluster {
+    /// (no value: this build has no MPI)
+    pub enum Mpi {}
+
+    impl ibnet::engine::Transport for Mpi {
+        fn rank(&self) -> usize {
+            match *self {}
+        }
+        fn size(&self) -> usize {
+            match *self {}
+        }
+        fn exchange(&mut self, _: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String> {
+            match *self {}
+        }
+        fn gather(&mut self, _: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, String> {
+            match *self {}
+        }
+    }
+
+    pub fn open() -> Result<Mpi, String> {
+        Err("this ibnet was built without MPI: build it with `cargo build --release -p ibnet \
+             --features mpi` (it needs Open MPI and libclang; scripts/install-deps installs \
+             both)"
+            .into())
+    }
+}
 
 fn main() {
     // a large network may run itself again with its heap on huge pages
@@ -637,16 +688,34 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let mut closed_summary = None;
     let mut run_error: Option<String> = None;
     let mut par_stats = None;
-    if a.threads > 1 {
+    // the logical processes of a parallel run (1: the sequential engine)
+    let mut procs = a.threads;
+    if a.threads > 1 || a.distributed {
         // (check_threads: open-loop traffic, so a time limit)
         let limit = until.expect("open-loop traffic has a time limit");
+        // (after the topology: a large one may have run the program again
+        // on huge pages, hugepages.rs)
+        let mpi = if a.distributed {
+            let m = cluster::open().map_err(|e| u(anyhow::anyhow!("--distributed: {e}")))?;
+            procs = ibnet::engine::Transport::size(&m);
+            Some(m)
+        } else {
+            None
+        };
+        if procs > ibnet::engine::MAX_THREADS {
+            return Err(u(anyhow::anyhow!(
+                "--distributed: {procs} ranks; at most {} processes",
+                ibnet::engine::MAX_THREADS
+            )));
+        }
+        let rank = mpi.as_ref().map_or(0, ibnet::engine::Transport::rank);
         let partition = match &a.partition {
-            None => fabric.partition(a.threads),
+            None => fabric.partition(procs),
             Some(f) => {
                 let text = ibnet::input::read_text(f)
                     .map_err(|e| u(anyhow::anyhow!("--partition {}", e.describe(f))))?;
                 fabric
-                    .partition_from(&text, &f.display().to_string(), a.threads)
+                    .partition_from(&text, &f.display().to_string(), procs)
                     .map_err(|e| u(anyhow::anyhow!("--partition: {e}")))?
             }
         };
@@ -671,52 +740,106 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             f.shed_others(&partition.owner, k);
             Ok(f)
         };
-        let mut parts = Vec::new();
-        if fifo {
-            drop(fabric);
-            parts.push(build(0)?);
-        } else {
-            fabric.shed_others(&partition.owner, 0);
-            parts.push(fabric);
-        }
-        for k in 1..a.threads {
-            parts.push(build(k)?);
-        }
-        let mut par =
-            ibnet::engine::Parallel::with_lazy_count(parts, partition.owner.clone(), lazy_count)
-                .map_err(|e| u(anyhow::anyhow!("--threads {}: {e}", a.threads)))?;
-        eprintln!(
-            "ibnet: {} logical processes on {} threads (at most one per core), nodes {}:",
-            a.threads,
-            par.workers(),
-            match &a.partition {
-                None => "by switch groups".to_string(),
-                Some(f) => format!("as {} gives them", f.display()),
-            }
-        );
-        for line in partition.describe() {
-            eprintln!("ibnet:   {line}");
-        }
-        let mut lines = PlainProgress::new(!tty, until, every);
-        let pb = progress_bar(show_progress && tty);
-        // (each step starts and joins the threads: 1% steps)
+        let how = match &a.partition {
+            None => "by switch groups".to_string(),
+            Some(f) => format!("as {} gives them", f.display()),
+        };
+        let mut lines = PlainProgress::new(!tty && rank == 0, until, every);
+        let pb = progress_bar(show_progress && tty && rank == 0);
+        // (each step starts and joins the threads, or is a round of every
+        // rank: 1% steps)
         let steps = if show_progress || !tty { 100 } else { 1 };
-        for i in 1..=steps {
-            par.run_until(step_end(limit, i, steps));
-            if let Some(pb) = &pb {
-                pb.set_position(i);
-                pb.set_message(format!("{} events", par.events_processed()));
+        if let Some(m) = mpi {
+            // this rank's process only
+            let mine = if fifo {
+                drop(fabric);
+                build(rank)?
+            } else {
+                fabric.shed_others(&partition.owner, rank);
+                fabric
+            };
+            let mut d = ibnet::engine::Distributed::new(
+                mine,
+                partition.owner.clone(),
+                lazy_count,
+                m,
+            )
+            .map_err(|e| u(anyhow::anyhow!("--distributed: {e}")))?;
+            if rank == 0 {
+                eprintln!("ibnet: {procs} logical processes on {procs} MPI ranks, nodes {how}:");
+                for line in partition.describe() {
+                    eprintln!("ibnet:   {line}");
+                }
             }
-            lines.tick(par.now(), par.events_processed(), None);
-            if par.error().is_some() {
-                break;
+            for i in 1..=steps {
+                d.run_until(step_end(limit, i, steps));
+                if let Some(pb) = &pb {
+                    pb.set_position(i);
+                    pb.set_message(format!("{} events", d.events_processed()));
+                }
+                lines.tick(d.now(), d.events_processed(), None);
+                if d.stopped() {
+                    break;
+                }
             }
+            if let Some(pb) = pb {
+                pb.finish_and_clear();
+            }
+            if let Some(e) = d.transport_error() {
+                return Err(u(anyhow::anyhow!("--distributed: rank {rank}: {e}")));
+            }
+            let stopped = d.stopped();
+            match d.finish() {
+                Ok(Some((f, stats))) => {
+                    fabric = f;
+                    par_stats = Some(stats);
+                }
+                // (rank 0 reports; a fatal model error is in its report)
+                Ok(None) => return Ok(if stopped { 1 } else { 0 }),
+                Err(e) => return Err(u(anyhow::anyhow!("--distributed: rank {rank}: {e}"))),
+            }
+        } else {
+            let mut parts = Vec::new();
+            if fifo {
+                drop(fabric);
+                parts.push(build(0)?);
+            } else {
+                fabric.shed_others(&partition.owner, 0);
+                parts.push(fabric);
+            }
+            for k in 1..procs {
+                parts.push(build(k)?);
+            }
+            let mut par = ibnet::engine::Parallel::with_lazy_count(
+                parts,
+                partition.owner.clone(),
+                lazy_count,
+            )
+            .map_err(|e| u(anyhow::anyhow!("--threads {procs}: {e}")))?;
+            eprintln!(
+                "ibnet: {procs} logical processes on {} threads (at most one per core), nodes {how}:",
+                par.workers(),
+            );
+            for line in partition.describe() {
+                eprintln!("ibnet:   {line}");
+            }
+            for i in 1..=steps {
+                par.run_until(step_end(limit, i, steps));
+                if let Some(pb) = &pb {
+                    pb.set_position(i);
+                    pb.set_message(format!("{} events", par.events_processed()));
+                }
+                lines.tick(par.now(), par.events_processed(), None);
+                if par.error().is_some() {
+                    break;
+                }
+            }
+            if let Some(pb) = pb {
+                pb.finish_and_clear();
+            }
+            par_stats = Some(par.stats());
+            fabric = par.into_fabric();
         }
-        if let Some(pb) = pb {
-            pb.finish_and_clear();
-        }
-        par_stats = Some(par.stats());
-        fabric = par.into_fabric();
     } else if let Some(spec) = closed.first() {
         let mut lines = PlainProgress::new(show_progress || !tty, until, every);
         let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
@@ -803,11 +926,12 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         huge_pages: wall_opt.map(|_| ibnet::hugepages::active()),
         // (how the run was split, like the wall time, is left out of a
         // --no-wall-time report: the results are the same)
-        threads: wall_opt.and(par_stats).map(|_| a.threads),
+        threads: wall_opt.and(par_stats).map(|_| procs),
         worker_threads: wall_opt.and(par_stats).map(|s| s.workers),
         sync_rounds: wall_opt.and(par_stats).map(|s| s.rounds),
         crossings: wall_opt.and(par_stats).map(|s| s.crossings),
         sync_wait_s: wall_opt.and(par_stats).map(|s| s.wait_ns as f64 * 1e-9),
+        mpi_ranks: wall_opt.and(par_stats).and(a.distributed.then_some(procs)),
         lazy_credit_timer: lazy_active,
     };
     let out = JsonOut {
@@ -866,13 +990,21 @@ fn check_threads(a: &RunArgs) -> Result<()> {
             ibnet::engine::MAX_THREADS
         );
     }
-    if n == 1 {
+    if a.distributed && n != 1 {
+        anyhow::bail!("--distributed runs one logical process per MPI rank: leave out --threads");
+    }
+    if n == 1 && !a.distributed {
         if a.partition.is_some() {
-            anyhow::bail!("--partition needs --threads 2 or more");
+            anyhow::bail!("--partition needs --threads 2 or more, or --distributed");
         }
         return Ok(());
     }
-    let refuse = |what: &str| anyhow::anyhow!("--threads {n} does not support {what} yet");
+    let how = if a.distributed {
+        "--distributed".to_string()
+    } else {
+        format!("--threads {n}")
+    };
+    let refuse = |what: &str| anyhow::anyhow!("{how} does not support {what} yet");
     if a.traffic
         .iter()
         .any(|s| TrafficSpec::parse(s).is_ok_and(|t| t.is_closed_loop()))
