@@ -335,6 +335,19 @@ fn threads_are_checked() {
             "--threads 2 --set event_order=local --link-stats /dev/null",
             "--threads 2 does not support observation outputs",
         ),
+        (
+            "--distributed --threads 2",
+            "--distributed runs one logical process per MPI rank",
+        ),
+        (
+            "--distributed --heatmap /dev/null",
+            "--distributed does not support observation outputs",
+        ),
+        #[cfg(not(feature = "mpi"))]
+        (
+            "--distributed",
+            "--distributed: this ibnet was built without MPI: build it with `cargo build --release -p ibnet --features mpi`",
+        ),
     ] {
         let out = run(extra);
         assert_eq!(out.status.code(), Some(2), "{extra}");
