@@ -447,6 +447,10 @@ struct RunInfo {
     /// MPI ranks of a --distributed run (one logical process each)
     #[serde(skip_serializing_if = "Option::is_none")]
     mpi_ranks: Option<usize>,
+    /// a --distributed run: each rank's peak resident memory (MB), in
+    /// rank order
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_rss_mb_per_rank: Option<Vec<f64>>,
     lazy_credit_timer: bool,
 }
 
@@ -690,6 +694,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let mut par_stats = None;
     // the logical processes of a parallel run (1: the sequential engine)
     let mut procs = a.threads;
+    // a distributed run's peak memory per process
+    let mut rank_peaks: Option<Vec<u64>> = None;
     if a.threads > 1 || a.distributed {
         // (check_threads: open-loop traffic, so a time limit)
         let limit = until.expect("open-loop traffic has a time limit");
@@ -789,10 +795,11 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                 return Err(u(anyhow::anyhow!("--distributed: rank {rank}: {e}")));
             }
             let stopped = d.stopped();
-            match d.finish() {
-                Ok(Some((f, stats))) => {
-                    fabric = f;
-                    par_stats = Some(stats);
+            match d.finish(peak_memory_kb()) {
+                Ok(Some(fin)) => {
+                    fabric = fin.fabric;
+                    par_stats = Some(fin.stats);
+                    rank_peaks = Some(fin.peak_memory_kb);
                 }
                 // (rank 0 reports; a fatal model error is in its report)
                 Ok(None) => return Ok(if stopped { 1 } else { 0 }),
@@ -932,6 +939,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         crossings: wall_opt.and(par_stats).map(|s| s.crossings),
         sync_wait_s: wall_opt.and(par_stats).map(|s| s.wait_ns as f64 * 1e-9),
         mpi_ranks: wall_opt.and(par_stats).and(a.distributed.then_some(procs)),
+        peak_rss_mb_per_rank: wall_opt.and(rank_peaks.as_ref()).map(|v| {
+            v.iter().map(|&kb| (kb as f64 / 1024.0 * 10.0).round() / 10.0).collect()
+        }),
         lazy_credit_timer: lazy_active,
     };
     let out = JsonOut {
@@ -962,6 +972,17 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// This process's peak resident memory so far (KB; 0 if unknown).
+fn peak_memory_kb() -> u64 {
+    // SAFETY: getrusage writes the struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } == 0 {
+        u.ru_maxrss.max(0) as u64
+    } else {
+        0
+    }
 }
 
 /// End of step `i` of `steps` of a run to `limit`.

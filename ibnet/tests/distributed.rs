@@ -113,6 +113,9 @@ fn a_partition_file_and_the_run_info() {
     assert_eq!(v["run"]["threads"], 2);
     assert!(v["run"]["sync_rounds"].as_u64().unwrap() > 100);
     assert!(v["run"]["crossings"].as_u64().unwrap() > 100);
+    let peaks = v["run"]["peak_rss_mb_per_rank"].as_array().unwrap();
+    assert_eq!(peaks.len(), 2);
+    assert!(peaks.iter().all(|m| m.as_f64().unwrap() > 1.0), "{peaks:?}");
 }
 
 /// The process IDs of `pid`'s children.

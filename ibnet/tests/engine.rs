@@ -1073,10 +1073,12 @@ fn distributed_report(
                     }
                     assert_eq!(d.transport_error(), None);
                     let events = d.events_processed();
-                    d.finish().unwrap().map(|(f, _)| {
+                    d.finish(me as u64).unwrap().map(|fin| {
+                        assert_eq!(fin.peak_memory_kb, (0..n as u64).collect::<Vec<_>>());
+                        assert_eq!(fin.stats.workers, n);
                         (
-                            f.report_with(true),
-                            format!("{:?}", f.error()),
+                            fin.fabric.report_with(true),
+                            format!("{:?}", fin.fabric.error()),
                             events,
                         )
                     })

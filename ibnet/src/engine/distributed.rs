@@ -52,6 +52,20 @@ struct Packet {
 struct Final {
     out: PartOut,
     stats: ParallelStats,
+    peak_memory_kb: u64,
+}
+
+/// The end of a distributed run, at process 0 ([`Distributed::finish`]).
+pub struct Finished {
+    /// the fabric of the whole run, for its report (as
+    /// [`super::Parallel::into_fabric`]'s)
+    pub fabric: Fabric,
+    /// the run's counters: rounds, crossings and wall time waited summed
+    /// over the processes, `workers` the number of processes
+    pub stats: ParallelStats,
+    /// every process's peak memory as it gave it to `finish`, in process
+    /// order
+    pub peak_memory_kb: Vec<u64>,
 }
 
 /// The exchange of one process over a transport: [`Link`] for the run
@@ -316,34 +330,41 @@ impl<T: Transport> Distributed<T> {
         }
     }
 
-    /// End the run: process 0 gets the fabric of the whole run, for its
-    /// report (as [`super::Parallel::into_fabric`]), and the run's
-    /// counters summed over the processes; the others get None.
-    pub fn finish(mut self) -> Result<Option<(Fabric, ParallelStats)>, String> {
+    /// End the run: process 0 gets the whole run ([`Finished`]); the
+    /// others get None. `peak_memory_kb` is this process's peak memory,
+    /// which the caller measures (the engine does no I/O).
+    pub fn finish(mut self, peak_memory_kb: u64) -> Result<Option<Finished>, String> {
         let me = self.transport.rank();
         let out = self.fabric.part_out(me != 0);
         let bytes = postcard::to_stdvec(&Final {
             out,
             stats: self.stats,
+            peak_memory_kb,
         })
         .map_err(|e| format!("encoding the process's results: {e}"))?;
         let Some(all) = self.transport.gather(bytes)? else {
             return Ok(None);
         };
         let mut outs = Vec::with_capacity(all.len());
+        let mut peaks = Vec::with_capacity(all.len());
         let mut stats = ParallelStats {
             workers: all.len(),
+            crossings: 0,
+            wait_ns: 0,
             ..self.stats
         };
-        stats.crossings = 0;
-        stats.wait_ns = 0;
         for (k, b) in all.iter().enumerate() {
             let fin: Final = postcard::from_bytes(b)
                 .map_err(|e| format!("decoding process {k}'s results: {e}"))?;
             stats.crossings += fin.stats.crossings;
             stats.wait_ns += fin.stats.wait_ns;
+            peaks.push(fin.peak_memory_kb);
             outs.push(fin.out);
         }
-        Ok(Some((merge(self.fabric, outs, &self.owner), stats)))
+        Ok(Some(Finished {
+            fabric: merge(self.fabric, outs, &self.owner),
+            stats,
+            peak_memory_kb: peaks,
+        }))
     }
 }

@@ -117,7 +117,7 @@ pub use self::app::{MsgId, TrafficMode};
 #[cfg(feature = "causal-check")]
 pub use self::causal::{CausalSummary, HORIZON_PS as CAUSAL_HORIZON_PS};
 pub use self::fabric::{Fabric, FabricError, MAX_TIME_PS};
-pub use self::distributed::{Distributed, Transport};
+pub use self::distributed::{Distributed, Finished, Transport};
 pub use self::parallel::{Parallel, ParallelStats, MAX_THREADS};
 pub use self::partition::Partition;
 pub use self::pcie::{HostHcaReport, HostReport};
