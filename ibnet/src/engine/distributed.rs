@@ -19,7 +19,9 @@
 use std::cell::RefCell;
 
 use super::fabric::Fabric;
-use super::parallel::{merge, min_instant, next_word, Cross, Link, ParallelStats, PartOut};
+use super::parallel::{
+    merge, min_instant, next_word, Cross, Drive, Link, ParallelStats, PartOut, Stop,
+};
 use crate::Time;
 
 /// Moves bytes between the processes of a distributed run. Every process
@@ -43,6 +45,7 @@ struct Packet {
     next: u64,
     more: bool,
     events: u64,
+    drive: Drive,
     list: Vec<u64>,
     mail: Vec<Cross>,
 }
@@ -120,6 +123,7 @@ impl Wire<'_> {
                 next: st.mine.next,
                 more: st.mine.more,
                 events: st.mine.events,
+                drive: st.mine.drive,
                 list: st.mine.list.clone(),
                 mail: std::mem::take(&mut st.mail[k]),
             };
@@ -139,6 +143,7 @@ impl Wire<'_> {
                     next: st.mine.next,
                     more: st.mine.more,
                     events: st.mine.events,
+                    drive: st.mine.drive,
                     list: std::mem::take(&mut st.mine.list),
                     mail: Vec::new(),
                 }
@@ -156,6 +161,7 @@ impl Link for Wire<'_> {
     fn publish_next(&self, f: &mut Fabric, _k: usize, _par: usize) {
         let mut st = self.st.borrow_mut();
         st.mine.next = next_word(f);
+        st.mine.drive = Drive::of(f);
         st.mine.events = f.events
             - f.part.as_ref().and_then(|p| p.fifo.as_ref()).map_or(0, |fp| fp.skipped);
     }
@@ -208,6 +214,10 @@ impl Link for Wire<'_> {
 
     fn next_instant(&self, _par: usize) -> Option<u64> {
         min_instant(self.st.borrow().got.iter().map(|p| p.next))
+    }
+
+    fn drive(&self, _par: usize) -> Drive {
+        Drive::sum(self.st.borrow().got.iter().map(|p| p.drive))
     }
 
     fn each_list(&self, _par: usize, each: &mut dyn FnMut(&[u64])) {
@@ -302,14 +312,15 @@ impl<T: Transport> Distributed<T> {
         let limit = t.0.min(super::fabric::MAX_TIME_PS);
         let fifo = !self.fabric.local_order;
         let me = self.transport.rank();
+        self.fabric.par_begin(0);
         let wire = Wire::new(&mut self.transport);
         let mut group = [(me, &mut self.fabric)];
-        let (sent, waited, rounds) = if fifo {
-            super::parallel_fifo::run_group_fifo(&mut group, &wire, limit)
+        let ran = if fifo {
+            super::parallel_fifo::run_group_fifo(&mut group, &wire, Stop::at(limit))
         } else {
-            super::parallel::run_group(&mut group, &wire, limit)
+            super::parallel::run_group(&mut group, &wire, Stop::at(limit))
         };
-        let failed = wire.next_instant(0).is_none();
+        let failed = ran.next.is_none();
         let st = wire.st.into_inner();
         self.events_all = st.got.iter().map(|p| p.events).sum();
         if let Some(e) = st.error {
@@ -319,9 +330,9 @@ impl<T: Transport> Distributed<T> {
         if failed || self.fabric.fatal.is_some() {
             self.stopped = true;
         }
-        self.stats.rounds += rounds;
-        self.stats.crossings += sent;
-        self.stats.wait_ns += waited;
+        self.stats.rounds += ran.rounds;
+        self.stats.crossings += ran.sent;
+        self.stats.wait_ns += ran.waited;
         if self.fabric.local_order {
             self.fabric.local_release();
         }

@@ -98,6 +98,7 @@ mod obuf;
 mod order;
 mod distributed;
 mod parallel;
+mod parallel_drive;
 mod parallel_fifo;
 mod partition;
 mod pcie;

@@ -76,7 +76,7 @@ pub const MAX_THREADS: usize = 64;
 
 /// Each process's count of messages in flight starts here: a message
 /// created at one process completes at another, whose count goes down.
-const IN_FLIGHT_BIAS: usize = 1 << 40;
+pub(super) const IN_FLIGHT_BIAS: usize = 1 << 40;
 
 /// The home of a flit of no message (a CNP).
 const NO_MSG: u64 = u64::MAX;
@@ -95,7 +95,7 @@ pub(super) struct Part {
     /// event that created it, or `GHOST`
     keys: Vec<(u64, u32, u64)>,
     /// per message of this process: home process << 32 | number there
-    canon: Vec<u64>,
+    pub(super) canon: Vec<u64>,
     /// per message of this process: the processes it was sent to (bits)
     sent_to: Vec<u64>,
     /// ghosts by home (thread, number)
@@ -105,9 +105,22 @@ pub(super) struct Part {
     scratch: Vec<Entry>,
     /// the reference's FIFO order (parallel_fifo.rs), if not the local one
     pub(super) fifo: Option<super::parallel_fifo::FifoPart>,
+    /// op points (completions) when the running call began
+    pub(super) points0: u64,
+    /// per entry of `Fabric::completions`: the key (time, depth, seq) of
+    /// the event that completed it, which orders completions of several
+    /// processes as the sequential run found them
+    pub(super) done_keys: Vec<(u64, u32, u64)>,
 }
 
 impl Part {
+    /// Message `id` was injected by a driver, its `g`-th: its place in
+    /// the sequential run's numbering (a driven run has no other
+    /// messages, parallel_drive.rs).
+    pub(super) fn injected_msg(&mut self, id: u32, g: u32) {
+        self.keys[id as usize] = (0, 0, g as u64);
+    }
+
     /// Message `id` was created by the running event.
     pub(super) fn home_msg(&mut self, id: u32, t: u64, seq: u64) {
         debug_assert_eq!(self.keys.len(), id as usize);
@@ -250,10 +263,89 @@ pub(super) struct Shared {
     /// per process: the sorted keys of the events it adds to the next
     /// batch (the FIFO order, parallel_fifo.rs)
     pub(super) lists: [Vec<Mutex<Vec<u64>>>; 2],
+    /// per process: its `Drive` words
+    pub(super) drives: [Vec<Mutex<Drive>>; 2],
 }
 
 pub(super) const FAILED: u64 = u64::MAX;
 pub(super) const NO_EVENT: u64 = u64::MAX - 1;
+
+/// What a process publishes each round for a driver's run to the next
+/// completion ([`Parallel::run_until_completion_or`]): whether a message
+/// completed there since the run began, and the terms of the deadlock rule
+/// (run.rs). Aggregated over the processes by [`Link::drive`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) struct Drive {
+    /// a completion (an op point) since the run began
+    pub(super) found: bool,
+    /// foreground events pending
+    pub(super) fg: u64,
+    /// time of the last foreground event
+    pub(super) last_fg: u64,
+    /// sink FIFOs holding flits
+    pub(super) held: u64,
+}
+
+impl Drive {
+    pub(super) fn of(f: &Fabric) -> Drive {
+        Drive {
+            found: f.part.as_ref().is_some_and(|p| f.rdma.points > p.points0),
+            fg: f.fg_pending(),
+            last_fg: f.last_fg,
+            held: f.sink_held,
+        }
+    }
+
+    /// Every process's words, combined as the sequential engine sees them.
+    pub(super) fn sum(all: impl Iterator<Item = Drive>) -> Drive {
+        all.fold(Drive::default(), |a, b| Drive {
+            found: a.found || b.found,
+            fg: a.fg + b.fg,
+            last_fg: a.last_fg.max(b.last_fg),
+            held: a.held + b.held,
+        })
+    }
+}
+
+/// Where a run of the processes stops: at a time limit, and for a driver
+/// also after the first instant with a completion, or where the deadlock
+/// rule says nothing more can complete (`Fabric::run_until_completion_or`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Stop {
+    pub(super) limit: u64,
+    pub(super) completion: bool,
+    /// the quiet window's two terms (run.rs): without and with flits held
+    /// in a sink FIFO
+    pub(super) quiet: (u64, u64),
+}
+
+impl Stop {
+    pub(super) fn at(limit: u64) -> Stop {
+        Stop {
+            limit,
+            completion: false,
+            quiet: (0, 0),
+        }
+    }
+
+    /// The latest instant the run may process, from the processes' words
+    /// at the end of the last instant (the bound of
+    /// `Fabric::run_until_completion_or`, which does not change within an
+    /// instant once the instant has begun).
+    pub(super) fn bound(&self, d: Drive) -> u64 {
+        if self.completion && d.fg == 0 {
+            let quiet = if d.held > 0 { self.quiet.1 } else { self.quiet.0 };
+            self.limit.min(d.last_fg.saturating_add(quiet))
+        } else {
+            self.limit
+        }
+    }
+
+    /// Whether the run ends after the instant that ended with `d`.
+    pub(super) fn done(&self, d: Drive) -> bool {
+        self.completion && d.found
+    }
+}
 
 /// What the run loops (`run_group`, `parallel_fifo::run_group_fifo`) need
 /// of the processes' exchange: words and lists published before a round,
@@ -284,6 +376,9 @@ pub(super) trait Link {
     fn next_instant(&self, par: usize) -> Option<u64>;
     /// Call `each` with every process's published list, in process order.
     fn each_list(&self, par: usize, each: &mut dyn FnMut(&[u64]));
+    /// Every process's [`Drive`] words of the round, combined (published
+    /// with `publish_next`).
+    fn drive(&self, par: usize) -> Drive;
 
     /// The first instant of a run (in the round of parity 0): the
     /// smallest next event time of all processes; None if one failed or
@@ -296,6 +391,8 @@ pub(super) trait Link {
     ) -> Option<u64> {
         for (k, f) in group.iter_mut() {
             self.publish_next(f, *k, 0);
+            // (a driver's injections at the current instant wait there)
+            self.set_more(*k, 0, f.nowq.len() > 0);
         }
         if !self.wait(rounds, waited) {
             return None;
@@ -322,8 +419,15 @@ pub struct ParallelStats {
 /// The fabric as logical processes on threads: see the module doc.
 pub struct Parallel {
     /// one fabric per logical process
-    parts: Vec<Fabric>,
-    owner: Vec<u16>,
+    pub(super) parts: Vec<Fabric>,
+    pub(super) owner: Vec<u16>,
+    /// a driver's injections since the last run (parallel_drive.rs)
+    pub(super) injected: u64,
+    /// a driver's messages: (process, number there) by the number the
+    /// sequential engine gives it (the order of the injections)
+    pub(super) home_of: Vec<(u16, u32)>,
+    /// per process: the driver's number of each of its messages
+    pub(super) global: Vec<Vec<u32>>,
     /// OS threads that run the processes (process k on thread k % workers)
     workers: usize,
     stats: ParallelStats,
@@ -367,6 +471,9 @@ impl Parallel {
             workers: n.min(cores),
             parts,
             owner,
+            injected: 0,
+            home_of: Vec::new(),
+            global: vec![Vec::new(); n],
             stats: ParallelStats::default(),
         })
     }
@@ -417,10 +524,28 @@ impl Parallel {
         if self.error().is_some() {
             return;
         }
+        self.run(Stop::at(t.0.min(MAX_TIME_PS)));
+        if self.error().is_none() {
+            for f in &mut self.parts {
+                if t.0 > f.now {
+                    f.advance_to(t.0);
+                }
+            }
+        }
+    }
+
+    /// Run the processes on their threads until `stop`: how it ended.
+    pub(super) fn run(&mut self, stop: Stop) -> Ran {
         let n = self.parts.len();
+        // a driver's injections since the last run (parallel_fifo.rs)
+        let injected = std::mem::take(&mut self.injected);
+        for f in &mut self.parts {
+            f.par_begin(injected);
+        }
         let slots = || (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
         let flags = || (0..n).map(|_| AtomicBool::new(false)).collect::<Vec<_>>();
         let lists = || (0..n).map(|_| Mutex::new(Vec::new())).collect::<Vec<_>>();
+        let drives = || (0..n).map(|_| Mutex::new(Drive::default())).collect::<Vec<_>>();
         let boxes = || {
             (0..n * n)
                 .map(|_| Mutex::new(Vec::new()))
@@ -434,36 +559,36 @@ impl Parallel {
             more: [flags(), flags()],
             mail: [boxes(), boxes()],
             lists: [lists(), lists()],
+            drives: [drives(), drives()],
         };
-        let limit = t.0.min(MAX_TIME_PS);
         let fifo = !self.parts[0].local_order;
         // logical process k runs on worker k % w
         let mut groups: Vec<Vec<(usize, &mut Fabric)>> = (0..w).map(|_| Vec::new()).collect();
         for (k, f) in self.parts.iter_mut().enumerate() {
             groups[k % w].push((k, f));
         }
-        let (crossings, waited, rounds) = std::thread::scope(|s| {
+        let ran = std::thread::scope(|s| {
             let sh = &sh;
             let handles: Vec<_> = groups
                 .into_iter()
                 .map(|mut g| {
                     s.spawn(move || {
                         let _guard = PoisonOnPanic(&sh.barrier);
-                        let c = if fifo {
-                            super::parallel_fifo::run_group_fifo(&mut g, sh, limit)
+                        let r = if fifo {
+                            super::parallel_fifo::run_group_fifo(&mut g, sh, stop)
                         } else {
-                            run_group(&mut g, sh, limit)
+                            run_group(&mut g, sh, stop)
                         };
                         for (_, f) in g {
                             if f.local_order {
                                 f.local_release();
                             }
                         }
-                        c
+                        r
                     })
                 })
                 .collect();
-            handles
+            let all: Vec<Ran> = handles
                 .into_iter()
                 .enumerate()
                 .map(|(i, h)| {
@@ -481,19 +606,19 @@ impl Parallel {
                         )
                     })
                 })
-                .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, b.2))
-        });
-        self.stats.rounds += rounds;
-        self.stats.crossings += crossings;
-        self.stats.wait_ns += waited;
-        self.stats.workers = w;
-        if self.error().is_none() {
-            for f in &mut self.parts {
-                if t.0 > f.now {
-                    f.advance_to(t.0);
-                }
+                .collect();
+            // (every worker saw the same rounds and instants)
+            Ran {
+                sent: all.iter().map(|r| r.sent).sum(),
+                waited: all.iter().map(|r| r.waited).sum(),
+                ..all[0]
             }
-        }
+        });
+        self.stats.rounds += ran.rounds;
+        self.stats.crossings += ran.sent;
+        self.stats.wait_ns += ran.waited;
+        self.stats.workers = w;
+        ran
     }
 
     /// One fabric holding the whole run, for its report: each port and
@@ -667,6 +792,11 @@ pub(super) fn merge(mut f: Fabric, mut outs: Vec<PartOut>, owner: &[u16]) -> Fab
 impl Link for Shared {
     fn publish_next(&self, f: &mut Fabric, k: usize, par: usize) {
         self.next[par][k].store(next_word(f), Ordering::Relaxed);
+        *self.drives[par][k].lock().unwrap() = Drive::of(f);
+    }
+
+    fn drive(&self, par: usize) -> Drive {
+        Drive::sum(self.drives[par].iter().map(|d| *d.lock().unwrap()))
     }
 
     fn set_more(&self, k: usize, par: usize, more: bool) {
@@ -745,34 +875,69 @@ pub(super) fn min_instant(words: impl Iterator<Item = u64>) -> Option<u64> {
     Some(t)
 }
 
-/// One worker's run of its logical processes to `limit` in the local
-/// order (module doc): the events they sent to other processes, and the
-/// nanoseconds the worker waited at barriers.
+/// How a worker's run of its processes ended (every worker's is the
+/// same but for `sent` and `waited`).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Ran {
+    /// events its processes sent to other processes
+    pub(super) sent: u64,
+    /// wall time it waited at barriers (ns)
+    pub(super) waited: u64,
+    pub(super) rounds: u64,
+    /// the last instant processed, if any
+    pub(super) last: Option<u64>,
+    /// the processes' words after it
+    pub(super) drive: Drive,
+    /// every process's next event time (`NO_EVENT`: none); None if a
+    /// process failed or the run had to stop
+    pub(super) next: Option<u64>,
+}
+
+/// The first instant of a run and its first depth: the current instant
+/// again, after the depth its last generation had, when a driver's
+/// injections wait in the now-queues; else the next instant from depth 0.
+pub(super) fn first_depth(
+    group: &[(usize, &mut Fabric)],
+    resume: bool,
+    next: u64,
+) -> (u64, u32) {
+    let f = &group[0].1;
+    if resume {
+        (f.now, f.part.as_ref().unwrap().depth + 1)
+    } else {
+        (next, 0)
+    }
+}
+
+/// One worker's run of its logical processes in the local order (module
+/// doc) until `stop`.
 pub(super) fn run_group<L: Link + ?Sized>(
     group: &mut [(usize, &mut Fabric)],
     sh: &L,
-    limit: u64,
-) -> (u64, u64, u64) {
-    let mut par = 0usize;
-    let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
+    stop: Stop,
+) -> Ran {
+    let mut ran = Ran::default();
     // the first instant; after it, each generation's barrier also carries
-    // every process's next time, for when the instant ends
-    let Some(mut t) = sh.first_instant(group, &mut rounds, &mut waited) else {
-        return (0, 0, rounds);
+    // every process's next time and words, for when the instant ends
+    let Some(next) = sh.first_instant(group, &mut ran.rounds, &mut ran.waited) else {
+        return ran;
     };
-    par ^= 1;
-    'run: while t <= limit {
-        let mut depth = 0;
+    let mut drive = sh.drive(0);
+    let (mut t, mut depth) = first_depth(group, sh.any_more(0), next);
+    let mut par = 1usize;
+    let mut ok = true;
+    'run: while t <= stop.bound(drive) {
         loop {
             for (me, f) in group.iter_mut() {
                 f.par_batch(t, depth);
                 let kept = f.par_extract();
                 let n = sh.post(f, *me, par);
-                sent += n;
+                ran.sent += n;
                 sh.set_more(*me, par, kept || n > 0);
                 sh.publish_next(f, *me, par);
             }
-            if !sh.wait(&mut rounds, &mut waited) {
+            if !sh.wait(&mut ran.rounds, &mut ran.waited) {
+                ok = false;
                 break 'run;
             }
             for (me, f) in group.iter_mut() {
@@ -780,17 +945,26 @@ pub(super) fn run_group<L: Link + ?Sized>(
             }
             let any = sh.any_more(par);
             let Some(next) = sh.next_instant(par) else {
+                ok = false;
                 break 'run;
             };
+            drive = sh.drive(par);
             par ^= 1;
             if !any {
+                ran.last = Some(t);
                 t = next;
                 break;
             }
             depth += 1;
         }
+        depth = 0;
+        if stop.done(drive) {
+            break;
+        }
     }
-    (sent, waited, rounds)
+    ran.next = ok.then_some(t);
+    ran.drive = drive;
+    ran
 }
 
 impl Fabric {
@@ -847,6 +1021,8 @@ impl Fabric {
             scratch: Vec::new(),
             fifo: (!self.local_order)
                 .then(|| super::parallel_fifo::FifoPart::new(self, lazy_count)),
+            points0: 0,
+            done_keys: Vec::new(),
         }));
         Ok(())
     }

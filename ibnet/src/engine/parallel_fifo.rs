@@ -30,7 +30,7 @@
 use super::dispatch::Ev;
 use super::fabric::Fabric;
 use super::obuf::may_sleep;
-use super::parallel::Link;
+use super::parallel::{first_depth, Link, Ran, Stop};
 use super::queue::Entry;
 
 /// Bits of the insertion counter for the number of an event's children.
@@ -66,6 +66,19 @@ impl FifoPart {
     }
 }
 
+impl FifoPart {
+    /// The insertion counter of a driver's `j`-th injection since the
+    /// last run (parallel_drive.rs): past every event scheduled so far.
+    pub(super) fn injection_counter(&self, j: u64) -> u64 {
+        ((self.start + self.base + (j >> K_BITS)) << K_BITS) | (j & ((1 << K_BITS) - 1))
+    }
+
+    /// Skip the global indices that `n` injections took.
+    pub(super) fn skip_injections(&mut self, n: u64) {
+        self.base += n.div_ceil(1 << K_BITS);
+    }
+}
+
 /// The sum of the published lists' lengths.
 fn total<L: Link + ?Sized>(sh: &L, par: usize) -> u64 {
     let mut n = 0;
@@ -73,27 +86,39 @@ fn total<L: Link + ?Sized>(sh: &L, par: usize) -> u64 {
     n
 }
 
-/// One worker's run of its processes to `limit` in the FIFO order (module
-/// doc; the protocol of `parallel::run_group` plus the published keys).
+/// One worker's run of its processes in the FIFO order until `stop`
+/// (module doc; the protocol of `parallel::run_group` plus the published
+/// keys).
 pub(super) fn run_group_fifo<L: Link + ?Sized>(
     group: &mut [(usize, &mut Fabric)],
     sh: &L,
-    limit: u64,
-) -> (u64, u64, u64) {
-    let mut par = 0usize;
-    let (mut sent, mut rounds, mut waited) = (0u64, 0u64, 0u64);
-    let Some(mut t) = sh.first_instant(group, &mut rounds, &mut waited) else {
-        return (0, 0, rounds);
+    stop: Stop,
+) -> Ran {
+    let mut ran = Ran::default();
+    let Some(next) = sh.first_instant(group, &mut ran.rounds, &mut ran.waited) else {
+        return ran;
     };
-    par ^= 1;
-    'run: while t <= limit {
-        // depth 0: the events queued ahead at t, published
+    let mut drive = sh.drive(0);
+    let resume = sh.any_more(0);
+    let (mut t, mut depth) = first_depth(group, resume, next);
+    let mut resume = resume;
+    let mut par = 1usize;
+    let mut ok = true;
+    'run: while t <= stop.bound(drive) {
+        // the first batch, published: the events queued ahead at t, or a
+        // driver's injections at the current instant
         for (k, f) in group.iter_mut() {
-            f.fifo_stage(t);
+            if resume {
+                f.fifo_take_nowq();
+            } else {
+                f.fifo_stage(t);
+            }
             let keys = f.fifo_keys();
             sh.set_list(*k, par, keys);
         }
-        if !sh.wait(&mut rounds, &mut waited) {
+        resume = false;
+        if !sh.wait(&mut ran.rounds, &mut ran.waited) {
+            ok = false;
             break;
         }
         let mut size = total(sh, par);
@@ -101,7 +126,6 @@ pub(super) fn run_group_fifo<L: Link + ?Sized>(
             f.fifo_rank(sh, par);
         }
         par ^= 1;
-        let mut depth = 0;
         loop {
             for (me, f) in group.iter_mut() {
                 f.fifo_run_batch(t, depth);
@@ -109,10 +133,11 @@ pub(super) fn run_group_fifo<L: Link + ?Sized>(
                 let keys: Vec<u64> = f.nowq_keys();
                 sh.set_list(*me, par, keys);
                 f.par_extract();
-                sent += sh.post(f, *me, par);
+                ran.sent += sh.post(f, *me, par);
                 sh.publish_next(f, *me, par);
             }
-            if !sh.wait(&mut rounds, &mut waited) {
+            if !sh.wait(&mut ran.rounds, &mut ran.waited) {
+                ok = false;
                 break 'run;
             }
             for (me, f) in group.iter_mut() {
@@ -125,18 +150,27 @@ pub(super) fn run_group_fifo<L: Link + ?Sized>(
                 f.fifo_rank(sh, par);
             }
             let Some(next) = sh.next_instant(par) else {
+                ok = false;
                 break 'run;
             };
+            drive = sh.drive(par);
             par ^= 1;
             if next_size == 0 {
+                ran.last = Some(t);
                 t = next;
                 break;
             }
             size = next_size;
             depth += 1;
         }
+        depth = 0;
+        if stop.done(drive) {
+            break;
+        }
     }
-    (sent, waited, rounds)
+    ran.next = ok.then_some(t);
+    ran.drive = drive;
+    ran
 }
 
 impl Fabric {

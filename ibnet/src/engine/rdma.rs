@@ -300,6 +300,11 @@ impl Fabric {
             self.msgs[op as usize].done = Some(t);
             self.in_flight -= 1;
             self.completions.push((op as MsgId, Time(t)));
+            if let Some(p) = self.part.as_deref_mut() {
+                // (the order of completions across processes,
+                // parallel_drive.rs)
+                p.done_keys.push((t, p.depth, self.cur_seq));
+            }
             self.pending_done += 1;
         }
     }

@@ -181,6 +181,12 @@ impl Fabric {
         RunOutcome::Completed(Time(ft), ids)
     }
 
+    /// The quiet window without and with flits held in a sink FIFO.
+    pub(super) fn quiet_terms(&self) -> (u64, u64) {
+        let w = self.tm.cred + NS;
+        (w, w + self.tm.hiccup_on + self.tm.hiccup_off + NS)
+    }
+
     /// Simulated time after the last foreground event during which, with no
     /// foreground event pending, every periodic timer has run a full cycle
     /// (see the deadlock rule at [`Fabric::run_until_completion`]).
