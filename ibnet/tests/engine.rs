@@ -1241,3 +1241,169 @@ proptest::proptest! {
         proptest::prop_assert!(ea != "None" || got == want, "{} order: reports differ", order);
     }
 }
+
+/// What a co-simulation does with a fabric: inject, run to the next
+/// completion (with a limit), take the completions. The sequential engine
+/// and the parallel one answer alike (parallel_drive.rs).
+trait Driven {
+    fn inject(&mut self, at: Time, src: usize, dst: usize, bytes: u64) -> Result<u64, String>;
+    fn run_to_completion(&mut self, limit: Time) -> ibnet::engine::RunOutcome;
+    fn completions(&mut self) -> Vec<(u64, Time)>;
+    fn run_to(&mut self, t: Time);
+    fn now(&self) -> Time;
+    fn in_flight(&self) -> usize;
+}
+
+impl Driven for Fabric {
+    fn inject(&mut self, at: Time, src: usize, dst: usize, bytes: u64) -> Result<u64, String> {
+        Fabric::inject(self, at, src, dst, bytes).map_err(|e| e.to_string())
+    }
+    fn run_to_completion(&mut self, limit: Time) -> ibnet::engine::RunOutcome {
+        self.run_until_completion_or(limit)
+    }
+    fn completions(&mut self) -> Vec<(u64, Time)> {
+        self.take_completions()
+    }
+    fn run_to(&mut self, t: Time) {
+        self.run_until(t)
+    }
+    fn now(&self) -> Time {
+        Fabric::now(self)
+    }
+    fn in_flight(&self) -> usize {
+        Fabric::in_flight(self)
+    }
+}
+
+impl Driven for ibnet::engine::Parallel {
+    fn inject(&mut self, at: Time, src: usize, dst: usize, bytes: u64) -> Result<u64, String> {
+        ibnet::engine::Parallel::inject(self, at, src, dst, bytes).map_err(|e| e.to_string())
+    }
+    fn run_to_completion(&mut self, limit: Time) -> ibnet::engine::RunOutcome {
+        self.run_until_completion_or(limit)
+    }
+    fn completions(&mut self) -> Vec<(u64, Time)> {
+        self.take_completions()
+    }
+    fn run_to(&mut self, t: Time) {
+        self.run_until(t)
+    }
+    fn now(&self) -> Time {
+        ibnet::engine::Parallel::now(self)
+    }
+    fn in_flight(&self) -> usize {
+        ibnet::engine::Parallel::in_flight(self)
+    }
+}
+
+/// A driver's session, the same for any [`Driven`]: bursts of random
+/// injections (some at the current instant, some ahead), runs to the next
+/// completion under a limit, a reply injected at each completion's
+/// instant for some of them, and now and then a plain run and the
+/// completions taken. The log of every answer.
+fn drive_session(d: &mut dyn Driven, hcas: usize, seed: u64, steps: usize) -> Vec<String> {
+    let mut s = seed | 1;
+    let mut rnd = move |n: u64| {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (s >> 33) % n
+    };
+    let mut log = Vec::new();
+    for step in 0..steps {
+        let now = d.now().0;
+        for _ in 0..rnd(4) {
+            let src = rnd(hcas as u64) as usize;
+            let dst = rnd(hcas as u64) as usize;
+            let at = now + if rnd(2) == 0 { 0 } else { rnd(3_000_000) };
+            let bytes = 1 + rnd(4_000);
+            log.push(format!("inject {src}->{dst} {bytes} B at {at}: {:?}", d.inject(Time(at), src, dst, bytes)));
+        }
+        if rnd(5) == 0 {
+            // a plain run: its completions wait to be taken
+            d.run_to(Time(now + rnd(5_000_000)));
+            log.push(format!("ran to {}: in flight {}", d.now().0, d.in_flight()));
+            log.push(format!("taken: {:?}", d.completions()));
+        }
+        let limit = Time(d.now().0 + 1 + rnd(30_000_000));
+        let out = d.run_to_completion(limit);
+        log.push(format!("step {step}: {out:?} now {} in flight {}", d.now().0, d.in_flight()));
+        if let ibnet::engine::RunOutcome::Completed(t, ids) = &out {
+            for id in ids {
+                if rnd(2) == 0 {
+                    continue;
+                }
+                let src = (*id as usize * 7 + 3) % hcas;
+                let dst = rnd(hcas as u64) as usize;
+                log.push(format!("reply to {id} at {}: {:?}", t.0, d.inject(*t, src, dst, 3000)));
+            }
+        }
+        if matches!(out, ibnet::engine::RunOutcome::Fatal) {
+            break;
+        }
+        if rnd(4) == 0 {
+            log.push(format!("taken: {:?}", d.completions()));
+        }
+    }
+    log.push(format!("taken at the end: {:?}", d.completions()));
+    log
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..Default::default() })]
+
+    /// A driver's session (injections between runs, runs to the next
+    /// completion with the deadlock rule, completions taken) on 1 to 4
+    /// processes with a random partition answers as the sequential engine
+    /// does, every answer, and ends with its report, in either order.
+    #[test]
+    fn a_driven_parallel_run_answers_as_the_sequential_engine(
+        case in cases(),
+        fifo in proptest::bool::ANY,
+        threads in 1usize..5,
+        seed in proptest::num::u64::ANY,
+        workers in 1usize..3,
+    ) {
+        let (t, p, _) = case.build();
+        let order = if fifo { "fifo" } else { "local" };
+        let mut q = p.clone();
+        q.event_order = order.into();
+        let silent: Vec<(usize, TrafficMode)> = Vec::new();
+        let mut seq = Fabric::new(&t, &q).unwrap();
+        start(&mut seq, &silent);
+        let hcas = seq.num_hcas();
+        let want = drive_session(&mut seq, hcas, seed, 30);
+        let want_report = seq.report_with(true);
+        let mut pq = q.clone();
+        if fifo {
+            pq.lazy_credit_timer = false;
+        }
+        let mut s = seed;
+        let owner: Vec<u16> = (0..t.nodes.len())
+            .map(|i| {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                if i == 0 { threads as u16 - 1 } else { ((s >> 33) % threads as u64) as u16 }
+            })
+            .collect();
+        let parts = (0..threads)
+            .map(|_| {
+                let mut f = Fabric::new(&t, &pq).unwrap();
+                f.set_direct_events(!fifo);
+                start(&mut f, &silent);
+                f
+            })
+            .collect();
+        let lazy = fifo && seq.lazy_credit_timer_active();
+        let mut par = ibnet::engine::Parallel::with_lazy_count(parts, owner, lazy).unwrap();
+        par.set_workers(workers);
+        let got = drive_session(&mut par, hcas, seed, 30);
+        if std::env::var_os("SHOW_SESSIONS").is_some() {
+            eprintln!("{}", got.join("\n"));
+        }
+        for (i, (a, b)) in want.iter().zip(&got).enumerate() {
+            proptest::prop_assert_eq!(a, b, "{} order: answer {} differs", order, i);
+        }
+        proptest::prop_assert_eq!(want.len(), got.len());
+        let fatal = want.iter().any(|l| l.contains("Fatal"));
+        let got_report = par.into_fabric().report_with(true);
+        proptest::prop_assert!(fatal || got_report == want_report, "{} order: reports differ", order);
+    }
+}

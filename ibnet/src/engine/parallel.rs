@@ -504,8 +504,11 @@ impl Parallel {
         self.stats
     }
 
+    /// The clock: every process's after a run, but after a fatal error
+    /// the failed process's, at the error's instant (the others stopped
+    /// there or before).
     pub fn now(&self) -> Time {
-        self.parts[0].now()
+        self.parts.iter().map(|f| f.now()).max().unwrap_or(Time(0))
     }
 
     pub fn events_processed(&self) -> u64 {
@@ -654,6 +657,9 @@ pub(super) struct PartOut {
     ghosts: Vec<(u64, u32)>,
     /// bias + created - completed here
     in_flight: usize,
+    /// its clock (after a fatal error, the failed process's is the
+    /// run's)
+    now: u64,
     /// events processed, as the sequential run counts them
     events: u64,
     direct_applied: u64,
@@ -700,6 +706,7 @@ impl Fabric {
             keys: part.keys,
             ghosts: part.ghosts.into_iter().collect(),
             in_flight: self.in_flight,
+            now: self.now,
             events: self.events - skipped,
             direct_applied: self.direct_applied,
             flits_generated: self.flits_generated,
@@ -770,6 +777,7 @@ pub(super) fn merge(mut f: Fabric, mut outs: Vec<PartOut>, owner: &[u16]) -> Fab
     // (each process's count is its bias + created - completed there)
     f.in_flight = outs.iter().map(|o| o.in_flight).sum::<usize>() - n * IN_FLIGHT_BIAS;
     f.events = outs.iter().map(|o| o.events).sum();
+    f.now = outs.iter().map(|o| o.now).max().unwrap_or(f.now);
     f.fatal = outs.iter().find_map(|o| o.fatal.clone());
     for o in &outs[1..] {
         f.direct_applied += o.direct_applied;
@@ -1029,9 +1037,10 @@ impl Fabric {
 
     /// As process `k` of a parallel run with `owner`'s partition, drop
     /// what this fabric holds for the other processes' nodes: only their
-    /// identity and their obufs' advertised counters are read here
-    /// (`node_of`, an FC packet's arrival); their input queues, HoQ slots
-    /// and forwarding tables are not. [`Parallel::new`] does it; a caller
+    /// identity, their obufs' advertised counters (`node_of`, an FC
+    /// packet's arrival) and their forwarding tables (a driver's
+    /// injection checks its route through every switch) are read here;
+    /// their input queues and HoQ slots are not. [`Parallel::new`] does it; a caller
     /// that builds the processes one by one saves memory by doing it after
     /// each.
     pub fn shed_others(&mut self, owner: &[u16], k: usize) {
@@ -1041,9 +1050,6 @@ impl Fabric {
                 let port = &mut self.ports[p];
                 port.ib.q = Vec::new();
                 port.arb.hoq = Vec::new();
-                if port.sw != NONE && port.local == 0 {
-                    self.lfts[port.sw as usize] = Vec::new();
-                }
             }
         }
     }

@@ -106,10 +106,12 @@ impl Parallel {
                 .collect();
             return RunOutcome::Completed(Time(ft), ids);
         }
+        let last = self.parts.iter().map(|f| f.now).max().unwrap_or(0);
         if self.error().is_some() {
+            // (the failed process's clock is at the error's instant)
+            self.align_now(last);
             return RunOutcome::Fatal;
         }
-        let last = self.parts.iter().map(|f| f.now).max().unwrap_or(0);
         match ran.next {
             // (a run that had to stop: a process failed)
             None => RunOutcome::Fatal,
