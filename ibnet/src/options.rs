@@ -53,6 +53,33 @@ pub struct FabricOptions {
     pub map: Option<PathBuf>,
 }
 
+/// The fabric of a co-simulation as logical processes (`ibnet serve`,
+/// loggopsim's in-process fabrics; engine/parallel_drive.rs).
+#[derive(clap::Args, Clone, Debug)]
+pub struct FabricThreads {
+    /// Run the co-simulation's fabric as N logical processes on up to N
+    /// threads (at most one per core), split by switch groups: every
+    /// answer and the report are those of one thread, byte for byte, in
+    /// either event order (docs/scaling.md 2.9). Not yet with one-sided
+    /// operations, the host model, several send queues, lossy links or
+    /// observation outputs.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub fabric_threads: usize,
+    /// The partition of --fabric-threads instead of the automatic one: one
+    /// line `SWITCH PROCESS` per switch (as `ibnet run --partition`).
+    #[arg(long, value_name = "FILE")]
+    pub fabric_partition: Option<PathBuf>,
+}
+
+impl Default for FabricThreads {
+    fn default() -> Self {
+        FabricThreads {
+            fabric_threads: 1,
+            fabric_partition: None,
+        }
+    }
+}
+
 impl Default for FabricOptions {
     fn default() -> Self {
         FabricOptions {

@@ -111,6 +111,8 @@ pub(super) struct Part {
     /// the event that completed it, which orders completions of several
     /// processes as the sequential run found them
     pub(super) done_keys: Vec<(u64, u32, u64)>,
+    /// the same per entry of the op points' log (`RdmaState::events`)
+    pub(super) point_keys: Vec<(u64, u32, u64)>,
 }
 
 impl Part {
@@ -511,8 +513,28 @@ impl Parallel {
         self.parts.iter().map(|f| f.now()).max().unwrap_or(Time(0))
     }
 
+    /// Events processed, as the sequential engine counts them.
     pub fn events_processed(&self) -> u64 {
-        self.parts.iter().map(|f| f.events).sum()
+        self.parts
+            .iter()
+            .map(|f| {
+                let skipped = f.part.as_ref().and_then(|p| p.fifo.as_ref()).map_or(0, |fp| fp.skipped);
+                f.events - skipped
+            })
+            .sum()
+    }
+
+    /// As [`Fabric::switches_between`] (every process holds every
+    /// forwarding table).
+    pub fn switches_between(&self, src_hca: usize, dst_hca: usize) -> Result<usize, FabricError> {
+        self.parts[0].switches_between(src_hca, dst_hca)
+    }
+
+    /// As [`Fabric::set_pulse`]: counted as the processes run.
+    pub fn set_pulse(&mut self, p: &'static std::sync::atomic::AtomicU64) {
+        for f in &mut self.parts {
+            f.set_pulse(p);
+        }
     }
 
     /// The fatal error that stopped the run (the first thread's that has
@@ -966,6 +988,9 @@ pub(super) fn run_group<L: Link + ?Sized>(
             depth += 1;
         }
         depth = 0;
+        for (_, f) in group.iter_mut() {
+            f.count_pulse();
+        }
         if stop.done(drive) {
             break;
         }
@@ -1031,6 +1056,7 @@ impl Fabric {
                 .then(|| super::parallel_fifo::FifoPart::new(self, lazy_count)),
             points0: 0,
             done_keys: Vec::new(),
+            point_keys: Vec::new(),
         }));
         Ok(())
     }

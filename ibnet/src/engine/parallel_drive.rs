@@ -32,6 +32,7 @@
 use super::app::MsgId;
 use super::fabric::{Fabric, FabricError};
 use super::parallel::{Parallel, Stop, NO_EVENT};
+use super::rdma::OpPoint;
 use super::run::RunOutcome;
 use crate::Time;
 
@@ -72,6 +73,25 @@ impl Parallel {
         self.home_of.push((k as u16, id as u32));
         self.injected += 1;
         Ok(g as MsgId)
+    }
+
+    /// As [`Fabric::completion_lower_bound`], over every process.
+    pub fn completion_lower_bound(&mut self) -> Option<Time> {
+        if self.in_flight() == 0 || self.error().is_some() {
+            return None;
+        }
+        let next = self.parts.iter_mut().filter_map(|f| f.peek_time()).min()?;
+        let tm = &self.parts[0].tm;
+        let dmin = tm.drain.get(1).copied().unwrap_or(0).min(super::fabric::NS);
+        let mut lb = next + dmin;
+        for f in &self.parts {
+            for h in &f.hcas {
+                if h.sink.drain_pending {
+                    lb = lb.min(h.sink.drain_at);
+                }
+            }
+        }
+        Some(Time(lb.max(self.now().0)))
     }
 
     /// Messages injected and not completed.
@@ -131,6 +151,40 @@ impl Parallel {
                 RunOutcome::Limit
             }
         }
+    }
+
+    /// The op points since the last call, in the sequential run's order
+    /// (as [`Fabric::take_op_events`], which also starts the log).
+    pub fn take_op_events(&mut self) -> Vec<(MsgId, OpPoint, Time)> {
+        let mut all = Vec::new();
+        for f in self.parts.iter_mut() {
+            f.rdma.log = true;
+            let part = f.part.as_deref_mut().unwrap();
+            let keys = std::mem::take(&mut part.point_keys);
+            for ((id, point, t), key) in std::mem::take(&mut f.rdma.events).into_iter().zip(keys) {
+                let canon = part.canon[id as usize];
+                let g = self.global[(canon >> 32) as usize][canon as u32 as usize];
+                all.push((key, g, point, t));
+            }
+        }
+        all.sort_by_key(|x| x.0);
+        all.into_iter().map(|(_, g, p, t)| (g as MsgId, p, t)).collect()
+    }
+
+    /// The driver's messages not completed, by number.
+    pub fn in_flight_ids(&self) -> Vec<MsgId> {
+        let mut done = vec![false; self.home_of.len()];
+        for f in &self.parts {
+            let part = f.part.as_deref().unwrap();
+            for (id, m) in f.msgs.iter().enumerate() {
+                if m.done.is_some() {
+                    let canon = part.canon[id];
+                    let g = self.global[(canon >> 32) as usize][canon as u32 as usize];
+                    done[g as usize] = true;
+                }
+            }
+        }
+        (0..done.len() as MsgId).filter(|&g| !done[g as usize]).collect()
     }
 
     /// Completions since the last call, in the sequential run's order.

@@ -164,6 +164,9 @@ pub(super) fn run_group_fifo<L: Link + ?Sized>(
             depth += 1;
         }
         depth = 0;
+        for (_, f) in group.iter_mut() {
+            f.count_pulse();
+        }
         if stop.done(drive) {
             break;
         }

@@ -295,6 +295,9 @@ impl Fabric {
         self.rdma.points += 1;
         if self.rdma.log {
             self.rdma.events.push((op as MsgId, point, Time(t)));
+            if let Some(p) = self.part.as_deref_mut() {
+                p.point_keys.push((t, p.depth, self.cur_seq));
+            }
         }
         if last {
             self.msgs[op as usize].done = Some(t);

@@ -244,7 +244,7 @@ impl Fabric {
 
     /// Count an event towards the pulse (after each processed event).
     #[inline(always)]
-    fn count_pulse(&mut self) {
+    pub(super) fn count_pulse(&mut self) {
         // `>=`, not a multiple: events applied where they were scheduled
         // (direct.rs) count too, so the counter may step over a multiple
         if self.events >= self.next_pulse {

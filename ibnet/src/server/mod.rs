@@ -57,6 +57,7 @@ mod horizon;
 mod insert;
 mod query;
 mod records;
+mod served;
 mod setup;
 mod stats;
 mod triggers;
@@ -68,7 +69,8 @@ pub use serve::{run_serve, serve_channel, test_chatter, ServeArgs};
 pub use setup::{parse_quantum, FabricSetup, SetupArgs};
 pub use stats::{ServerStats, SummaryJson};
 
-use crate::engine::{Fabric, MsgId};
+use crate::engine::MsgId;
+pub use served::ServedFabric;
 use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
 use rustc_hash::FxHashMap as HashMap;
 use std::io::Write;
@@ -198,7 +200,7 @@ struct Slot {
 
 /// The server state machine. Feed it records with [`FabricServer::handle`].
 pub struct FabricServer {
-    fabric: Fabric,
+    fabric: ServedFabric,
     cfg: ServerConfig,
     slots: book::Window<Slot>,
     by_handle: crate::handles::HandleMap,
@@ -265,7 +267,11 @@ pub enum ExactAnswer {
 }
 
 impl FabricServer {
-    pub fn new(fabric: Fabric, cfg: ServerConfig) -> Result<FabricServer, ServerError> {
+    pub fn new(
+        fabric: impl Into<ServedFabric>,
+        cfg: ServerConfig,
+    ) -> Result<FabricServer, ServerError> {
+        let fabric: ServedFabric = fabric.into();
         let n = fabric.num_hcas();
         if let Some((r, &h)) = cfg.rank_hcas.iter().enumerate().find(|(_, &h)| h >= n) {
             return Err(ServerError::Config(format!(
@@ -345,7 +351,7 @@ impl FabricServer {
         Ok(())
     }
 
-    pub fn fabric(&self) -> &Fabric {
+    pub fn fabric(&self) -> &ServedFabric {
         &self.fabric
     }
 

@@ -54,6 +54,8 @@ pub struct ServeArgs {
     pub estimate_base: Option<ipc_proto::EstimateBase>,
     #[command(flatten)]
     pub setup: SetupArgs,
+    #[command(flatten)]
+    pub parallel: crate::options::FabricThreads,
     /// Write every insert (handle time_ps src_rank dst_rank bytes) to FILE.
     #[arg(long, value_name = "FILE")]
     pub log_inserts: Option<PathBuf>,
@@ -256,8 +258,10 @@ pub fn write_summary(
 /// Build the server for a session from the common settings. `quantum`
 /// and `estimate`: None = not given (q = 1 ps, no estimate; in version 2
 /// the scheduler's Config decides), Some = pinned.
+#[allow(clippy::too_many_arguments)]
 pub fn build_server(
     setup: &SetupArgs,
+    threads: &crate::options::FabricThreads,
     protocol: ProtocolSpec,
     quantum: Option<ipc_proto::Time>,
     estimate: Option<f64>,
@@ -265,11 +269,14 @@ pub fn build_server(
     log_arrivals: Option<&PathBuf>,
 ) -> anyhow::Result<FabricServer> {
     let s = FabricSetup::build(setup).map_err(anyhow::Error::msg)?;
-    let mut cfg = ServerConfig::new(protocol, s.rank_hcas);
+    let mut cfg = ServerConfig::new(protocol, s.rank_hcas.clone());
     cfg.pinned = quantum.is_some() || estimate.is_some();
     cfg.quantum = quantum.unwrap_or(ipc_proto::Time(1));
     cfg.estimate = estimate;
-    let mut fabric = s.fabric;
+    let (mut fabric, lines) = s.served(threads).map_err(anyhow::Error::msg)?;
+    for l in lines {
+        eprintln!("ibnet: {l}");
+    }
     // a busy engine keeps our heartbeat going; a hung one stops it
     fabric.set_pulse(ipc_proto::liveness::pulse());
     let mut server = FabricServer::new(fabric, cfg)?;
@@ -286,6 +293,7 @@ pub fn build_server(
 pub fn run_serve(a: &ServeArgs) -> i32 {
     let mut server = match build_server(
         &a.setup,
+        &a.parallel,
         a.protocol,
         a.quantum,
         a.estimate,

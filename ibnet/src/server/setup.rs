@@ -2,11 +2,14 @@
 //! parameter preset and overrides, rank -> HCA mapping. Shared by
 //! `ibnet serve` and by the scheduler's in-process backend.
 
-use crate::engine::Fabric;
+use crate::engine::{Fabric, Parallel, MAX_THREADS};
+use crate::options::FabricThreads;
 use crate::options;
 use crate::params::Params;
 use crate::topology::Topology;
 use ipc_proto::Time;
+
+use super::ServedFabric;
 
 /// The fabric's options (declared once, in `crate::options`); the name
 /// the server's users know.
@@ -49,6 +52,66 @@ impl FabricSetup {
             fabric,
             rank_hcas,
         })
+    }
+}
+
+impl FabricSetup {
+    /// The fabric to serve: this one, or with `--fabric-threads N` N
+    /// logical processes built like it (engine/parallel_drive.rs), and the
+    /// lines that describe their partition.
+    pub fn served(self, t: &FabricThreads) -> Result<(ServedFabric, Vec<String>), String> {
+        let n = t.fabric_threads;
+        if n == 0 || n > MAX_THREADS {
+            return Err(format!("--fabric-threads {n}: expected 1 to {MAX_THREADS}"));
+        }
+        if n == 1 {
+            if t.fabric_partition.is_some() {
+                return Err("--fabric-partition needs --fabric-threads 2 or more".into());
+            }
+            return Ok((self.fabric.into(), Vec::new()));
+        }
+        let partition = match &t.fabric_partition {
+            None => self.fabric.partition(n),
+            Some(f) => {
+                let text = crate::input::read_text(f)
+                    .map_err(|e| format!("--fabric-partition {}", e.describe(f)))?;
+                self.fabric
+                    .partition_from(&text, &f.display().to_string(), n)
+                    .map_err(|e| format!("--fabric-partition: {e}"))?
+            }
+        };
+        // in the reference's FIFO order each process runs the
+        // always-ticking credit timer and queues every event (as `ibnet
+        // run --threads`, engine/parallel_fifo.rs)
+        let fifo = self.params.event_order != "local";
+        let lazy = self.fabric.lazy_credit_timer_active();
+        let hcas = self.fabric.num_hcas();
+        drop(self.fabric);
+        let mut pp = self.params.clone();
+        if fifo {
+            pp.lazy_credit_timer = false;
+        }
+        let mut parts = Vec::with_capacity(n);
+        for k in 0..n {
+            let mut f = Fabric::new(&self.topology, &pp).map_err(|e| format!("fabric parameters: {e}"))?;
+            if fifo {
+                f.set_direct_events(false);
+            }
+            f.shed_others(&partition.owner, k);
+            parts.push(f);
+        }
+        let par = Parallel::with_lazy_count(parts, partition.owner.clone(), fifo && lazy)
+            .map_err(|e| format!("--fabric-threads {n}: {e}"))?;
+        let mut lines = vec![format!(
+            "the fabric as {n} logical processes on {} threads (at most one per core), nodes {}:",
+            par.workers(),
+            match &t.fabric_partition {
+                None => "by switch groups".to_string(),
+                Some(f) => format!("as {} gives them", f.display()),
+            }
+        )];
+        lines.extend(partition.describe().into_iter().map(|l| format!("  {l}")));
+        Ok((ServedFabric::parallel(par, self.params, lazy, hcas), lines))
     }
 }
 

@@ -296,7 +296,12 @@ impl FabricServer {
         cfg: crate::observe::ObserveConfig,
         topo: crate::topology::Topology,
     ) -> anyhow::Result<()> {
-        let obs = crate::observe::Observers::new(cfg, &topo, &mut self.fabric)?;
+        let f = self.fabric.as_one_mut().ok_or_else(|| {
+            anyhow::anyhow!(
+                "observation outputs are not supported on a parallel fabric yet (leave out --fabric-threads)"
+            )
+        })?;
+        let obs = crate::observe::Observers::new(cfg, &topo, f)?;
         self.observed = Some(Observed { obs, topo });
         Ok(())
     }
@@ -316,9 +321,10 @@ impl FabricServer {
             match o.obs.next_boundary().filter(|&b| b < limit) {
                 None => return Ok(self.fabric.run_until_completion_or(limit)),
                 Some(b) => match self.fabric.run_until_completion_or(b) {
-                    RunOutcome::Limit => {
-                        o.obs.window_end(&mut self.fabric).map_err(observe_error)?
-                    }
+                    RunOutcome::Limit => o
+                        .obs
+                        .window_end(self.fabric.as_one_mut().expect("observed: one engine"))
+                        .map_err(observe_error)?,
                     other => return Ok(other),
                 },
             }
@@ -337,7 +343,9 @@ impl FabricServer {
                 if self.fabric.error().is_some() {
                     break;
                 }
-                o.obs.window_end(&mut self.fabric).map_err(observe_error)?;
+                o.obs
+                    .window_end(self.fabric.as_one_mut().expect("observed: one engine"))
+                    .map_err(observe_error)?;
             }
         }
         self.fabric.run_until(t);
@@ -349,7 +357,10 @@ impl FabricServer {
         match self.observed.take() {
             Some(o) => o
                 .obs
-                .finish(&mut self.fabric, &o.topo)
+                .finish(
+                    self.fabric.as_one_mut().expect("observed: one engine"),
+                    &o.topo,
+                )
                 .map_err(observe_error),
             None => Ok(()),
         }

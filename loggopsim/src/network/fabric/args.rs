@@ -76,6 +76,12 @@ pub struct CosimArgs {
         next_help_heading = FABRIC
     )]
     pub fabric: ibnet::options::FabricOptions,
+    /// inproc and onepiece: the fabric as logical processes.
+    #[command(
+        flatten,
+        next_help_heading = FABRIC
+    )]
+    pub fabric_parallel: ibnet::options::FabricThreads,
     /// inproc: write the fabric's statistics to FILE (default: stderr).
     #[arg(
         long,
@@ -118,6 +124,7 @@ impl CosimArgs {
             key: None,
             connect_timeout: 30.0,
             fabric,
+            fabric_parallel: Default::default(),
             fabric_report: None,
             fabric_json: false,
             log_inserts: None,

@@ -30,6 +30,7 @@ pub fn build_unchecked(args: &CosimArgs) -> Result<FabricServer, String> {
     let v1 = args.protocol.version < 2;
     let mut server = build_server(
         &args.fabric,
+        &args.fabric_parallel,
         args.protocol,
         v1.then_some(args.quantum),
         if v1 { args.estimate } else { None },
