@@ -57,6 +57,10 @@ pub struct Args {
     /// as `ibnet serve` takes them (ibnet::options).
     #[command(flatten)]
     pub fabric: ibnet::options::FabricOptions,
+    /// The fabric as logical processes (passed on to the side that builds
+    /// it, ibnet serve or loggopsim).
+    #[command(flatten)]
+    pub fabric_parallel: ibnet::options::FabricThreads,
     /// One of several jobs on the fabric instead of -f (repeatable; PL = linear | round-robin
     /// | random:SEED | map:FILE; per-job finish times after the report; docs/jobs.md)
     #[arg(long = "job", value_name = "FILE[:PL]")]
@@ -299,7 +303,15 @@ impl Settings {
         }
         let topology = a.fabric.topology.clone();
         // as the side that builds the fabric reads them again
-        let fabric_args = a.fabric.to_args();
+        let mut fabric_args = a.fabric.to_args();
+        if a.fabric_parallel.fabric_threads != 1 {
+            fabric_args.push("--fabric-threads".into());
+            fabric_args.push(a.fabric_parallel.fabric_threads.to_string());
+        }
+        if let Some(p) = &a.fabric_parallel.fabric_partition {
+            fabric_args.push("--fabric-partition".into());
+            fabric_args.push(p.to_string_lossy().into_owned());
+        }
         let mut sched_args = Vec::new();
         if a.jobs.is_empty() {
             sched_args.push("-f".to_string());

@@ -395,3 +395,27 @@ fn threads_are_checked() {
         .unwrap()
         .contains("does not support closed-loop traffic"));
 }
+
+#[test]
+fn fabric_threads_of_the_server_are_checked() {
+    // before any IPC object exists: exit 2 with the reason
+    for (extra, want) in [
+        ("--fabric-threads 0", "--fabric-threads 0: expected 1 to 64"),
+        ("--fabric-threads 65", "--fabric-threads 65: expected 1 to 64"),
+        (
+            "--fabric-partition part.txt",
+            "--fabric-partition needs --fabric-threads 2 or more",
+        ),
+        (
+            "--fabric-threads 2 --fabric-partition /nonexistent/part.txt",
+            "--fabric-partition /nonexistent/part.txt: cannot read",
+        ),
+    ] {
+        let mut a = words("serve --key clitest --topology fattree:4");
+        a.extend(words(extra));
+        let out = ibnet().args(&a).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(want), "{extra}: {err}");
+    }
+}

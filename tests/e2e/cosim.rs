@@ -2160,3 +2160,57 @@ fn rdma_barriers_writes_into_the_repository_from_anywhere() {
         "written under the caller's directory"
     );
 }
+
+/// The scheduler's JSON without what depends on the wall clock.
+fn without_wall_time(mut s: Value) -> Value {
+    if let Some(m) = s.as_object_mut() {
+        for k in [
+            "wall_time_s",
+            "cpu_time_s",
+            "events_per_s",
+            "events_per_cpu_s",
+            "waited_for_network_s",
+        ] {
+            m.remove(k);
+        }
+    }
+    s
+}
+
+/// The fabric as 2 and 3 logical processes (`--fabric-threads`,
+/// docs/scaling.md 2.9) answers the scheduler as one thread does, over
+/// shared memory and in one piece, with triggered inserts, in either
+/// event order: the same scheduler results, server counters and fabric
+/// report, byte for byte.
+#[test]
+fn fabric_threads_give_the_one_thread_cosimulation() {
+    let _ipc = ipc_budget();
+    let dir = tempfile::tempdir().unwrap();
+    let g = gen("linear_alltoall", 16, 8192, dir.path());
+    for (name, mode) in [
+        ("notify/shm", &["--protocol", "notify", "--transport", "shm"][..]),
+        ("notify-v4/onepiece", &["--protocol", "notify-v4", "--transport", "onepiece"][..]),
+        (
+            "notify/inproc, local order",
+            &["--protocol", "notify", "--transport", "inproc", "--set", "event_order=local"][..],
+        ),
+    ] {
+        let run = |threads: &str| {
+            let key = fresh_key();
+            let mut args = vec!["-f", g.to_str().unwrap(), "-t", "fattree:16", "--key", &key];
+            args.extend_from_slice(mode);
+            args.extend_from_slice(&["--fabric-threads", threads]);
+            let (s, mut f) = cosim_json(&args);
+            f.as_object_mut().unwrap().remove("coupling");
+            (without_wall_time(s), f)
+        };
+        let (s1, f1) = run("1");
+        assert_eq!(f1["fabric"]["messages_completed"], 16 * 15, "{name}");
+        assert!(finish_times(&s1).iter().all(|&t| t > 0), "{name}");
+        for threads in ["2", "3"] {
+            let (s, f) = run(threads);
+            assert!(s == s1, "{name}, {threads} processes: the scheduler's results differ");
+            assert!(f == f1, "{name}, {threads} processes: the fabric's answers differ");
+        }
+    }
+}
