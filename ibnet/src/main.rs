@@ -777,20 +777,10 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                     eprintln!("ibnet:   {line}");
                 }
             }
-            for i in 1..=steps {
-                d.run_until(step_end(limit, i, steps));
-                if let Some(pb) = &pb {
-                    pb.set_position(i);
-                    pb.set_message(format!("{} events", d.events_processed()));
-                }
-                lines.tick(d.now(), d.events_processed(), None);
-                if d.stopped() {
-                    break;
-                }
-            }
-            if let Some(pb) = pb {
-                pb.finish_and_clear();
-            }
+            run_stepped(limit, steps, pb, &mut lines, |t| {
+                d.run_until(t);
+                (d.now(), d.events_processed(), d.stopped())
+            });
             if let Some(e) = d.transport_error() {
                 return Err(u(anyhow::anyhow!("--distributed: rank {rank}: {e}")));
             }
@@ -830,20 +820,10 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             for line in partition.describe() {
                 eprintln!("ibnet:   {line}");
             }
-            for i in 1..=steps {
-                par.run_until(step_end(limit, i, steps));
-                if let Some(pb) = &pb {
-                    pb.set_position(i);
-                    pb.set_message(format!("{} events", par.events_processed()));
-                }
-                lines.tick(par.now(), par.events_processed(), None);
-                if par.error().is_some() {
-                    break;
-                }
-            }
-            if let Some(pb) = pb {
-                pb.finish_and_clear();
-            }
+            run_stepped(limit, steps, pb, &mut lines, |t| {
+                par.run_until(t);
+                (par.now(), par.events_processed(), par.error().is_some())
+            });
             par_stats = Some(par.stats());
             fabric = par.into_fabric();
         }
@@ -982,6 +962,32 @@ fn peak_memory_kb() -> u64 {
         u.ru_maxrss.max(0) as u64
     } else {
         0
+    }
+}
+
+/// A parallel run to `limit` in `steps` steps, with the progress bar (in
+/// percent) and the log lines: `step(t)` runs to t and gives the clock,
+/// the events so far and whether the run stopped.
+fn run_stepped(
+    limit: Time,
+    steps: u64,
+    pb: Option<indicatif::ProgressBar>,
+    lines: &mut PlainProgress,
+    mut step: impl FnMut(Time) -> (Time, u64, bool),
+) {
+    for i in 1..=steps {
+        let (now, events, stopped) = step(step_end(limit, i, steps));
+        if let Some(pb) = &pb {
+            pb.set_position(i);
+            pb.set_message(format!("{events} events"));
+        }
+        lines.tick(now, events, None);
+        if stopped {
+            break;
+        }
+    }
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
     }
 }
 

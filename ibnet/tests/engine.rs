@@ -957,14 +957,7 @@ fn parallel_report(
         q.lazy_credit_timer = false;
     }
     let threads = *owner.iter().max().unwrap() as usize + 1;
-    let parts = (0..threads)
-        .map(|_| {
-            let mut f = Fabric::new(topo, &q).unwrap();
-            f.set_direct_events(!fifo);
-            start(&mut f, modes);
-            f
-        })
-        .collect();
+    let parts = process_fabrics(topo, &q, modes, threads);
     let mut par = ibnet::engine::Parallel::with_lazy_count(parts, owner, fifo && lazy).unwrap();
     par.set_workers(workers);
     for i in 1..=steps {
@@ -1089,6 +1082,46 @@ fn distributed_report(
         assert!(results[1..].iter().all(|r| r.is_none()));
         results.swap_remove(0).expect("process 0 merges")
     })
+}
+
+/// `threads` fabrics for the processes of a parallel run in `q`'s order,
+/// built as `ibnet run --threads` builds them (in the FIFO order: the
+/// always-ticking timer and every event queued).
+fn process_fabrics(
+    topo: &Topology,
+    q: &Params,
+    modes: &[(usize, TrafficMode)],
+    threads: usize,
+) -> Vec<Fabric> {
+    let fifo = q.event_order != "local";
+    let mut q = q.clone();
+    if fifo {
+        q.lazy_credit_timer = false;
+    }
+    (0..threads)
+        .map(|_| {
+            let mut f = Fabric::new(topo, &q).unwrap();
+            f.set_direct_events(!fifo);
+            start(&mut f, modes);
+            f
+        })
+        .collect()
+}
+
+/// The nodes dealt at random to `threads` processes (the last one holds
+/// node 0, so that every process count is used).
+fn random_owner(nodes: usize, threads: usize, seed: u64) -> Vec<u16> {
+    let mut s = seed;
+    (0..nodes)
+        .map(|i| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            if i == 0 {
+                threads as u16 - 1
+            } else {
+                ((s >> 33) % threads as u64) as u16
+            }
+        })
+        .collect()
 }
 
 fn start(f: &mut Fabric, modes: &[(usize, TrafficMode)]) {
@@ -1217,13 +1250,7 @@ proptest::proptest! {
         let until = 40_000_000;
         let order = if fifo { "fifo" } else { "local" };
         let (want, ea, lazy) = sequential_report(&t, &p, &modes, until, order);
-        let mut s = seed;
-        let owner: Vec<u16> = (0..t.nodes.len())
-            .map(|i| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                if i == 0 { threads as u16 - 1 } else { ((s >> 33) % threads as u64) as u16 }
-            })
-            .collect();
+        let owner = random_owner(t.nodes.len(), threads, seed);
         let (got, eb) = if programs {
             let (got, eb, events) =
                 distributed_report(&t, &p, &modes, until, order, lazy, owner, steps);
@@ -1372,25 +1399,8 @@ proptest::proptest! {
         let hcas = seq.num_hcas();
         let want = drive_session(&mut seq, hcas, seed, 30);
         let want_report = seq.report_with(true);
-        let mut pq = q.clone();
-        if fifo {
-            pq.lazy_credit_timer = false;
-        }
-        let mut s = seed;
-        let owner: Vec<u16> = (0..t.nodes.len())
-            .map(|i| {
-                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                if i == 0 { threads as u16 - 1 } else { ((s >> 33) % threads as u64) as u16 }
-            })
-            .collect();
-        let parts = (0..threads)
-            .map(|_| {
-                let mut f = Fabric::new(&t, &pq).unwrap();
-                f.set_direct_events(!fifo);
-                start(&mut f, &silent);
-                f
-            })
-            .collect();
+        let owner = random_owner(t.nodes.len(), threads, seed);
+        let parts = process_fabrics(&t, &q, &silent, threads);
         let lazy = fifo && seq.lazy_credit_timer_active();
         let mut par = ibnet::engine::Parallel::with_lazy_count(parts, owner, lazy).unwrap();
         par.set_workers(workers);

@@ -183,6 +183,7 @@ fn backend(kind: &str, topo: &str, ranks: u32) -> Box<dyn Network> {
         key: None,
         connect_timeout: 1.0,
         fabric: setup(topo),
+        fabric_parallel: Default::default(),
         fabric_report: Some(
             std::env::temp_dir().join(format!("backends-test-{}.txt", std::process::id())),
         ),

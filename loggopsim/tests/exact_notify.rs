@@ -41,6 +41,7 @@ fn args(spec: ProtocolSpec, topology: &str, set: &[&str], estimate: Option<f64>)
             set: set.iter().map(|s| s.to_string()).collect(),
             ..SetupArgs::default()
         },
+        fabric_parallel: Default::default(),
         fabric_report: Some(
             std::env::temp_dir().join(format!("exact-notify-fabric-{}.txt", std::process::id())),
         ),

@@ -40,6 +40,7 @@ fn args(spec: ProtocolSpec, topology: &str) -> CosimArgs {
         key: None,
         connect_timeout: 1.0,
         fabric: setup(topology),
+        fabric_parallel: Default::default(),
         fabric_report: Some(
             std::env::temp_dir().join(format!("one-sided-fabric-{}.txt", std::process::id())),
         ),

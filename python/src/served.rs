@@ -47,6 +47,7 @@ fn fabric_server(a: &SimOpts, cosim: &CosimArgs, num_ranks: u32) -> R<FabricServ
     let query = spec.protocol == Protocol::Query;
     let mut server = build_server(
         &cosim.fabric,
+        &cosim.fabric_parallel,
         spec,
         query.then_some(cosim.quantum),
         if query { cosim.estimate } else { None },

@@ -923,6 +923,15 @@ pub(super) struct Ran {
     pub(super) next: Option<u64>,
 }
 
+/// After an instant: count the processes' pulse, and whether the run
+/// stops there.
+pub(super) fn instant_done(group: &mut [(usize, &mut Fabric)], stop: &Stop, drive: Drive) -> bool {
+    for (_, f) in group.iter_mut() {
+        f.count_pulse();
+    }
+    stop.done(drive)
+}
+
 /// The first instant of a run and its first depth: the current instant
 /// again, after the depth its last generation had, when a driver's
 /// injections wait in the now-queues; else the next instant from depth 0.
@@ -988,10 +997,7 @@ pub(super) fn run_group<L: Link + ?Sized>(
             depth += 1;
         }
         depth = 0;
-        for (_, f) in group.iter_mut() {
-            f.count_pulse();
-        }
-        if stop.done(drive) {
+        if instant_done(group, &stop, drive) {
             break;
         }
     }

@@ -30,7 +30,7 @@
 use super::dispatch::Ev;
 use super::fabric::Fabric;
 use super::obuf::may_sleep;
-use super::parallel::{first_depth, Link, Ran, Stop};
+use super::parallel::{first_depth, instant_done, Link, Ran, Stop};
 use super::queue::Entry;
 
 /// Bits of the insertion counter for the number of an event's children.
@@ -164,10 +164,7 @@ pub(super) fn run_group_fifo<L: Link + ?Sized>(
             depth += 1;
         }
         depth = 0;
-        for (_, f) in group.iter_mut() {
-            f.count_pulse();
-        }
-        if stop.done(drive) {
+        if instant_done(group, &stop, drive) {
             break;
         }
     }

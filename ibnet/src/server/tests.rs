@@ -1,6 +1,7 @@
 //! Unit tests of the server state machine (no transport).
 
 use super::*;
+use crate::engine::Fabric;
 use crate::params::Params;
 use crate::topology::builtin;
 
