@@ -5,11 +5,11 @@
 //! ends every rank when one dies; the engine's protocol does the
 //! synchronisation.
 //!
-//! A round is two collectives: an all-to-all of the byte counts, then an
-//! all-to-all-v of the bytes. The end is a gather of the counts, then a
-//! gather-v of the bytes, at rank 0.
+//! A round is one message to and from every other rank, each received at
+//! the size it has (a probe, then the receive). The end is a gather of
+//! the counts, then a gather-v of the bytes, at rank 0.
 
-use mpi::datatype::{Partition, PartitionMut};
+use mpi::datatype::PartitionMut;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use mpi::Count;
@@ -76,26 +76,32 @@ impl Transport for Mpi {
     }
 
     fn exchange(&mut self, out: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, String> {
-        if out.len() == 1 {
-            // (one rank: nothing to send, and MPI refuses buffers that
-            // alias, which two empty ones do)
-            return Ok(out);
-        }
-        let (send_counts, send_displs) = layout(out.iter().map(|v| v.len()))?;
-        let mut recv_counts = vec![0 as Count; out.len()];
-        self.world.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
-        // (never empty: two empty buffers alias, which MPI refuses)
-        let mut send: Vec<u8> = out.concat();
-        send.push(0);
-        let total: usize = recv_counts.iter().map(|&c| c as usize).sum();
-        let (_, recv_displs) = layout(recv_counts.iter().map(|&c| c as usize))?;
-        let mut recv = vec![0u8; total + 1];
-        {
-            let sp = Partition::new(&send[..], &send_counts[..], &send_displs[..]);
-            let mut rp = PartitionMut::new(&mut recv[..], &recv_counts[..], &recv_displs[..]);
-            self.world.all_to_all_varcount_into(&sp, &mut rp);
-        }
-        Ok(split(&recv, &recv_counts))
+        let n = out.len();
+        let me = self.world.rank() as usize;
+        let mut got = vec![Vec::new(); n];
+        // One message to and from every other rank: sent without waiting,
+        // then each received at the size it has (MPI keeps the order of
+        // the messages between two ranks, so rounds do not mix).
+        mpi::request::scope(|scope| {
+            let sends: Vec<_> = (0..n)
+                .filter(|&k| k != me)
+                .map(|k| {
+                    self.world
+                        .process_at_rank(k as i32)
+                        .immediate_send(scope, &out[k][..])
+                })
+                .collect();
+            for (k, slot) in got.iter_mut().enumerate() {
+                if k != me {
+                    let probed = self.world.process_at_rank(k as i32).matched_probe();
+                    *slot = probed.matched_receive_vec::<u8>().0;
+                }
+            }
+            for s in sends {
+                s.wait();
+            }
+        });
+        Ok(got)
     }
 
     fn gather(&mut self, mine: Vec<u8>) -> Result<Option<Vec<Vec<u8>>>, String> {
