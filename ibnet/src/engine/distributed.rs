@@ -47,6 +47,7 @@ struct Packet {
     events: u64,
     drive: Drive,
     list: Vec<u64>,
+    front: Vec<u64>,
     mail: Vec<Cross>,
 }
 
@@ -125,6 +126,7 @@ impl Wire<'_> {
                 events: st.mine.events,
                 drive: st.mine.drive,
                 list: st.mine.list.clone(),
+                front: st.mine.front.clone(),
                 mail: std::mem::take(&mut st.mail[k]),
             };
             out.push(postcard::to_stdvec(&p).map_err(|e| format!("encoding a round: {e}"))?);
@@ -145,6 +147,7 @@ impl Wire<'_> {
                     events: st.mine.events,
                     drive: st.mine.drive,
                     list: std::mem::take(&mut st.mine.list),
+                    front: std::mem::take(&mut st.mine.front),
                     mail: Vec::new(),
                 }
             } else {
@@ -218,6 +221,18 @@ impl Link for Wire<'_> {
 
     fn drive(&self, _par: usize) -> Drive {
         Drive::sum(self.st.borrow().got.iter().map(|p| p.drive))
+    }
+
+    fn set_front(&self, _k: usize, _par: usize, keys: Vec<u64>) {
+        self.st.borrow_mut().mine.front = keys;
+    }
+
+    fn each_front(&self, _par: usize, t: u64, each: &mut dyn FnMut(&[u64])) {
+        for p in &self.st.borrow().got {
+            if p.next == t {
+                each(&p.front);
+            }
+        }
     }
 
     fn each_list(&self, _par: usize, each: &mut dyn FnMut(&[u64])) {

@@ -267,6 +267,8 @@ pub(super) struct Shared {
     pub(super) lists: [Vec<Mutex<Vec<u64>>>; 2],
     /// per process: its `Drive` words
     pub(super) drives: [Vec<Mutex<Drive>>; 2],
+    /// per process: the keys of its events at its next event time
+    pub(super) fronts: [Vec<Mutex<Vec<u64>>>; 2],
 }
 
 pub(super) const FAILED: u64 = u64::MAX;
@@ -381,6 +383,13 @@ pub(super) trait Link {
     /// Every process's [`Drive`] words of the round, combined (published
     /// with `publish_next`).
     fn drive(&self, par: usize) -> Drive;
+    /// Publish the keys of process `k`'s events queued ahead at its next
+    /// event time (the FIFO order: the next instant's first batch, should
+    /// the instant end with this round).
+    fn set_front(&self, k: usize, par: usize, keys: Vec<u64>);
+    /// Call `each` with the published fronts of the processes whose next
+    /// event time is `t`, in process order.
+    fn each_front(&self, par: usize, t: u64, each: &mut dyn FnMut(&[u64]));
 
     /// The first instant of a run (in the round of parity 0): the
     /// smallest next event time of all processes; None if one failed or
@@ -585,6 +594,7 @@ impl Parallel {
             mail: [boxes(), boxes()],
             lists: [lists(), lists()],
             drives: [drives(), drives()],
+            fronts: [lists(), lists()],
         };
         let fifo = !self.parts[0].local_order;
         // logical process k runs on worker k % w
@@ -827,6 +837,18 @@ impl Link for Shared {
 
     fn drive(&self, par: usize) -> Drive {
         Drive::sum(self.drives[par].iter().map(|d| *d.lock().unwrap()))
+    }
+
+    fn set_front(&self, k: usize, par: usize, keys: Vec<u64>) {
+        *self.fronts[par][k].lock().unwrap() = keys;
+    }
+
+    fn each_front(&self, par: usize, t: u64, each: &mut dyn FnMut(&[u64])) {
+        for k in 0..self.n {
+            if self.next[par][k].load(Ordering::Relaxed) == t {
+                each(&self.fronts[par][k].lock().unwrap());
+            }
+        }
     }
 
     fn set_more(&self, k: usize, par: usize, more: bool) {

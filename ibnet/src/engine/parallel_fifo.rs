@@ -104,37 +104,55 @@ pub(super) fn run_group_fifo<L: Link + ?Sized>(
     let mut resume = resume;
     let mut par = 1usize;
     let mut ok = true;
+    // the first batch of the next instant is published with the last
+    // round of an instant (each process's keys at its next event time,
+    // `set_front`), so a new instant needs a round of its own only at the
+    // start of a run or to take up the current instant again
+    let mut staged = false;
+    // events in the running batch, over all processes
+    let mut size = 0;
     'run: while t <= stop.bound(drive) {
-        // the first batch, published: the events queued ahead at t, or a
-        // driver's injections at the current instant
-        for (k, f) in group.iter_mut() {
-            if resume {
-                f.fifo_take_nowq();
-            } else {
-                f.fifo_stage(t);
+        if !staged {
+            // the first batch, published: the events queued ahead at t,
+            // or a driver's injections at the current instant
+            for (k, f) in group.iter_mut() {
+                if resume {
+                    f.fifo_take_nowq();
+                } else {
+                    f.fifo_stage(t);
+                }
+                let keys = f.fifo_keys();
+                sh.set_list(*k, par, keys);
             }
-            let keys = f.fifo_keys();
-            sh.set_list(*k, par, keys);
+            resume = false;
+            if !sh.wait(&mut ran.rounds, &mut ran.waited) {
+                ok = false;
+                break;
+            }
+            size = total(sh, par);
+            for (_, f) in group.iter_mut() {
+                f.fifo_rank(|each| sh.each_list(par, each));
+            }
+            par ^= 1;
         }
-        resume = false;
-        if !sh.wait(&mut ran.rounds, &mut ran.waited) {
-            ok = false;
-            break;
-        }
-        let mut size = total(sh, par);
-        for (_, f) in group.iter_mut() {
-            f.fifo_rank(sh, par);
-        }
-        par ^= 1;
+        staged = false;
         loop {
             for (me, f) in group.iter_mut() {
                 f.fifo_run_batch(t, depth);
                 // the children of the batch, in key order: the next batch
                 let keys: Vec<u64> = f.nowq_keys();
+                // (the instant can end with this round only if no process
+                // has a child: only then is the front wanted)
+                let front = if keys.is_empty() {
+                    f.fifo_front()
+                } else {
+                    Vec::new()
+                };
                 sh.set_list(*me, par, keys);
                 f.par_extract();
                 ran.sent += sh.post(f, *me, par);
                 sh.publish_next(f, *me, par);
+                sh.set_front(*me, par, front);
             }
             if !sh.wait(&mut ran.rounds, &mut ran.waited) {
                 ok = false;
@@ -147,19 +165,31 @@ pub(super) fn run_group_fifo<L: Link + ?Sized>(
             for (_, f) in group.iter_mut() {
                 f.fifo().base += size;
                 f.fifo_take_nowq();
-                f.fifo_rank(sh, par);
+                f.fifo_rank(|each| sh.each_list(par, each));
             }
             let Some(next) = sh.next_instant(par) else {
                 ok = false;
                 break 'run;
             };
             drive = sh.drive(par);
-            par ^= 1;
             if next_size == 0 {
                 ran.last = Some(t);
                 t = next;
+                if t <= stop.bound(drive) && !stop.done(drive) {
+                    // the next instant's first batch: the fronts of the
+                    // processes whose next event is at t
+                    for (_, f) in group.iter_mut() {
+                        f.fifo_stage(t);
+                        f.fifo_rank(|each| sh.each_front(par, t, each));
+                    }
+                    staged = true;
+                    size = 0;
+                    sh.each_front(par, t, &mut |l| size += l.len() as u64);
+                }
+                par ^= 1;
                 break;
             }
+            par ^= 1;
             size = next_size;
             depth += 1;
         }
@@ -210,13 +240,13 @@ impl Fabric {
         self.fifo().batch = batch;
     }
 
-    /// The global rank of each event of the batch among all processes'
-    /// published keys.
-    fn fifo_rank<L: Link + ?Sized>(&mut self, sh: &L, par: usize) {
+    /// The global rank of each event of the batch among the published
+    /// keys that `lists` visits (every process's list, in order).
+    fn fifo_rank(&mut self, lists: impl FnOnce(&mut dyn FnMut(&[u64]))) {
         let fp = self.fifo();
         fp.ranks.clear();
         fp.ranks.resize(fp.batch.len(), 0);
-        sh.each_list(par, &mut |list| {
+        lists(&mut |list| {
             let mut j = 0;
             for (i, e) in fp.batch.iter().enumerate() {
                 while j < list.len() && list[j] < e.seq {
@@ -225,6 +255,14 @@ impl Fabric {
                 fp.ranks[i] += j as u64;
             }
         });
+    }
+
+    /// The keys of the events queued ahead at the next event time, in
+    /// order (what `fifo_stage` would take there).
+    fn fifo_front(&mut self) -> Vec<u64> {
+        let mut v = Vec::new();
+        self.heap.front_seqs(&mut v);
+        v
     }
 
     /// Run the batch: each event with the counter of its global index.

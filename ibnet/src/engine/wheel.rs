@@ -400,6 +400,19 @@ impl<T: Copy> Wheel<T> {
         Some((e.0, e.1))
     }
 
+    /// The seqs of the items at the smallest time, in order, into `out`,
+    /// without removing them (they lead the sorted base slot).
+    pub fn front_seqs(&mut self, out: &mut Vec<u64>) {
+        if let Some((t, _)) = self.peek_key() {
+            out.extend(
+                self.cur[self.head..]
+                    .iter()
+                    .take_while(|e| e.0 == t)
+                    .map(|e| e.1),
+            );
+        }
+    }
+
     /// Pop the smallest item if its time is `t`, given that no item is
     /// earlier (one check on the common path: the base slot's head).
     #[inline(always)]
