@@ -628,7 +628,17 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     if let Some(note) = topology::explain(spec) {
         eprintln!("ibnet: {note}");
     }
-    let mut fabric = Fabric::new(&topo, &params).map_err(|e| {
+    // A parallel run builds each process's fabric of its own below; this
+    // one (for the partition and the checks of the traffic) then holds no
+    // input queues or HoQ slots, which are most of a network's memory
+    // before it runs.
+    let parallel = a.threads > 1 || a.distributed;
+    let built = if parallel {
+        Fabric::new_process(&topo, &params, &vec![u16::MAX; topo.nodes.len()], 0)
+    } else {
+        Fabric::new(&topo, &params)
+    };
+    let mut fabric = built.map_err(|e| {
         // name where the parameters came from
         let mut from = format!("--preset {}", a.fabric.preset);
         if let Some(c) = &a.config {
@@ -736,7 +746,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             proc_params.lazy_credit_timer = false;
         }
         let build = |k: usize| -> std::result::Result<Fabric, UserError> {
-            let mut f = Fabric::new(&topo, &proc_params).map_err(|e| u(anyhow::anyhow!("{e}")))?;
+            let mut f = Fabric::new_process(&topo, &proc_params, &partition.owner, k)
+                .map_err(|e| u(anyhow::anyhow!("{e}")))?;
             for s in &specs {
                 apply_app_traffic(&mut f, &topo, s).map_err(|e| u(anyhow::anyhow!(e)))?;
             }
@@ -757,13 +768,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         let steps = if show_progress || !tty { 100 } else { 1 };
         if let Some(m) = mpi {
             // this rank's process only
-            let mine = if fifo {
-                drop(fabric);
-                build(rank)?
-            } else {
-                fabric.shed_others(&partition.owner, rank);
-                fabric
-            };
+            drop(fabric);
+            let mine = build(rank)?;
             let mut d = ibnet::engine::Distributed::new(
                 mine,
                 partition.owner.clone(),
@@ -796,15 +802,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                 Err(e) => return Err(u(anyhow::anyhow!("--distributed: rank {rank}: {e}"))),
             }
         } else {
-            let mut parts = Vec::new();
-            if fifo {
-                drop(fabric);
-                parts.push(build(0)?);
-            } else {
-                fabric.shed_others(&partition.owner, 0);
-                parts.push(fabric);
-            }
-            for k in 1..procs {
+            drop(fabric);
+            let mut parts = Vec::with_capacity(procs);
+            for k in 0..procs {
                 parts.push(build(k)?);
             }
             let mut par = ibnet::engine::Parallel::with_lazy_count(

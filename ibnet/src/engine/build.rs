@@ -130,6 +130,30 @@ impl Fabric {
     /// Build the fabric and schedule the initialisation events (sec. 1.4).
     /// Every configuration error is reported here.
     pub fn new(topo: &Topology, params: &Params) -> Result<Fabric, ConfigError> {
+        Fabric::build(topo, params, None)
+    }
+
+    /// The fabric of process `k` of a parallel run with `owner`'s
+    /// partition (`Fabric::shed_others`): the other processes' nodes get
+    /// no input queues and HoQ slots from the start, so that a process's
+    /// peak memory is its own part's (a network's input queues and HoQ
+    /// slots are most of what it allocates before it runs).
+    pub fn new_process(
+        topo: &Topology,
+        params: &Params,
+        owner: &[u16],
+        k: usize,
+    ) -> Result<Fabric, ConfigError> {
+        Fabric::build(topo, params, Some((owner, k)))
+    }
+
+    fn build(
+        topo: &Topology,
+        params: &Params,
+        process: Option<(&[u16], usize)>,
+    ) -> Result<Fabric, ConfigError> {
+        // (a node of another process of a parallel run)
+        let shed = |node: usize| process.is_some_and(|(o, k)| o.get(node).is_some_and(|&x| x as usize != k));
         let tm = Timing::new(params)?;
         let p = params.clone();
         let nvl = p.max_vl as usize + 1;
@@ -230,6 +254,9 @@ impl Fabric {
                         ib: Ibuf::new(1, nvl, &statics),
                         arb: Arb::new(1, nvl, high, low, high_left),
                     });
+                    if shed(ni) {
+                        ports.last_mut().unwrap().shed();
+                    }
                 }
                 NodeKind::Switch { ports: np, fdb } => {
                     let s = lfts.len() as u32;
@@ -248,6 +275,9 @@ impl Fabric {
                             ib: Ibuf::new(*np as usize, nvl, &statics),
                             arb: Arb::new(*np, nvl, high, low, high_left),
                         });
+                        if shed(ni) {
+                            ports.last_mut().unwrap().shed();
+                        }
                     }
                 }
             }

@@ -1028,6 +1028,14 @@ pub(super) fn run_group<L: Link + ?Sized>(
     ran
 }
 
+impl super::fabric::Port {
+    /// Drop what only the port's own process reads (`Fabric::shed_others`).
+    pub(super) fn shed(&mut self) {
+        self.ib.q = Vec::new();
+        self.arb.hoq = Vec::new();
+    }
+}
+
 impl Fabric {
     /// Make this fabric process `k` of `n` of a parallel run with
     /// `owner`'s partition (it is built like the sequential one, not run
@@ -1101,9 +1109,7 @@ impl Fabric {
         for p in 0..self.ports.len() {
             let node = self.ports[p].node as usize;
             if owner.get(node).is_some_and(|&o| o as usize != k) {
-                let port = &mut self.ports[p];
-                port.ib.q = Vec::new();
-                port.arb.hoq = Vec::new();
+                self.ports[p].shed();
             }
         }
     }

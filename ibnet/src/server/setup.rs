@@ -93,7 +93,8 @@ impl FabricSetup {
         }
         let mut parts = Vec::with_capacity(n);
         for k in 0..n {
-            let mut f = Fabric::new(&self.topology, &pp).map_err(|e| format!("fabric parameters: {e}"))?;
+            let mut f = Fabric::new_process(&self.topology, &pp, &partition.owner, k)
+                .map_err(|e| format!("fabric parameters: {e}"))?;
             if fifo {
                 f.set_direct_events(false);
             }
