@@ -33,6 +33,10 @@ const NOT_RUN_HERE: &[(&str, &str)] = &[
         "cargo build --release",
         "the tests run the same code built in the test profile",
     ),
+    (
+        "mpirun",
+        "it needs an ibnet built with the feature mpi: ibnet/tests/distributed.rs runs it",
+    ),
 ];
 
 /// One command of the README: its text (continuation lines joined) and the
