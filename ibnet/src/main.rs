@@ -568,7 +568,12 @@ fn main() {
         Cmd::Run(a) => match run(&a) {
             Ok(c) => c,
             Err(UserError(e)) => {
-                eprintln!("ibnet: error: {e:#}");
+                // (under mpirun every rank reads the same input and says
+                // so; the others name themselves)
+                match launched_rank().filter(|&r| a.distributed && r != 0) {
+                    Some(r) => eprintln!("ibnet: rank {r}: error: {e:#}"),
+                    None => eprintln!("ibnet: error: {e:#}"),
+                }
                 2
             }
         },
@@ -952,6 +957,14 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// This process's rank as the MPI launcher gave it (Open MPI, or the
+/// PMI/PMIx variables of other launchers), before MPI is initialised.
+fn launched_rank() -> Option<u32> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
 /// This process's peak resident memory so far (KB; 0 if unknown).

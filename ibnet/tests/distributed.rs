@@ -208,5 +208,14 @@ fn distributed_refuses_what_it_cannot_run() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success());
         assert!(err.contains(want), "{args}: {err}");
+        // every rank that says why (mpirun may end the others first):
+        // rank 0 plainly, the others with their rank
+        let said: Vec<&str> = err.lines().filter(|l| l.contains(want)).collect();
+        assert!(!said.is_empty(), "{err}");
+        assert!(
+            said.iter()
+                .all(|l| l.starts_with("ibnet: error: ") || l.starts_with("ibnet: rank 1: error: ")),
+            "{err}"
+        );
     }
 }
