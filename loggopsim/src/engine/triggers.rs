@@ -20,6 +20,10 @@
 //!   processing time (t + o + L of its send), so the message event runs at
 //!   t_p = max(arrival, t + o + L) and ends the receive at
 //!   t_p + o + max((s-1)O, (s-1)G);
+//! - no message inserted after the network passed h's arrival (which no
+//!   longer disarms h) can reach r before that receive ends: the
+//!   receive ends less than the network's minimum latency after h's
+//!   earliest arrival, the engine's current time;
 //! - completing R releases exactly one send s (eager) and otherwise only
 //!   receives, which post (the unexpected queue is empty), and neither
 //!   s's start, its completion nor those receives' starts release
@@ -165,6 +169,14 @@ impl<N: Network, T: Tracer> Sim<N, T> {
         let s1 = m.size.saturating_sub(1);
         let cpu_work = o.checked_add(s1.checked_mul(big_o)?.max(s1.checked_mul(p.big_g)?))?;
         let end_lb = lb.checked_add(cpu_work)?;
+        // A message inserted to r once the network has passed h's arrival
+        // t_a does not disarm h (the network fired already): it comes at
+        // least `min_lat` after t_a, and h's receive ends at most
+        // max(0, lb - t_a) + cpu_work after t_a, with t_a >= now. Arriving
+        // before that end, its receive could take r's CPU ahead of s.
+        if lb.saturating_sub(self.now).checked_add(cpu_work)? >= self.min_lat {
+            return None;
+        }
         // the dependency counts this reaction takes off (node, count); a
         // reaction touching more nodes than this is simply not armed (no
         // allocation on this per-message path)
