@@ -626,7 +626,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     let params = params_from(a).map_err(u)?;
     check_threads(a).map_err(u)?;
     let spec = &a.fabric.topology;
-    let topo = topology::open_with(spec, a.lfts.as_deref())
+    let mut topo = topology::open_with(spec, a.lfts.as_deref())
         .map_err(|e| UserError(anyhow::anyhow!(topology::open_error(spec, &e))))?;
     // a large network: run again with the heap on huge pages (hugepages.rs)
     ibnet::hugepages::use_for(topo.hcas().len(), "ibnet");
@@ -760,6 +760,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                 f.set_direct_events(false);
             }
             f.shed_others(&partition.owner, k);
+            // (a standalone run routes a message through its own switches
+            // only: no driver checks whole routes)
+            f.shed_other_tables(&partition.owner, k);
             Ok(f)
         };
         let how = match &a.partition {
@@ -775,6 +778,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             // this rank's process only
             drop(fabric);
             let mine = build(rank)?;
+            drop_topology_tables(&mut topo);
             let mut d = ibnet::engine::Distributed::new(
                 mine,
                 partition.owner.clone(),
@@ -812,6 +816,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             for k in 0..procs {
                 parts.push(build(k)?);
             }
+            drop_topology_tables(&mut topo);
             let mut par = ibnet::engine::Parallel::with_lazy_count(
                 parts,
                 partition.owner.clone(),
@@ -957,6 +962,17 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// Drop the topology's forwarding tables once the processes of a parallel
+/// run are built from it: each fabric holds its own copy of the tables it
+/// uses, and nothing after the build reads the topology's.
+fn drop_topology_tables(topo: &mut ibnet::topology::Topology) {
+    for n in &mut topo.nodes {
+        if let ibnet::topology::NodeKind::Switch { fdb, .. } = &mut n.kind {
+            *fdb = Vec::new();
+        }
+    }
 }
 
 /// This process's rank as the MPI launcher gave it (Open MPI, or the

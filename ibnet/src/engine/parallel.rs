@@ -1114,6 +1114,22 @@ impl Fabric {
         }
     }
 
+    /// As [`Fabric::shed_others`], and also drop the other processes'
+    /// switches' forwarding tables: for a run that creates messages only
+    /// at its own HCAs and routes only through its own switches (`ibnet
+    /// run`), not for a driver's, whose injections check whole routes.
+    pub fn shed_other_tables(&mut self, owner: &[u16], k: usize) {
+        for p in 0..self.ports.len() {
+            let port = &self.ports[p];
+            if port.sw != NONE
+                && port.local == 0
+                && owner.get(port.node as usize).is_some_and(|&o| o as usize != k)
+            {
+                self.lfts[port.sw as usize] = Vec::new();
+            }
+        }
+    }
+
     /// Why this fabric cannot run in parallel, if it cannot.
     pub(super) fn parallel_unsupported(&self) -> Option<String> {
         let why = if !self.local_order && (self.lazy || self.direct) {
