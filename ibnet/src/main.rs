@@ -549,10 +549,12 @@ mod cluster {
     }
 
     pub fn open() -> Result<Mpi, String> {
-        Err("this ibnet was built without MPI: build it with `cargo build --release -p ibnet \
+        Err(
+            "this ibnet was built without MPI: build it with `cargo build --release -p ibnet \
              --features mpi` (it needs Open MPI and libclang; scripts/install-deps installs \
              both)"
-            .into())
+                .into(),
+        )
     }
 }
 
@@ -779,13 +781,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             drop(fabric);
             let mine = build(rank)?;
             drop_topology_tables(&mut topo);
-            let mut d = ibnet::engine::Distributed::new(
-                mine,
-                partition.owner.clone(),
-                lazy_count,
-                m,
-            )
-            .map_err(|e| u(anyhow::anyhow!("--distributed: {e}")))?;
+            let mut d =
+                ibnet::engine::Distributed::new(mine, partition.owner.clone(), lazy_count, m)
+                    .map_err(|e| u(anyhow::anyhow!("--distributed: {e}")))?;
             if rank == 0 {
                 eprintln!("ibnet: {procs} logical processes on {procs} MPI ranks, nodes {how}:");
                 for line in partition.describe() {
@@ -930,7 +928,9 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         sync_wait_s: wall_opt.and(par_stats).map(|s| s.wait_ns as f64 * 1e-9),
         mpi_ranks: wall_opt.and(par_stats).and(a.distributed.then_some(procs)),
         peak_rss_mb_per_rank: wall_opt.and(rank_peaks.as_ref()).map(|v| {
-            v.iter().map(|&kb| (kb as f64 / 1024.0 * 10.0).round() / 10.0).collect()
+            v.iter()
+                .map(|&kb| (kb as f64 / 1024.0 * 10.0).round() / 10.0)
+                .collect()
         }),
         lazy_credit_timer: lazy_active,
     };

@@ -45,7 +45,8 @@ impl Mpi {
 fn layout(lens: impl Iterator<Item = usize>) -> Result<(Vec<Count>, Vec<Count>), String> {
     let (mut counts, mut displs, mut at) = (Vec::new(), Vec::new(), 0usize);
     for len in lens {
-        let c = Count::try_from(len).map_err(|_| format!("a message of {len} bytes is too long for MPI"))?;
+        let c = Count::try_from(len)
+            .map_err(|_| format!("a message of {len} bytes is too long for MPI"))?;
         counts.push(c);
         displs.push(Count::try_from(at).map_err(|_| "a round of more than 2 GiB".to_string())?);
         at += len;

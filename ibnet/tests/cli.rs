@@ -401,7 +401,10 @@ fn fabric_threads_of_the_server_are_checked() {
     // before any IPC object exists: exit 2 with the reason
     for (extra, want) in [
         ("--fabric-threads 0", "--fabric-threads 0: expected 1 to 64"),
-        ("--fabric-threads 65", "--fabric-threads 65: expected 1 to 64"),
+        (
+            "--fabric-threads 65",
+            "--fabric-threads 65: expected 1 to 64",
+        ),
         (
             "--fabric-partition part.txt",
             "--fabric-partition needs --fabric-threads 2 or more",

@@ -48,7 +48,8 @@ fn run(k: usize, args: &str) -> Output {
 
 #[test]
 fn ranks_give_the_golden_reports() {
-    let torus = "--preset thesis-ddr --topology torus:4x4 --set max_vl=3 --traffic shift:1 --until 50us";
+    let torus =
+        "--preset thesis-ddr --topology torus:4x4 --set max_vl=3 --traffic shift:1 --until 50us";
     for (name, args) in [
         // the reference's FIFO order and the local one
         ("torus_4x4", torus.to_string()),
@@ -98,12 +99,23 @@ fn a_partition_file_and_the_run_info() {
     let out = run(2, &args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("as ") && err.contains("rows.txt gives them"), "{err}");
+    assert!(
+        err.contains("as ") && err.contains("rows.txt gives them"),
+        "{err}"
+    );
     assert!(out.stdout == golden("torus_4x4").as_bytes());
     // with the wall time, the run info says how it ran
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let out = mpirun(2)
-        .args(["run", "--topology", "torus:4x4", "--set", "max_vl=3", "--traffic", "shift:1"])
+        .args([
+            "run",
+            "--topology",
+            "torus:4x4",
+            "--set",
+            "max_vl=3",
+            "--traffic",
+            "shift:1",
+        ])
         .args(["--until", "20us", "--json", "--distributed"])
         .output()
         .unwrap();

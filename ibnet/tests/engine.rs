@@ -1041,7 +1041,9 @@ fn distributed_report(
     let n = *owner.iter().max().unwrap() as usize + 1;
     let net = std::sync::Arc::new(MemNet {
         n,
-        slots: (0..n * n).map(|_| std::sync::Mutex::new(Vec::new())).collect(),
+        slots: (0..n * n)
+            .map(|_| std::sync::Mutex::new(Vec::new()))
+            .collect(),
         barrier: std::sync::Barrier::new(n),
     });
     std::thread::scope(|s| {
@@ -1115,7 +1117,9 @@ fn random_owner(nodes: usize, threads: usize, seed: u64) -> Vec<u16> {
     let mut s = seed;
     (0..nodes)
         .map(|i| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             if i == 0 {
                 threads as u16 - 1
             } else {
@@ -1332,7 +1336,9 @@ impl Driven for ibnet::engine::Parallel {
 fn drive_session(d: &mut dyn Driven, hcas: usize, seed: u64, steps: usize) -> Vec<String> {
     let mut s = seed | 1;
     let mut rnd = move |n: u64| {
-        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (s >> 33) % n
     };
     let mut log = Vec::new();
@@ -1343,7 +1349,10 @@ fn drive_session(d: &mut dyn Driven, hcas: usize, seed: u64, steps: usize) -> Ve
             let dst = rnd(hcas as u64) as usize;
             let at = now + if rnd(2) == 0 { 0 } else { rnd(3_000_000) };
             let bytes = 1 + rnd(4_000);
-            log.push(format!("inject {src}->{dst} {bytes} B at {at}: {:?}", d.inject(Time(at), src, dst, bytes)));
+            log.push(format!(
+                "inject {src}->{dst} {bytes} B at {at}: {:?}",
+                d.inject(Time(at), src, dst, bytes)
+            ));
         }
         if rnd(5) == 0 {
             // a plain run: its completions wait to be taken
@@ -1353,7 +1362,11 @@ fn drive_session(d: &mut dyn Driven, hcas: usize, seed: u64, steps: usize) -> Ve
         }
         let limit = Time(d.now().0 + 1 + rnd(30_000_000));
         let out = d.run_to_completion(limit);
-        log.push(format!("step {step}: {out:?} now {} in flight {}", d.now().0, d.in_flight()));
+        log.push(format!(
+            "step {step}: {out:?} now {} in flight {}",
+            d.now().0,
+            d.in_flight()
+        ));
         if let ibnet::engine::RunOutcome::Completed(t, ids) = &out {
             for id in ids {
                 if rnd(2) == 0 {
@@ -1361,7 +1374,11 @@ fn drive_session(d: &mut dyn Driven, hcas: usize, seed: u64, steps: usize) -> Ve
                 }
                 let src = (*id as usize * 7 + 3) % hcas;
                 let dst = rnd(hcas as u64) as usize;
-                log.push(format!("reply to {id} at {}: {:?}", t.0, d.inject(*t, src, dst, 3000)));
+                log.push(format!(
+                    "reply to {id} at {}: {:?}",
+                    t.0,
+                    d.inject(*t, src, dst, 3000)
+                ));
             }
         }
         if matches!(out, ibnet::engine::RunOutcome::Fatal) {

@@ -2188,11 +2188,24 @@ fn fabric_threads_give_the_one_thread_cosimulation() {
     let dir = tempfile::tempdir().unwrap();
     let g = gen("linear_alltoall", 16, 8192, dir.path());
     for (name, mode) in [
-        ("notify/shm", &["--protocol", "notify", "--transport", "shm"][..]),
-        ("notify-v4/onepiece", &["--protocol", "notify-v4", "--transport", "onepiece"][..]),
+        (
+            "notify/shm",
+            &["--protocol", "notify", "--transport", "shm"][..],
+        ),
+        (
+            "notify-v4/onepiece",
+            &["--protocol", "notify-v4", "--transport", "onepiece"][..],
+        ),
         (
             "notify/inproc, local order",
-            &["--protocol", "notify", "--transport", "inproc", "--set", "event_order=local"][..],
+            &[
+                "--protocol",
+                "notify",
+                "--transport",
+                "inproc",
+                "--set",
+                "event_order=local",
+            ][..],
         ),
     ] {
         let run = |threads: &str| {
@@ -2209,8 +2222,14 @@ fn fabric_threads_give_the_one_thread_cosimulation() {
         assert!(finish_times(&s1).iter().all(|&t| t > 0), "{name}");
         for threads in ["2", "3"] {
             let (s, f) = run(threads);
-            assert!(s == s1, "{name}, {threads} processes: the scheduler's results differ");
-            assert!(f == f1, "{name}, {threads} processes: the fabric's answers differ");
+            assert!(
+                s == s1,
+                "{name}, {threads} processes: the scheduler's results differ"
+            );
+            assert!(
+                f == f1,
+                "{name}, {threads} processes: the fabric's answers differ"
+            );
         }
     }
 }

@@ -153,7 +153,9 @@ impl Fabric {
         process: Option<(&[u16], usize)>,
     ) -> Result<Fabric, ConfigError> {
         // (a node of another process of a parallel run)
-        let shed = |node: usize| process.is_some_and(|(o, k)| o.get(node).is_some_and(|&x| x as usize != k));
+        let shed = |node: usize| {
+            process.is_some_and(|(o, k)| o.get(node).is_some_and(|&x| x as usize != k))
+        };
         let tm = Timing::new(params)?;
         let p = params.clone();
         let nvl = p.max_vl as usize + 1;

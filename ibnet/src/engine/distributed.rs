@@ -166,7 +166,10 @@ impl Link for Wire<'_> {
         st.mine.next = next_word(f);
         st.mine.drive = Drive::of(f);
         st.mine.events = f.events
-            - f.part.as_ref().and_then(|p| p.fifo.as_ref()).map_or(0, |fp| fp.skipped);
+            - f.part
+                .as_ref()
+                .and_then(|p| p.fifo.as_ref())
+                .map_or(0, |fp| fp.skipped);
     }
 
     fn set_more(&self, _k: usize, _par: usize, more: bool) {

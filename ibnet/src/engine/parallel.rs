@@ -338,7 +338,11 @@ impl Stop {
     /// instant once the instant has begun).
     pub(super) fn bound(&self, d: Drive) -> u64 {
         if self.completion && d.fg == 0 {
-            let quiet = if d.held > 0 { self.quiet.1 } else { self.quiet.0 };
+            let quiet = if d.held > 0 {
+                self.quiet.1
+            } else {
+                self.quiet.0
+            };
             self.limit.min(d.last_fg.saturating_add(quiet))
         } else {
             self.limit
@@ -527,7 +531,11 @@ impl Parallel {
         self.parts
             .iter()
             .map(|f| {
-                let skipped = f.part.as_ref().and_then(|p| p.fifo.as_ref()).map_or(0, |fp| fp.skipped);
+                let skipped = f
+                    .part
+                    .as_ref()
+                    .and_then(|p| p.fifo.as_ref())
+                    .map_or(0, |fp| fp.skipped);
                 f.events - skipped
             })
             .sum()
@@ -579,7 +587,11 @@ impl Parallel {
         let slots = || (0..n).map(|_| AtomicU64::new(0)).collect::<Vec<_>>();
         let flags = || (0..n).map(|_| AtomicBool::new(false)).collect::<Vec<_>>();
         let lists = || (0..n).map(|_| Mutex::new(Vec::new())).collect::<Vec<_>>();
-        let drives = || (0..n).map(|_| Mutex::new(Drive::default())).collect::<Vec<_>>();
+        let drives = || {
+            (0..n)
+                .map(|_| Mutex::new(Drive::default()))
+                .collect::<Vec<_>>()
+        };
         let boxes = || {
             (0..n * n)
                 .map(|_| Mutex::new(Vec::new()))
@@ -957,11 +969,7 @@ pub(super) fn instant_done(group: &mut [(usize, &mut Fabric)], stop: &Stop, driv
 /// The first instant of a run and its first depth: the current instant
 /// again, after the depth its last generation had, when a driver's
 /// injections wait in the now-queues; else the next instant from depth 0.
-pub(super) fn first_depth(
-    group: &[(usize, &mut Fabric)],
-    resume: bool,
-    next: u64,
-) -> (u64, u32) {
+pub(super) fn first_depth(group: &[(usize, &mut Fabric)], resume: bool, next: u64) -> (u64, u32) {
     let f = &group[0].1;
     if resume {
         (f.now, f.part.as_ref().unwrap().depth + 1)
@@ -1123,7 +1131,9 @@ impl Fabric {
             let port = &self.ports[p];
             if port.sw != NONE
                 && port.local == 0
-                && owner.get(port.node as usize).is_some_and(|&o| o as usize != k)
+                && owner
+                    .get(port.node as usize)
+                    .is_some_and(|&o| o as usize != k)
             {
                 self.lfts[port.sw as usize] = Vec::new();
             }

@@ -59,7 +59,14 @@ impl Parallel {
         let k = self.owner[self.parts[0].hcas[src_hca].node as usize] as usize;
         let j = self.injected;
         let f = &mut self.parts[k];
-        if let Some(c) = f.part.as_ref().unwrap().fifo.as_ref().map(|fp| fp.injection_counter(j)) {
+        if let Some(c) = f
+            .part
+            .as_ref()
+            .unwrap()
+            .fifo
+            .as_ref()
+            .map(|fp| fp.injection_counter(j))
+        {
             f.counter = c;
         }
         let id = f.inject(at, src_hca, dst_hca, bytes)?;
@@ -168,7 +175,9 @@ impl Parallel {
             }
         }
         all.sort_by_key(|x| x.0);
-        all.into_iter().map(|(_, g, p, t)| (g as MsgId, p, t)).collect()
+        all.into_iter()
+            .map(|(_, g, p, t)| (g as MsgId, p, t))
+            .collect()
     }
 
     /// The driver's messages not completed, by number.
@@ -184,7 +193,9 @@ impl Parallel {
                 }
             }
         }
-        (0..done.len() as MsgId).filter(|&g| !done[g as usize]).collect()
+        (0..done.len() as MsgId)
+            .filter(|&g| !done[g as usize])
+            .collect()
     }
 
     /// Completions since the last call, in the sequential run's order.

@@ -70,9 +70,9 @@ pub use setup::{parse_quantum, FabricSetup, SetupArgs};
 pub use stats::{ServerStats, SummaryJson};
 
 use crate::engine::MsgId;
-pub use served::ServedFabric;
 use ipc_proto::{ErrorCode, EstimateBase, Protocol, ProtocolSpec, Record, Time};
 use rustc_hash::FxHashMap as HashMap;
+pub use served::ServedFabric;
 use std::io::Write;
 
 /// Settings of one served session.

@@ -259,7 +259,11 @@ impl Many {
         if let Some(f) = self.merged.get() {
             return merged(f);
         }
-        run(self.par.borrow().as_ref().expect("a parallel fabric before its merge"))
+        run(self
+            .par
+            .borrow()
+            .as_ref()
+            .expect("a parallel fabric before its merge"))
     }
 
     fn par_mut(&mut self) -> Result<&mut Parallel, FabricError> {

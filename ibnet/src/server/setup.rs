@@ -3,8 +3,8 @@
 //! `ibnet serve` and by the scheduler's in-process backend.
 
 use crate::engine::{Fabric, Parallel, MAX_THREADS};
-use crate::options::FabricThreads;
 use crate::options;
+use crate::options::FabricThreads;
 use crate::params::Params;
 use crate::topology::Topology;
 use ipc_proto::Time;
