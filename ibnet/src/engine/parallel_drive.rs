@@ -169,8 +169,7 @@ impl Parallel {
             let part = f.part.as_deref_mut().unwrap();
             let keys = std::mem::take(&mut part.point_keys);
             for ((id, point, t), key) in std::mem::take(&mut f.rdma.events).into_iter().zip(keys) {
-                let canon = part.canon[id as usize];
-                let g = self.global[(canon >> 32) as usize][canon as u32 as usize];
+                let g = driver_number(&self.global, part.canon[id as usize]);
                 all.push((key, g, point, t));
             }
         }
@@ -187,9 +186,7 @@ impl Parallel {
             let part = f.part.as_deref().unwrap();
             for (id, m) in f.msgs.iter().enumerate() {
                 if m.done.is_some() {
-                    let canon = part.canon[id];
-                    let g = self.global[(canon >> 32) as usize][canon as u32 as usize];
-                    done[g as usize] = true;
+                    done[driver_number(&self.global, part.canon[id]) as usize] = true;
                 }
             }
         }
@@ -212,8 +209,7 @@ impl Parallel {
             let part = f.part.as_deref_mut().unwrap();
             let keys: Vec<(u64, u32, u64)> = part.done_keys.drain(marks[k]..).collect();
             for ((id, t), key) in f.completions.drain(marks[k]..).zip(keys) {
-                let canon = part.canon[id as usize];
-                let g = self.global[(canon >> 32) as usize][canon as u32 as usize];
+                let g = driver_number(&self.global, part.canon[id as usize]);
                 all.push((key, g, t));
             }
         }
@@ -231,6 +227,13 @@ impl Parallel {
             }
         }
     }
+}
+
+/// The driver's number of the message `canon` (home process << 32 |
+/// number there), from `global` (per process: the driver's number of each
+/// of its messages); a copy in another process has its home's number.
+fn driver_number(global: &[Vec<u32>], canon: u64) -> u32 {
+    global[(canon >> 32) as usize][canon as u32 as usize]
 }
 
 impl Fabric {
