@@ -306,9 +306,10 @@ struct RunArgs {
     /// every N, in either event order (the reference's by default, or
     /// --set event_order=local, which synchronises less). The nodes are
     /// split by switch groups (pods of a fat tree, dragonfly groups, torus
-    /// slabs), printed on stderr, or as --partition gives them. Not yet
-    /// with closed-loop traffic, observation outputs, several send queues,
-    /// lossy links or the host model. Whether it is faster depends on the
+    /// slabs), printed on stderr, or as --partition gives them. Closed-loop
+    /// sends (dissemination, chain) run too, driven as on one thread. Not
+    /// yet with put/get, observation outputs, several send queues, lossy
+    /// links or the host model. Whether it is faster depends on the
     /// network, the order and the cores (on 2 cores the local order gains
     /// up to 1.4-1.7x on hundreds of hosts, the reference order does not):
     /// docs/scaling.md 2.6 and 2.7 have the measurements.
@@ -331,8 +332,8 @@ struct RunArgs {
     /// one thread, byte for byte. The partition is by switch groups into
     /// K, or --partition's. Rank 0 prints the report and the progress.
     /// Needs an ibnet built with the cargo feature `mpi` (Open MPI;
-    /// scripts/install-deps installs it). Not with --threads; the same
-    /// limits as --threads otherwise.
+    /// scripts/install-deps installs it). Not with --threads; open-loop
+    /// traffic only, and the same limits as --threads otherwise.
     #[arg(long, help_heading = "Parallel run")]
     distributed: bool,
     /// Simulated time limit with a unit (2ms, 100us, 1500ns, 7ps). Default:
@@ -714,8 +715,6 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     // a distributed run's peak memory per process
     let mut rank_peaks: Option<Vec<u64>> = None;
     if a.threads > 1 || a.distributed {
-        // (check_threads: open-loop traffic, so a time limit)
-        let limit = until.expect("open-loop traffic has a time limit");
         // (after the topology: a large one may have run the program again
         // on huge pages, hugepages.rs)
         let mpi = if a.distributed {
@@ -755,16 +754,18 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         let build = |k: usize| -> std::result::Result<Fabric, UserError> {
             let mut f = Fabric::new_process(&topo, &proc_params, &partition.owner, k)
                 .map_err(|e| u(anyhow::anyhow!("{e}")))?;
-            for s in &specs {
+            for s in specs.iter().filter(|s| !s.is_closed_loop()) {
                 apply_app_traffic(&mut f, &topo, s).map_err(|e| u(anyhow::anyhow!(e)))?;
             }
             if fifo {
                 f.set_direct_events(false);
             }
             f.shed_others(&partition.owner, k);
-            // (a standalone run routes a message through its own switches
-            // only: no driver checks whole routes)
-            f.shed_other_tables(&partition.owner, k);
+            // (an open-loop run routes a message through its own switches
+            // only; a closed loop's injections check the whole route)
+            if closed.is_empty() {
+                f.shed_other_tables(&partition.owner, k);
+            }
             Ok(f)
         };
         let how = match &a.partition {
@@ -777,6 +778,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         // rank: 1% steps)
         let steps = if show_progress || !tty { 100 } else { 1 };
         if let Some(m) = mpi {
+            // (check_threads: open-loop traffic, so a time limit)
+            let limit = until.expect("open-loop traffic has a time limit");
             // this rank's process only
             drop(fabric);
             let mine = build(rank)?;
@@ -828,10 +831,29 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             for line in partition.describe() {
                 eprintln!("ibnet:   {line}");
             }
-            run_stepped(limit, steps, pb, &mut lines, |t| {
-                par.run_until(t);
-                (par.now(), par.events_processed(), par.error().is_some())
-            });
+            if let Some(spec) = closed.first() {
+                if let Some(pb) = pb {
+                    pb.finish_and_clear();
+                }
+                let mut lines = PlainProgress::new(show_progress || !tty, until, every);
+                let r = ibnet::traffic::run_closed_loop_with(
+                    &mut par,
+                    spec,
+                    &rank_hcas(&topo),
+                    until,
+                    &mut |f, m| lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight()))),
+                );
+                match r {
+                    Ok(s) => closed_summary = Some(s),
+                    Err(e) => run_error = Some(e.to_string()),
+                }
+            } else {
+                let limit = until.expect("open-loop traffic has a time limit");
+                run_stepped(limit, steps, pb, &mut lines, |t| {
+                    par.run_until(t);
+                    (par.now(), par.events_processed(), par.error().is_some())
+                });
+            }
             par_stats = Some(par.stats());
             fabric = par.into_fabric();
         }
@@ -1061,11 +1083,21 @@ fn check_threads(a: &RunArgs) -> Result<()> {
         format!("--threads {n}")
     };
     let refuse = |what: &str| anyhow::anyhow!("{how} does not support {what} yet");
-    if a.traffic
+    let specs: Vec<TrafficSpec> = a
+        .traffic
         .iter()
-        .any(|s| TrafficSpec::parse(s).is_ok_and(|t| t.is_closed_loop()))
-    {
-        return Err(refuse("closed-loop traffic"));
+        .filter_map(|s| TrafficSpec::parse(s).ok())
+        .collect();
+    if specs.iter().any(TrafficSpec::is_closed_loop) {
+        if a.distributed {
+            return Err(refuse("closed-loop traffic"));
+        }
+        if specs.iter().any(|t| matches!(t, TrafficSpec::Op { .. })) {
+            return Err(refuse("one-sided operations (put, get)"));
+        }
+        if specs.iter().any(|t| !t.is_closed_loop()) {
+            return Err(refuse("closed-loop traffic beside open-loop traffic"));
+        }
     }
     if a.link_stats.is_some()
         || a.heatmap.is_some()

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::Time;
 use serde::Serialize;
 
-use crate::engine::{Fabric, FabricError, MsgId, OpKind, RunOutcome, TrafficMode};
+use crate::engine::{Driven, Fabric, FabricError, MsgId, OpKind, RunOutcome, TrafficMode};
 use crate::topology::{load_dst_seq, Topology};
 
 /// A `--traffic` specification.
@@ -283,9 +283,10 @@ pub struct ClosedLoopSummary {
 
 /// Run a closed-loop pattern to the end, or stop at `until` (the fabric's
 /// clock is then exactly `until`; messages still in flight are reported by
-/// the fabric). Rank r is HCA number `ranks[r]`.
-pub fn run_closed_loop(
-    f: &mut Fabric,
+/// the fabric). Rank r is HCA number `ranks[r]`. The fabric is the
+/// sequential engine or the parallel one ([`Driven`]).
+pub fn run_closed_loop<F: Driven>(
+    f: &mut F,
     spec: &TrafficSpec,
     ranks: &[usize],
     until: Option<Time>,
@@ -295,12 +296,12 @@ pub fn run_closed_loop(
 
 /// As [`run_closed_loop`], calling `progress(fabric, messages sent)` after
 /// every completion instant (for progress output; it must be cheap).
-pub fn run_closed_loop_with(
-    f: &mut Fabric,
+pub fn run_closed_loop_with<F: Driven>(
+    f: &mut F,
     spec: &TrafficSpec,
     ranks: &[usize],
     until: Option<Time>,
-    progress: &mut dyn FnMut(&Fabric, u64),
+    progress: &mut dyn FnMut(&F, u64),
 ) -> Result<ClosedLoopSummary, FabricError> {
     run_closed_loop_observed(f, spec, ranks, until, progress, None)
 }
@@ -309,22 +310,22 @@ pub fn run_closed_loop_with(
 /// every `next()` instant (with no completion left at or before it) and
 /// calls `at()`; the events processed and their order are the same as
 /// without windows.
-pub trait WindowHook {
+pub trait WindowHook<F = Fabric> {
     /// The next instant at which to stop (None: no more windows).
     fn next(&self) -> Option<Time>;
     /// The fabric's clock is at `next()`.
-    fn at(&mut self, f: &mut Fabric);
+    fn at(&mut self, f: &mut F);
 }
 
 /// As [`run_closed_loop_with`], stopping at the window boundaries of
 /// `window` (see [`crate::observe`]).
-pub fn run_closed_loop_observed(
-    f: &mut Fabric,
+pub fn run_closed_loop_observed<F: Driven>(
+    f: &mut F,
     spec: &TrafficSpec,
     ranks: &[usize],
     until: Option<Time>,
-    progress: &mut dyn FnMut(&Fabric, u64),
-    mut window: Option<&mut dyn WindowHook>,
+    progress: &mut dyn FnMut(&F, u64),
+    mut window: Option<&mut dyn WindowHook<F>>,
 ) -> Result<ClosedLoopSummary, FabricError> {
     let n = ranks.len();
     let mut tags: HashMap<MsgId, (usize, u64, u32)> = HashMap::default(); // id -> (dst rank, iter, round)
@@ -346,7 +347,7 @@ pub fn run_closed_loop_observed(
             // and not used yet; each is used (and removed) once, by the
             // send it enables, so the sets hold only what arrived early
             // and memory does not grow with the count.
-            let send_ready = |f: &mut Fabric,
+            let send_ready = |f: &mut F,
                               r: usize,
                               next: &mut Vec<(u64, u32)>,
                               got: &mut Vec<HashSet<(u64, u32)>>,
@@ -473,11 +474,11 @@ pub fn run_closed_loop_observed(
 /// completed, a deadlock or fatal error (the caller checks), or the time
 /// limit reached with no completion up to it (`stopped` is then set and
 /// the fabric's clock is at the limit).
-fn next_completion(
-    f: &mut Fabric,
+fn next_completion<F: Driven>(
+    f: &mut F,
     until: Option<Time>,
     stopped: &mut bool,
-    window: &mut Option<&mut dyn WindowHook>,
+    window: &mut Option<&mut dyn WindowHook<F>>,
 ) -> Option<(Time, Vec<MsgId>)> {
     let until = until.unwrap_or(Time(u64::MAX));
     loop {

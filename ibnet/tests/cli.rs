@@ -384,16 +384,68 @@ fn threads_are_checked() {
     }
     let out = run(&format!("--partition {part}"));
     assert_eq!(out.status.code(), Some(2));
-    let closed = ibnet()
-        .args(words(
-            "run --topology fattree:4 --traffic dissemination --threads 2 --set event_order=local",
-        ))
-        .output()
-        .unwrap();
-    assert_eq!(closed.status.code(), Some(2));
-    assert!(String::from_utf8(closed.stderr)
-        .unwrap()
-        .contains("does not support closed-loop traffic"));
+    for (traffic, want) in [
+        (
+            "--traffic put:4096:1:2",
+            "--threads 2 does not support one-sided operations (put, get)",
+        ),
+        (
+            "--traffic dissemination --traffic shift:1",
+            "--threads 2 does not support closed-loop traffic beside open-loop traffic",
+        ),
+    ] {
+        let mut a = words("run --topology fattree:4 --threads 2");
+        a.extend(words(traffic));
+        let out = ibnet().args(&a).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{traffic}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(want), "{traffic}: {err}");
+    }
+}
+
+/// A closed-loop pattern on several logical processes: the driver injects
+/// each message when the one it waits for completes, as on one thread, so
+/// the summary and the report are the same bytes (both orders, 2 and 3
+/// processes, and a time limit that stops it with messages in flight).
+#[test]
+fn closed_loop_traffic_on_threads_gives_the_one_thread_report() {
+    for (traffic, extra) in [
+        ("dissemination:2048:2", ""),
+        ("dissemination:2048:2", "--set event_order=local"),
+        ("chain:8192:3", "--until 2us"),
+    ] {
+        let run = |threads: &str| {
+            let mut a = words(
+                "run --topology fattree:8 --preset qdr --json --latencies --no-wall-time --threads",
+            );
+            a.push(threads);
+            let rest = format!("--traffic {traffic} {extra}");
+            a.extend(words(&rest));
+            let out = ibnet().args(&a).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{traffic} {extra} --threads {threads}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let one = run("1");
+        let v: serde_json::Value = serde_json::from_str(&one).unwrap();
+        let summary = &v["closed_loop"];
+        assert_eq!(summary["ranks"], 32, "{traffic}");
+        let limited = extra.contains("--until");
+        assert_eq!(summary["stopped_at_limit"], limited, "{traffic}");
+        if !limited {
+            // five rounds of 32 messages per iteration
+            assert_eq!(summary["messages"], 2 * 5 * 32, "{traffic}");
+        }
+        for n in ["2", "3"] {
+            assert!(
+                run(n) == one,
+                "{traffic} {extra} --threads {n}: the report differs"
+            );
+        }
+    }
 }
 
 #[test]

@@ -356,6 +356,9 @@ impl Fabric {
             let htm = crate::hostparams::host_timing(&f.p)?;
             f.rdma.host = Some(Box::new(super::pcie::HostModel::new(htm, f.hcas.len())));
         }
+        if f.local_order {
+            f.heap.set_key_groups(f.local.key_group_shift());
+        }
         f.init_events(topo);
         Ok(f)
     }

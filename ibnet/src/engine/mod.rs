@@ -89,6 +89,7 @@ mod cc;
 mod direct;
 mod dispatch;
 mod distributed;
+mod driven;
 mod fabric;
 mod flits;
 mod gen;
@@ -118,6 +119,7 @@ pub use self::app::{MsgId, TrafficMode};
 #[cfg(feature = "causal-check")]
 pub use self::causal::{CausalSummary, HORIZON_PS as CAUSAL_HORIZON_PS};
 pub use self::distributed::{Distributed, Finished, Transport};
+pub use self::driven::Driven;
 pub use self::fabric::{Fabric, FabricError, MAX_TIME_PS};
 pub use self::parallel::{Parallel, ParallelStats, MAX_THREADS};
 pub use self::partition::Partition;

@@ -106,6 +106,12 @@ pub(super) struct LocalOrder {
 }
 
 impl LocalOrder {
+    /// Where an event's `seq` names its origin node (the bits above the
+    /// node's counter and `SEQ_SHIFT`).
+    pub(super) fn key_group_shift(&self) -> u32 {
+        self.n_bits + SEQ_SHIFT
+    }
+
     pub(super) fn new(nodes: usize) -> LocalOrder {
         let origin_bits = usize::BITS - nodes.leading_zeros();
         let n_bits = KEY_BITS - origin_bits;

@@ -547,6 +547,11 @@ impl Parallel {
         self.parts[0].switches_between(src_hca, dst_hca)
     }
 
+    /// As [`Fabric::hca_of_lid`] (every process knows every HCA).
+    pub fn hca_of_lid(&self, lid: u16) -> Option<usize> {
+        self.parts[0].hca_of_lid(lid)
+    }
+
     /// As [`Fabric::set_pulse`]: counted as the processes run.
     pub fn set_pulse(&mut self, p: &'static std::sync::atomic::AtomicU64) {
         for f in &mut self.parts {
@@ -1079,6 +1084,9 @@ impl Fabric {
             }
         }
         self.heap = super::wheel::Wheel::new();
+        if self.local_order {
+            self.heap.set_key_groups(self.local.key_group_shift());
+        }
         self.bg_pending = 0;
         for (t, seq, ev) in mine {
             self.push_key(t, seq, ev);
