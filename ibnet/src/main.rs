@@ -332,8 +332,8 @@ struct RunArgs {
     /// one thread, byte for byte. The partition is by switch groups into
     /// K, or --partition's. Rank 0 prints the report and the progress.
     /// Needs an ibnet built with the cargo feature `mpi` (Open MPI;
-    /// scripts/install-deps installs it). Not with --threads; open-loop
-    /// traffic only, and the same limits as --threads otherwise.
+    /// scripts/install-deps installs it). Not with --threads; the same
+    /// limits as --threads otherwise.
     #[arg(long, help_heading = "Parallel run")]
     distributed: bool,
     /// Simulated time limit with a unit (2ms, 100us, 1500ns, 7ps). Default:
@@ -778,8 +778,6 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         // rank: 1% steps)
         let steps = if show_progress || !tty { 100 } else { 1 };
         if let Some(m) = mpi {
-            // (check_threads: open-loop traffic, so a time limit)
-            let limit = until.expect("open-loop traffic has a time limit");
             // this rank's process only
             drop(fabric);
             let mine = build(rank)?;
@@ -793,10 +791,35 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                     eprintln!("ibnet:   {line}");
                 }
             }
-            run_stepped(limit, steps, pb, &mut lines, |t| {
-                d.run_until(t);
-                (d.now(), d.events_processed(), d.stopped())
-            });
+            if let Some(spec) = closed.first() {
+                // every rank drives alike (engine/distributed_drive.rs);
+                // rank 0 reports
+                if let Some(pb) = pb {
+                    pb.finish_and_clear();
+                }
+                let mut lines =
+                    PlainProgress::new((show_progress || !tty) && rank == 0, until, every);
+                let r = ibnet::traffic::run_closed_loop_with(
+                    &mut d,
+                    spec,
+                    &rank_hcas(&topo),
+                    until,
+                    &mut |f, m| {
+                        use ibnet::engine::Driven;
+                        lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight())))
+                    },
+                );
+                match r {
+                    Ok(s) => closed_summary = Some(s),
+                    Err(e) => run_error = Some(e.to_string()),
+                }
+            } else {
+                let limit = until.expect("open-loop traffic has a time limit");
+                run_stepped(limit, steps, pb, &mut lines, |t| {
+                    d.run_until(t);
+                    (d.now(), d.events_processed(), d.stopped())
+                });
+            }
             if let Some(e) = d.transport_error() {
                 return Err(u(anyhow::anyhow!("--distributed: rank {rank}: {e}")));
             }
@@ -1089,9 +1112,6 @@ fn check_threads(a: &RunArgs) -> Result<()> {
         .filter_map(|s| TrafficSpec::parse(s).ok())
         .collect();
     if specs.iter().any(TrafficSpec::is_closed_loop) {
-        if a.distributed {
-            return Err(refuse("closed-loop traffic"));
-        }
         if specs.iter().any(|t| matches!(t, TrafficSpec::Op { .. })) {
             return Err(refuse("one-sided operations (put, get)"));
         }

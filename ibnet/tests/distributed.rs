@@ -1,9 +1,10 @@
 //! `mpirun -n K ibnet run ... --distributed` (cargo feature `mpi`): the
 //! fabric's logical processes as MPI ranks give the report of one
 //! process, byte for byte (engine/distributed.rs), for K = 1, 2 and 4
-//! (oversubscribed on a small machine); a rank that dies ends the run
-//! with a message naming it, and leaves nothing behind. scripts/test runs
-//! these with `--features mpi` (they need Open MPI's mpirun).
+//! (oversubscribed on a small machine), closed loops included; a rank
+//! that dies ends the run with a message naming it, and leaves nothing
+//! behind. scripts/test runs these with `--features mpi` (they need Open
+//! MPI's mpirun).
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -58,6 +59,13 @@ fn ranks_give_the_golden_reports() {
         (
             "incast_cc",
             "--preset hcyang99 --topology H8_S1 --traffic param:1=8,2=8,3=8,4=8,5=8,6=8,7=8 --until 300us"
+                .to_string(),
+        ),
+        // a closed loop: every rank drives it alike
+        // (engine/distributed_drive.rs)
+        (
+            "dissemination",
+            "--preset thesis-ddr --topology H8_S6 --set start_stat_col_ns=0 --traffic dissemination:1024:10"
                 .to_string(),
         ),
     ] {
@@ -214,7 +222,7 @@ fn a_rank_that_dies_ends_every_rank() {
 fn distributed_refuses_what_it_cannot_run() {
     for (args, want) in [
         ("--threads 2", "leave out --threads"),
-        ("--traffic dissemination:1024:3", "closed-loop traffic"),
+        ("--traffic put:4096:1:2", "one-sided operations (put, get)"),
     ] {
         let out = run(2, &format!("--topology fattree:4 {args}"));
         let err = String::from_utf8_lossy(&out.stderr);

@@ -1274,6 +1274,110 @@ proptest::proptest! {
     }
 }
 
+/// A closed loop (the driver of `ibnet run --traffic dissemination`)
+/// over processes in several programs (engine/distributed_drive.rs): the
+/// summary and the report are the sequential engine's, in either order,
+/// on 2 and 3 processes; a time limit that stops a chain with messages in
+/// flight too; and put, which the processes refuse, is refused in every
+/// one of them with the same error.
+#[test]
+fn a_closed_loop_in_several_programs_is_the_sequential_run() {
+    let t = builtin("fattree:8").unwrap();
+    let ranks = ibnet::traffic::rank_hcas(&t);
+    let dissemination = TrafficSpec::Dissemination {
+        bytes: 3000,
+        count: 3,
+    };
+    let chain = TrafficSpec::Chain {
+        bytes: 9000,
+        count: 5,
+    };
+    for (order, spec, until) in [
+        ("fifo", &dissemination, None),
+        ("local", &dissemination, None),
+        ("fifo", &chain, Some(Time(3_000_000))),
+    ] {
+        let mut q = Params::qdr();
+        q.event_order = order.into();
+        let fifo = order == "fifo";
+        if fifo {
+            q.lazy_credit_timer = false;
+        }
+        let mut seq = Fabric::new(&t, &q).unwrap();
+        let want_summary = run_closed_loop(&mut seq, spec, &ranks, until).unwrap();
+        let want = seq.report_with(true);
+        assert_eq!(want_summary.stopped_at_limit, until.is_some());
+        for n in [2usize, 3] {
+            let owner = random_owner(t.nodes.len(), n, 7 + n as u64);
+            let got = in_programs(&t, &q, &owner, |d| {
+                run_closed_loop(d, spec, &ranks, until).map_err(|e| e.to_string())
+            });
+            let (summary, report) = got.unwrap();
+            assert_eq!(summary, want_summary, "{order} on {n} programs");
+            assert!(report == want, "{order} on {n} programs: reports differ");
+        }
+    }
+    // put is refused by every process alike
+    let mut q = Params::qdr();
+    q.lazy_credit_timer = false;
+    let owner = random_owner(t.nodes.len(), 2, 1);
+    let put = TrafficSpec::Op {
+        kind: ibnet::engine::OpKind::Put,
+        bytes: 100,
+        src: 1,
+        dst: 2,
+        count: 1,
+    };
+    let err = in_programs(&t, &q, &owner, |d| {
+        run_closed_loop(d, &put, &ranks, None).map_err(|e| e.to_string())
+    })
+    .unwrap_err();
+    assert!(err.contains("one-sided operations"), "{err}");
+}
+
+/// Run `drive` in one program per process of `owner` (threads joined by
+/// [`MemNet`]), each with its own fabric; process 0's answer and merged
+/// report. Every program must give the same answer.
+fn in_programs<R: PartialEq + std::fmt::Debug + Send>(
+    t: &Topology,
+    q: &Params,
+    owner: &[u16],
+    drive: impl Fn(&mut ibnet::engine::Distributed<MemEnd>) -> Result<R, String> + Sync,
+) -> Result<(R, ibnet::Report), String> {
+    let n = *owner.iter().max().unwrap() as usize + 1;
+    let fifo = q.event_order != "local";
+    let net = std::sync::Arc::new(MemNet {
+        n,
+        slots: (0..n * n)
+            .map(|_| std::sync::Mutex::new(Vec::new()))
+            .collect(),
+        barrier: std::sync::Barrier::new(n),
+    });
+    let answers: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|me| {
+                let (net, owner, drive) = (net.clone(), owner.to_vec(), &drive);
+                s.spawn(move || {
+                    let mut f = Fabric::new(t, q).unwrap();
+                    f.set_direct_events(!fifo);
+                    let end = MemEnd { net, me };
+                    let mut d = ibnet::engine::Distributed::new(f, owner, false, end).unwrap();
+                    let r = drive(&mut d);
+                    assert_eq!(d.transport_error(), None);
+                    let fin = d.finish(0).unwrap();
+                    (r, fin.map(|fin| fin.fabric.report_with(true)))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (k, (r, _)) in answers.iter().enumerate() {
+        assert_eq!(r, &answers[0].0, "program {k} answered otherwise");
+    }
+    let (r, report) = answers.into_iter().next().unwrap();
+    r.map(|r| (r, report.unwrap()))
+}
+
 /// What a co-simulation does with a fabric: inject, run to the next
 /// completion (with a limit), take the completions. The sequential engine
 /// and the parallel one answer alike (parallel_drive.rs).

@@ -232,6 +232,32 @@ impl Fabric {
         Ok(())
     }
 
+    /// Whether [`Fabric::inject`] would take this message, with the error
+    /// it would give, without injecting it: a distributed run's processes
+    /// other than the source's answer the driver alike
+    /// (engine/distributed_drive.rs).
+    pub(super) fn check_inject(
+        &mut self,
+        at: Time,
+        src_hca: usize,
+        dst_hca: usize,
+        bytes: u64,
+    ) -> Result<(), FabricError> {
+        self.check_injection_time(at)?;
+        let n = self.hcas.len();
+        if src_hca >= n {
+            return Err(FabricError::NoSuchHca(src_hca, n));
+        }
+        if dst_hca >= n {
+            return Err(FabricError::NoSuchHca(dst_hca, n));
+        }
+        self.check_route_once(src_hca, dst_hca)?;
+        self.p
+            .packet_layout(bytes)
+            .map(|_| ())
+            .map_err(|e| FabricError::BadMessage(e.to_string()))
+    }
+
     pub fn inject(
         &mut self,
         at: Time,

@@ -20,7 +20,7 @@ use std::cell::RefCell;
 
 use super::fabric::Fabric;
 use super::parallel::{
-    merge, min_instant, next_word, Cross, Drive, Link, ParallelStats, PartOut, Stop,
+    merge, min_instant, next_word, Cross, Drive, Link, ParallelStats, PartOut, Ran, Stop,
 };
 use crate::Time;
 
@@ -248,16 +248,18 @@ impl Link for Wire<'_> {
 /// One logical process of a distributed run: this program's part of the
 /// fabric and its transport to the others (module doc).
 pub struct Distributed<T: Transport> {
-    fabric: Fabric,
-    transport: T,
-    owner: Vec<u16>,
+    pub(super) fabric: Fabric,
+    pub(super) transport: T,
+    pub(super) owner: Vec<u16>,
     stats: ParallelStats,
     /// every process's events at the last round
-    events_all: u64,
+    pub(super) events_all: u64,
     /// a process failed (a fatal model error, here or elsewhere) or the
     /// transport did
-    stopped: bool,
-    transport_error: Option<String>,
+    pub(super) stopped: bool,
+    pub(super) transport_error: Option<String>,
+    /// a driver's messages (distributed_drive.rs)
+    pub(super) book: super::distributed_drive::Book,
 }
 
 impl<T: Transport> Distributed<T> {
@@ -284,6 +286,7 @@ impl<T: Transport> Distributed<T> {
             events_all: 0,
             stopped: false,
             transport_error: None,
+            book: Default::default(),
         })
     }
 
@@ -327,16 +330,27 @@ impl<T: Transport> Distributed<T> {
         if self.stopped {
             return;
         }
-        let limit = t.0.min(super::fabric::MAX_TIME_PS);
+        self.run(Stop::at(t.0.min(super::fabric::MAX_TIME_PS)));
+        if !self.stopped && t.0 > self.fabric.now {
+            self.fabric.advance_to(t.0);
+        }
+    }
+
+    /// Run every process until `stop` (the protocol of the threads'
+    /// engine, over the transport); a failure here or elsewhere, or of
+    /// the transport, stops the run for good.
+    pub(super) fn run(&mut self, stop: Stop) -> Ran {
         let fifo = !self.fabric.local_order;
         let me = self.transport.rank();
-        self.fabric.par_begin(0);
+        // (a driver's injections since the last run, parallel_fifo.rs)
+        let injected = std::mem::take(&mut self.book.injected);
+        self.fabric.par_begin(injected);
         let wire = Wire::new(&mut self.transport);
         let mut group = [(me, &mut self.fabric)];
         let ran = if fifo {
-            super::parallel_fifo::run_group_fifo(&mut group, &wire, Stop::at(limit))
+            super::parallel_fifo::run_group_fifo(&mut group, &wire, stop)
         } else {
-            super::parallel::run_group(&mut group, &wire, Stop::at(limit))
+            super::parallel::run_group(&mut group, &wire, stop)
         };
         let failed = ran.next.is_none();
         let st = wire.st.into_inner();
@@ -354,9 +368,7 @@ impl<T: Transport> Distributed<T> {
         if self.fabric.local_order {
             self.fabric.local_release();
         }
-        if !self.stopped && t.0 > self.fabric.now {
-            self.fabric.advance_to(t.0);
-        }
+        ran
     }
 
     /// End the run: process 0 gets the whole run ([`Finished`]); the

@@ -89,6 +89,7 @@ mod cc;
 mod direct;
 mod dispatch;
 mod distributed;
+mod distributed_drive;
 mod driven;
 mod fabric;
 mod flits;
