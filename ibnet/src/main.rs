@@ -799,20 +799,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                 }
                 let mut lines =
                     PlainProgress::new((show_progress || !tty) && rank == 0, until, every);
-                let r = ibnet::traffic::run_closed_loop_with(
-                    &mut d,
-                    spec,
-                    &rank_hcas(&topo),
-                    until,
-                    &mut |f, m| {
-                        use ibnet::engine::Driven;
-                        lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight())))
-                    },
-                );
-                match r {
-                    Ok(s) => closed_summary = Some(s),
-                    Err(e) => run_error = Some(e.to_string()),
-                }
+                (closed_summary, run_error) =
+                    closed_loop(&mut d, spec, &rank_hcas(&topo), until, &mut lines);
             } else {
                 let limit = until.expect("open-loop traffic has a time limit");
                 run_stepped(limit, steps, pb, &mut lines, |t| {
@@ -859,17 +847,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                     pb.finish_and_clear();
                 }
                 let mut lines = PlainProgress::new(show_progress || !tty, until, every);
-                let r = ibnet::traffic::run_closed_loop_with(
-                    &mut par,
-                    spec,
-                    &rank_hcas(&topo),
-                    until,
-                    &mut |f, m| lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight()))),
-                );
-                match r {
-                    Ok(s) => closed_summary = Some(s),
-                    Err(e) => run_error = Some(e.to_string()),
-                }
+                (closed_summary, run_error) =
+                    closed_loop(&mut par, spec, &rank_hcas(&topo), until, &mut lines);
             } else {
                 let limit = until.expect("open-loop traffic has a time limit");
                 run_stepped(limit, steps, pb, &mut lines, |t| {
@@ -1007,6 +986,24 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         return Ok(1);
     }
     Ok(0)
+}
+
+/// A closed-loop pattern on the processes of a parallel run, with the
+/// progress lines: its summary, or the error that ended it.
+fn closed_loop<F: ibnet::engine::Driven>(
+    f: &mut F,
+    spec: &TrafficSpec,
+    ranks: &[usize],
+    until: Option<Time>,
+    lines: &mut PlainProgress,
+) -> (Option<ClosedLoopSummary>, Option<String>) {
+    let r = ibnet::traffic::run_closed_loop_with(f, spec, ranks, until, &mut |f, m| {
+        lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight())))
+    });
+    match r {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(e.to_string())),
+    }
 }
 
 /// Drop the topology's forwarding tables once the processes of a parallel

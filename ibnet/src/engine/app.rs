@@ -265,16 +265,8 @@ impl Fabric {
         dst_hca: usize,
         bytes: u64,
     ) -> Result<MsgId, FabricError> {
-        self.check_injection_time(at)?;
-        let n = self.hcas.len();
-        if src_hca >= n {
-            return Err(FabricError::NoSuchHca(src_hca, n));
-        }
-        if dst_hca >= n {
-            return Err(FabricError::NoSuchHca(dst_hca, n));
-        }
+        self.check_inject(at, src_hca, dst_hca, bytes)?;
         let lid = self.hcas[dst_hca].lid;
-        self.check_route_once(src_hca, dst_hca)?;
         let id = self
             .new_msg(src_hca as u32, lid, bytes, at.0)
             .map_err(FabricError::BadMessage)?;

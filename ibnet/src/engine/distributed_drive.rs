@@ -24,7 +24,8 @@ use super::app::MsgId;
 use super::distributed::{Distributed, Transport};
 use super::driven::Driven;
 use super::fabric::FabricError;
-use super::parallel::{Stop, NO_EVENT};
+use super::parallel::Stop;
+use super::parallel_drive::{completion_outcome, sends_only, Ending};
 use super::rdma::OpKind;
 use super::run::RunOutcome;
 use crate::Time;
@@ -156,12 +157,19 @@ impl<T: Transport> Distributed<T> {
         self.stopped = true;
         None
     }
+}
 
-    /// Every process's clock at `t`, the instant the run ended at.
+impl<T: Transport> Ending for Distributed<T> {
     fn align_now(&mut self, t: u64) {
         if t > self.fabric.now {
             self.fabric.advance_to(t);
         }
+    }
+    fn failed(&self) -> bool {
+        self.error().is_some()
+    }
+    fn saw_deadlock(&mut self) {
+        self.fabric.deadlock_seen = true;
     }
 }
 
@@ -246,11 +254,7 @@ impl<T: Transport> Driven for Distributed<T> {
         bytes: u64,
         kind: OpKind,
     ) -> Result<MsgId, FabricError> {
-        if kind != OpKind::Send {
-            return Err(FabricError::BadMessage(
-                "one-sided operations (put, get) do not run on several logical processes".into(),
-            ));
-        }
+        sends_only(kind)?;
         self.inject(at, src_hca, dst_hca, bytes)
     }
 
@@ -278,34 +282,6 @@ impl<T: Transport> Driven for Distributed<T> {
         let Some((done, last)) = self.tell(mark) else {
             return RunOutcome::Fatal;
         };
-        if ran.drive.found {
-            let ft = ran.last.expect("a completion at a processed instant");
-            self.align_now(ft);
-            let ids = done
-                .into_iter()
-                .filter(|(_, t)| t.0 == ft)
-                .map(|(id, _)| id)
-                .collect();
-            return RunOutcome::Completed(Time(ft), ids);
-        }
-        if self.error().is_some() {
-            self.align_now(last);
-            return RunOutcome::Fatal;
-        }
-        match ran.next {
-            None => RunOutcome::Fatal,
-            Some(t) if t == NO_EVENT || t <= limit.0 => {
-                self.fabric.deadlock_seen = true;
-                self.align_now(last);
-                RunOutcome::Deadlock
-            }
-            Some(_) => {
-                self.align_now(limit.0.max(last));
-                if self.error().is_some() {
-                    return RunOutcome::Fatal;
-                }
-                RunOutcome::Limit
-            }
-        }
+        completion_outcome(self, &ran, limit.0, last, |_| done)
     }
 }

@@ -47,95 +47,53 @@ pub trait Driven {
     fn run_until_completion_or(&mut self, limit: Time) -> RunOutcome;
 }
 
-impl Driven for Fabric {
-    fn now(&self) -> Time {
-        Fabric::now(self)
-    }
-    fn events_processed(&self) -> u64 {
-        Fabric::events_processed(self)
-    }
-    fn in_flight(&self) -> usize {
-        Fabric::in_flight(self)
-    }
-    fn in_flight_ids(&self) -> Vec<MsgId> {
-        Fabric::in_flight_ids(self)
-    }
-    fn error(&self) -> Option<&FabricError> {
-        Fabric::error(self)
-    }
-    fn hca_of_lid(&self, lid: u16) -> Option<usize> {
-        Fabric::hca_of_lid(self, lid)
-    }
-    fn inject(
-        &mut self,
-        at: Time,
-        src_hca: usize,
-        dst_hca: usize,
-        bytes: u64,
-    ) -> Result<MsgId, FabricError> {
-        Fabric::inject(self, at, src_hca, dst_hca, bytes)
-    }
-    fn inject_op(
-        &mut self,
-        at: Time,
-        src_hca: usize,
-        dst_hca: usize,
-        bytes: u64,
-        kind: OpKind,
-    ) -> Result<MsgId, FabricError> {
-        Fabric::inject_op(self, at, src_hca, dst_hca, bytes, kind)
-    }
-    fn run_until_completion_or(&mut self, limit: Time) -> RunOutcome {
-        Fabric::run_until_completion_or(self, limit)
-    }
+/// `Driven` by the engine's own methods of the same names.
+macro_rules! driven_by_own_methods {
+    ($engine:ty) => {
+        impl Driven for $engine {
+            fn now(&self) -> Time {
+                <$engine>::now(self)
+            }
+            fn events_processed(&self) -> u64 {
+                <$engine>::events_processed(self)
+            }
+            fn in_flight(&self) -> usize {
+                <$engine>::in_flight(self)
+            }
+            fn in_flight_ids(&self) -> Vec<MsgId> {
+                <$engine>::in_flight_ids(self)
+            }
+            fn error(&self) -> Option<&FabricError> {
+                <$engine>::error(self)
+            }
+            fn hca_of_lid(&self, lid: u16) -> Option<usize> {
+                <$engine>::hca_of_lid(self, lid)
+            }
+            fn inject(
+                &mut self,
+                at: Time,
+                src_hca: usize,
+                dst_hca: usize,
+                bytes: u64,
+            ) -> Result<MsgId, FabricError> {
+                <$engine>::inject(self, at, src_hca, dst_hca, bytes)
+            }
+            fn inject_op(
+                &mut self,
+                at: Time,
+                src_hca: usize,
+                dst_hca: usize,
+                bytes: u64,
+                kind: OpKind,
+            ) -> Result<MsgId, FabricError> {
+                <$engine>::inject_op(self, at, src_hca, dst_hca, bytes, kind)
+            }
+            fn run_until_completion_or(&mut self, limit: Time) -> RunOutcome {
+                <$engine>::run_until_completion_or(self, limit)
+            }
+        }
+    };
 }
 
-impl Driven for Parallel {
-    fn now(&self) -> Time {
-        Parallel::now(self)
-    }
-    fn events_processed(&self) -> u64 {
-        Parallel::events_processed(self)
-    }
-    fn in_flight(&self) -> usize {
-        Parallel::in_flight(self)
-    }
-    fn in_flight_ids(&self) -> Vec<MsgId> {
-        Parallel::in_flight_ids(self)
-    }
-    fn error(&self) -> Option<&FabricError> {
-        Parallel::error(self)
-    }
-    fn hca_of_lid(&self, lid: u16) -> Option<usize> {
-        Parallel::hca_of_lid(self, lid)
-    }
-    fn inject(
-        &mut self,
-        at: Time,
-        src_hca: usize,
-        dst_hca: usize,
-        bytes: u64,
-    ) -> Result<MsgId, FabricError> {
-        Parallel::inject(self, at, src_hca, dst_hca, bytes)
-    }
-    /// Sends only: a put or get has its reply generated at the target
-    /// HCA, which the parallel engine does not number yet.
-    fn inject_op(
-        &mut self,
-        at: Time,
-        src_hca: usize,
-        dst_hca: usize,
-        bytes: u64,
-        kind: OpKind,
-    ) -> Result<MsgId, FabricError> {
-        if kind != OpKind::Send {
-            return Err(FabricError::BadMessage(
-                "one-sided operations (put, get) do not run on several logical processes".into(),
-            ));
-        }
-        Parallel::inject(self, at, src_hca, dst_hca, bytes)
-    }
-    fn run_until_completion_or(&mut self, limit: Time) -> RunOutcome {
-        Parallel::run_until_completion_or(self, limit)
-    }
-}
+driven_by_own_methods!(Fabric);
+driven_by_own_methods!(Parallel);

@@ -31,8 +31,8 @@
 
 use super::app::MsgId;
 use super::fabric::{Fabric, FabricError};
-use super::parallel::{Parallel, Stop, NO_EVENT};
-use super::rdma::OpPoint;
+use super::parallel::{Parallel, Ran, Stop, NO_EVENT};
+use super::rdma::{OpKind, OpPoint};
 use super::run::RunOutcome;
 use crate::Time;
 
@@ -82,6 +82,21 @@ impl Parallel {
         Ok(g as MsgId)
     }
 
+    /// As [`Fabric::inject_op`], for sends only: a put or get has its
+    /// reply generated at the target HCA, which the parallel engine does
+    /// not number yet.
+    pub fn inject_op(
+        &mut self,
+        at: Time,
+        src_hca: usize,
+        dst_hca: usize,
+        bytes: u64,
+        kind: OpKind,
+    ) -> Result<MsgId, FabricError> {
+        sends_only(kind)?;
+        self.inject(at, src_hca, dst_hca, bytes)
+    }
+
     /// As [`Fabric::completion_lower_bound`], over every process.
     pub fn completion_lower_bound(&mut self) -> Option<Time> {
         if self.in_flight() == 0 || self.error().is_some() {
@@ -122,42 +137,8 @@ impl Parallel {
             quiet: self.parts[0].quiet_terms(),
         };
         let ran = self.run(stop);
-        if ran.drive.found {
-            let ft = ran.last.expect("a completion at a processed instant");
-            self.align_now(ft);
-            let ids = self
-                .drain_completions(&marks)
-                .into_iter()
-                .filter(|(_, t)| t.0 == ft)
-                .map(|(id, _)| id)
-                .collect();
-            return RunOutcome::Completed(Time(ft), ids);
-        }
         let last = self.parts.iter().map(|f| f.now).max().unwrap_or(0);
-        if self.error().is_some() {
-            // (the failed process's clock is at the error's instant)
-            self.align_now(last);
-            return RunOutcome::Fatal;
-        }
-        match ran.next {
-            // (a run that had to stop: a process failed)
-            None => RunOutcome::Fatal,
-            // nothing at all is left, or something is due by the limit but
-            // not by the bound: beyond the quiet window with no foreground
-            // event pending
-            Some(t) if t == NO_EVENT || t <= limit.0 => {
-                self.parts[0].deadlock_seen = true;
-                self.align_now(last);
-                RunOutcome::Deadlock
-            }
-            Some(_) => {
-                self.align_now(limit.0.max(last));
-                if self.error().is_some() {
-                    return RunOutcome::Fatal;
-                }
-                RunOutcome::Limit
-            }
-        }
+        completion_outcome(self, &ran, limit.0, last, |p| p.drain_completions(&marks))
     }
 
     /// The op points since the last call, in the sequential run's order
@@ -217,15 +198,91 @@ impl Parallel {
         all.sort_by_key(|&(key, _, _)| key);
         all.into_iter().map(|(_, g, t)| (g as MsgId, t)).collect()
     }
+}
 
-    /// Every process's clock at `t` (the instant the run ended at); those
-    /// without an event there are behind it.
+/// Refuse what the parallel engine cannot run yet: one-sided operations.
+pub(super) fn sends_only(kind: OpKind) -> Result<(), FabricError> {
+    if kind == OpKind::Send {
+        Ok(())
+    } else {
+        Err(FabricError::BadMessage(
+            "one-sided operations (put, get) do not run on several logical processes".into(),
+        ))
+    }
+}
+
+/// What the answer of a run to the next completion needs of a parallel
+/// run, on threads or in several programs.
+pub(super) trait Ending {
+    /// Every process's clock at `t` (the instant the run ended at);
+    /// those without an event there are behind it.
+    fn align_now(&mut self, t: u64);
+    /// A fatal error in some process.
+    fn failed(&self) -> bool;
+    /// The deadlock rule answered Deadlock (for the report).
+    fn saw_deadlock(&mut self);
+}
+
+/// The answer of a run to the next completion that ran `ran` under
+/// `limit`, as the sequential engine gives it: `last` is the latest clock
+/// of the processes, `done` the completions since the run began, with
+/// the driver's numbers, in order.
+pub(super) fn completion_outcome<E: Ending>(
+    e: &mut E,
+    ran: &Ran,
+    limit: u64,
+    last: u64,
+    done: impl FnOnce(&mut E) -> Vec<(MsgId, Time)>,
+) -> RunOutcome {
+    if ran.drive.found {
+        let ft = ran.last.expect("a completion at a processed instant");
+        e.align_now(ft);
+        let ids = done(e)
+            .into_iter()
+            .filter(|(_, t)| t.0 == ft)
+            .map(|(id, _)| id)
+            .collect();
+        return RunOutcome::Completed(Time(ft), ids);
+    }
+    if e.failed() {
+        // (the failed process's clock is at the error's instant)
+        e.align_now(last);
+        return RunOutcome::Fatal;
+    }
+    match ran.next {
+        // (a run that had to stop: a process failed)
+        None => RunOutcome::Fatal,
+        // nothing at all is left, or something is due by the limit but
+        // not by the bound: beyond the quiet window with no foreground
+        // event pending
+        Some(t) if t == NO_EVENT || t <= limit => {
+            e.saw_deadlock();
+            e.align_now(last);
+            RunOutcome::Deadlock
+        }
+        Some(_) => {
+            e.align_now(limit.max(last));
+            if e.failed() {
+                return RunOutcome::Fatal;
+            }
+            RunOutcome::Limit
+        }
+    }
+}
+
+impl Ending for Parallel {
     fn align_now(&mut self, t: u64) {
         for f in &mut self.parts {
             if t > f.now {
                 f.advance_to(t);
             }
         }
+    }
+    fn failed(&self) -> bool {
+        self.error().is_some()
+    }
+    fn saw_deadlock(&mut self) {
+        self.parts[0].deadlock_seen = true;
     }
 }
 
