@@ -21,6 +21,7 @@ pub mod mpi_transport;
 pub mod observe;
 pub mod options;
 pub mod params;
+pub mod processes;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod simgrid;

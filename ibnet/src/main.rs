@@ -741,33 +741,15 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                     .map_err(|e| u(anyhow::anyhow!("--partition: {e}")))?
             }
         };
-        // One process after the other, each without the others' state. In
-        // the reference's FIFO order every process runs the always-ticking
-        // credit timer and queues every event, and the run counts its
-        // events as the lazy timer would (engine/parallel_fifo.rs).
-        let fifo = params.event_order != "local";
-        let lazy_count = fifo && fabric.lazy_credit_timer_active();
-        let mut proc_params = params.clone();
-        if fifo {
-            proc_params.lazy_credit_timer = false;
-        }
-        let build = |k: usize| -> std::result::Result<Fabric, UserError> {
-            let mut f = Fabric::new_process(&topo, &proc_params, &partition.owner, k)
-                .map_err(|e| u(anyhow::anyhow!("{e}")))?;
-            for s in specs.iter().filter(|s| !s.is_closed_loop()) {
-                apply_app_traffic(&mut f, &topo, s).map_err(|e| u(anyhow::anyhow!(e)))?;
-            }
-            if fifo {
-                f.set_direct_events(false);
-            }
-            f.shed_others(&partition.owner, k);
-            // (an open-loop run routes a message through its own switches
-            // only; a closed loop's injections check the whole route)
-            if closed.is_empty() {
-                f.shed_other_tables(&partition.owner, k);
-            }
-            Ok(f)
-        };
+        // one process after the other, each without the others' state
+        let processes = ibnet::processes::Processes::new(
+            &topo,
+            &params,
+            &specs,
+            partition,
+            fabric.lazy_credit_timer_active(),
+        );
+        let lazy_count = processes.lazy_count;
         let how = match &a.partition {
             None => "by switch groups".to_string(),
             Some(f) => format!("as {} gives them", f.display()),
@@ -780,7 +762,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         if let Some(m) = mpi {
             // this rank's process only
             drop(fabric);
-            let mine = build(rank)?;
+            let mine = processes.build(rank).map_err(|e| u(anyhow::anyhow!(e)))?;
+            let partition = processes.into_partition();
             drop_topology_tables(&mut topo);
             let mut d =
                 ibnet::engine::Distributed::new(mine, partition.owner.clone(), lazy_count, m)
@@ -824,17 +807,11 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
             }
         } else {
             drop(fabric);
-            let mut parts = Vec::with_capacity(procs);
-            for k in 0..procs {
-                parts.push(build(k)?);
-            }
+            let mut par = processes
+                .parallel()
+                .map_err(|e| u(anyhow::anyhow!("--threads {procs}: {e}")))?;
+            let partition = processes.into_partition();
             drop_topology_tables(&mut topo);
-            let mut par = ibnet::engine::Parallel::with_lazy_count(
-                parts,
-                partition.owner.clone(),
-                lazy_count,
-            )
-            .map_err(|e| u(anyhow::anyhow!("--threads {procs}: {e}")))?;
             eprintln!(
                 "ibnet: {procs} logical processes on {} threads (at most one per core), nodes {how}:",
                 par.workers(),

@@ -404,6 +404,9 @@ struct RunOpts {
     window: ibnet::Time,
     #[arg(long)]
     messages_csv: Option<PathBuf>,
+    /// logical processes on threads (`ibnet run --threads`)
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 fn fabric_params(a: &RunOpts) -> anyhow::Result<ibnet::Params> {
@@ -507,7 +510,97 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
         let t0 = Instant::now();
         let mut closed_summary = None;
         let mut run_error: Option<String> = None;
-        if let Some(spec) = closed.first() {
+        let mut processes = None;
+        // (a parallel run's processes may run another credit timer, with
+        // the same results)
+        let lazy_active = fabric.lazy_credit_timer_active();
+        if a.threads != 1 {
+            // the logical processes of `ibnet run --threads` (docs/scaling.md 2.6)
+            if a.threads == 0 || a.threads > ibnet::engine::MAX_THREADS {
+                return Err(input(format!(
+                    "threads={}: expected 1 to {}",
+                    a.threads,
+                    ibnet::engine::MAX_THREADS
+                )));
+            }
+            if observers.is_some() {
+                return Err(input(format!(
+                    "threads={} does not support link statistics, heat maps or message tables yet \
+                     (link_stats=False, messages=False)",
+                    a.threads
+                )));
+            }
+            if specs.iter().any(|s| matches!(s, TrafficSpec::Op { .. })) {
+                return Err(input(format!(
+                    "threads={} does not support one-sided operations (put, get) yet",
+                    a.threads
+                )));
+            }
+            if !closed.is_empty() && specs.iter().any(|s| !s.is_closed_loop()) {
+                return Err(input(format!(
+                    "threads={} does not support closed-loop traffic beside open-loop traffic yet",
+                    a.threads
+                )));
+            }
+            let procs = ibnet::processes::Processes::new(
+                &topo,
+                &params,
+                &specs,
+                fabric.partition(a.threads),
+                fabric.lazy_credit_timer_active(),
+            );
+            let mut par = procs.parallel().map_err(input)?;
+            if let Some(spec) = closed.first() {
+                let r = ibnet::traffic::run_closed_loop_with(
+                    &mut par,
+                    spec,
+                    &rank_hcas(&topo),
+                    until,
+                    &mut |f, m| {
+                        if prog.due() {
+                            let _ = prog.call(
+                                &[
+                                    ("sim_time_ps", f.now().0 as f64),
+                                    ("until_ps", until_ps),
+                                    ("events", f.events_processed() as f64),
+                                    ("messages", m as f64),
+                                ],
+                                false,
+                            );
+                        }
+                    },
+                );
+                match r {
+                    Ok(s) => closed_summary = Some(s),
+                    Err(e) => run_error = Some(e.to_string()),
+                }
+            } else if let Some(limit) = until {
+                // (each step starts and joins the threads: 1% steps)
+                let steps = 100;
+                for i in 1..=steps {
+                    par.run_until(Time(
+                        limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 },
+                    ));
+                    if prog.due()
+                        && !prog.call(
+                            &[
+                                ("sim_time_ps", par.now().0 as f64),
+                                ("until_ps", until_ps),
+                                ("events", par.events_processed() as f64),
+                            ],
+                            false,
+                        )
+                    {
+                        return Err(Fail::Interrupted);
+                    }
+                    if par.error().is_some() {
+                        break;
+                    }
+                }
+            }
+            processes = Some((a.threads, par.stats()));
+            fabric = par.into_fabric();
+        } else if let Some(spec) = closed.first() {
             let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
             let r = ibnet::traffic::run_closed_loop_observed(
                 &mut fabric,
@@ -598,9 +691,14 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
             "wall_s": wall,
             "events_per_sec": fabric.events_processed() as f64 / wall.max(1e-9),
             "sim_time_per_wall_s": fabric.now().as_secs_f64() / wall.max(1e-9),
-            "lazy_credit_timer": fabric.lazy_credit_timer_active(),
+            "lazy_credit_timer": lazy_active,
         });
-        let _ = &mut run;
+        if let Some((n, st)) = processes {
+            run["threads"] = n.into();
+            run["sync_rounds"] = st.rounds.into();
+            run["crossings"] = st.crossings.into();
+            run["sync_wait_s"] = (st.wait_ns as f64 * 1e-9).into();
+        }
         let mut out = serde_json::json!({
             "ibnet": env!("CARGO_PKG_VERSION"),
             "topology": a.topology,

@@ -173,6 +173,36 @@ def test_fabric_run_closed_loop_equals_the_cli(ibnet):
     assert r.links is None
 
 
+def test_fabric_run_on_threads_equals_one_thread_and_the_cli(ibnet):
+    # the logical processes of `ibnet run --threads` from a notebook: the
+    # same report as one thread and as the command line, open and closed
+    # loops; link statistics and message tables are off by default there
+    cases = [("dissemination:2048:2", None, {}), ("perm:3", "20us", {"event_order": "local"})]
+    for traffic, until, sets in cases:
+        one = ibcosim.fabric_run("fattree:8", traffic=traffic, until=until, set=sets,
+                                 link_stats=False, messages=False)
+        args = ["--topology", "fattree:8", "--traffic", traffic, "--threads", "2",
+                "--json", "--no-wall-time"]
+        if until:
+            args += ["--until", until]
+        for k, v in sets.items():
+            args += ["--set", "%s=%s" % (k, v)]
+        cli = run_json([ibnet, "run", *args])
+        for n in (2, 3):
+            r = ibcosim.fabric_run("fattree:8", traffic=traffic, until=until, set=sets,
+                                   threads=n)
+            assert r.report["report"] == one.report["report"], (traffic, n)
+            assert r.report["report"] == cli["report"], (traffic, n)
+            assert r.report.get("closed_loop") == one.report.get("closed_loop")
+            assert r.report["run"]["threads"] == n
+            assert r.report["run"]["sync_rounds"] > 0
+            assert r.links is None and r.messages is None
+    with pytest.raises(ibcosim.InputError, match="link statistics"):
+        ibcosim.fabric_run("fattree:8", until="1us", threads=2, link_stats=True)
+    with pytest.raises(ibcosim.InputError, match="threads=0: expected 1 to 64"):
+        ibcosim.fabric_run("fattree:8", until="1us", threads=0)
+
+
 # ------------------------------------------------------------ errors
 
 def test_a_bad_schedule_names_file_and_line(loggopsim, tmp_path):
