@@ -448,6 +448,23 @@ impl ibnet::traffic::WindowHook for ObsHook<'_> {
     }
 }
 
+/// The progress of a closed loop after a completion instant, `m`
+/// messages sent. (A signal stops the open-loop runs only: the
+/// closed-loop driver has no way to stop early.)
+fn loop_progress<F: ibnet::engine::Driven>(prog: &mut Progress, f: &F, m: u64, until_ps: f64) {
+    if prog.due() {
+        let _ = prog.call(
+            &[
+                ("sim_time_ps", f.now().0 as f64),
+                ("until_ps", until_ps),
+                ("events", f.events_processed() as f64),
+                ("messages", m as f64),
+            ],
+            false,
+        );
+    }
+}
+
 /// `ibnet run WORDS --json --no-wall-time` (plus the wall time): the JSON
 /// report as text with `ibnet run`'s keys; the run's error, if any, is in
 /// its `error` field (exit code 1 on the command line).
@@ -556,19 +573,7 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
                     spec,
                     &rank_hcas(&topo),
                     until,
-                    &mut |f, m| {
-                        if prog.due() {
-                            let _ = prog.call(
-                                &[
-                                    ("sim_time_ps", f.now().0 as f64),
-                                    ("until_ps", until_ps),
-                                    ("events", f.events_processed() as f64),
-                                    ("messages", m as f64),
-                                ],
-                                false,
-                            );
-                        }
-                    },
+                    &mut |f, m| loop_progress(&mut prog, f, m, until_ps),
                 );
                 match r {
                     Ok(s) => closed_summary = Some(s),
@@ -607,21 +612,7 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
                 spec,
                 &rank_hcas(&topo),
                 until,
-                &mut |f, m| {
-                    if prog.due() {
-                        // (a signal stops the open-loop runs only: the
-                        // closed-loop driver has no way to stop early)
-                        let _ = prog.call(
-                            &[
-                                ("sim_time_ps", f.now().0 as f64),
-                                ("until_ps", until_ps),
-                                ("events", f.events_processed() as f64),
-                                ("messages", m as f64),
-                            ],
-                            false,
-                        );
-                    }
-                },
+                &mut |f, m| loop_progress(&mut prog, f, m, until_ps),
                 hook.as_mut()
                     .map(|h| h as &mut dyn ibnet::traffic::WindowHook),
             );
