@@ -333,7 +333,7 @@ fn threads_are_checked() {
         ("--threads 65 --set event_order=local", "expected 1 to 64"),
         (
             "--threads 2 --set event_order=local --link-stats /dev/null",
-            "--threads 2 does not support observation outputs",
+            "--threads 2 does not support windowed observation outputs",
         ),
         (
             "--distributed --threads 2",
@@ -341,7 +341,7 @@ fn threads_are_checked() {
         ),
         (
             "--distributed --heatmap /dev/null",
-            "--distributed does not support observation outputs",
+            "--distributed does not support windowed observation outputs",
         ),
         #[cfg(not(feature = "mpi"))]
         (
@@ -446,6 +446,27 @@ fn closed_loop_traffic_on_threads_gives_the_one_thread_report() {
             );
         }
     }
+    // the message records, written from the merged report
+    let dir = tempfile::tempdir().unwrap();
+    let csv = |threads: &str| {
+        let f = dir.path().join(format!("messages{threads}.csv"));
+        let mut a = words("run --topology fattree:8 --traffic dissemination:2048:2 --threads");
+        a.push(threads);
+        a.push("--messages-csv");
+        a.push(f.to_str().unwrap());
+        let out = ibnet().args(&a).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(&f).unwrap()
+    };
+    let one = csv("1");
+    // a header and 2 iterations of 5 rounds of 32 messages
+    assert_eq!(one.lines().count(), 1 + 2 * 5 * 32);
+    assert!(one.starts_with("id,src,dst,"), "{one}");
+    assert_eq!(csv("2"), one);
 }
 
 #[test]

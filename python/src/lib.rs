@@ -540,10 +540,13 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
                     ibnet::engine::MAX_THREADS
                 )));
             }
-            if observers.is_some() {
+            // (the message table is written from the merged report at
+            // the end; the windowed outputs would need every process's
+            // ports at every window)
+            if a.link_stats.is_some() || a.heatmap.is_some() {
                 return Err(input(format!(
-                    "threads={} does not support link statistics, heat maps or message tables yet \
-                     (link_stats=False, messages=False)",
+                    "threads={} does not support link statistics or heat maps yet \
+                     (link_stats=False)",
                     a.threads
                 )));
             }

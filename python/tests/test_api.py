@@ -176,11 +176,14 @@ def test_fabric_run_closed_loop_equals_the_cli(ibnet):
 def test_fabric_run_on_threads_equals_one_thread_and_the_cli(ibnet):
     # the logical processes of `ibnet run --threads` from a notebook: the
     # same report as one thread and as the command line, open and closed
-    # loops; link statistics and message tables are off by default there
+    # loops, and the message table; link statistics are off by default there
     cases = [("dissemination:2048:2", None, {}), ("perm:3", "20us", {"event_order": "local"})]
+    one_messages = {}
     for traffic, until, sets in cases:
         one = ibcosim.fabric_run("fattree:8", traffic=traffic, until=until, set=sets,
-                                 link_stats=False, messages=False)
+                                 link_stats=False)
+        one_messages[traffic] = one.messages
+        assert len(one.messages) > 0
         args = ["--topology", "fattree:8", "--traffic", traffic, "--threads", "2",
                 "--json", "--no-wall-time"]
         if until:
@@ -196,7 +199,8 @@ def test_fabric_run_on_threads_equals_one_thread_and_the_cli(ibnet):
             assert r.report.get("closed_loop") == one.report.get("closed_loop")
             assert r.report["run"]["threads"] == n
             assert r.report["run"]["sync_rounds"] > 0
-            assert r.links is None and r.messages is None
+            assert r.links is None
+            pd.testing.assert_frame_equal(r.messages, one_messages[traffic])
     with pytest.raises(ibcosim.InputError, match="link statistics"):
         ibcosim.fabric_run("fattree:8", until="1us", threads=2, link_stats=True)
     with pytest.raises(ibcosim.InputError, match="threads=0: expected 1 to 64"):
