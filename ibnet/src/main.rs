@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use ibnet::engine::Parallel;
 use ibnet::options::{self, FabricOptions};
 use ibnet::traffic::{apply_app_traffic, rank_hcas, ClosedLoopSummary, TrafficSpec};
 use ibnet::units::parse_time;
@@ -308,8 +309,8 @@ struct RunArgs {
     /// split by switch groups (pods of a fat tree, dragonfly groups, torus
     /// slabs), printed on stderr, or as --partition gives them. Closed-loop
     /// sends (dissemination, chain) run too, driven as on one thread. Not
-    /// yet with put/get, windowed observation outputs, several send
-    /// queues, lossy links or the host model. Whether it is faster depends on the
+    /// yet with put/get, the flit trace, several send queues, lossy links
+    /// or the host model. Whether it is faster depends on the
     /// network, the order and the cores (on 2 cores the local order gains
     /// up to 1.4-1.7x on hundreds of hosts, the reference order does not):
     /// docs/scaling.md 2.6 and 2.7 have the measurements.
@@ -412,6 +413,20 @@ impl ibnet::traffic::WindowHook for ObsHook<'_> {
     }
     fn at(&mut self, f: &mut Fabric) {
         if let Err(e) = self.obs.window_end(f) {
+            self.err = Some(e);
+        }
+    }
+}
+
+impl ibnet::traffic::WindowHook<Parallel> for ObsHook<'_> {
+    fn next(&self) -> Option<Time> {
+        if self.err.is_some() {
+            return None;
+        }
+        self.obs.next_boundary()
+    }
+    fn at(&mut self, par: &mut Parallel) {
+        if let Err(e) = self.obs.window_end_of(par.now(), &par.obuf_reports()) {
             self.err = Some(e);
         }
     }
@@ -786,7 +801,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                 let mut lines =
                     PlainProgress::new((show_progress || !tty) && rank == 0, until, every);
                 (closed_summary, run_error) =
-                    closed_loop(&mut d, spec, &rank_hcas(&topo), until, &mut lines);
+                    closed_loop(&mut d, spec, &rank_hcas(&topo), until, &mut lines, None);
             } else {
                 let limit = until.expect("open-loop traffic has a time limit");
                 run_stepped(limit, steps, pb, &mut lines, |t| {
@@ -830,14 +845,46 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                     pb.finish_and_clear();
                 }
                 let mut lines = PlainProgress::new(show_progress || !tty, until, every);
-                (closed_summary, run_error) =
-                    closed_loop(&mut par, spec, &rank_hcas(&topo), until, &mut lines);
+                let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
+                (closed_summary, run_error) = closed_loop(
+                    &mut par,
+                    spec,
+                    &rank_hcas(&topo),
+                    until,
+                    &mut lines,
+                    hook.as_mut()
+                        .map(|h| h as &mut dyn ibnet::traffic::WindowHook<Parallel>),
+                );
+                if let Some(e) = hook.and_then(|h| h.err) {
+                    return Err(u(e));
+                }
             } else {
                 let limit = until.expect("open-loop traffic has a time limit");
+                let mut obs_err = None;
                 run_stepped(limit, steps, pb, &mut lines, |t| {
-                    par.run_until(t);
-                    (par.now(), par.events_processed(), par.error().is_some())
+                    // (stop at every window end on the way, as
+                    // `Observers::run_until` does)
+                    if let Some(obs) = observers.as_mut() {
+                        while let Some(b) = obs.next_boundary().filter(|&b| b < t) {
+                            par.run_until(b);
+                            if par.error().is_some() {
+                                break;
+                            }
+                            if let Err(e) = obs.window_end_of(par.now(), &par.obuf_reports()) {
+                                obs_err = Some(e);
+                                break;
+                            }
+                        }
+                    }
+                    if obs_err.is_none() && par.error().is_none() {
+                        par.run_until(t);
+                    }
+                    let stop = obs_err.is_some() || par.error().is_some();
+                    (par.now(), par.events_processed(), stop)
                 });
+                if let Some(e) = obs_err {
+                    return Err(u(e));
+                }
             }
             par_stats = Some(par.stats());
             fabric = par.into_fabric();
@@ -990,10 +1037,16 @@ fn closed_loop<F: ibnet::engine::Driven>(
     ranks: &[usize],
     until: Option<Time>,
     lines: &mut PlainProgress,
+    window: Option<&mut dyn ibnet::traffic::WindowHook<F>>,
 ) -> (Option<ClosedLoopSummary>, Option<String>) {
-    let r = ibnet::traffic::run_closed_loop_with(f, spec, ranks, until, &mut |f, m| {
-        lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight())))
-    });
+    let r = ibnet::traffic::run_closed_loop_observed(
+        f,
+        spec,
+        ranks,
+        until,
+        &mut |f, m| lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight()))),
+        window,
+    );
     match r {
         Ok(s) => (Some(s), None),
         Err(e) => (None, Some(e.to_string())),
@@ -1110,13 +1163,14 @@ fn check_threads(a: &RunArgs) -> Result<()> {
             return Err(refuse("closed-loop traffic beside open-loop traffic"));
         }
     }
-    // (the message records are written from the merged report at the end;
-    // the windowed outputs would need every process's ports at every
-    // window)
-    if a.link_stats.is_some() || a.heatmap.is_some() || a.trace.is_some() {
-        return Err(refuse(
-            "windowed observation outputs (--link-stats, --heatmap, --trace)",
-        ));
+    // (the message records are written from the merged report at the end,
+    // the link statistics from every process's ports at every window end;
+    // the flit trace would need every process's records merged in order)
+    if a.trace.is_some() {
+        return Err(refuse("the flit trace (--trace)"));
+    }
+    if a.distributed && (a.link_stats.is_some() || a.heatmap.is_some()) {
+        return Err(refuse("link statistics (--link-stats, --heatmap)"));
     }
     Ok(())
 }

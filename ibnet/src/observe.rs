@@ -31,7 +31,7 @@
 //! switches' ports in the chosen time range. Memory stays bounded by one
 //! window of trace records.
 
-use crate::stats::Report;
+use crate::stats::ObufReport;
 use crate::topology::Topology;
 use crate::{Fabric, Time};
 use std::collections::HashSet;
@@ -74,8 +74,8 @@ struct LinkCounters {
     q_count: u64,
 }
 
-fn counters(r: &Report) -> Vec<LinkCounters> {
-    r.obufs
+fn counters(obufs: &[ObufReport]) -> Vec<LinkCounters> {
+    obufs
         .iter()
         .map(|o| LinkCounters {
             data_flits: o.data_flits_sent,
@@ -202,7 +202,7 @@ impl Observers {
             .collect();
         Ok(Observers {
             start: f.now(),
-            prev: counters(&r),
+            prev: counters(&r.obufs),
             links,
             heat: Vec::new(),
             link_names,
@@ -243,10 +243,21 @@ impl Observers {
     /// The fabric has reached the end of the current window (or the end of
     /// the run, for the last, possibly shorter window).
     pub fn window_end(&mut self, f: &mut Fabric) -> anyhow::Result<()> {
-        let end = f.now();
         if self.trace.is_some() {
             self.flush_trace(f)?;
         }
+        let needed = self.links.is_some() || self.cfg.heatmap.is_some();
+        let obufs = if needed && f.now() > self.start {
+            f.report().obufs
+        } else {
+            Vec::new()
+        };
+        self.window_end_of(f.now(), &obufs)
+    }
+
+    /// As [`Observers::window_end`], from the obuf reports at `end` (the
+    /// parallel engine's, `Parallel::obuf_reports`; no flit trace).
+    pub fn window_end_of(&mut self, end: Time, obufs: &[ObufReport]) -> anyhow::Result<()> {
         if self.links.is_none() && self.cfg.heatmap.is_none() {
             self.start = end;
             return Ok(());
@@ -254,8 +265,7 @@ impl Observers {
         if end <= self.start {
             return Ok(());
         }
-        let r = f.report();
-        let now = counters(&r);
+        let now = counters(obufs);
         let len = (end.0 - self.start.0) as f64;
         let mut heat_row = Vec::with_capacity(now.len());
         for (i, (c, p)) in now.iter().zip(&self.prev).enumerate() {
@@ -263,7 +273,7 @@ impl Observers {
             let util = busy as f64 / len;
             heat_row.push(util as f32);
             if let Some(w) = &mut self.links {
-                let o = &r.obufs[i];
+                let o = &obufs[i];
                 let qn = c.q_count - p.q_count;
                 let qmean = if qn > 0 {
                     format!("{}", (c.q_sum - p.q_sum) as f64 / qn as f64)

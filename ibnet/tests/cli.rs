@@ -332,8 +332,8 @@ fn threads_are_checked() {
         ("--threads 0", "--threads 0: expected 1 to 64"),
         ("--threads 65 --set event_order=local", "expected 1 to 64"),
         (
-            "--threads 2 --set event_order=local --link-stats /dev/null",
-            "--threads 2 does not support windowed observation outputs",
+            "--threads 2 --set event_order=local --trace /dev/null",
+            "--threads 2 does not support the flit trace",
         ),
         (
             "--distributed --threads 2",
@@ -341,7 +341,7 @@ fn threads_are_checked() {
         ),
         (
             "--distributed --heatmap /dev/null",
-            "--distributed does not support windowed observation outputs",
+            "--distributed does not support link statistics",
         ),
         #[cfg(not(feature = "mpi"))]
         (
@@ -467,6 +467,58 @@ fn closed_loop_traffic_on_threads_gives_the_one_thread_report() {
     assert_eq!(one.lines().count(), 1 + 2 * 5 * 32);
     assert!(one.starts_with("id,src,dst,"), "{one}");
     assert_eq!(csv("2"), one);
+}
+
+/// The link statistics and heat map of a parallel run: every window end
+/// read from the processes that own the ports, the same files as one
+/// thread's, open and closed loops, both orders.
+#[test]
+fn link_statistics_on_threads_are_one_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    for (traffic, extra) in [
+        ("shift:3 --until 20us --window 2us", ""),
+        (
+            "dissemination:2048:3 --window 500ns",
+            "--set event_order=local",
+        ),
+    ] {
+        let files = |threads: &str| {
+            let (ls, hm) = (
+                dir.path().join(format!("links{threads}.csv")),
+                dir.path().join(format!("heat{threads}.svg")),
+            );
+            let line = format!(
+                "run --topology fattree:8 --traffic {traffic} {extra} --json --no-wall-time \
+                 --threads {threads} --link-stats {} --heatmap {}",
+                ls.display(),
+                hm.display()
+            );
+            let out = ibnet().args(words(&line)).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (
+                std::fs::read_to_string(&ls).unwrap(),
+                std::fs::read_to_string(&hm).unwrap(),
+                out.stdout,
+            )
+        };
+        let one = files("1");
+        // a row per obuf (128) per window: ten windows of 2 us in 20 us
+        let rows = one.0.lines().count() - 1;
+        assert!(rows % 128 == 0 && rows >= 10 * 128, "{traffic}: {rows}");
+        if traffic.starts_with("shift") {
+            assert_eq!(rows, 10 * 128);
+        }
+        for n in ["2", "3"] {
+            assert!(
+                files(n) == one,
+                "{traffic} {extra} --threads {n}: the files differ"
+            );
+        }
+    }
 }
 
 #[test]

@@ -296,7 +296,7 @@ class FabricResult:
 
 
 def fabric_run(topology, traffic="shift:1", until=None, preset=None, set=None,
-               window="1us", link_stats=None, messages=True, progress=False, threads=1,
+               window="1us", link_stats=True, messages=True, progress=False, threads=1,
                **options):
     """Run the fabric alone with its traffic patterns, as ``ibnet run
     --topology TOPOLOGY --traffic TRAFFIC --until UNTIL --json``.
@@ -307,11 +307,11 @@ def fabric_run(topology, traffic="shift:1", until=None, preset=None, set=None,
     ``until``: a time with a unit (default: 2ms for open-loop traffic,
     none for closed-loop patterns); ``window``: of the link statistics;
     ``link_stats``/``messages``: record them (DataFrames ``links`` and
-    ``messages``; link statistics by default with one thread only);
-    ``threads``: run the fabric as that many logical processes on threads
-    (``ibnet run --threads``: the same report and messages, byte for byte;
-    closed loops and open-loop patterns, without link statistics or
-    put/get; docs/scaling.md 2.6 says when it is faster); ``options``:
+    ``messages``); ``threads``: run the fabric as that many logical
+    processes on threads (``ibnet run --threads``: the same report, link
+    statistics and messages, byte for byte; closed loops and open-loop
+    patterns, not put/get; docs/scaling.md 2.6 says when it is faster);
+    ``options``:
     ``config=FILE``, ``latencies=True``, ``lfts=FILE``, ``heatmap=FILE.svg``.
 
     A fabric error (a deadlock, a fatal model condition: exit code 1 of
@@ -332,8 +332,6 @@ def fabric_run(topology, traffic="shift:1", until=None, preset=None, set=None,
     words += ["--window", word(window)]
     if threads != 1:
         words += ["--threads", word(threads)]
-    if link_stats is None:
-        link_stats = threads == 1
     with tempfile.TemporaryDirectory(prefix="ibcosim-") as d:
         ls = os.path.join(d, "links.csv") if link_stats else None
         ms = os.path.join(d, "messages.csv") if messages else None

@@ -434,6 +434,20 @@ struct ObsHook<'a> {
     err: Option<anyhow::Error>,
 }
 
+impl ibnet::traffic::WindowHook<ibnet::engine::Parallel> for ObsHook<'_> {
+    fn next(&self) -> Option<ibnet::Time> {
+        if self.err.is_some() {
+            return None;
+        }
+        self.obs.next_boundary()
+    }
+    fn at(&mut self, par: &mut ibnet::engine::Parallel) {
+        if let Err(e) = self.obs.window_end_of(par.now(), &par.obuf_reports()) {
+            self.err = Some(e);
+        }
+    }
+}
+
 impl ibnet::traffic::WindowHook for ObsHook<'_> {
     fn next(&self) -> Option<ibnet::Time> {
         if self.err.is_some() {
@@ -540,16 +554,6 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
                     ibnet::engine::MAX_THREADS
                 )));
             }
-            // (the message table is written from the merged report at
-            // the end; the windowed outputs would need every process's
-            // ports at every window)
-            if a.link_stats.is_some() || a.heatmap.is_some() {
-                return Err(input(format!(
-                    "threads={} does not support link statistics or heat maps yet \
-                     (link_stats=False)",
-                    a.threads
-                )));
-            }
             if specs.iter().any(|s| matches!(s, TrafficSpec::Op { .. })) {
                 return Err(input(format!(
                     "threads={} does not support one-sided operations (put, get) yet",
@@ -571,13 +575,19 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
             );
             let mut par = procs.parallel().map_err(input)?;
             if let Some(spec) = closed.first() {
-                let r = ibnet::traffic::run_closed_loop_with(
+                let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
+                let r = ibnet::traffic::run_closed_loop_observed(
                     &mut par,
                     spec,
                     &rank_hcas(&topo),
                     until,
                     &mut |f, m| loop_progress(&mut prog, f, m, until_ps),
+                    hook.as_mut()
+                        .map(|h| h as &mut dyn ibnet::traffic::WindowHook<ibnet::engine::Parallel>),
                 );
+                if let Some(e) = hook.and_then(|h| h.err) {
+                    return Err(u(e));
+                }
                 match r {
                     Ok(s) => closed_summary = Some(s),
                     Err(e) => run_error = Some(e.to_string()),
@@ -586,9 +596,22 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
                 // (each step starts and joins the threads: 1% steps)
                 let steps = 100;
                 for i in 1..=steps {
-                    par.run_until(Time(
-                        limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 },
-                    ));
+                    let step_end =
+                        Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
+                    // (every window end on the way, as `Observers::run_until`)
+                    if let Some(obs) = observers.as_mut() {
+                        while let Some(b) = obs.next_boundary().filter(|&b| b < step_end) {
+                            par.run_until(b);
+                            if par.error().is_some() {
+                                break;
+                            }
+                            obs.window_end_of(par.now(), &par.obuf_reports())
+                                .map_err(u)?;
+                        }
+                    }
+                    if par.error().is_none() {
+                        par.run_until(step_end);
+                    }
                     if prog.due()
                         && !prog.call(
                             &[

@@ -175,15 +175,13 @@ def test_fabric_run_closed_loop_equals_the_cli(ibnet):
 
 def test_fabric_run_on_threads_equals_one_thread_and_the_cli(ibnet):
     # the logical processes of `ibnet run --threads` from a notebook: the
-    # same report as one thread and as the command line, open and closed
-    # loops, and the message table; link statistics are off by default there
+    # same report, link statistics and message table as one thread, and the
+    # same report as the command line, open and closed loops
     cases = [("dissemination:2048:2", None, {}), ("perm:3", "20us", {"event_order": "local"})]
-    one_messages = {}
     for traffic, until, sets in cases:
         one = ibcosim.fabric_run("fattree:8", traffic=traffic, until=until, set=sets,
-                                 link_stats=False)
-        one_messages[traffic] = one.messages
-        assert len(one.messages) > 0
+                                 window="500ns")
+        assert len(one.messages) > 0 and len(one.links) > 0
         args = ["--topology", "fattree:8", "--traffic", traffic, "--threads", "2",
                 "--json", "--no-wall-time"]
         if until:
@@ -193,16 +191,14 @@ def test_fabric_run_on_threads_equals_one_thread_and_the_cli(ibnet):
         cli = run_json([ibnet, "run", *args])
         for n in (2, 3):
             r = ibcosim.fabric_run("fattree:8", traffic=traffic, until=until, set=sets,
-                                   threads=n)
+                                   window="500ns", threads=n)
             assert r.report["report"] == one.report["report"], (traffic, n)
             assert r.report["report"] == cli["report"], (traffic, n)
             assert r.report.get("closed_loop") == one.report.get("closed_loop")
             assert r.report["run"]["threads"] == n
             assert r.report["run"]["sync_rounds"] > 0
-            assert r.links is None
-            pd.testing.assert_frame_equal(r.messages, one_messages[traffic])
-    with pytest.raises(ibcosim.InputError, match="link statistics"):
-        ibcosim.fabric_run("fattree:8", until="1us", threads=2, link_stats=True)
+            pd.testing.assert_frame_equal(r.links, one.links)
+            pd.testing.assert_frame_equal(r.messages, one.messages)
     with pytest.raises(ibcosim.InputError, match="threads=0: expected 1 to 64"):
         ibcosim.fabric_run("fattree:8", until="1us", threads=0)
 

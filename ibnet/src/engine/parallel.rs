@@ -547,6 +547,20 @@ impl Parallel {
         self.parts[0].switches_between(src_hca, dst_hca)
     }
 
+    /// The obuf reports of [`Fabric::report`], as of now, each from the
+    /// process that owns its port: what the windowed observation outputs
+    /// read (`crate::observe`).
+    pub fn obuf_reports(&self) -> Vec<crate::stats::ObufReport> {
+        let f0 = &self.parts[0];
+        (0..f0.ports.len())
+            .filter(|&pi| f0.ports[pi].peer != super::fabric::NONE)
+            .map(|pi| {
+                let k = self.owner[f0.ports[pi].node as usize] as usize;
+                self.parts[k].obuf_report(pi)
+            })
+            .collect()
+    }
+
     /// As [`Fabric::hca_of_lid`] (every process knows every HCA).
     pub fn hca_of_lid(&self, lid: u16) -> Option<usize> {
         self.parts[0].hca_of_lid(lid)

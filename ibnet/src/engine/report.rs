@@ -10,6 +10,43 @@ impl Fabric {
         self.report_with(false)
     }
 
+    /// The report of the obuf of port `pi` (a connected port), as of now.
+    pub(super) fn obuf_report(&self, pi: usize) -> ObufReport {
+        let now = self.now;
+        let port = &self.ports[pi];
+        let ob = &port.ob;
+        let peer = &self.ports[port.peer as usize];
+        // samples of skipped ticks of a dormant obuf are zeros
+        let mut qd = ob.qdepth.clone();
+        if ob.dormant {
+            qd.add_n(0, now / self.tm.cred - ob.last_tick / self.tm.cred);
+        }
+        ObufReport {
+            node: self.node_names[port.node as usize].clone(),
+            port: port.local,
+            peer: Some(format!(
+                "{}[{}]",
+                self.node_names[peer.node as usize], peer.local
+            )),
+            output_bw_bytes_per_sec: match ob.first_tx {
+                Some(t0) if now > t0 => ob.bytes as f64 / ((now - t0) as f64 * 1e-12),
+                _ => 0.0,
+            },
+            bytes_sent: ob.bytes,
+            data_flits_sent: ob.data_flits,
+            fc_packets_sent: ob.fc_pkts,
+            utilisation: if now > 0 {
+                ob.busy.min(now) as f64 / now as f64
+            } else {
+                0.0
+            },
+            busy_ps: ob.busy,
+            queue_depth: qd.summary(),
+            flits_sources: ob.sources.summary(),
+            elastic_overflows: ob.overflows,
+        }
+    }
+
     /// As [`Fabric::report`], optionally with every message's timing.
     pub fn report_with(&self, messages: bool) -> Report {
         let now = self.now;
@@ -80,41 +117,11 @@ impl Fabric {
             .collect();
         let mut obufs = Vec::new();
         let mut ibufs = Vec::new();
-        for port in &self.ports {
+        for (pi, port) in self.ports.iter().enumerate() {
             if port.peer == NONE {
                 continue;
             }
-            let ob = &port.ob;
-            let peer = &self.ports[port.peer as usize];
-            // samples of skipped ticks of a dormant obuf are zeros
-            let mut qd = ob.qdepth.clone();
-            if ob.dormant {
-                qd.add_n(0, now / self.tm.cred - ob.last_tick / self.tm.cred);
-            }
-            obufs.push(ObufReport {
-                node: self.node_names[port.node as usize].clone(),
-                port: port.local,
-                peer: Some(format!(
-                    "{}[{}]",
-                    self.node_names[peer.node as usize], peer.local
-                )),
-                output_bw_bytes_per_sec: match ob.first_tx {
-                    Some(t0) if now > t0 => ob.bytes as f64 / ((now - t0) as f64 * 1e-12),
-                    _ => 0.0,
-                },
-                bytes_sent: ob.bytes,
-                data_flits_sent: ob.data_flits,
-                fc_packets_sent: ob.fc_pkts,
-                utilisation: if now > 0 {
-                    ob.busy.min(now) as f64 / now as f64
-                } else {
-                    0.0
-                },
-                busy_ps: ob.busy,
-                queue_depth: qd.summary(),
-                flits_sources: ob.sources.summary(),
-                elastic_overflows: ob.overflows,
-            });
+            obufs.push(self.obuf_report(pi));
             ibufs.push(IbufReport {
                 node: self.node_names[port.node as usize].clone(),
                 port: port.local,
