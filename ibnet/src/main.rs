@@ -398,40 +398,6 @@ struct RunArgs {
     trace_until: Option<Time>,
 }
 
-/// Observers of a closed-loop run, as the traffic driver's window hook.
-struct ObsHook<'a> {
-    obs: &'a mut ibnet::observe::Observers,
-    err: Option<anyhow::Error>,
-}
-
-impl ibnet::traffic::WindowHook for ObsHook<'_> {
-    fn next(&self) -> Option<Time> {
-        if self.err.is_some() {
-            return None;
-        }
-        self.obs.next_boundary()
-    }
-    fn at(&mut self, f: &mut Fabric) {
-        if let Err(e) = self.obs.window_end(f) {
-            self.err = Some(e);
-        }
-    }
-}
-
-impl ibnet::traffic::WindowHook<Parallel> for ObsHook<'_> {
-    fn next(&self) -> Option<Time> {
-        if self.err.is_some() {
-            return None;
-        }
-        self.obs.next_boundary()
-    }
-    fn at(&mut self, par: &mut Parallel) {
-        if let Err(e) = self.obs.window_end_of(par.now(), &par.obuf_reports()) {
-            self.err = Some(e);
-        }
-    }
-}
-
 #[derive(Serialize)]
 struct RunInfo {
     until_ps: Option<u64>,
@@ -845,7 +811,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                     pb.finish_and_clear();
                 }
                 let mut lines = PlainProgress::new(show_progress || !tty, until, every);
-                let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
+                let mut hook = observers.as_mut().map(ibnet::observe::Windows::new);
                 (closed_summary, run_error) = closed_loop(
                     &mut par,
                     spec,
@@ -862,22 +828,13 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                 let limit = until.expect("open-loop traffic has a time limit");
                 let mut obs_err = None;
                 run_stepped(limit, steps, pb, &mut lines, |t| {
-                    // (stop at every window end on the way, as
-                    // `Observers::run_until` does)
-                    if let Some(obs) = observers.as_mut() {
-                        while let Some(b) = obs.next_boundary().filter(|&b| b < t) {
-                            par.run_until(b);
-                            if par.error().is_some() {
-                                break;
-                            }
-                            if let Err(e) = obs.window_end_of(par.now(), &par.obuf_reports()) {
+                    match observers.as_mut() {
+                        Some(obs) => {
+                            if let Err(e) = obs.run_parallel_until(&mut par, t) {
                                 obs_err = Some(e);
-                                break;
                             }
                         }
-                    }
-                    if obs_err.is_none() && par.error().is_none() {
-                        par.run_until(t);
+                        None => par.run_until(t),
                     }
                     let stop = obs_err.is_some() || par.error().is_some();
                     (par.now(), par.events_processed(), stop)
@@ -891,22 +848,18 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         }
     } else if let Some(spec) = closed.first() {
         let mut lines = PlainProgress::new(show_progress || !tty, until, every);
-        let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
-        let r = ibnet::traffic::run_closed_loop_observed(
+        let mut hook = observers.as_mut().map(ibnet::observe::Windows::new);
+        (closed_summary, run_error) = closed_loop(
             &mut fabric,
             spec,
             &rank_hcas(&topo),
             until,
-            &mut |f, m| lines.tick(f.now(), f.events_processed(), Some((m, f.in_flight()))),
+            &mut lines,
             hook.as_mut()
                 .map(|h| h as &mut dyn ibnet::traffic::WindowHook),
         );
         if let Some(e) = hook.and_then(|h| h.err) {
             return Err(u(e));
-        }
-        match r {
-            Ok(s) => closed_summary = Some(s),
-            Err(e) => run_error = Some(e.to_string()),
         }
     } else if let Some(limit) = until {
         let mut lines = PlainProgress::new(!tty, until, every);
@@ -1029,8 +982,8 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
     Ok(0)
 }
 
-/// A closed-loop pattern on the processes of a parallel run, with the
-/// progress lines: its summary, or the error that ended it.
+/// A closed-loop pattern on either engine, with the progress lines and
+/// the observers' window ends: its summary, or the error that ended it.
 fn closed_loop<F: ibnet::engine::Driven>(
     f: &mut F,
     spec: &TrafficSpec,

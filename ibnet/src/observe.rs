@@ -31,8 +31,10 @@
 //! switches' ports in the chosen time range. Memory stays bounded by one
 //! window of trace records.
 
+use crate::engine::Parallel;
 use crate::stats::ObufReport;
 use crate::topology::Topology;
+use crate::traffic::WindowHook;
 use crate::{Fabric, Time};
 use std::collections::HashSet;
 use std::io::{BufWriter, Write};
@@ -237,6 +239,24 @@ impl Observers {
             self.window_end(f)?;
         }
         f.run_until(end);
+        Ok(())
+    }
+
+    /// As [`Observers::run_until`] for the parallel engine: the link
+    /// statistics of every window end read from the processes that own
+    /// the ports (no flit trace).
+    pub fn run_parallel_until(&mut self, par: &mut Parallel, end: Time) -> anyhow::Result<()> {
+        while let Some(b) = self.next_boundary() {
+            if b >= end {
+                break;
+            }
+            par.run_until(b);
+            if par.error().is_some() {
+                return Ok(());
+            }
+            self.window_end_of(par.now(), &par.obuf_reports())?;
+        }
+        par.run_until(end);
         Ok(())
     }
 
@@ -574,6 +594,53 @@ fn write_heatmap(
     writeln!(w, "</svg>")?;
     w.flush()?;
     Ok(())
+}
+
+/// The window ends of a closed-loop run (`traffic::run_closed_loop_observed`),
+/// on either engine; the first error of the outputs stops the windows and
+/// is kept in `err`.
+pub struct Windows<'a> {
+    pub obs: &'a mut Observers,
+    pub err: Option<anyhow::Error>,
+}
+
+impl<'a> Windows<'a> {
+    pub fn new(obs: &'a mut Observers) -> Windows<'a> {
+        Windows { obs, err: None }
+    }
+
+    fn next_window(&self) -> Option<Time> {
+        if self.err.is_some() {
+            return None;
+        }
+        self.obs.next_boundary()
+    }
+
+    fn keep(&mut self, r: anyhow::Result<()>) {
+        if let Err(e) = r {
+            self.err = Some(e);
+        }
+    }
+}
+
+impl WindowHook for Windows<'_> {
+    fn next(&self) -> Option<Time> {
+        self.next_window()
+    }
+    fn at(&mut self, f: &mut Fabric) {
+        let r = self.obs.window_end(f);
+        self.keep(r);
+    }
+}
+
+impl WindowHook<Parallel> for Windows<'_> {
+    fn next(&self) -> Option<Time> {
+        self.next_window()
+    }
+    fn at(&mut self, par: &mut Parallel) {
+        let r = self.obs.window_end_of(par.now(), &par.obuf_reports());
+        self.keep(r);
+    }
 }
 
 #[cfg(test)]

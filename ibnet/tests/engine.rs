@@ -978,6 +978,19 @@ struct MemNet {
     barrier: std::sync::Barrier,
 }
 
+impl MemNet {
+    /// `n` programs, nothing sent yet.
+    fn new(n: usize) -> std::sync::Arc<MemNet> {
+        std::sync::Arc::new(MemNet {
+            n,
+            slots: (0..n * n)
+                .map(|_| std::sync::Mutex::new(Vec::new()))
+                .collect(),
+            barrier: std::sync::Barrier::new(n),
+        })
+    }
+}
+
 struct MemEnd {
     net: std::sync::Arc<MemNet>,
     me: usize,
@@ -1039,13 +1052,7 @@ fn distributed_report(
         q.lazy_credit_timer = false;
     }
     let n = *owner.iter().max().unwrap() as usize + 1;
-    let net = std::sync::Arc::new(MemNet {
-        n,
-        slots: (0..n * n)
-            .map(|_| std::sync::Mutex::new(Vec::new()))
-            .collect(),
-        barrier: std::sync::Barrier::new(n),
-    });
+    let net = MemNet::new(n);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|me| {
@@ -1346,13 +1353,7 @@ fn in_programs<R: PartialEq + std::fmt::Debug + Send>(
 ) -> Result<(R, ibnet::Report), String> {
     let n = *owner.iter().max().unwrap() as usize + 1;
     let fifo = q.event_order != "local";
-    let net = std::sync::Arc::new(MemNet {
-        n,
-        slots: (0..n * n)
-            .map(|_| std::sync::Mutex::new(Vec::new()))
-            .collect(),
-        barrier: std::sync::Barrier::new(n),
-    });
+    let net = MemNet::new(n);
     let answers: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|me| {

@@ -429,37 +429,69 @@ fn fabric_params(a: &RunOpts) -> anyhow::Result<ibnet::Params> {
     Ok(p)
 }
 
-struct ObsHook<'a> {
-    obs: &'a mut ibnet::observe::Observers,
-    err: Option<anyhow::Error>,
+/// A closed-loop pattern on either engine, with the progress callback and
+/// the observers' window ends: its summary, or the run's error.
+fn closed_loop<F: ibnet::engine::Driven>(
+    f: &mut F,
+    spec: &ibnet::traffic::TrafficSpec,
+    ranks: &[usize],
+    until: Option<ibnet::Time>,
+    prog: &mut Progress,
+    until_ps: f64,
+    observers: Option<&mut ibnet::observe::Observers>,
+) -> R<(Option<ibnet::traffic::ClosedLoopSummary>, Option<String>)>
+where
+    for<'a> ibnet::observe::Windows<'a>: ibnet::traffic::WindowHook<F>,
+{
+    let mut hook = observers.map(ibnet::observe::Windows::new);
+    let r = ibnet::traffic::run_closed_loop_observed(
+        f,
+        spec,
+        ranks,
+        until,
+        &mut |f, m| loop_progress(prog, f, m, until_ps),
+        hook.as_mut()
+            .map(|h| h as &mut dyn ibnet::traffic::WindowHook<F>),
+    );
+    if let Some(e) = hook.and_then(|h| h.err) {
+        return Err(input(format!("{e:#}")));
+    }
+    Ok(match r {
+        Ok(s) => (Some(s), None),
+        Err(e) => (None, Some(e.to_string())),
+    })
 }
 
-impl ibnet::traffic::WindowHook<ibnet::engine::Parallel> for ObsHook<'_> {
-    fn next(&self) -> Option<ibnet::Time> {
-        if self.err.is_some() {
-            return None;
+/// An open-loop run to `limit` in `steps` steps, `step(t)` running to t
+/// and giving the clock, the events and whether the run failed; the
+/// progress callback after each (it may interrupt the run).
+fn run_steps(
+    limit: ibnet::Time,
+    steps: u64,
+    prog: &mut Progress,
+    until_ps: f64,
+    mut step: impl FnMut(ibnet::Time) -> R<(ibnet::Time, u64, bool)>,
+) -> R<()> {
+    for i in 1..=steps {
+        let end = limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 };
+        let (now, events, failed) = step(ibnet::Time(end))?;
+        if prog.due()
+            && !prog.call(
+                &[
+                    ("sim_time_ps", now.0 as f64),
+                    ("until_ps", until_ps),
+                    ("events", events as f64),
+                ],
+                false,
+            )
+        {
+            return Err(Fail::Interrupted);
         }
-        self.obs.next_boundary()
-    }
-    fn at(&mut self, par: &mut ibnet::engine::Parallel) {
-        if let Err(e) = self.obs.window_end_of(par.now(), &par.obuf_reports()) {
-            self.err = Some(e);
+        if failed {
+            break;
         }
     }
-}
-
-impl ibnet::traffic::WindowHook for ObsHook<'_> {
-    fn next(&self) -> Option<ibnet::Time> {
-        if self.err.is_some() {
-            return None;
-        }
-        self.obs.next_boundary()
-    }
-    fn at(&mut self, f: &mut ibnet::Fabric) {
-        if let Err(e) = self.obs.window_end(f) {
-            self.err = Some(e);
-        }
-    }
+    Ok(())
 }
 
 /// The progress of a closed loop after a completion instant, `m`
@@ -575,106 +607,50 @@ fn fabric_run(py: Python<'_>, words: Vec<String>, progress: Option<PyObject>) ->
             );
             let mut par = procs.parallel().map_err(input)?;
             if let Some(spec) = closed.first() {
-                let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
-                let r = ibnet::traffic::run_closed_loop_observed(
+                (closed_summary, run_error) = closed_loop(
                     &mut par,
                     spec,
                     &rank_hcas(&topo),
                     until,
-                    &mut |f, m| loop_progress(&mut prog, f, m, until_ps),
-                    hook.as_mut()
-                        .map(|h| h as &mut dyn ibnet::traffic::WindowHook<ibnet::engine::Parallel>),
-                );
-                if let Some(e) = hook.and_then(|h| h.err) {
-                    return Err(u(e));
-                }
-                match r {
-                    Ok(s) => closed_summary = Some(s),
-                    Err(e) => run_error = Some(e.to_string()),
-                }
+                    &mut prog,
+                    until_ps,
+                    observers.as_mut(),
+                )?;
             } else if let Some(limit) = until {
                 // (each step starts and joins the threads: 1% steps)
-                let steps = 100;
-                for i in 1..=steps {
-                    let step_end =
-                        Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
-                    // (every window end on the way, as `Observers::run_until`)
-                    if let Some(obs) = observers.as_mut() {
-                        while let Some(b) = obs.next_boundary().filter(|&b| b < step_end) {
-                            par.run_until(b);
-                            if par.error().is_some() {
-                                break;
-                            }
-                            obs.window_end_of(par.now(), &par.obuf_reports())
-                                .map_err(u)?;
-                        }
+                run_steps(limit, 100, &mut prog, until_ps, |t| {
+                    match observers.as_mut() {
+                        Some(obs) => obs.run_parallel_until(&mut par, t).map_err(u)?,
+                        None => par.run_until(t),
                     }
-                    if par.error().is_none() {
-                        par.run_until(step_end);
-                    }
-                    if prog.due()
-                        && !prog.call(
-                            &[
-                                ("sim_time_ps", par.now().0 as f64),
-                                ("until_ps", until_ps),
-                                ("events", par.events_processed() as f64),
-                            ],
-                            false,
-                        )
-                    {
-                        return Err(Fail::Interrupted);
-                    }
-                    if par.error().is_some() {
-                        break;
-                    }
-                }
+                    Ok((par.now(), par.events_processed(), par.error().is_some()))
+                })?;
             }
             processes = Some((a.threads, par.stats()));
             fabric = par.into_fabric();
         } else if let Some(spec) = closed.first() {
-            let mut hook = observers.as_mut().map(|obs| ObsHook { obs, err: None });
-            let r = ibnet::traffic::run_closed_loop_observed(
+            (closed_summary, run_error) = closed_loop(
                 &mut fabric,
                 spec,
                 &rank_hcas(&topo),
                 until,
-                &mut |f, m| loop_progress(&mut prog, f, m, until_ps),
-                hook.as_mut()
-                    .map(|h| h as &mut dyn ibnet::traffic::WindowHook),
-            );
-            if let Some(e) = hook.and_then(|h| h.err) {
-                return Err(u(e));
-            }
-            match r {
-                Ok(s) => closed_summary = Some(s),
-                Err(e) => run_error = Some(e.to_string()),
-            }
+                &mut prog,
+                until_ps,
+                observers.as_mut(),
+            )?;
         } else if let Some(limit) = until {
             // as `ibnet run` when stderr is not a terminal: 1000 steps
-            let steps = 1000;
-            for i in 1..=steps {
-                let step_end =
-                    Time(limit.0 / steps * i + if i == steps { limit.0 % steps } else { 0 });
+            run_steps(limit, 1000, &mut prog, until_ps, |t| {
                 match observers.as_mut() {
-                    Some(obs) => obs.run_until(&mut fabric, step_end).map_err(u)?,
-                    None => fabric.run_until(step_end),
+                    Some(obs) => obs.run_until(&mut fabric, t).map_err(u)?,
+                    None => fabric.run_until(t),
                 }
-                if prog.due()
-                    && !prog.call(
-                        &[
-                            ("sim_time_ps", fabric.now().0 as f64),
-                            ("until_ps", until_ps),
-                            ("events", fabric.events_processed() as f64),
-                        ],
-                        false,
-                    )
-                {
-                    return Err(Fail::Interrupted);
-                }
-                if fabric.error().is_some() {
-                    break;
-                }
-            }
+                Ok((
+                    fabric.now(),
+                    fabric.events_processed(),
+                    fabric.error().is_some(),
+                ))
+            })?;
         }
         let wall = t0.elapsed().as_secs_f64();
         if prog.cb.is_some() {

@@ -243,6 +243,22 @@ impl Fabric {
         dst_hca: usize,
         bytes: u64,
     ) -> Result<(), FabricError> {
+        self.check_endpoints(at, src_hca, dst_hca)?;
+        // (what `new_msg` checks next)
+        self.p
+            .packet_layout(bytes)
+            .map(|_| ())
+            .map_err(|e| FabricError::BadMessage(e.to_string()))
+    }
+
+    /// The checks of an injection before its message is made: its time,
+    /// its HCAs and the route between them.
+    fn check_endpoints(
+        &mut self,
+        at: Time,
+        src_hca: usize,
+        dst_hca: usize,
+    ) -> Result<(), FabricError> {
         self.check_injection_time(at)?;
         let n = self.hcas.len();
         if src_hca >= n {
@@ -251,11 +267,7 @@ impl Fabric {
         if dst_hca >= n {
             return Err(FabricError::NoSuchHca(dst_hca, n));
         }
-        self.check_route_once(src_hca, dst_hca)?;
-        self.p
-            .packet_layout(bytes)
-            .map(|_| ())
-            .map_err(|e| FabricError::BadMessage(e.to_string()))
+        self.check_route_once(src_hca, dst_hca)
     }
 
     pub fn inject(
@@ -265,7 +277,7 @@ impl Fabric {
         dst_hca: usize,
         bytes: u64,
     ) -> Result<MsgId, FabricError> {
-        self.check_inject(at, src_hca, dst_hca, bytes)?;
+        self.check_endpoints(at, src_hca, dst_hca)?;
         let lid = self.hcas[dst_hca].lid;
         let id = self
             .new_msg(src_hca as u32, lid, bytes, at.0)

@@ -62,19 +62,21 @@ struct Told {
 }
 
 impl<T: Transport> Distributed<T> {
-    /// Tell every other process what completed here since `mark` and the
-    /// numbers of this process's injections; hear theirs. Returns every
+    /// Tell every other process what completed here since the last time
+    /// (completions of plain runs in between included, so that every
+    /// process counts them) and the numbers of this process's injections;
+    /// hear theirs. Returns every
     /// completion (the driver's number, time) in the sequential run's
     /// order and the latest clock, or None if the transport failed.
-    fn tell(&mut self, mark: usize) -> Option<(Vec<(MsgId, Time)>, u64)> {
+    fn tell(&mut self) -> Option<(Vec<(MsgId, Time)>, u64)> {
         let me = self.transport.rank();
         let n = self.transport.size();
         let f = &mut self.fabric;
         let part = f.part.as_deref_mut().expect("a process of a parallel run");
-        let keys: Vec<(u64, u32, u64)> = part.done_keys.drain(mark..).collect();
+        let keys: Vec<(u64, u32, u64)> = part.done_keys.drain(..).collect();
         let done: Vec<_> = f
             .completions
-            .drain(mark..)
+            .drain(..)
             .zip(keys)
             .map(|((id, t), key)| (key, part.canon[id as usize], t.0))
             .collect();
@@ -267,9 +269,6 @@ impl<T: Transport> Driven for Distributed<T> {
         if self.book.in_flight == 0 {
             return RunOutcome::Idle;
         }
-        // (completions of plain runs since are told too, so that every
-        // process counts them)
-        let mark = 0;
         let stop = Stop {
             limit: limit.0,
             completion: true,
@@ -279,7 +278,7 @@ impl<T: Transport> Driven for Distributed<T> {
         if self.transport_error.is_some() {
             return RunOutcome::Fatal;
         }
-        let Some((done, last)) = self.tell(mark) else {
+        let Some((done, last)) = self.tell() else {
             return RunOutcome::Fatal;
         };
         completion_outcome(self, &ran, limit.0, last, |_| done)
