@@ -81,6 +81,19 @@ const FIRST_N: u64 = 1;
 /// Test mode (`Fabric::shuffle_local_order`): networks of fewer nodes.
 const SHUFFLE_MAX_NODES: usize = 4096;
 
+/// What the local order keeps per origin (one record, so that switching
+/// to a node touches one cache line).
+#[derive(Clone, Copy)]
+struct Origin {
+    /// the insertion counter to load, `origin` and next `n` (while not
+    /// loaded)
+    next: u64,
+    /// the node's latest credit period with an event, and its `n` at its
+    /// first event of that period (the timer's keys)
+    k: u64,
+    k_first_n: u64,
+}
+
 /// State of the local order (inert in the FIFO order).
 pub(super) struct LocalOrder {
     /// bits of `n` in the counter (the rest above is `origin`)
@@ -88,11 +101,14 @@ pub(super) struct LocalOrder {
     n_mask: u64,
     /// the origin whose counter the insertion counter holds
     cur: usize,
-    /// next `n` per origin (index 0: `EXTERNAL`) while not loaded
-    next_n: Vec<u64>,
-    /// per node: its latest credit period with an event, and its counter
-    /// at its first event of that period (the timer's keys)
-    period: Vec<(u64, u64)>,
+    /// per origin (index 0: `EXTERNAL`, then 1 + node)
+    origins: Vec<Origin>,
+    /// the credit period of the instant last seen by `local_switch` and
+    /// the times it spans, [k_start, k_end): one comparison per event
+    /// instead of a division
+    k_cur: u64,
+    k_start: u64,
+    k_end: u64,
     /// events of the running now-queue batch not yet taken
     batch_left: usize,
     /// the running event is of depth 0 (queued ahead)
@@ -115,14 +131,25 @@ impl LocalOrder {
     pub(super) fn new(nodes: usize) -> LocalOrder {
         let origin_bits = usize::BITS - nodes.leading_zeros();
         let n_bits = KEY_BITS - origin_bits;
-        let mut next_n = vec![FIRST_N; nodes + 1];
-        next_n[EXTERNAL] = 0;
+        let origins = (0..=nodes as u64)
+            .map(|o| Origin {
+                next: if o == EXTERNAL as u64 {
+                    0
+                } else {
+                    (o << n_bits) | FIRST_N
+                },
+                k: 0,
+                k_first_n: FIRST_N,
+            })
+            .collect();
         LocalOrder {
             n_bits,
             n_mask: (1 << n_bits) - 1,
             cur: EXTERNAL,
-            next_n,
-            period: vec![(0, FIRST_N); nodes],
+            origins,
+            k_cur: 0,
+            k_start: 0,
+            k_end: 0,
             batch_left: 0,
             depth0: true,
             shuffle: None,
@@ -131,6 +158,7 @@ impl LocalOrder {
 }
 
 /// The topology node an event runs at.
+#[inline(always)]
 pub(super) fn node_of(ports: &[Port], hcas: &[Hca], msgs: &[Msg], ev: &Ev) -> u32 {
     match ev.site() {
         Site::Port(p) => ports[p as usize].node,
@@ -270,9 +298,15 @@ impl Fabric {
     #[inline(always)]
     pub(super) fn local_switch(&mut self, t: u64, ev: &Ev) {
         let node = node_of(&self.ports, &self.hcas, &self.msgs, ev) as usize;
-        let k = t / self.tm.cred;
         let lo = &mut self.local;
-        if lo.cur == node + 1 && k == lo.period[node].0 {
+        if t >= lo.k_end || t < lo.k_start {
+            let cred = self.tm.cred;
+            lo.k_cur = t / cred;
+            lo.k_start = lo.k_cur * cred;
+            lo.k_end = lo.k_start + cred;
+        }
+        let k = lo.k_cur;
+        if lo.cur == node + 1 && k == lo.origins[node + 1].k {
             // the same node again, in the same credit period
             return;
         }
@@ -281,8 +315,10 @@ impl Fabric {
 
     fn local_switch_slow(&mut self, node: usize, k: u64) {
         let lo = &mut self.local;
-        lo.next_n[lo.cur] = self.counter & lo.n_mask;
-        let n = lo.next_n[node + 1];
+        lo.origins[lo.cur].next = self.counter;
+        let o = &mut lo.origins[node + 1];
+        let c = o.next;
+        let n = c & lo.n_mask;
         if n > lo.n_mask - (1 << 16) {
             let msg = format!(
                 "the local event order holds {} events scheduled per node on this network \
@@ -293,19 +329,20 @@ impl Fabric {
             self.fail(msg);
             return;
         }
-        if k > lo.period[node].0 {
-            lo.period[node] = (k, n);
+        if k > o.k {
+            o.k = k;
+            o.k_first_n = n;
         }
         lo.cur = node + 1;
-        self.counter = ((node as u64 + 1) << lo.n_bits) | n;
+        self.counter = c;
     }
 
     /// After a run: what is scheduled now comes from the driver.
     pub(super) fn local_release(&mut self) {
         let lo = &mut self.local;
-        lo.next_n[lo.cur] = self.counter & lo.n_mask;
+        lo.origins[lo.cur].next = self.counter;
         lo.cur = EXTERNAL;
-        self.counter = lo.next_n[EXTERNAL];
+        self.counter = lo.origins[EXTERNAL].next;
     }
 
     /// The key of the events that the (possibly skipped) credit tick of
@@ -314,8 +351,8 @@ impl Fabric {
     pub(super) fn timer_key(&self, pi: usize) -> u64 {
         let node = self.ports[pi].node as usize;
         let lo = &self.local;
-        debug_assert_eq!(lo.period[node].0, self.now / self.tm.cred);
-        let start = lo.period[node].1;
+        debug_assert_eq!(lo.origins[node + 1].k, self.now / self.tm.cred);
+        let start = lo.origins[node + 1].k_first_n;
         let counter = ((node as u64 + 1) << lo.n_bits) | (start - 1);
         (counter << SEQ_SHIFT) | (1 + self.ports[pi].local as u64)
     }
@@ -344,7 +381,7 @@ impl Fabric {
     /// before the first event.
     #[doc(hidden)]
     pub fn shuffle_local_order(&mut self, seed: u64) -> Result<(), String> {
-        let n = self.local.period.len();
+        let n = self.local.origins.len() - 1;
         if !self.local_order || self.started || n >= SHUFFLE_MAX_NODES {
             return Err(format!(
                 "shuffling needs event_order = \"local\", no event run yet and fewer than \

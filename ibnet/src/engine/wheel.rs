@@ -104,6 +104,12 @@ fn sort_slot<T: Copy>(
         insertion_sort(v);
         return;
     }
+    // (one instant in the slot, the common case: only its keys to sort)
+    let t0 = v[0].0;
+    if v.iter().all(|e| e.0 == t0) {
+        sort_run(v, tmp, group_shift, counts);
+        return;
+    }
     const W: usize = 1 << SHIFT;
     let mut pos = [0u32; W + 1];
     for e in v.iter() {
@@ -113,13 +119,12 @@ fn sort_slot<T: Copy>(
         pos[i] += pos[i - 1];
     }
     tmp.clear();
-    tmp.resize(v.len(), v[0]);
-    for e in v.iter() {
+    tmp.extend_from_slice(v);
+    for e in tmp.iter() {
         let k = e.0 as usize & (W - 1);
-        tmp[pos[k] as usize] = *e;
+        v[pos[k] as usize] = *e;
         pos[k] += 1;
     }
-    v.copy_from_slice(tmp);
     // now in time order: sort each run of one time by seq where needed
     // (pushes at one instant are in seq order in the FIFO order; the local
     // order's keys are not, order.rs)
@@ -178,13 +183,12 @@ fn sort_run<T: Copy>(
         counts[g] += counts[g - 1];
     }
     tmp.clear();
-    tmp.resize(run.len(), run[0]);
-    for e in run.iter() {
+    tmp.extend_from_slice(run);
+    for e in tmp.iter() {
         let g = ((e.1 >> group_shift) - lo) as usize;
-        tmp[counts[g] as usize] = *e;
+        run[counts[g] as usize] = *e;
         counts[g] += 1;
     }
-    run.copy_from_slice(tmp);
     // (`counts[g]` is now the end of group g)
     let mut start = 0;
     for &end in &counts[..groups] {
@@ -577,7 +581,9 @@ impl<T: Copy> Fifo<T> {
     }
 
     /// Sort the items not yet popped by `key` (the local event order's
-    /// batches, order.rs).
+    /// batches, order.rs). (A stable sort: it takes the runs of one
+    /// origin's events as they come; an unstable one costs 6 % more
+    /// instructions on M9.)
     pub fn sort_pending_by_key<K: Ord>(&mut self, mut key: impl FnMut(&T) -> K) {
         let v = &mut self.v[self.head..];
         // (often in order already: one origin's events come in its order)
