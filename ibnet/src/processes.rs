@@ -16,8 +16,6 @@ pub struct Processes<'a> {
     /// credit timer)
     params: Params,
     pub partition: Partition,
-    /// the reference's FIFO order (else the local order)
-    fifo: bool,
     /// count the events as the sequential engine's lazy credit timer would
     pub lazy_count: bool,
 }
@@ -36,8 +34,8 @@ impl<'a> Processes<'a> {
         lazy_active: bool,
     ) -> Processes<'a> {
         // In the reference's FIFO order every process runs the
-        // always-ticking credit timer and queues every event, and the run
-        // counts its events as the lazy timer would
+        // always-ticking credit timer, and the run counts its events as
+        // the lazy timer would
         // (engine/parallel_fifo.rs).
         let fifo = params.event_order != "local";
         let mut params = params.clone();
@@ -49,7 +47,6 @@ impl<'a> Processes<'a> {
             specs,
             params,
             partition,
-            fifo,
             lazy_count: fifo && lazy_active,
         }
     }
@@ -61,9 +58,6 @@ impl<'a> Processes<'a> {
             Fabric::new_process(self.topo, &self.params, owner, k).map_err(|e| e.to_string())?;
         for s in self.specs.iter().filter(|s| !s.is_closed_loop()) {
             apply_app_traffic(&mut f, self.topo, s)?;
-        }
-        if self.fifo {
-            f.set_direct_events(false);
         }
         f.shed_others(owner, k);
         // (an open-loop run routes a message through its own switches

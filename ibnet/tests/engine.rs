@@ -1059,7 +1059,6 @@ fn distributed_report(
                 let (net, owner, q) = (net.clone(), owner.clone(), q.clone());
                 s.spawn(move || {
                     let mut f = Fabric::new(topo, &q).unwrap();
-                    f.set_direct_events(!fifo);
                     start(&mut f, modes);
                     let end = MemEnd { net, me };
                     let mut d =
@@ -1111,7 +1110,6 @@ fn process_fabrics(
     (0..threads)
         .map(|k| {
             let mut f = Fabric::new_process(topo, &q, owner, k).unwrap();
-            f.set_direct_events(!fifo);
             start(&mut f, modes);
             f
         })
@@ -1352,15 +1350,13 @@ fn in_programs<R: PartialEq + std::fmt::Debug + Send>(
     drive: impl Fn(&mut ibnet::engine::Distributed<MemEnd>) -> Result<R, String> + Sync,
 ) -> Result<(R, ibnet::Report), String> {
     let n = *owner.iter().max().unwrap() as usize + 1;
-    let fifo = q.event_order != "local";
     let net = MemNet::new(n);
     let answers: Vec<_> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|me| {
                 let (net, owner, drive) = (net.clone(), owner.to_vec(), &drive);
                 s.spawn(move || {
-                    let mut f = Fabric::new(t, q).unwrap();
-                    f.set_direct_events(!fifo);
+                    let f = Fabric::new(t, q).unwrap();
                     let end = MemEnd { net, me };
                     let mut d = ibnet::engine::Distributed::new(f, owner, false, end).unwrap();
                     let r = drive(&mut d);
@@ -1527,7 +1523,6 @@ proptest::proptest! {
             sq.lazy_credit_timer = false;
         }
         let mut seq = Fabric::new(&t, &sq).unwrap();
-        seq.set_direct_events(!fifo);
         start(&mut seq, &silent);
         let hcas = seq.num_hcas();
         let want = drive_session(&mut seq, hcas, seed, 30);

@@ -1164,9 +1164,9 @@ impl Fabric {
 
     /// Why this fabric cannot run in parallel, if it cannot.
     pub(super) fn parallel_unsupported(&self) -> Option<String> {
-        let why = if !self.local_order && (self.lazy || self.direct) {
-            "in the reference's FIFO order each process runs the always-ticking credit timer and \
-             queues every event (lazy_credit_timer = false, no direct events; parallel_fifo.rs)"
+        let why = if !self.local_order && self.lazy {
+            "in the reference's FIFO order each process runs the always-ticking credit timer \
+             (lazy_credit_timer = false; parallel_fifo.rs)"
         } else if self.started || !self.msgs.is_empty() {
             "the fabric has run or has messages already"
         } else if self.qp.is_some() {

@@ -22,10 +22,14 @@
 //! runs the always-ticking timer instead (the same report but for the
 //! event count, `lazy_equals_naive*` tests) and counts the events the
 //! lazy timer would have left out (`FifoPart::skipped`): the ticks and
-//! timer pops of an obuf the lazy timer would hold dormant. And every
-//! event is queued (no direct events, direct.rs), so that each wake-up of
-//! such an obuf is an event seen here; direct events consume their
-//! counter value either way, so the keys are the same.
+//! timer pops of an obuf the lazy timer would hold dormant. Each wake-up
+//! of such an obuf is seen here: a flit for it is always queued, and a
+//! credit update applied where it is scheduled (direct.rs) reports
+//! itself (`par_rx_cred_applied`). Direct events are the same run as
+//! queued ones in this order too: their proofs rest on the order of
+//! events at one node, which the global indices reproduce, and a direct
+//! event consumes its counter value (a child number here) as a queued
+//! one would, so every key is the same.
 
 use super::dispatch::Ev;
 use super::fabric::Fabric;
@@ -302,6 +306,14 @@ impl Fabric {
             !self.heap.has_at(t),
             "nothing is queued ahead at the instant itself"
         );
+    }
+
+    /// A credit update of obuf `pi` applied where it was scheduled
+    /// (direct.rs): as `fifo_lazy_count` on the queued event.
+    pub(super) fn par_rx_cred_applied(&mut self, pi: usize) {
+        if let Some(fp) = self.part.as_deref_mut().unwrap().fifo.as_mut() {
+            fp.dorm[pi] = false;
+        }
     }
 
     /// Count what the lazy credit timer would not have run (module doc):

@@ -81,8 +81,8 @@ impl FabricSetup {
             }
         };
         // in the reference's FIFO order each process runs the
-        // always-ticking credit timer and queues every event (as `ibnet
-        // run --threads`, engine/parallel_fifo.rs)
+        // always-ticking credit timer (as `ibnet run --threads`,
+        // engine/parallel_fifo.rs)
         let fifo = self.params.event_order != "local";
         let lazy = self.fabric.lazy_credit_timer_active();
         let hcas = self.fabric.num_hcas();
@@ -95,9 +95,6 @@ impl FabricSetup {
         for k in 0..n {
             let mut f = Fabric::new_process(&self.topology, &pp, &partition.owner, k)
                 .map_err(|e| format!("fabric parameters: {e}"))?;
-            if fifo {
-                f.set_direct_events(false);
-            }
             f.shed_others(&partition.owner, k);
             parts.push(f);
         }
