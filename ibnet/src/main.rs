@@ -664,7 +664,11 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         trace_from: a.trace_from.unwrap_or(Time(0)),
         trace_until: a.trace_until,
     };
-    let mut observers = if obs_cfg.any() {
+    // the window of the link statistics and heat map (every rank of a
+    // distributed run steps it; rank 0 alone writes the files)
+    let obs_window = (a.link_stats.is_some() || a.heatmap.is_some()).then_some(a.window);
+    let writes_files = !(a.distributed && launched_rank().is_some_and(|r| r != 0));
+    let mut observers = if obs_cfg.any() && writes_files {
         Some(ibnet::observe::Observers::new(obs_cfg, &topo, &mut fabric).map_err(u)?)
     } else {
         None
@@ -758,6 +762,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                     eprintln!("ibnet:   {line}");
                 }
             }
+            let mut windows = ibnet::observe::RankWindows::new(observers.as_mut(), obs_window);
             if let Some(spec) = closed.first() {
                 // every rank drives alike (engine/distributed_drive.rs);
                 // rank 0 reports
@@ -766,20 +771,36 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                 }
                 let mut lines =
                     PlainProgress::new((show_progress || !tty) && rank == 0, until, every);
-                (closed_summary, run_error) =
-                    closed_loop(&mut d, spec, &rank_hcas(&topo), until, &mut lines, None);
+                (closed_summary, run_error) = closed_loop(
+                    &mut d,
+                    spec,
+                    &rank_hcas(&topo),
+                    until,
+                    &mut lines,
+                    obs_window.map(|_| {
+                        &mut windows
+                            as &mut dyn ibnet::traffic::WindowHook<ibnet::engine::Distributed<_>>
+                    }),
+                );
             } else {
                 let limit = until.expect("open-loop traffic has a time limit");
                 run_stepped(limit, steps, pb, &mut lines, |t| {
-                    d.run_until(t);
+                    windows.run_until(&mut d, t);
                     (d.now(), d.events_processed(), d.stopped())
                 });
             }
+            // (a failed write of rank 0's files is reported after every
+            // rank has finished: the others wait for it at the end)
+            let obs_err = windows.err.take();
             if let Some(e) = d.transport_error() {
                 return Err(u(anyhow::anyhow!("--distributed: rank {rank}: {e}")));
             }
             let stopped = d.stopped();
-            match d.finish(peak_memory_kb()) {
+            let finished = d.finish(peak_memory_kb());
+            if let Some(e) = obs_err {
+                return Err(u(e));
+            }
+            match finished {
                 Ok(Some(fin)) => {
                     fabric = fin.fabric;
                     par_stats = Some(fin.stats);
@@ -1117,13 +1138,11 @@ fn check_threads(a: &RunArgs) -> Result<()> {
         }
     }
     // (the message records are written from the merged report at the end,
-    // the link statistics from every process's ports at every window end;
-    // the flit trace would need every process's records merged in order)
+    // the link statistics from every process's ports at every window end,
+    // gathered at rank 0 in a distributed run; the flit trace would need
+    // every process's records merged in order)
     if a.trace.is_some() {
         return Err(refuse("the flit trace (--trace)"));
-    }
-    if a.distributed && (a.link_stats.is_some() || a.heatmap.is_some()) {
-        return Err(refuse("link statistics (--link-stats, --heatmap)"));
     }
     Ok(())
 }

@@ -31,7 +31,7 @@
 //! switches' ports in the chosen time range. Memory stays bounded by one
 //! window of trace records.
 
-use crate::engine::Parallel;
+use crate::engine::{Distributed, Parallel, Transport};
 use crate::stats::ObufReport;
 use crate::topology::Topology;
 use crate::traffic::WindowHook;
@@ -640,6 +640,82 @@ impl WindowHook<Parallel> for Windows<'_> {
     fn at(&mut self, par: &mut Parallel) {
         let r = self.obs.window_end_of(par.now(), &par.obuf_reports());
         self.keep(r);
+    }
+}
+
+/// The window ends of the link statistics and heat map in a distributed
+/// run (`ibnet run --distributed`): every rank stops at each, the obuf
+/// counters are gathered at rank 0 ([`Distributed::obuf_reports`]), and
+/// rank 0's observers write them; the other ranks have none. Every rank
+/// steps the same windows whatever happens to the files (a failed write
+/// is kept for the end: a rank that stopped stepping would leave the
+/// others waiting at the gather).
+pub struct RankWindows<'a> {
+    obs: Option<&'a mut Observers>,
+    /// window length, when a windowed output is wanted
+    window: Option<Time>,
+    start: Time,
+    /// the first error, reported after the run
+    pub err: Option<anyhow::Error>,
+}
+
+impl<'a> RankWindows<'a> {
+    /// `obs`: rank 0's observers (None on the other ranks); `window`:
+    /// the window length if `--link-stats` or `--heatmap` is given, on
+    /// every rank.
+    pub fn new(obs: Option<&'a mut Observers>, window: Option<Time>) -> RankWindows<'a> {
+        RankWindows {
+            obs,
+            window,
+            start: Time(0),
+            err: None,
+        }
+    }
+
+    fn next_window(&self) -> Option<Time> {
+        self.window.map(|w| Time(self.start.0.saturating_add(w.0)))
+    }
+
+    fn end<T: Transport>(&mut self, d: &mut Distributed<T>) {
+        let now = d.now();
+        match d.obuf_reports() {
+            Err(e) => {
+                self.err.get_or_insert(anyhow::anyhow!(e));
+            }
+            Ok(reports) => {
+                if let (Some(obs), Some(r), None) = (self.obs.as_mut(), reports, &self.err) {
+                    if let Err(e) = obs.window_end_of(now, &r) {
+                        self.err = Some(e);
+                    }
+                }
+            }
+        }
+        self.start = now;
+    }
+
+    /// Run every rank to `end`, stopping at every window end on the way;
+    /// stops early when the run stops (a fatal error somewhere).
+    pub fn run_until<T: Transport>(&mut self, d: &mut Distributed<T>, end: Time) {
+        while let Some(b) = self.next_window() {
+            if b >= end {
+                break;
+            }
+            d.run_until(b);
+            if d.stopped() {
+                return;
+            }
+            self.end(d);
+        }
+        d.run_until(end);
+    }
+}
+
+impl<T: Transport> WindowHook<Distributed<T>> for RankWindows<'_> {
+    fn next(&self) -> Option<Time> {
+        self.next_window()
+    }
+    fn at(&mut self, d: &mut Distributed<T>) {
+        self.end(d);
     }
 }
 

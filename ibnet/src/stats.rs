@@ -1,6 +1,6 @@
 //! Statistics accumulators and the serialisable report (docs/model/fabric.md section 8).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// count/mean/stddev/min/max/sum/sum-of-squares of integer samples (ps or
 /// counts), accumulated exactly.
@@ -70,7 +70,7 @@ impl Stat {
 }
 
 /// Serialised form of a [`Stat`] (values in the unit of the statistic).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct StatSummary {
     pub count: u64,
     pub mean: f64,
@@ -108,7 +108,7 @@ pub struct SinkReport {
 }
 
 /// Per-port output buffer statistics and utilisation.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ObufReport {
     pub node: String,
     pub port: u16,

@@ -138,6 +138,59 @@ fn a_partition_file_and_the_run_info() {
     assert!(peaks.iter().all(|m| m.as_f64().unwrap() > 1.0), "{peaks:?}");
 }
 
+/// `--link-stats`, `--heatmap` and `--messages-csv` on ranks: the files of
+/// one process, byte for byte, in both orders, open and closed loop;
+/// rank 0 alone writes them (the other ranks' counters reach it at every
+/// window end).
+#[test]
+fn link_statistics_on_ranks_are_one_processs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    for (traffic, extra) in [
+        ("shift:3 --until 20us", "--messages-csv"),
+        ("dissemination:65536:2", ""),
+    ] {
+        for order in ["fifo", "local"] {
+            let args = |tag: &str| {
+                let mut a = format!(
+                    "--preset qdr --topology fattree:8 --traffic {traffic} --set event_order={order} \
+                     --window 3us --link-stats {d}/{tag}.csv --heatmap {d}/{tag}.png"
+                );
+                if !extra.is_empty() {
+                    a += &format!(" {extra} {d}/{tag}_m.csv");
+                }
+                a
+            };
+            let one = std::process::Command::new(env!("CARGO_BIN_EXE_ibnet"))
+                .arg("run")
+                .args(args("one").split_whitespace())
+                .args(["--json", "--latencies", "--no-wall-time"])
+                .output()
+                .unwrap();
+            assert!(one.status.success());
+            for k in [2, 3] {
+                let out = run(k, &args("ranks"));
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(out.status.success(), "{err}");
+                assert!(
+                    out.stdout == one.stdout,
+                    "{traffic} {order} on {k}: the report"
+                );
+                let same = |ext: &str| {
+                    let a = std::fs::read(format!("{d}/one{ext}")).unwrap();
+                    let b = std::fs::read(format!("{d}/ranks{ext}")).unwrap();
+                    assert!(a.len() > 1000 && a == b, "{traffic} {order} on {k}: {ext}");
+                };
+                same(".csv");
+                same(".png");
+                if !extra.is_empty() {
+                    same("_m.csv");
+                }
+            }
+        }
+    }
+}
+
 /// The process IDs of `pid`'s children.
 fn children(pid: u32) -> Vec<u32> {
     let out = Command::new("pgrep")

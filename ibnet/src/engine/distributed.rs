@@ -371,6 +371,48 @@ impl<T: Transport> Distributed<T> {
         ran
     }
 
+    /// The obuf reports of [`Fabric::report`] as of now, each from the
+    /// process that owns its port (as [`super::Parallel::obuf_reports`]):
+    /// process 0 gets them, the others None. Every process calls it at the
+    /// same point of the run (the windows of the observation outputs).
+    pub fn obuf_reports(&mut self) -> Result<Option<Vec<crate::stats::ObufReport>>, String> {
+        let me = self.transport.rank();
+        let f = &self.fabric;
+        let owned = |pi: usize| {
+            f.ports[pi].peer != super::fabric::NONE
+                && self.owner[f.ports[pi].node as usize] as usize == me
+        };
+        let mine: Vec<(u32, crate::stats::ObufReport)> = (0..f.ports.len())
+            .filter(|&pi| owned(pi))
+            .map(|pi| (pi as u32, f.obuf_report(pi)))
+            .collect();
+        let bytes =
+            postcard::to_stdvec(&mine).map_err(|e| format!("encoding the link counters: {e}"))?;
+        let Some(all) = self.transport.gather(bytes)? else {
+            return Ok(None);
+        };
+        let mut by_port: Vec<Option<crate::stats::ObufReport>> = vec![None; f.ports.len()];
+        for (k, b) in all.iter().enumerate() {
+            let theirs: Vec<(u32, crate::stats::ObufReport)> = postcard::from_bytes(b)
+                .map_err(|e| format!("decoding process {k}'s link counters: {e}"))?;
+            for (pi, r) in theirs {
+                let slot = by_port
+                    .get_mut(pi as usize)
+                    .ok_or_else(|| format!("process {k} reported port {pi}, past the network"))?;
+                *slot = Some(r);
+            }
+        }
+        (0..f.ports.len())
+            .filter(|&pi| f.ports[pi].peer != super::fabric::NONE)
+            .map(|pi| {
+                by_port[pi]
+                    .take()
+                    .ok_or_else(|| format!("no process reported port {pi}"))
+            })
+            .collect::<Result<Vec<_>, String>>()
+            .map(Some)
+    }
+
     /// End the run: process 0 gets the whole run ([`Finished`]); the
     /// others get None. `peak_memory_kb` is this process's peak memory,
     /// which the caller measures (the engine does no I/O).
