@@ -806,8 +806,10 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
                     par_stats = Some(fin.stats);
                     rank_peaks = Some(fin.peak_memory_kb);
                 }
-                // (rank 0 reports; a fatal model error is in its report)
-                Ok(None) => return Ok(if stopped { 1 } else { 0 }),
+                // (rank 0 reports; a fatal model error is in its report,
+                // and every rank exits as rank 0 does: a closed loop's
+                // deadlock or limit is known to every rank)
+                Ok(None) => return Ok(if stopped || run_error.is_some() { 1 } else { 0 }),
                 Err(e) => return Err(u(anyhow::anyhow!("--distributed: rank {rank}: {e}"))),
             }
         } else {
