@@ -314,6 +314,7 @@ impl Fabric {
             pulse: None,
             next_pulse: super::run::PULSE_EVENTS,
             direct: true,
+            direct_report: false,
             direct_applied: 0,
             nowq: super::wheel::Fifo::with_capacity(256),
             counter: 0,

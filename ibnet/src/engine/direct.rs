@@ -118,7 +118,7 @@ impl Fabric {
         if ok && !ob.dormant && ob.rx_queued == 0 && !(ob.pop_pending && ob.pop_at == now) {
             ob.vl[v as usize].fccl = limit;
             self.direct_event();
-            if self.part.is_some() {
+            if self.direct_report {
                 // (a credit update wakes an obuf that the lazy timer
                 // would hold dormant: parallel_fifo.rs counts for it)
                 self.par_rx_cred_applied(pi);

@@ -169,6 +169,10 @@ pub struct Fabric {
     /// direct events on (direct.rs; off only to test that they change
     /// nothing) and how many were applied
     pub(super) direct: bool,
+    /// a credit update applied directly is reported to the parallel FIFO
+    /// order's count of the lazy timer's events (parallel_fifo.rs; beside
+    /// `direct`, which the same test has just read)
+    pub(super) direct_report: bool,
     pub(super) direct_applied: u64,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except

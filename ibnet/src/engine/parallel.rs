@@ -1108,6 +1108,7 @@ impl Fabric {
         self.in_flight += IN_FLIGHT_BIAS;
         self.shed_others(owner, k);
         let msgs = self.msgs.len();
+        self.direct_report = !self.local_order && lazy_count;
         self.part = Some(Box::new(Part {
             me: k,
             owner: owner.to_vec(),
