@@ -339,10 +339,6 @@ fn threads_are_checked() {
             "--distributed --threads 2",
             "--distributed runs one logical process per MPI rank",
         ),
-        (
-            "--distributed --heatmap /dev/null",
-            "--distributed does not support link statistics",
-        ),
         #[cfg(not(feature = "mpi"))]
         (
             "--distributed",

@@ -113,8 +113,12 @@ def test_the_flit_backends_agree(tmp_path):
 # A long cosim run in a child process (polling at 1 ps on pingpong takes
 # minutes), interrupted with SIGINT once its session exists.
 CHILD = r"""
-import sys, ibcosim
+import signal, sys, ibcosim
 key, transport = sys.argv[1], sys.argv[2]
+# (Python's own Ctrl-C handler, whatever this test's runner left: a shell
+# that starts it in the background sets SIGINT to ignored, which the
+# child would inherit)
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     ibcosim.simulate(sys.argv[3], backend="cosim", topology="H8_S6", protocol="query",
                      quantum="1ps", transport=transport, key=key, messages=False)
