@@ -554,10 +554,14 @@ fn main() {
             Err(UserError(e)) => {
                 // (under mpirun every rank reads the same input and says
                 // so; the others name themselves)
-                match launched_rank().filter(|&r| a.distributed && r != 0) {
-                    Some(r) => eprintln!("ibnet: rank {r}: error: {e:#}"),
-                    None => eprintln!("ibnet: error: {e:#}"),
-                }
+                let line = match launched_rank().filter(|&r| a.distributed && r != 0) {
+                    Some(r) => format!("ibnet: rank {r}: error: {e:#}\n"),
+                    None => format!("ibnet: error: {e:#}\n"),
+                };
+                // one write: the ranks share mpirun's stderr, and a line
+                // written in pieces (eprintln! writes each piece of its
+                // format) interleaves with another rank's
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
                 2
             }
         },
