@@ -209,15 +209,11 @@ impl Fabric {
                 // the thread with most neighbours, unless that would take
                 // it past its share of the work by more than `SLACK` while
                 // another neighbouring thread is below its share
-                let fits = |k: usize| load[k] + ports_of[s] <= share + share / SLACK;
-                let near: Vec<usize> = (0..n).filter(|&k| count[k] > 0).collect();
-                let pool: Vec<usize> = if near.iter().any(|&k| fits(k)) {
-                    near.into_iter().filter(|&k| fits(k)).collect()
-                } else {
-                    (0..n).collect()
-                };
-                let k = pool
-                    .into_iter()
+                let fits =
+                    |k: usize| count[k] > 0 && load[k] + ports_of[s] <= share + share / SLACK;
+                let some_fit = (0..n).any(fits);
+                let k = (0..n)
+                    .filter(|&k| !some_fit || fits(k))
                     .min_by_key(|&k| (std::cmp::Reverse(count[k]), load[k], k))
                     .unwrap();
                 owner[s] = k as u16;
