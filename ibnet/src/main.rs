@@ -421,6 +421,9 @@ struct RunInfo {
     worker_threads: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sync_rounds: Option<u64>,
+    /// stretches of instants the processes ran alone (lookahead)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    alone_stretches: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     crossings: Option<u64>,
     /// wall seconds the threads waited at barriers, summed over threads
@@ -969,6 +972,7 @@ fn run(a: &RunArgs) -> std::result::Result<i32, UserError> {
         threads: wall_opt.and(par_stats).map(|_| procs),
         worker_threads: wall_opt.and(par_stats).map(|s| s.workers),
         sync_rounds: wall_opt.and(par_stats).map(|s| s.rounds),
+        alone_stretches: wall_opt.and(par_stats).map(|s| s.alone),
         crossings: wall_opt.and(par_stats).map(|s| s.crossings),
         sync_wait_s: wall_opt.and(par_stats).map(|s| s.wait_ns as f64 * 1e-9),
         mpi_ranks: wall_opt.and(par_stats).and(a.distributed.then_some(procs)),

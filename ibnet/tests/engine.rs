@@ -1134,6 +1134,21 @@ fn random_owner(nodes: usize, threads: usize, seed: u64) -> Vec<u16> {
         .collect()
 }
 
+/// `owner` with every HCA moved to its switch's process: no host link
+/// joins two processes, so the local order's lookahead promises more
+/// than the next instant (engine/lookahead.rs; a process with a host on
+/// a cut link promises nothing).
+fn hosts_with_their_switches(t: &Topology, mut owner: Vec<u16>) -> Vec<u16> {
+    for l in &t.links {
+        if t.nodes[l.a.node].is_hca() {
+            owner[l.a.node] = owner[l.b.node];
+        } else if t.nodes[l.b.node].is_hca() {
+            owner[l.b.node] = owner[l.a.node];
+        }
+    }
+    owner
+}
+
 fn start(f: &mut Fabric, modes: &[(usize, TrafficMode)]) {
     for h in 0..f.num_hcas() {
         f.set_traffic(h, TrafficMode::Silent).unwrap();
@@ -1228,7 +1243,13 @@ fn parallel_run_equals_the_sequential_engine_on_fat_trees() {
                 "{topo} {order}, {threads} processes: the report differs"
             );
             assert!(threads == 1 || stats.crossings > 0);
-            assert!(stats.rounds > 1000);
+            // the local order's processes run stretches alone
+            // (lookahead.rs), the FIFO order's take every instant together
+            if order == "local" {
+                assert!(stats.alone > 0, "{stats:?}");
+            } else {
+                assert!(stats.rounds > 1000 && stats.alone == 0, "{stats:?}");
+            }
         }
     }
 }
@@ -1283,7 +1304,10 @@ proptest::proptest! {
         let until = 40_000_000;
         let order = if fifo { "fifo" } else { "local" };
         let (want, ea, lazy) = sequential_report(&t, &p, &modes, until, order);
-        let owner = random_owner(t.nodes.len(), threads, seed);
+        let mut owner = random_owner(t.nodes.len(), threads, seed);
+        if seed & 1 == 0 {
+            owner = hosts_with_their_switches(&t, owner);
+        }
         let (got, eb) = if programs {
             let (got, eb, events) =
                 distributed_report(&t, &p, &modes, until, order, lazy, owner, steps);
@@ -1550,7 +1574,10 @@ proptest::proptest! {
         let hcas = seq.num_hcas();
         let want = drive_session(&mut seq, hcas, seed, 30);
         let want_report = seq.report_with(true);
-        let owner = random_owner(t.nodes.len(), threads, seed);
+        let mut owner = random_owner(t.nodes.len(), threads, seed);
+        if seed & 2 == 0 {
+            owner = hosts_with_their_switches(&t, owner);
+        }
         let parts = process_fabrics(&t, &q, &silent, &owner);
         // (and counts its events: the always-ticking timer's)
         let lazy = false;

@@ -315,6 +315,7 @@ impl Fabric {
             next_pulse: super::run::PULSE_EVENTS,
             direct: true,
             direct_report: false,
+            watch: false,
             direct_applied: 0,
             nowq: super::wheel::Fifo::with_capacity(256),
             counter: 0,

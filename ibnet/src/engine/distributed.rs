@@ -43,6 +43,7 @@ pub trait Transport {
 #[derive(serde::Serialize, serde::Deserialize, Default)]
 struct Packet {
     next: u64,
+    promise: u64,
     more: bool,
     events: u64,
     drive: Drive,
@@ -122,6 +123,7 @@ impl Wire<'_> {
             }
             let p = Packet {
                 next: st.mine.next,
+                promise: st.mine.promise,
                 more: st.mine.more,
                 events: st.mine.events,
                 drive: st.mine.drive,
@@ -143,6 +145,7 @@ impl Wire<'_> {
             st.got[k] = if k == self.me {
                 Packet {
                     next: st.mine.next,
+                    promise: st.mine.promise,
                     more: st.mine.more,
                     events: st.mine.events,
                     drive: st.mine.drive,
@@ -174,6 +177,20 @@ impl Link for Wire<'_> {
 
     fn set_more(&self, _k: usize, _par: usize, more: bool) {
         self.st.borrow_mut().mine.more = more;
+    }
+
+    fn set_promise(&self, _k: usize, _par: usize, promise: u64) {
+        self.st.borrow_mut().mine.promise = promise;
+    }
+
+    fn horizon(&self, _par: usize) -> u64 {
+        self.st
+            .borrow()
+            .got
+            .iter()
+            .map(|p| p.promise)
+            .min()
+            .unwrap_or(0)
     }
 
     fn set_list(&self, _k: usize, _par: usize, keys: Vec<u64>) {
@@ -363,6 +380,7 @@ impl<T: Transport> Distributed<T> {
             self.stopped = true;
         }
         self.stats.rounds += ran.rounds;
+        self.stats.alone += ran.alone;
         self.stats.crossings += ran.sent;
         self.stats.wait_ns += ran.waited;
         if self.fabric.local_order {

@@ -173,6 +173,9 @@ pub struct Fabric {
     /// order's count of the lazy timer's events (parallel_fifo.rs; beside
     /// `direct`, which the same test has just read)
     pub(super) direct_report: bool,
+    /// a parallel run's lookahead watches the arbiters' hand-offs
+    /// (lookahead.rs)
+    pub(super) watch: bool,
     pub(super) direct_applied: u64,
     /// Zero-delay events scheduled at the current instant, FIFO. Their keys
     /// are larger than those of every heap event at this instant except

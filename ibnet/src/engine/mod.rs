@@ -69,6 +69,7 @@
 //! | `direct.rs`   | zero-delay events applied where scheduled (proofs)    |
 //! | `queue.rs`    | scheduling into the future-event queue                |
 //! | `order.rs`    | the local event order (`event_order = "local"`)       |
+//! | `lookahead.rs`| a parallel run's promises in the local order          |
 //! | `causal.rs`   | the causal key of every event, checked (feature       |
 //! |               | `causal-check`; docs/scaling.md, "Event order")       |
 //! | `wheel.rs`    | the timing wheel and the now-FIFO behind `queue.rs`   |
@@ -95,6 +96,7 @@ mod fabric;
 mod flits;
 mod gen;
 mod ibuf;
+mod lookahead;
 mod loss;
 mod nic;
 mod obuf;

@@ -113,6 +113,8 @@ pub(super) struct Part {
     pub(super) done_keys: Vec<(u64, u32, u64)>,
     /// the same per entry of the op points' log (`RdmaState::events`)
     pub(super) point_keys: Vec<(u64, u32, u64)>,
+    /// the lookahead's view of the cut ports (the local order only)
+    pub(super) look: Option<super::lookahead::Look>,
 }
 
 impl Part {
@@ -269,6 +271,8 @@ pub(super) struct Shared {
     pub(super) drives: [Vec<Mutex<Drive>>; 2],
     /// per process: the keys of its events at its next event time
     pub(super) fronts: [Vec<Mutex<Vec<u64>>>; 2],
+    /// per process: its lookahead promise (lookahead.rs)
+    pub(super) promise: [Vec<AtomicU64>; 2],
 }
 
 pub(super) const FAILED: u64 = u64::MAX;
@@ -394,6 +398,12 @@ pub(super) trait Link {
     /// Call `each` with the published fronts of the processes whose next
     /// event time is `t`, in process order.
     fn each_front(&self, par: usize, t: u64, each: &mut dyn FnMut(&[u64]));
+    /// Publish process `k`'s lookahead promise: the earliest time at
+    /// which it could send another process an event (lookahead.rs).
+    fn set_promise(&self, k: usize, par: usize, promise: u64);
+    /// The smallest published promise: no process receives anything
+    /// before it.
+    fn horizon(&self, par: usize) -> u64;
 
     /// The first instant of a run (in the round of parity 0): the
     /// smallest next event time of all processes; None if one failed or
@@ -419,8 +429,12 @@ pub(super) trait Link {
 /// Counters of a parallel run (`Parallel::stats`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ParallelStats {
-    /// barriers passed (one per instant plus one per generation)
+    /// barriers passed (one per generation of an instant the processes
+    /// take together, and one after each stretch they run alone)
     pub rounds: u64,
+    /// stretches of instants the processes ran alone, each up to the
+    /// horizon of their lookahead promises (lookahead.rs)
+    pub alone: u64,
     /// events handed from one thread to another
     pub crossings: u64,
     /// wall time the threads waited at barriers, summed over threads
@@ -520,10 +534,16 @@ impl Parallel {
     }
 
     /// The clock: every process's after a run, but after a fatal error
-    /// the failed process's, at the error's instant (the others stopped
-    /// there or before).
+    /// the failed process's, at the error's instant (the others may have
+    /// run past it alone, lookahead.rs).
     pub fn now(&self) -> Time {
-        self.parts.iter().map(|f| f.now()).max().unwrap_or(Time(0))
+        // (a process that runs alone may be past another's error: the
+        // clock is the error's, as `error` picks it)
+        let failed = self.parts.iter().filter(|f| f.error().is_some());
+        match failed.min_by_key(|f| f.now) {
+            Some(f) => f.now(),
+            None => self.parts.iter().map(|f| f.now()).max().unwrap_or(Time(0)),
+        }
     }
 
     /// Events processed, as the sequential engine counts them.
@@ -573,10 +593,16 @@ impl Parallel {
         }
     }
 
-    /// The fatal error that stopped the run (the first thread's that has
-    /// one).
+    /// The fatal error that stopped the run (the earliest process's that
+    /// has one, the first of those at one instant).
     pub fn error(&self) -> Option<&FabricError> {
-        self.parts.iter().find_map(|f| f.error())
+        // (a process that runs alone may fail after another already has:
+        // the earliest is the sequential run's)
+        self.parts
+            .iter()
+            .filter(|f| f.error().is_some())
+            .min_by_key(|f| f.now)
+            .and_then(|f| f.error())
     }
 
     /// Process every event with time <= t in all processes; afterwards
@@ -626,6 +652,7 @@ impl Parallel {
             lists: [lists(), lists()],
             drives: [drives(), drives()],
             fronts: [lists(), lists()],
+            promise: [slots(), slots()],
         };
         let fifo = !self.parts[0].local_order;
         // logical process k runs on worker k % w
@@ -681,6 +708,7 @@ impl Parallel {
             }
         });
         self.stats.rounds += ran.rounds;
+        self.stats.alone += ran.alone;
         self.stats.crossings += ran.sent;
         self.stats.wait_ns += ran.waited;
         self.stats.workers = w;
@@ -841,7 +869,12 @@ pub(super) fn merge(mut f: Fabric, mut outs: Vec<PartOut>, owner: &[u16]) -> Fab
     f.in_flight = outs.iter().map(|o| o.in_flight).sum::<usize>() - n * IN_FLIGHT_BIAS;
     f.events = outs.iter().map(|o| o.events).sum();
     f.now = outs.iter().map(|o| o.now).max().unwrap_or(f.now);
-    f.fatal = outs.iter().find_map(|o| o.fatal.clone());
+    // (the earliest, as `Parallel::error`)
+    f.fatal = outs
+        .iter()
+        .filter(|o| o.fatal.is_some())
+        .min_by_key(|o| o.now)
+        .and_then(|o| o.fatal.clone());
     for o in &outs[1..] {
         f.direct_applied += o.direct_applied;
         f.flits_generated += o.flits_generated;
@@ -884,6 +917,17 @@ impl Link for Shared {
 
     fn set_more(&self, k: usize, par: usize, more: bool) {
         self.more[par][k].store(more, Ordering::Relaxed);
+    }
+
+    fn set_promise(&self, k: usize, par: usize, promise: u64) {
+        self.promise[par][k].store(promise, Ordering::Relaxed);
+    }
+
+    fn horizon(&self, par: usize) -> u64 {
+        (0..self.n)
+            .map(|k| self.promise[par][k].load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0)
     }
 
     fn set_list(&self, k: usize, par: usize, keys: Vec<u64>) {
@@ -967,6 +1011,8 @@ pub(super) struct Ran {
     /// wall time it waited at barriers (ns)
     pub(super) waited: u64,
     pub(super) rounds: u64,
+    /// stretches of instants the processes ran alone (lookahead.rs)
+    pub(super) alone: u64,
     /// the last instant processed, if any
     pub(super) last: Option<u64>,
     /// the processes' words after it
@@ -1014,6 +1060,10 @@ pub(super) fn run_group<L: Link + ?Sized>(
     let (mut t, mut depth) = first_depth(group, sh.any_more(0), next);
     let mut par = 1usize;
     let mut ok = true;
+    // (a driver's run stops at the instant of a completion, which only
+    // the rounds tell every process)
+    let look = !stop.completion;
+    let mut horizon = 0;
     'run: while t <= stop.bound(drive) {
         loop {
             for (me, f) in group.iter_mut() {
@@ -1023,6 +1073,15 @@ pub(super) fn run_group<L: Link + ?Sized>(
                 ran.sent += n;
                 sh.set_more(*me, par, kept || n > 0);
                 sh.publish_next(f, *me, par);
+                if look {
+                    // (a process with more events at this instant goes on)
+                    let p = if kept || n > 0 {
+                        t + 1
+                    } else {
+                        f.par_promise(t)
+                    };
+                    sh.set_promise(*me, par, p);
+                }
             }
             if !sh.wait(&mut ran.rounds, &mut ran.waited) {
                 ok = false;
@@ -1037,6 +1096,9 @@ pub(super) fn run_group<L: Link + ?Sized>(
                 break 'run;
             };
             drive = sh.drive(par);
+            if look {
+                horizon = sh.horizon(par);
+            }
             par ^= 1;
             if !any {
                 ran.last = Some(t);
@@ -1048,6 +1110,20 @@ pub(super) fn run_group<L: Link + ?Sized>(
         depth = 0;
         if instant_done(group, &stop, drive) {
             break;
+        }
+        if look && t < horizon && t < stop.limit {
+            // Every process runs its instants before the horizon alone;
+            // then they take the horizon together, whether or not they
+            // have events there (its rounds tell them the next instant).
+            // The limit is always taken together, so that every process
+            // counts its generations alike should a driver's injections
+            // take that instant up again (`first_depth`).
+            let h = horizon.min(stop.limit);
+            for (_, f) in group.iter_mut() {
+                f.par_alone(h);
+            }
+            ran.alone += 1;
+            t = h;
         }
     }
     ran.next = ok.then_some(t);
@@ -1124,7 +1200,11 @@ impl Fabric {
             points0: 0,
             done_keys: Vec::new(),
             point_keys: Vec::new(),
+            look: self
+                .local_order
+                .then(|| super::lookahead::Look::new(self, owner, k)),
         }));
+        self.watch = self.local_order;
         Ok(())
     }
 
@@ -1193,7 +1273,7 @@ impl Fabric {
 
     /// Run this thread's events of instant `t` at `depth`: the wheel's at
     /// depth 0, the now-queue's (one batch) after.
-    fn par_batch(&mut self, t: u64, depth: u32) {
+    pub(super) fn par_batch(&mut self, t: u64, depth: u32) {
         self.part.as_deref_mut().unwrap().depth = depth;
         self.local_batch(t, depth == 0);
     }

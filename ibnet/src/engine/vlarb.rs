@@ -514,6 +514,9 @@ impl Fabric {
             let h = self.ports[pi].hca;
             self.sched_now(Ev::GenSent { h, vl: v as u8 });
         }
+        if self.watch {
+            self.watch_handoff(pi);
+        }
     }
 }
 

@@ -1,0 +1,190 @@
+//! Lookahead of the parallel engine in the local order (docs/scaling.md
+//! 2.11): after an instant, each logical process promises the earliest
+//! time at which it could next send an event to another process, and
+//! every process runs its instants before the smallest promise alone,
+//! without a round. The run is the same; only the rounds are fewer.
+//!
+//! # What crosses, and when it can
+//!
+//! Only a link's arrivals cross between processes (`IbufFlit` and
+//! `IbufFc`, parallel.rs), and both are scheduled by an obuf that starts
+//! a transmission: at its pop (`ObufPop`, `ObufPopTimer`: the data flit
+//! queued or an FC packet), or when a flit is handed to it while it is
+//! idle (`ObufFlit`). So, for a *cut* port (one of this process's ports
+//! whose link leads to another process's node), after instant T:
+//!
+//! - an obuf with its pop pending sends nothing before that pop
+//!   (`pop_at`): a flit handed to it until then is queued;
+//! - an idle obuf sends at a hand-off already queued (recorded when the
+//!   arbiter schedules it: `watch_handoff`), at a pop of its credit timer
+//!   (always at k x Tcred + 1 ns: a tick, or the wake-up of a dormant
+//!   obuf, obuf.rs), or at a hand-off its arbiter schedules later;
+//! - the arbiter hands a flit over no earlier than its own pending pop
+//!   (`pop_at`), and in a switch no earlier than the flit's arrival in its
+//!   HoQ slot + VSW (vlarb.rs): a flit that arrives after T goes no
+//!   earlier than T + 1 ps + VSW. Only a flit already there can go
+//!   sooner, at any kick; unless no such flit fits its VL's credits,
+//!   which only an FC packet from the peer changes, and that packet is
+//!   itself a crossing, at an instant the processes take together.
+//!
+//! The promise is the smallest of those bounds over the cut ports, and
+//! at least T + 1 ps. An HCA on a cut link (a partition that separates a
+//! host from its switch) has no VSW: its process promises T + 1 ps, which
+//! is the protocol without lookahead. A process that breaks its promise
+//! (an event for another process while it runs alone) stops the run with
+//! an internal error; the engine's property tests run with lookahead.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::fabric::{Fabric, NONE, NS};
+use super::parallel::NO_EVENT;
+
+/// A process's view of its cut ports (module doc).
+pub(super) struct Look {
+    /// this process's ports whose link leads to another process's node
+    cut: Vec<u32>,
+    /// per port of the fabric: in `cut`
+    is_cut: Vec<bool>,
+    /// a cut port belongs to an HCA
+    hca_cut: bool,
+    /// hand-offs to cut obufs queued (time, port), earliest first; some
+    /// may have run (dropped as the promise passes them)
+    handoffs: BinaryHeap<Reverse<(u64, u32)>>,
+}
+
+impl Look {
+    /// The cut ports of process `me` under `owner`.
+    pub(super) fn new(f: &Fabric, owner: &[u16], me: usize) -> Look {
+        let mut is_cut = vec![false; f.ports.len()];
+        let mut cut = Vec::new();
+        let mut hca_cut = false;
+        for (pi, p) in f.ports.iter().enumerate() {
+            if owner[p.node as usize] as usize != me || p.peer == NONE {
+                continue;
+            }
+            let peer_node = f.ports[p.peer as usize].node as usize;
+            if owner[peer_node] as usize != me {
+                is_cut[pi] = true;
+                cut.push(pi as u32);
+                hca_cut |= p.hca != NONE;
+            }
+        }
+        Look {
+            cut,
+            is_cut,
+            hca_cut,
+            handoffs: BinaryHeap::new(),
+        }
+    }
+}
+
+impl Fabric {
+    /// The arbiter of port `pi` has just queued a hand-off to its obuf
+    /// (called while `watch` is set: a parallel run in the local order).
+    /// A switch's arbiter keeps the time of its latest hand-off in `last`
+    /// when it is ahead of now (vlarb.rs); one at this instant runs before
+    /// the instant ends, so it bounds no promise.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn watch_handoff(&mut self, pi: usize) {
+        let (now, at) = (self.now, self.ports[pi].arb.last);
+        if let Some(look) = self.part.as_deref_mut().and_then(|p| p.look.as_mut()) {
+            if look.is_cut[pi] && at > now {
+                look.handoffs.push(Reverse((at, pi as u32)));
+            }
+        }
+    }
+
+    /// After instant `t`, with no event of `t` left anywhere: the
+    /// earliest time at which this process could send another process an
+    /// event (module doc); `NO_EVENT` if it never can.
+    pub(super) fn par_promise(&mut self, t: u64) -> u64 {
+        let after = t + 1;
+        let (vsw, cred) = (self.tm.vsw, self.tm.cred);
+        let Some(look) = self.part.as_deref_mut().and_then(|p| p.look.as_mut()) else {
+            return after;
+        };
+        if look.cut.is_empty() {
+            return NO_EVENT;
+        }
+        if look.hca_cut {
+            return after;
+        }
+        // a flit that reaches a cut arbiter from now on
+        let mut b = after.saturating_add(vsw);
+        // the credit timer's next pop
+        let tick = t / cred * cred + NS;
+        b = b.min(if tick > t { tick } else { tick + cred });
+        while let Some(&Reverse((at, p))) = look.handoffs.peek() {
+            let ob = &self.ports[p as usize].ob;
+            // (run, or it finds the obuf busy and is queued there)
+            if at <= t || (ob.pop_pending && ob.pop_at > at) {
+                look.handoffs.pop();
+                continue;
+            }
+            b = b.min(at);
+            break;
+        }
+        let look = self.part.as_deref().unwrap().look.as_ref().unwrap();
+        for &p in &look.cut {
+            let port = &self.ports[p as usize];
+            if port.ob.pop_pending {
+                b = b.min(port.ob.pop_at);
+            } else if port.arb.pop_pending {
+                b = b.min(port.arb.pop_at);
+            } else if port.arb.slots > 0 && self.arb_may_send(p as usize) {
+                return after;
+            }
+        }
+        b.max(after)
+    }
+
+    /// Whether the arbiter of port `pi` (its pop not pending) holds a flit
+    /// it could send at its next arbitration, as far as its credits go.
+    fn arb_may_send(&self, pi: usize) -> bool {
+        let a = &self.ports[pi].arb;
+        let nvl = self.nvl;
+        if a.inside {
+            let v = a.last_vl as usize;
+            return a.hoq[a.last_port[v] as usize * nvl + v].id != NONE;
+        }
+        if a.inputs > 64 {
+            return true;
+        }
+        (0..nvl).any(|v| a.heads[v] != 0 && self.pick(a, v, a.last_port[v]).is_some())
+    }
+
+    /// Run this process's instants before `h` alone: no other process can
+    /// send it anything before `h`, and it sends nothing before its
+    /// promise (module doc).
+    pub(super) fn par_alone(&mut self, h: u64) {
+        while self.fatal.is_none() {
+            let Some(t) = self.heap_next_time() else {
+                break;
+            };
+            if t >= h {
+                break;
+            }
+            let mut depth = 0;
+            loop {
+                self.par_batch(t, depth);
+                let kept = self.par_extract();
+                let part = self.part.as_deref().unwrap();
+                if part.out.iter().any(|o| !o.is_empty()) {
+                    self.fail(format!(
+                        "internal error of the parallel engine: process {} sent an event at \
+                         {t} ps, before the horizon {h} ps its lookahead promised",
+                        part.me
+                    ));
+                    return;
+                }
+                if !kept || self.fatal.is_some() {
+                    break;
+                }
+                depth += 1;
+            }
+            self.count_pulse();
+        }
+    }
+}
