@@ -37,26 +37,44 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use super::dispatch::Site;
 use super::fabric::{Fabric, NONE, NS};
 use super::parallel::NO_EVENT;
 
 /// A process's view of its cut ports (module doc).
+///
+/// A cut port's bound changes only when an event runs at that port (its
+/// obuf's and arbiter's state, and the HoQ flits that have arrived, are
+/// written only by the port's own events; a reservation of a HoQ slot
+/// from another port changes no bound, an arbiter kick dropped where it
+/// is scheduled changes nothing, direct.rs). So each bound is kept and
+/// recomputed only for the ports an event ran at since the last promise.
 pub(super) struct Look {
     /// this process's ports whose link leads to another process's node
     cut: Vec<u32>,
-    /// per port of the fabric: in `cut`
-    is_cut: Vec<bool>,
+    /// per port of the fabric: its index in `cut`, or NONE
+    cut_idx: Vec<u32>,
     /// a cut port belongs to an HCA
     hca_cut: bool,
     /// hand-offs to cut obufs queued (time, port), earliest first; some
     /// may have run (dropped as the promise passes them)
     handoffs: BinaryHeap<Reverse<(u64, u32)>>,
+    /// per cut port: its bound as last computed (`NOW`: any kick may
+    /// make it send; `NO_EVENT`: nothing of its own)
+    bound: Vec<u64>,
+    /// per cut port: an event ran there since its bound was computed
+    stale: Vec<bool>,
+    /// the cut ports with `stale` set
+    dirty: Vec<u32>,
 }
+
+/// A cut port's bound: its arbiter may send at the next kick.
+const NOW: u64 = 0;
 
 impl Look {
     /// The cut ports of process `me` under `owner`.
     pub(super) fn new(f: &Fabric, owner: &[u16], me: usize) -> Look {
-        let mut is_cut = vec![false; f.ports.len()];
+        let mut cut_idx = vec![NONE; f.ports.len()];
         let mut cut = Vec::new();
         let mut hca_cut = false;
         for (pi, p) in f.ports.iter().enumerate() {
@@ -65,16 +83,20 @@ impl Look {
             }
             let peer_node = f.ports[p.peer as usize].node as usize;
             if owner[peer_node] as usize != me {
-                is_cut[pi] = true;
+                cut_idx[pi] = cut.len() as u32;
                 cut.push(pi as u32);
                 hca_cut |= p.hca != NONE;
             }
         }
+        let n = cut.len();
         Look {
             cut,
-            is_cut,
+            cut_idx,
             hca_cut,
             handoffs: BinaryHeap::new(),
+            bound: vec![NOW; n],
+            stale: vec![true; n],
+            dirty: (0..n as u32).collect(),
         }
     }
 }
@@ -90,8 +112,22 @@ impl Fabric {
     pub(super) fn watch_handoff(&mut self, pi: usize) {
         let (now, at) = (self.now, self.ports[pi].arb.last);
         if let Some(look) = self.part.as_deref_mut().and_then(|p| p.look.as_mut()) {
-            if look.is_cut[pi] && at > now {
+            if look.cut_idx[pi] != NONE && at > now {
                 look.handoffs.push(Reverse((at, pi as u32)));
+            }
+        }
+    }
+
+    /// An event runs at `site` (called while `watch` is set).
+    #[inline]
+    pub(super) fn watch_site(&mut self, site: Site) {
+        if let Site::Port(p) = site {
+            if let Some(look) = self.part.as_deref_mut().and_then(|p| p.look.as_mut()) {
+                let ci = look.cut_idx[p as usize];
+                if ci != NONE && !look.stale[ci as usize] {
+                    look.stale[ci as usize] = true;
+                    look.dirty.push(ci);
+                }
             }
         }
     }
@@ -126,18 +162,32 @@ impl Fabric {
             b = b.min(at);
             break;
         }
-        let look = self.part.as_deref().unwrap().look.as_ref().unwrap();
-        for &p in &look.cut {
-            let port = &self.ports[p as usize];
-            if port.ob.pop_pending {
-                b = b.min(port.ob.pop_at);
-            } else if port.arb.pop_pending {
-                b = b.min(port.arb.pop_at);
-            } else if port.arb.slots > 0 && self.arb_may_send(p as usize) {
-                return after;
-            }
+        let mut look = self.part.as_deref_mut().unwrap().look.take().unwrap();
+        for ci in look.dirty.drain(..) {
+            look.stale[ci as usize] = false;
+            look.bound[ci as usize] = self.port_bound(look.cut[ci as usize] as usize);
         }
-        b.max(after)
+        let min = look.bound.iter().copied().min().unwrap_or(NO_EVENT);
+        self.part.as_deref_mut().unwrap().look = Some(look);
+        if min == NOW {
+            return after;
+        }
+        b.min(min).max(after)
+    }
+
+    /// The bound of cut port `pi` (the table of the module doc, but the
+    /// terms every cut port shares).
+    fn port_bound(&self, pi: usize) -> u64 {
+        let port = &self.ports[pi];
+        if port.ob.pop_pending {
+            port.ob.pop_at
+        } else if port.arb.pop_pending {
+            port.arb.pop_at
+        } else if port.arb.slots > 0 && self.arb_may_send(pi) {
+            NOW
+        } else {
+            NO_EVENT
+        }
     }
 
     /// Whether the arbiter of port `pi` (its pop not pending) holds a flit

@@ -250,6 +250,9 @@ impl Fabric {
                 if self.part.is_some() && !self.par_check_owner(t, &ev) {
                     break;
                 }
+                if self.watch {
+                    self.watch_site(ev.site());
+                }
                 self.local.depth0 = true;
                 self.local_switch(t, &ev);
                 self.dispatch(t, seq, ev);
@@ -262,6 +265,9 @@ impl Fabric {
                     break;
                 }
                 let e = self.nowq.pop_front().unwrap();
+                if self.watch {
+                    self.watch_site(e.ev.site());
+                }
                 self.local_switch(t, &e.ev);
                 self.dispatch(t, e.seq, e.ev);
             }
