@@ -113,6 +113,12 @@ impl Fabric {
         let (now, at) = (self.now, self.ports[pi].arb.last);
         if let Some(look) = self.part.as_deref_mut().and_then(|p| p.look.as_mut()) {
             if look.cut_idx[pi] != NONE && at > now {
+                // (the hand-offs that have run go here too, not only in
+                // `par_promise`: a run to the next completion makes no
+                // promise, and the heap holds only what is pending)
+                while look.handoffs.peek().is_some_and(|h| h.0 .0 < now) {
+                    look.handoffs.pop();
+                }
                 look.handoffs.push(Reverse((at, pi as u32)));
             }
         }
