@@ -537,10 +537,7 @@ impl Parallel {
     /// the failed process's, at the error's instant (the others may have
     /// run past it alone, lookahead.rs).
     pub fn now(&self) -> Time {
-        // (a process that runs alone may be past another's error: the
-        // clock is the error's, as `error` picks it)
-        let failed = self.parts.iter().filter(|f| f.error().is_some());
-        match failed.min_by_key(|f| f.now) {
+        match self.earliest_failed() {
             Some(f) => f.now(),
             None => self.parts.iter().map(|f| f.now()).max().unwrap_or(Time(0)),
         }
@@ -596,13 +593,18 @@ impl Parallel {
     /// The fatal error that stopped the run (the earliest process's that
     /// has one, the first of those at one instant).
     pub fn error(&self) -> Option<&FabricError> {
-        // (a process that runs alone may fail after another already has:
-        // the earliest is the sequential run's)
+        self.earliest_failed().and_then(|f| f.error())
+    }
+
+    /// The process whose fatal error came first (the first of those at
+    /// one instant): a process that runs alone may fail, or run on, after
+    /// another has failed (lookahead.rs), and the earliest error is the
+    /// sequential run's.
+    fn earliest_failed(&self) -> Option<&Fabric> {
         self.parts
             .iter()
             .filter(|f| f.error().is_some())
             .min_by_key(|f| f.now)
-            .and_then(|f| f.error())
     }
 
     /// Process every event with time <= t in all processes; afterwards
