@@ -34,8 +34,7 @@
 //! (an event for another process while it runs alone) stops the run with
 //! an internal error; the engine's property tests run with lookahead.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
 use super::dispatch::Site;
 use super::fabric::{Fabric, NONE, NS};
@@ -56,9 +55,11 @@ pub(super) struct Look {
     cut_idx: Vec<u32>,
     /// a cut port belongs to an HCA
     hca_cut: bool,
-    /// hand-offs to cut obufs queued (time, port), earliest first; some
-    /// may have run (dropped as the promise passes them)
-    handoffs: BinaryHeap<Reverse<(u64, u32)>>,
+    /// per cut port: the times of the hand-offs to its obuf queued, in
+    /// the order queued, which is the order of their times (a switch
+    /// arbiter's `last` only grows, vlarb.rs); those that have run leave
+    /// as new ones come, and when the port's bound is computed
+    handoffs: Vec<VecDeque<u64>>,
     /// per cut port: its bound as last computed (`NOW`: any kick may
     /// make it send; `NO_EVENT`: nothing of its own)
     bound: Vec<u64>,
@@ -93,7 +94,7 @@ impl Look {
             cut,
             cut_idx,
             hca_cut,
-            handoffs: BinaryHeap::new(),
+            handoffs: vec![VecDeque::new(); n],
             bound: vec![NOW; n],
             stale: vec![true; n],
             dirty: (0..n as u32).collect(),
@@ -112,14 +113,16 @@ impl Fabric {
     pub(super) fn watch_handoff(&mut self, pi: usize) {
         let (now, at) = (self.now, self.ports[pi].arb.last);
         if let Some(look) = self.part.as_deref_mut().and_then(|p| p.look.as_mut()) {
-            if look.cut_idx[pi] != NONE && at > now {
-                // (the hand-offs that have run go here too, not only in
-                // `par_promise`: a run to the next completion makes no
-                // promise, and the heap holds only what is pending)
-                while look.handoffs.peek().is_some_and(|h| h.0 .0 < now) {
-                    look.handoffs.pop();
+            let ci = look.cut_idx[pi];
+            if ci != NONE && at > now {
+                // (the hand-offs that have run go here too, not only when
+                // the bound is computed: a run to the next completion
+                // makes no promise, and the record holds what is pending)
+                let q = &mut look.handoffs[ci as usize];
+                while q.front().is_some_and(|&h| h < now) {
+                    q.pop_front();
                 }
-                look.handoffs.push(Reverse((at, pi as u32)));
+                q.push_back(at);
             }
         }
     }
@@ -158,20 +161,17 @@ impl Fabric {
         // the credit timer's next pop
         let tick = t / cred * cred + NS;
         b = b.min(if tick > t { tick } else { tick + cred });
-        while let Some(&Reverse((at, p))) = look.handoffs.peek() {
-            let ob = &self.ports[p as usize].ob;
-            // (run, or it finds the obuf busy and is queued there)
-            if at <= t || (ob.pop_pending && ob.pop_at > at) {
-                look.handoffs.pop();
-                continue;
-            }
-            b = b.min(at);
-            break;
-        }
         let mut look = self.part.as_deref_mut().unwrap().look.take().unwrap();
         for ci in look.dirty.drain(..) {
-            look.stale[ci as usize] = false;
-            look.bound[ci as usize] = self.port_bound(look.cut[ci as usize] as usize);
+            let ci = ci as usize;
+            look.stale[ci] = false;
+            let pi = look.cut[ci] as usize;
+            let q = &mut look.handoffs[ci];
+            // (the hand-offs that have run)
+            while q.front().is_some_and(|&h| h <= t) {
+                q.pop_front();
+            }
+            look.bound[ci] = self.port_bound(pi, q.front().copied());
         }
         let min = look.bound.iter().copied().min().unwrap_or(NO_EVENT);
         self.part.as_deref_mut().unwrap().look = Some(look);
@@ -182,18 +182,23 @@ impl Fabric {
     }
 
     /// The bound of cut port `pi` (the table of the module doc, but the
-    /// terms every cut port shares).
-    fn port_bound(&self, pi: usize) -> u64 {
+    /// terms every cut port shares), with `handoff` its earliest hand-off
+    /// queued that has not run. (A cut port's hand-offs, obuf and arbiter
+    /// change only in events at the port, which mark its bound stale.)
+    fn port_bound(&self, pi: usize, handoff: Option<u64>) -> u64 {
         let port = &self.ports[pi];
         if port.ob.pop_pending {
-            port.ob.pop_at
-        } else if port.arb.pop_pending {
+            // (a flit handed over until the pop is queued there)
+            return port.ob.pop_at;
+        }
+        let own = if port.arb.pop_pending {
             port.arb.pop_at
         } else if port.arb.slots > 0 && self.arb_may_send(pi) {
             NOW
         } else {
             NO_EVENT
-        }
+        };
+        handoff.map_or(own, |h| own.min(h))
     }
 
     /// Whether the arbiter of port `pi` (its pop not pending) holds a flit

@@ -63,7 +63,7 @@ use std::sync::{Condvar, Mutex};
 use rustc_hash::FxHashMap;
 
 use super::app::Msg;
-use super::dispatch::Ev;
+use super::dispatch::{Ev, Site};
 use super::fabric::{Fabric, FabricError, Hca, Port, MAX_TIME_PS, NONE};
 use super::flits::Flit;
 use super::order::node_of;
@@ -89,6 +89,11 @@ pub(super) struct Part {
     pub(super) me: usize,
     /// owner thread of every topology node
     pub(super) owner: Vec<u16>,
+    /// the same per port and per HCA: the owner of the node an event at
+    /// that site runs at, without a look at the (often another
+    /// process's, so uncached) port record (`Part::owner_of`)
+    port_owner: Vec<u16>,
+    hca_owner: Vec<u16>,
     /// depth of the running batch
     pub(super) depth: u32,
     /// per message of this process: the key (time, depth, seq) of the
@@ -118,6 +123,16 @@ pub(super) struct Part {
 }
 
 impl Part {
+    /// The process that runs `ev` (its node's owner).
+    #[inline(always)]
+    fn owner_of(&self, msgs: &[Msg], ev: &Ev) -> usize {
+        (match ev.site() {
+            Site::Port(p) => self.port_owner[p as usize],
+            Site::Hca(h) => self.hca_owner[h as usize],
+            Site::MsgDst(m) => self.hca_owner[msgs[m as usize].dst_hca as usize],
+        }) as usize
+    }
+
     /// Message `id` was injected by a driver, its `g`-th: its place in
     /// the sequential run's numbering (a driven run has no other
     /// messages, parallel_drive.rs).
@@ -1190,6 +1205,8 @@ impl Fabric {
         self.part = Some(Box::new(Part {
             me: k,
             owner: owner.to_vec(),
+            port_owner: self.ports.iter().map(|p| owner[p.node as usize]).collect(),
+            hca_owner: self.hcas.iter().map(|h| owner[h.node as usize]).collect(),
             depth: 0,
             keys: vec![(0, 0, 0); msgs],
             canon: (0..msgs as u64).map(|i| ((k as u64) << 32) | i).collect(),
@@ -1284,11 +1301,11 @@ impl Fabric {
     /// error: every delay of the model is inside one node (order.rs), so
     /// no process queues an event ahead at another's node.
     pub(super) fn par_check_owner(&mut self, t: u64, ev: &Ev) -> bool {
-        let node = node_of(&self.ports, &self.hcas, &self.msgs, ev) as usize;
         let part = self.part.as_deref().unwrap();
-        if part.owner[node] as usize == part.me {
+        if part.owner_of(&self.msgs, ev) == part.me {
             return true;
         }
+        let node = node_of(&self.ports, &self.hcas, &self.msgs, ev) as usize;
         self.now = t;
         self.fail(format!(
             "internal error of the parallel engine: an event of node {} queued ahead in \
@@ -1303,17 +1320,14 @@ impl Fabric {
     pub(super) fn par_extract(&mut self) -> bool {
         let mut part = self.part.take().unwrap();
         let mut scratch = std::mem::take(&mut part.scratch);
-        {
-            let (ports, hcas, msgs) = (&self.ports, &self.hcas, &self.msgs);
-            let (owner, me) = (&part.owner, part.me);
-            self.nowq.split_pending_into(&mut scratch, |e| {
-                owner[node_of(ports, hcas, msgs, &e.ev) as usize] as usize == me
-            });
-        }
+        let me = part.me;
+        let msgs = &self.msgs;
+        self.nowq
+            .split_pending_into(&mut scratch, |e| part.owner_of(msgs, &e.ev) == me);
         for e in scratch.drain(..) {
-            let to = part.owner[node_of(&self.ports, &self.hcas, &self.msgs, &e.ev) as usize];
-            let c = self.par_export(&mut part, e, to as usize);
-            part.out[to as usize].push(c);
+            let to = part.owner_of(&self.msgs, &e.ev);
+            let c = self.par_export(&mut part, e, to);
+            part.out[to].push(c);
         }
         part.scratch = scratch;
         self.part = Some(part);
