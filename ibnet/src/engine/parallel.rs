@@ -1300,11 +1300,15 @@ impl Fabric {
     /// Whether this process owns the node of `ev`; if not, an internal
     /// error: every delay of the model is inside one node (order.rs), so
     /// no process queues an event ahead at another's node.
+    #[inline(always)]
     pub(super) fn par_check_owner(&mut self, t: u64, ev: &Ev) -> bool {
         let part = self.part.as_deref().unwrap();
-        if part.owner_of(&self.msgs, ev) == part.me {
-            return true;
-        }
+        part.owner_of(&self.msgs, ev) == part.me || self.par_not_owner(t, ev)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn par_not_owner(&mut self, t: u64, ev: &Ev) -> bool {
         let node = node_of(&self.ports, &self.hcas, &self.msgs, ev) as usize;
         self.now = t;
         self.fail(format!(

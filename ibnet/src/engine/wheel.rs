@@ -600,8 +600,12 @@ impl<T: Copy> Fifo<T> {
     /// Remove the items not yet popped for which `keep` is false, in
     /// order, into `out` (a parallel run's events for other threads).
     pub fn split_pending_into(&mut self, out: &mut Vec<T>, mut keep: impl FnMut(&T) -> bool) {
-        let mut w = self.head;
-        for r in self.head..self.v.len() {
+        // (most items stay: nothing moves before the first that goes)
+        let Some(first) = self.v[self.head..].iter().position(|x| !keep(x)) else {
+            return;
+        };
+        let mut w = self.head + first;
+        for r in w..self.v.len() {
             let x = self.v[r];
             if keep(&x) {
                 self.v[w] = x;
@@ -635,6 +639,35 @@ impl<T: Copy> Fifo<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The items not yet popped split by a predicate: both parts keep
+    /// their order, whether the first item goes, a later one, or none.
+    #[test]
+    fn split_pending_keeps_the_order_of_both_parts() {
+        for (n, popped, goes) in [
+            (10u32, 3usize, vec![3u32, 4, 9]),
+            (10, 0, vec![0, 5]),
+            (6, 2, vec![]),
+            (5, 1, vec![1, 2, 3, 4]),
+        ] {
+            let mut q = Fifo::with_capacity(4);
+            for i in 0..n {
+                q.push_back(i);
+            }
+            for i in 0..popped {
+                assert_eq!(q.pop_front(), Some(i as u32));
+            }
+            let mut out = Vec::new();
+            q.split_pending_into(&mut out, |x| !goes.contains(x));
+            assert_eq!(out, goes);
+            let mut left = Vec::new();
+            while let Some(x) = q.pop_front() {
+                left.push(x);
+            }
+            let want: Vec<u32> = (popped as u32..n).filter(|x| !goes.contains(x)).collect();
+            assert_eq!(left, want);
+        }
+    }
 
     /// Keys whose high bits name a group that pushes in its own order (the
     /// local order's origin nodes): large same-instant runs from many
