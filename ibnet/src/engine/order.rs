@@ -245,15 +245,28 @@ impl Fabric {
     /// or the now-queue's events, sorted by key (the parallel engine's
     /// processes too, parallel.rs).
     pub(super) fn local_batch(&mut self, t: u64, depth0: bool) {
+        if self.part.is_some() {
+            self.local_batch_of::<true>(t, depth0)
+        } else {
+            self.local_batch_of::<false>(t, depth0)
+        }
+    }
+
+    // (a copy of the loop for a sequential run without the parallel
+    // engine's checks: with them in it, a sequential run took 20 % more
+    // time for 1.4 % more instructions, the code the compiler makes of
+    // the loop around dispatch's inlined handlers)
+    #[inline(always)]
+    fn local_batch_of<const PAR: bool>(&mut self, t: u64, depth0: bool) {
         if depth0 {
             while self.fatal.is_none() {
                 let Some((t, seq, ev)) = self.heap.pop_at(t) else {
                     break;
                 };
-                if self.part.is_some() && !self.par_check_owner(t, &ev) {
+                if PAR && !self.par_check_owner(t, &ev) {
                     break;
                 }
-                if self.watch {
+                if PAR && self.watch {
                     self.watch_site(ev.site());
                 }
                 self.local.depth0 = true;
@@ -268,7 +281,7 @@ impl Fabric {
                     break;
                 }
                 let e = self.nowq.pop_front().unwrap();
-                if self.watch {
+                if PAR && self.watch {
                     self.watch_site(e.ev.site());
                 }
                 self.local_switch(t, &e.ev);
