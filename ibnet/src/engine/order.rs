@@ -241,6 +241,53 @@ impl Fabric {
         }
     }
 
+    /// `run_until_completion_or`'s loop in the local order, instant by
+    /// instant in batches (`points`: the op points when the run began):
+    /// the instant of the first completion, None if the run stopped
+    /// without one (the caller tells why). The same events as deciding
+    /// before each event (`until_completion_by_event`): the bound there
+    /// cannot fall below an instant once the instant has begun (a
+    /// foreground event in it moves the last foreground event to it; with
+    /// none, the bound stays), so every instant the bound lets begin runs
+    /// to its end, the completion's too.
+    pub(super) fn local_until_completion(&mut self, limit: u64, points: u64) -> Option<u64> {
+        if self.nowq.len() > 0 {
+            // a driver's injections at the current instant: the rest of
+            // it, as `step_local` takes it up
+            let now = self.now;
+            self.local_batch(now, true);
+            while self.fatal.is_none() && self.nowq.len() > 0 {
+                self.local_batch(now, false);
+            }
+            self.count_pulse();
+        }
+        loop {
+            if self.fatal.is_some() {
+                return None;
+            }
+            if self.rdma.points > points {
+                return Some(self.now);
+            }
+            let bound = if self.fg_pending() == 0 {
+                limit.min(self.last_fg.saturating_add(self.quiet_window()))
+            } else {
+                limit
+            };
+            let t = match self.heap.peek_key() {
+                Some((t, _)) if t <= bound => t,
+                _ => return None,
+            };
+            if !self.in_range(t) {
+                return None;
+            }
+            self.local_batch(t, true);
+            while self.fatal.is_none() && self.nowq.len() > 0 {
+                self.local_batch(t, false);
+            }
+            self.count_pulse();
+        }
+    }
+
     /// Run one batch of instant `t`: the wheel's events of `t` (depth 0),
     /// or the now-queue's events, sorted by key (the parallel engine's
     /// processes too, parallel.rs).

@@ -105,44 +105,12 @@ impl Fabric {
         }
         let mark = self.completions.len();
         let points = self.rdma.points;
-        let mut found: Option<u64> = None;
-        // One look at the queue per event: `step_until(bound)` processes
-        // the next event if it is due by `bound`, the latest time up to
-        // which this run must go on: the completion instant once one is
-        // found (finish that instant), else the limit, and with no
-        // foreground event pending also the end of the quiet window (an
-        // event beyond it means deadlock, decided below without processing
-        // it). The same events in the same order as peeking at each event's
-        // time first and deciding on it.
-        loop {
-            if self.fatal.is_some() {
-                break;
-            }
-            let bound = match found {
-                Some(ft) => ft,
-                None if self.fg_pending() == 0 => limit
-                    .0
-                    .min(self.last_fg.saturating_add(self.quiet_window())),
-                None => limit.0,
-            };
-            // (`step_until` needs a bound not before now; every event is
-            // at or after now, so none is due by an earlier bound)
-            if bound < self.now {
-                break;
-            }
-            let stepped = if self.local_order {
-                self.step_local(bound)
-            } else {
-                self.step_until(bound)
-            };
-            if !stepped {
-                break;
-            }
-            self.count_pulse();
-            if found.is_none() && self.rdma.points > points {
-                found = Some(self.now);
-            }
-        }
+        let found = if self.local_order && self.local.shuffle.is_none() {
+            // instant by instant, each in its batches (order.rs)
+            self.local_until_completion(limit.0, points)
+        } else {
+            self.until_completion_by_event(limit.0, points)
+        };
         if self.local_order {
             self.local_release();
         }
@@ -179,6 +147,51 @@ impl Fabric {
             .map(|(i, _)| *i)
             .collect();
         RunOutcome::Completed(Time(ft), ids)
+    }
+
+    /// `run_until_completion_or`'s loop event by event (`points`: the op
+    /// points when the run began): the instant of the first completion,
+    /// None if the run stopped without one.
+    fn until_completion_by_event(&mut self, limit: u64, points: u64) -> Option<u64> {
+        let mut found: Option<u64> = None;
+        // One look at the queue per event: `step_until(bound)` processes
+        // the next event if it is due by `bound`, the latest time up to
+        // which this run must go on: the completion instant once one is
+        // found (finish that instant), else the limit, and with no
+        // foreground event pending also the end of the quiet window (an
+        // event beyond it means deadlock, decided below without processing
+        // it). The same events in the same order as peeking at each event's
+        // time first and deciding on it.
+        loop {
+            if self.fatal.is_some() {
+                break;
+            }
+            let bound = match found {
+                Some(ft) => ft,
+                None if self.fg_pending() == 0 => {
+                    limit.min(self.last_fg.saturating_add(self.quiet_window()))
+                }
+                None => limit,
+            };
+            // (`step_until` needs a bound not before now; every event is
+            // at or after now, so none is due by an earlier bound)
+            if bound < self.now {
+                break;
+            }
+            let stepped = if self.local_order {
+                self.step_local(bound)
+            } else {
+                self.step_until(bound)
+            };
+            if !stepped {
+                break;
+            }
+            self.count_pulse();
+            if found.is_none() && self.rdma.points > points {
+                found = Some(self.now);
+            }
+        }
+        found
     }
 
     /// The quiet window without and with flits held in a sink FIFO.
