@@ -311,9 +311,11 @@ struct RunArgs {
     /// sends (dissemination, chain) run too, driven as on one thread. Not
     /// yet with put/get, the flit trace, several send queues, lossy links
     /// or the host model. Whether it is faster depends on the
-    /// network, the order and the cores (on 2 cores the local order gains
-    /// up to 1.4-1.7x on hundreds of hosts, the reference order does not):
-    /// docs/scaling.md 2.6 and 2.7 have the measurements.
+    /// network, the order and the cores (on 2 cores and hundreds of hosts,
+    /// two threads in the local order run 1.1-1.6x faster than one thread
+    /// of it and up to 1.5x faster than one thread of the reference order,
+    /// which itself gains about 1.1x): docs/scaling.md 2.9 and 2.11 have
+    /// the measurements.
     #[arg(
         long,
         value_name = "N",
