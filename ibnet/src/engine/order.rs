@@ -221,11 +221,12 @@ impl Fabric {
     /// depth by depth); the same run as `step_local` event by event, with
     /// less work per event.
     pub(super) fn run_local_until(&mut self, limit: u64) {
-        if self.local.shuffle.is_some() || self.nowq.len() > 0 {
-            // the test mode, or an instant begun event by event
+        if self.local.shuffle.is_some() {
+            // the test mode
             while self.fatal.is_none() && self.step_local(limit) {}
             return;
         }
+        self.local_resume();
         while self.fatal.is_none() {
             let t = match self.heap.peek_key() {
                 Some((t, _)) if t <= limit => t,
@@ -234,10 +235,24 @@ impl Fabric {
             if !self.in_range(t) {
                 break;
             }
-            self.local_batch(t, true);
-            while self.fatal.is_none() && self.nowq.len() > 0 {
-                self.local_batch(t, false);
-            }
+            self.local_instant(t);
+        }
+    }
+
+    /// Instant `t` in batches: the wheel's events of `t` (depth 0), then
+    /// the now-queue's, generation by generation.
+    fn local_instant(&mut self, t: u64) {
+        self.local_batch(t, true);
+        while self.fatal.is_none() && self.nowq.len() > 0 {
+            self.local_batch(t, false);
+        }
+    }
+
+    /// A driver's injections at the current instant wait in the
+    /// now-queue: the rest of the instant, as `step_local` takes it up.
+    fn local_resume(&mut self) {
+        if self.nowq.len() > 0 {
+            self.local_instant(self.now);
         }
     }
 
@@ -251,16 +266,7 @@ impl Fabric {
     /// none, the bound stays), so every instant the bound lets begin runs
     /// to its end, the completion's too.
     pub(super) fn local_until_completion(&mut self, limit: u64, points: u64) -> Option<u64> {
-        if self.nowq.len() > 0 {
-            // a driver's injections at the current instant: the rest of
-            // it, as `step_local` takes it up
-            let now = self.now;
-            self.local_batch(now, true);
-            while self.fatal.is_none() && self.nowq.len() > 0 {
-                self.local_batch(now, false);
-            }
-            self.count_pulse();
-        }
+        self.local_resume();
         loop {
             if self.fatal.is_some() {
                 return None;
@@ -268,22 +274,14 @@ impl Fabric {
             if self.rdma.points > points {
                 return Some(self.now);
             }
-            let bound = if self.fg_pending() == 0 {
-                limit.min(self.last_fg.saturating_add(self.quiet_window()))
-            } else {
-                limit
-            };
             let t = match self.heap.peek_key() {
-                Some((t, _)) if t <= bound => t,
+                Some((t, _)) if t <= self.search_bound(limit) => t,
                 _ => return None,
             };
             if !self.in_range(t) {
                 return None;
             }
-            self.local_batch(t, true);
-            while self.fatal.is_none() && self.nowq.len() > 0 {
-                self.local_batch(t, false);
-            }
+            self.local_instant(t);
             self.count_pulse();
         }
     }

@@ -166,13 +166,7 @@ impl Fabric {
             if self.fatal.is_some() {
                 break;
             }
-            let bound = match found {
-                Some(ft) => ft,
-                None if self.fg_pending() == 0 => {
-                    limit.min(self.last_fg.saturating_add(self.quiet_window()))
-                }
-                None => limit,
-            };
+            let bound = found.unwrap_or_else(|| self.search_bound(limit));
             // (`step_until` needs a bound not before now; every event is
             // at or after now, so none is due by an earlier bound)
             if bound < self.now {
@@ -192,6 +186,17 @@ impl Fabric {
             }
         }
         found
+    }
+
+    /// The latest time a run to the next completion may go on to before
+    /// it finds one: the limit, and with no foreground event pending
+    /// also the end of the quiet window (the deadlock rule above).
+    pub(super) fn search_bound(&self, limit: u64) -> u64 {
+        if self.fg_pending() == 0 {
+            limit.min(self.last_fg.saturating_add(self.quiet_window()))
+        } else {
+            limit
+        }
     }
 
     /// The quiet window without and with flits held in a sink FIFO.
