@@ -53,9 +53,11 @@
 //! run numbers them, by the key of the event that created them.
 //!
 //! What a parallel run does not support yet (refused by
-//! [`Parallel::new`]): several send queues, lossy links, the host model,
-//! flit traces, one-sided operations and injections by a driver (the
-//! co-simulation): the standalone traffic of `ibnet run` to a time limit.
+//! [`Parallel::new`]): several send queues, lossy links, the host model
+//! and flit traces; one-sided operations (put, get) are refused where
+//! they are injected (`parallel_drive.rs`, and before the run by the
+//! command line and the co-simulation's server). A driver's sends (closed
+//! loops, the co-simulation) are supported: `parallel_drive.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
