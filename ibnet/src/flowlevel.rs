@@ -23,6 +23,9 @@ pub struct FlowLevel {
     pub link_bytes_per_s: f64,
     /// ISW + VSW in ps: the fixed latency of one switch traversal.
     pub switch_latency_ps: u64,
+    /// The propagation delay of every link in ps (`link_delay_ns`, 0 in
+    /// the reference model).
+    pub link_delay_ps: u64,
 }
 
 impl FlowLevel {
@@ -36,6 +39,7 @@ impl FlowLevel {
         Ok(FlowLevel {
             link_bytes_per_s: rate / 8.0,
             switch_latency_ps: tm.isw + tm.vsw,
+            link_delay_ps: tm.link,
         })
     }
 
@@ -46,19 +50,33 @@ impl FlowLevel {
     }
 
     /// Latency in ps of the link direction leaving a node: the switch's
-    /// fixed latency when the node is a switch, 0 when it is an HCA.
+    /// fixed latency when the node is a switch, 0 when it is an HCA, and
+    /// the link's propagation delay.
     pub fn out_latency_ps(&self, leaves_switch: bool) -> u64 {
-        if leaves_switch {
+        let node = if leaves_switch {
             self.switch_latency_ps
         } else {
             0
-        }
+        };
+        node + self.link_delay_ps
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `link_delay_ns` adds itself to every link direction, leaving a
+    /// switch or an HCA.
+    #[test]
+    fn link_delay() {
+        let d = FlowLevel::from_preset("qdr", &["link_delay_ns=2.5".into()]).unwrap();
+        assert_eq!(d.link_delay_ps, 2_500);
+        assert_eq!(d.out_latency_ps(true), 102_500);
+        assert_eq!(d.out_latency_ps(false), 2_500);
+        let e = FlowLevel::from_preset("qdr", &["link_delay_ns=300".into()]).unwrap_err();
+        assert!(e.contains("credit period"), "{e}");
+    }
 
     #[test]
     fn presets() {

@@ -314,8 +314,10 @@ struct RunArgs {
     /// network, the order and the cores (on 2 cores and hundreds of hosts,
     /// two threads in the local order run 1.1-1.6x faster than one thread
     /// of it and up to 1.5x faster than one thread of the reference order,
-    /// which itself gains about 1.1x): docs/scaling.md 2.9 and 2.11 have
-    /// the measurements.
+    /// which itself gains about 1.1x; with links that have a propagation
+    /// delay, --set link_delay_ns, the delay is lookahead and two threads
+    /// ran 1.5-2x faster on the 1944-node network): docs/scaling.md 2.9,
+    /// 2.11 and 2.12 have the measurements.
     #[arg(
         long,
         value_name = "N",

@@ -12,7 +12,8 @@
 //! - HCA arbiter: `d_k = max(s_k + Tgpop_k, d_{k-1} + Tarb_{k-1})`, and a
 //!   packet head also waits until the obuf has more free slots than the
 //!   packet (retried when a queued flit starts on the wire);
-//! - obuf: `x_k = max(d_k, x_{k-1} + Twire_{k-1})`;
+//! - obuf: `x_k = max(d_k, x_{k-1} + Twire_{k-1})`; the flit reaches the
+//!   next node `link_delay_ns` later (0 in the reference model);
 //! - each switch: ISW hand-off when the HoQ is free, then the arbiter
 //!   (`Tarb` switch), the VSW hand-off and the obuf, with the hand-off rule
 //!   (`last + 1 ns`) of sec. 5.3;
@@ -24,7 +25,9 @@
 //! shipped presets): credits never limit (packets are at most the static
 //! credits), flow-control packets fit into the gaps at packet boundaries, and
 //! the injection is not within 1 ns after a credit tick of the source obuf
-//! (Appendix A.3). The test `zero_load_matches_simulation` checks it against
+//! (Appendix A.3). With a link delay, the credits' longer way back can
+//! hold up a message longer than the static credits, which the formula
+//! leaves out (it is then a lower bound). The test `zero_load_matches_simulation` checks it against
 //! the engine.
 
 use crate::params::{Params, Timing};
@@ -111,8 +114,8 @@ pub fn latency_packets(p: &Params, tm: &Timing, switches: usize, pkts: &[u32]) -
             d[k].max(x[k - 1] + tm.wire[fl[k - 1].0])
         };
     }
-    // --- switches
-    let mut arr = x;
+    // --- switches (each link delays what crosses it by `link_delay_ns`)
+    let mut arr: Vec<u64> = x.iter().map(|&t| t + tm.link).collect();
     for _ in 0..switches {
         let mut hand = vec![0u64; n];
         let mut dd = vec![0u64; n];
@@ -139,7 +142,7 @@ pub fn latency_packets(p: &Params, tm: &Timing, switches: usize, pkts: &[u32]) -
                 o[k].max(xx[k - 1] + tm.wire[fl[k - 1].0])
             };
         }
-        arr = xx;
+        arr = xx.iter().map(|&t| t + tm.link).collect();
     }
     // --- sink
     let mut cons = 0u64;
@@ -198,7 +201,7 @@ fn handoff(target: u64, now: u64, last: &mut u64) -> u64 {
 /// a link or in the sink, whichever is slower. The generator, arbiters,
 /// credits and the application gap are left out (they only add).
 pub fn lower_bound(p: &Params, tm: &Timing, switches: usize, bytes: u64) -> u64 {
-    let hops = switches as u64 * (tm.isw + tm.vsw);
+    let hops = switches as u64 * (tm.isw + tm.vsw) + (switches as u64 + 1) * tm.link;
     let Ok(l) = p.packet_layout(bytes.max(1)) else {
         return hops;
     };

@@ -157,9 +157,61 @@ proptest::proptest! {
     #[test]
     fn direct_events_equal_queued_random(
         case in cases(),
+        delay in 0usize..3,
     ) {
-        let (t, p, modes) = case.build();
+        let (t, mut p, modes) = case.build();
+        with_link_delay(&mut p, delay);
         assert_direct_equals_queued(&t, &p, &modes, 100_000_000);
+    }
+}
+
+/// Links with a propagation delay (`link_delay_ns`): none, 1 ns or 5 ns
+/// by `pick`, shorter than the credit period.
+fn with_link_delay(p: &mut Params, pick: usize) {
+    p.link_delay_ns = [0.0f64, 1.0, 5.0][pick].min(p.cred_min_time_ns / 2.0);
+}
+
+/// A link's propagation delay adds itself to every link a message
+/// crosses, and nothing else, when nothing else is in the way: one
+/// one-packet message alone from one host of `chain:3` to the other
+/// (host, three switches, host: four links), injected once every port
+/// knows its peer's credits, completes 4 x d later, for any d, in either
+/// order. (Injected at 0, it would also wait for the first FC packets,
+/// which take d to arrive.)
+#[test]
+fn link_delay_adds_one_delay_per_link_crossed() {
+    let t = builtin("chain:3").unwrap();
+    let hcas = t.hcas();
+    assert_eq!(hcas.len(), 2);
+    let done = |order: &str, d_ns: f64| {
+        let mut p = Params::qdr();
+        p.event_order = order.into();
+        p.link_delay_ns = d_ns;
+        let mut f = Fabric::new(&t, &p).unwrap();
+        start(&mut f, &[]);
+        f.inject(Time(2_000_000), 0, 1, 1024).unwrap();
+        f.run_until(Time(100_000_000));
+        let r = f.report_with(true);
+        assert_eq!(r.messages_completed, 1, "{order}, {d_ns} ns");
+        r.messages.unwrap()[0].completed_ps.unwrap()
+    };
+    for order in ["fifo", "local"] {
+        let base = done(order, 0.0);
+        for d_ns in [0.001, 5.0, 37.5, 255.0] {
+            let d = (d_ns * 1000.0) as u64;
+            assert_eq!(done(order, d_ns), base + 4 * d, "{order}, {d_ns} ns");
+        }
+    }
+}
+
+#[test]
+fn lazy_equals_naive_with_link_delay() {
+    let t = incast(3);
+    let modes: Vec<_> = (0..3).map(|h| (h, TrafficMode::SeqLoop(vec![4]))).collect();
+    for d in [1.0, 5.0, 200.0] {
+        let mut p = Params::qdr();
+        p.link_delay_ns = d;
+        assert_lazy_equals_naive(&t, &p, &modes, 60_000_000);
     }
 }
 
@@ -262,6 +314,12 @@ fn credit_backpressure_stalls_and_resumes_without_loss() {
     assert_eq!(first, 20_002_000);
 }
 
+/// `p` with every link's propagation delay `d_ns`.
+fn delayed(mut p: Params, d_ns: f64) -> Params {
+    p.link_delay_ns = d_ns;
+    p
+}
+
 #[test]
 fn zero_load_matches_simulation() {
     let cases: Vec<(Topology, Params, u64)> = vec![
@@ -280,6 +338,20 @@ fn zero_load_matches_simulation() {
         (two_hosts_one_switch(), Params::thesis_ch5(), 400_000),
         (builtin("chain:3").unwrap(), Params::thesis_ch5(), 65536),
         (builtin("chain:3").unwrap(), Params::thesis_ch5(), 4),
+        // links with a propagation delay (link_delay_ns), messages
+        // within the static credits (a longer credit loop can make a
+        // longer message wait for credits, which the formula leaves out)
+        (two_hosts_one_switch(), delayed(Params::qdr(), 37.5), 6400),
+        (
+            builtin("chain:3").unwrap(),
+            delayed(Params::qdr(), 5.0),
+            12800,
+        ),
+        (
+            builtin("chain:3").unwrap(),
+            delayed(Params::thesis_ddr(), 200.0),
+            64,
+        ),
     ];
     for (t, p, bytes) in cases {
         let mut f = Fabric::new(&t, &p).unwrap();
@@ -869,8 +941,10 @@ proptest::proptest! {
     fn local_order_is_partition_independent_random(
         case in cases(),
         seed in proptest::num::u64::ANY,
+        delay in 0usize..3,
     ) {
-        let (t, p, modes) = case.build();
+        let (t, mut p, modes) = case.build();
+        with_link_delay(&mut p, delay);
         let (mut ta, ra, ea) = local_run(&t, &p, &modes, 60_000_000, None);
         let (mut tb, rb, eb) = local_run(&t, &p, &modes, 60_000_000, Some(seed));
         // A model error (an obuf overflow) stops the run in the middle of
@@ -1299,10 +1373,15 @@ proptest::proptest! {
         steps in 1u64..4,
         workers in 1usize..3,
         programs in proptest::bool::ANY,
+        delay in 0usize..3,
     ) {
-        let (t, p, modes) = case.build();
+        let (t, mut p, modes) = case.build();
         let until = 40_000_000;
         let order = if fifo { "fifo" } else { "local" };
+        // (links with a delay run on processes in the local order only)
+        if !fifo {
+            with_link_delay(&mut p, delay);
+        }
         let (want, ea, lazy) = sequential_report(&t, &p, &modes, until, order);
         let mut owner = random_owner(t.nodes.len(), threads, seed);
         if seed & 1 == 0 {
@@ -1554,11 +1633,16 @@ proptest::proptest! {
         threads in 1usize..5,
         seed in proptest::num::u64::ANY,
         workers in 1usize..3,
+        delay in 0usize..3,
     ) {
         let (t, p, _) = case.build();
         let order = if fifo { "fifo" } else { "local" };
         let mut q = p.clone();
         q.event_order = order.into();
+        // (links with a delay run on processes in the local order only)
+        if !fifo {
+            with_link_delay(&mut q, delay);
+        }
         let silent: Vec<(usize, TrafficMode)> = Vec::new();
         // In the FIFO order the processes run the always-ticking credit
         // timer (parallel_fifo.rs), and so does the reference here: the

@@ -107,7 +107,9 @@ pub(super) enum Ev {
     },
     /// FC packet for `vl` from the peer obuf: the values it carries are the
     /// peer's `sent_fctbs`/`sent_fccl`, which cannot change before this
-    /// zero-delay event runs (the peer's link is busy for the FC packet).
+    /// event runs: at once (the peer's link is busy for the FC packet), or
+    /// a link delay later, which is shorter than the credit period, and
+    /// the peer advertises a VL again at its next tick at the earliest.
     IbufFc {
         port: u32,
         vl: u8,

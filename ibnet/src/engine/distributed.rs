@@ -200,6 +200,7 @@ impl Link for Wire<'_> {
     fn post(&self, f: &mut Fabric, _me: usize, _par: usize) -> u64 {
         let mut st = self.st.borrow_mut();
         let part = f.part.as_deref_mut().unwrap();
+        part.mail_later();
         let mut sent = 0;
         for (k, out) in part.out.iter_mut().enumerate() {
             sent += out.len() as u64;

@@ -180,6 +180,9 @@ impl Fabric {
     /// its own obuf (ObufRxCred), both at this instant, in that order.
     pub(super) fn ibuf_fc(&mut self, pi: usize, vl: u8) {
         let port = pi as u32;
+        if self.tm.link > 0 && self.part.is_some() {
+            self.par_fc_arrives(pi, vl);
+        }
         let peer = &self.ports[self.ports[pi].peer as usize].ob;
         let (fctbs, fccl) = (
             peer.vl[vl as usize].sent_fctbs,

@@ -33,6 +33,22 @@
 //! is the protocol without lookahead. A process that breaks its promise
 //! (an event for another process while it runs alone) stops the run with
 //! an internal error; the engine's property tests run with lookahead.
+//!
+//! # Links with a propagation delay
+//!
+//! With `link_delay_ns` = d > 0 (docs/model/fabric.md 2.3) an arrival
+//! crosses d after its transmission, as an event queued ahead
+//! (`Fabric::par_sched_link`), so the promise is the earliest
+//! transmission + d, and an instant's generations never cross: each
+//! process finishes an instant alone, and what it sent meets the others
+//! at the next round (or, sent while alone, in a round of its own before
+//! the horizon). One bound is new: an FC packet on its way between two
+//! processes may let its receiver's arbiter send as it arrives (a HoQ
+//! flit short of credits), so until it arrives its arrival time bounds
+//! the receiver's promise (and the sender's, in the round it is sent,
+//! before the receiver has it). A data flit on its way bounds nothing
+//! new: what it causes on a cut link goes at least ISW + VSW after it
+//! arrives, later than the bound T + 1 ps + VSW above.
 
 use std::collections::VecDeque;
 
@@ -145,6 +161,34 @@ impl Fabric {
     /// earliest time at which this process could send another process an
     /// event (module doc); `NO_EVENT` if it never can.
     pub(super) fn par_promise(&mut self, t: u64) -> u64 {
+        let mut p = self.par_promise_tx(t);
+        if self.tm.link == 0 {
+            return p;
+        }
+        // With a link delay, an FC packet between two processes is on its
+        // way for a while: its receiver's arbiter may send as it arrives
+        // (a HoQ flit short of credits), so its arrival bounds the
+        // receiver's next transmission, and the sender's until the
+        // receiver has it (the round after it was sent).
+        let part = self.part.as_deref_mut().unwrap();
+        while part.fc_in.peek().is_some_and(|r| r.0 <= t) {
+            part.fc_in.pop();
+        }
+        p = p.min(std::mem::replace(&mut part.fc_sent_min, NO_EVENT));
+        if let Some(r) = part.fc_in.peek() {
+            p = p.min(r.0);
+        }
+        if p == NO_EVENT {
+            p
+        } else {
+            // (a transmission reaches the peer a link delay later)
+            p + self.tm.link
+        }
+    }
+
+    /// The earliest time at which this process could start a
+    /// transmission on a cut link (the table of the module doc).
+    fn par_promise_tx(&mut self, t: u64) -> u64 {
         let after = t + 1;
         let (vsw, cred) = (self.tm.vsw, self.tm.cred);
         let Some(look) = self.part.as_deref_mut().and_then(|p| p.look.as_mut()) else {
@@ -220,6 +264,12 @@ impl Fabric {
     /// send it anything before `h`, and it sends nothing before its
     /// promise (module doc).
     pub(super) fn par_alone(&mut self, h: u64) {
+        self.part.as_deref_mut().unwrap().alone_until = h;
+        self.par_alone_to(h);
+        self.part.as_deref_mut().unwrap().alone_until = 0;
+    }
+
+    fn par_alone_to(&mut self, h: u64) {
         while self.fatal.is_none() {
             let Some(t) = self.heap_next_time() else {
                 break;

@@ -255,7 +255,7 @@ impl Fabric {
             self.fail(msg);
             return;
         }
-        self.sched_now(Ev::IbufFlit {
+        self.sched_link(Ev::IbufFlit {
             port: peer,
             flit: id,
         });
@@ -291,7 +291,7 @@ impl Fabric {
                     ob.pop_at = now + w;
                     ob.prev_data = false;
                     let peer = self.ports[pi].peer;
-                    self.sched_now(Ev::IbufFc {
+                    self.sched_link(Ev::IbufFc {
                         port: peer,
                         vl: v as u8,
                     });

@@ -109,6 +109,23 @@ pub(super) struct Part {
     ghosts: FxHashMap<u64, u32>,
     /// events for the other processes from the running batch
     pub(super) out: Vec<Vec<Cross>>,
+    /// delayed link arrivals for the other processes (`Cross::Later`), and
+    /// the earliest of them since the last published next time
+    pub(super) later: Vec<Vec<Cross>>,
+    pub(super) later_min: u64,
+    /// per (port, VL) of this process: what the FC packets on their way
+    /// to it carry, in the order they arrive (they come in with the round
+    /// after they are sent, but arrive a link delay later, and a stretch
+    /// alone may send two on one VL before the first arrives)
+    fc_on_the_way: FxHashMap<(u32, u8), std::collections::VecDeque<(u64, u64)>>,
+    /// while the process runs alone: the horizon (else 0)
+    pub(super) alone_until: u64,
+    /// the earliest arrival of the FC packets sent to other processes
+    /// since the last promise, and the arrival times of those on their
+    /// way to this process: an FC packet may let its receiver's arbiter
+    /// send at once (lookahead.rs)
+    pub(super) fc_sent_min: u64,
+    pub(super) fc_in: std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
     scratch: Vec<Entry>,
     /// the reference's FIFO order (parallel_fifo.rs), if not the local one
     pub(super) fifo: Option<super::parallel_fifo::FifoPart>,
@@ -125,6 +142,16 @@ pub(super) struct Part {
 }
 
 impl Part {
+    /// Put the delayed arrivals for the other processes into this round's
+    /// outboxes (a link's propagation delay, `Fabric::par_sched_link`).
+    pub(super) fn mail_later(&mut self) {
+        for (out, later) in self.out.iter_mut().zip(&mut self.later) {
+            if !later.is_empty() {
+                out.append(later);
+            }
+        }
+    }
+
     /// The process that runs `ev` (its node's owner).
     #[inline(always)]
     fn owner_of(&self, msgs: &[Msg], ev: &Ev) -> usize {
@@ -173,6 +200,9 @@ pub(super) enum Cross {
     },
     /// any other event (no handle of the sender's in it)
     Plain { seq: u64, ev: Ev },
+    /// a link's arrival at `at`, after the link's propagation delay
+    /// (`link_delay_ns`): into the receiver's queue of events ahead
+    Later { at: u64, inner: Box<Cross> },
 }
 
 /// A barrier that spins for a few microseconds, then yields its core for
@@ -956,6 +986,7 @@ impl Link for Shared {
     fn post(&self, f: &mut Fabric, me: usize, par: usize) -> u64 {
         let mut sent = 0;
         let part = f.part.as_deref_mut().unwrap();
+        part.mail_later();
         for (k, out) in part.out.iter_mut().enumerate() {
             if !out.is_empty() {
                 sent += out.len() as u64;
@@ -1005,7 +1036,11 @@ pub(super) fn next_word(f: &mut Fabric) -> u64 {
     if f.fatal.is_some() {
         FAILED
     } else {
-        f.heap_next_time().unwrap_or(NO_EVENT)
+        let m = f
+            .part
+            .as_deref_mut()
+            .map_or(NO_EVENT, |p| std::mem::replace(&mut p.later_min, NO_EVENT));
+        f.heap_next_time().unwrap_or(NO_EVENT).min(m)
     }
 }
 
@@ -1090,11 +1125,21 @@ pub(super) fn run_group<L: Link + ?Sized>(
                 let kept = f.par_extract();
                 let n = sh.post(f, *me, par);
                 ran.sent += n;
-                sh.set_more(*me, par, kept || n > 0);
+                // (with a link delay, what crosses is for later instants)
+                sh.set_more(*me, par, kept || (n > 0 && f.tm.link == 0));
                 sh.publish_next(f, *me, par);
                 if look {
                     // (a process with more events at this instant goes on)
-                    let p = if kept || n > 0 {
+                    let d = f.tm.link;
+                    let p = if d > 0 {
+                        // (every crossing is a delayed arrival: one that
+                        // starts at t arrives at t + d at the earliest)
+                        if kept {
+                            t + d
+                        } else {
+                            f.par_promise(t)
+                        }
+                    } else if kept || n > 0 {
                         t + 1
                     } else {
                         f.par_promise(t)
@@ -1143,6 +1188,21 @@ pub(super) fn run_group<L: Link + ?Sized>(
             }
             ran.alone += 1;
             t = h;
+            if group.first().is_some_and(|(_, f)| f.tm.link > 0) {
+                // the delayed arrivals sent while alone (at h or later:
+                // the promises) reach their processes before h begins
+                for (me, f) in group.iter_mut() {
+                    ran.sent += sh.post(f, *me, par);
+                }
+                if !sh.wait(&mut ran.rounds, &mut ran.waited) {
+                    ok = false;
+                    break 'run;
+                }
+                for (me, f) in group.iter_mut() {
+                    sh.collect(f, *me, par);
+                }
+                par ^= 1;
+            }
         }
     }
     ran.next = ok.then_some(t);
@@ -1215,6 +1275,12 @@ impl Fabric {
             sent_to: vec![0; msgs],
             ghosts: FxHashMap::default(),
             out: (0..n).map(|_| Vec::new()).collect(),
+            later: (0..n).map(|_| Vec::new()).collect(),
+            later_min: NO_EVENT,
+            fc_on_the_way: FxHashMap::default(),
+            alone_until: 0,
+            fc_sent_min: NO_EVENT,
+            fc_in: Default::default(),
             scratch: Vec::new(),
             fifo: (!self.local_order)
                 .then(|| super::parallel_fifo::FifoPart::new(self, lazy_count)),
@@ -1269,6 +1335,9 @@ impl Fabric {
         let why = if !self.local_order && self.lazy {
             "in the reference's FIFO order each process runs the always-ticking credit timer \
              (lazy_credit_timer = false; parallel_fifo.rs)"
+        } else if !self.local_order && self.tm.link > 0 {
+            "links with a propagation delay (link_delay_ns) run on several processes in the \
+             local event order only (--set event_order=local)"
         } else if self.started || !self.msgs.is_empty() {
             "the fabric has run or has messages already"
         } else if self.qp.is_some() {
@@ -1398,8 +1467,77 @@ impl Fabric {
         }
     }
 
+    /// A link's arrival at `at` (after the link's propagation delay, so
+    /// later than now) in a parallel run: queued ahead if this process
+    /// owns the peer, else sent to its owner with the next round's mail,
+    /// with the key it has here (the local order keys it at the sender's
+    /// node, so every partition gives it the same place).
+    pub(super) fn par_sched_link(&mut self, at: u64, ev: Ev) {
+        let seq = self.counter << super::queue::SEQ_SHIFT;
+        self.counter += 1;
+        let part = self.part.as_deref().unwrap();
+        let to = part.owner_of(&self.msgs, &ev);
+        if to == part.me {
+            self.push_key(at, seq, ev);
+            return;
+        }
+        let fc = matches!(ev, Ev::IbufFc { .. });
+        if at < part.alone_until {
+            let (me, h) = (part.me, part.alone_until);
+            self.fail(format!(
+                "internal error of the parallel engine: process {me} sent an arrival at \
+                 {at} ps, before the horizon {h} ps its lookahead promised"
+            ));
+            return;
+        }
+        let mut part = self.part.take().unwrap();
+        if fc {
+            part.fc_sent_min = part.fc_sent_min.min(at);
+        }
+        let c = self.par_export(&mut part, Entry { seq, ev }, to);
+        part.later[to].push(Cross::Later {
+            at,
+            inner: Box::new(c),
+        });
+        part.later_min = part.later_min.min(at);
+        self.part = Some(part);
+    }
+
     /// Queue an event from another thread into the next batch.
     pub(super) fn par_import(&mut self, c: Cross) {
+        let (c, at) = match c {
+            Cross::Later { at, inner } => (*inner, Some(at)),
+            c => (c, None),
+        };
+        if let (
+            Some(_),
+            Cross::Fc {
+                seq,
+                port,
+                vl,
+                fctbs,
+                fccl,
+            },
+        ) = (at, &c)
+        {
+            // (written into the sender's obuf copy when it arrives:
+            // `par_fc_arrives`)
+            let part = self.part.as_deref_mut().unwrap();
+            part.fc_on_the_way
+                .entry((*port, *vl))
+                .or_default()
+                .push_back((*fctbs, *fccl));
+            part.fc_in.push(std::cmp::Reverse(at.unwrap()));
+            self.push_key(
+                at.unwrap(),
+                *seq,
+                Ev::IbufFc {
+                    port: *port,
+                    vl: *vl,
+                },
+            );
+            return;
+        }
         let (seq, ev) = match c {
             Cross::Flit {
                 seq,
@@ -1433,11 +1571,33 @@ impl Fabric {
                 (seq, Ev::IbufFc { port, vl })
             }
             Cross::Plain { seq, ev } => (seq, ev),
+            Cross::Later { .. } => unreachable!(),
         };
+        if let Some(at) = at {
+            self.push_key(at, seq, ev);
+            return;
+        }
         if ev.background() {
             self.bg_pending += 1;
         }
         self.nowq.push_back(Entry { seq, ev });
+    }
+
+    /// A delayed FC packet from another process arrives at port `pi`:
+    /// what it carries goes into this process's copy of the sender's obuf,
+    /// where the handler reads it (a packet from this process's own obuf
+    /// finds its values there already).
+    #[cold]
+    pub(super) fn par_fc_arrives(&mut self, pi: usize, vl: u8) {
+        let part = self.part.as_deref_mut().unwrap();
+        if let Some(q) = part.fc_on_the_way.get_mut(&(pi as u32, vl)) {
+            if let Some((fctbs, fccl)) = q.pop_front() {
+                let peer = self.ports[pi].peer as usize;
+                let v = &mut self.ports[peer].ob.vl[vl as usize];
+                v.sent_fctbs = fctbs;
+                v.sent_fccl = fccl;
+            }
+        }
     }
 
     /// This thread's number of the message `canon` (home thread << 32 |

@@ -40,6 +40,25 @@ impl Fabric {
         }
     }
 
+    /// A link's arrival at the peer's ibuf (a data flit or an FC packet),
+    /// scheduled by the obuf that starts it: at once on a link without
+    /// propagation delay (the reference model), else `link_delay_ns`
+    /// later, where another process of a parallel run may own the peer
+    /// (`par_sched_link`).
+    #[inline(always)]
+    pub(super) fn sched_link(&mut self, ev: Ev) {
+        let d = self.tm.link;
+        if d == 0 {
+            self.sched_now(ev);
+        } else if self.part.is_some() {
+            self.par_sched_link(self.now + d, ev);
+        } else {
+            let seq = self.counter << SEQ_SHIFT;
+            self.counter += 1;
+            self.push_key(self.now + d, seq, ev);
+        }
+    }
+
     /// A zero-delay event scheduled by a handler: what `sched(self.now, ev)`
     /// does there, without its test (a handler runs only from `dispatch`,
     /// so the run has started and the event goes to the now-queue).

@@ -149,6 +149,14 @@ pub struct Params {
     /// written out at its default.
     #[serde(default = "default_rto_ns", skip_serializing_if = "is_default_rto")]
     pub rto_ns: f64,
+    // ---- links --------------------------------------------------------
+    /// Propagation delay of every link (each direction): a flit or FC
+    /// packet that starts on a link at t reaches the peer's ibuf at t +
+    /// `link_delay_ns` (docs/model/fabric.md 2.3). 0, the default and the
+    /// reference model, is not written out; a real cable adds about 5 ns
+    /// per metre. Must be shorter than the credit period.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub link_delay_ns: f64,
     // ---- switch -------------------------------------------------------
     pub isw_delay_ns: f64,
     pub vsw_delay_ns: f64,

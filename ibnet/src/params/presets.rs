@@ -228,6 +228,7 @@ mod tests {
                 link_packet_error_rate: 0.0,
                 link_bit_error_rate: 0.0,
                 rto_ns: 65_536.0,
+                link_delay_ns: 0.0,
                 isw_delay_ns: 50.0,
                 vsw_delay_ns: 50.0,
                 core_freq_switch_mhz: 250.0,

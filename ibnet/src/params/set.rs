@@ -36,6 +36,10 @@ impl Params {
                 );
                 t.insert("rto_ns".into(), toml::Value::Float(self.rto_ns));
                 t.insert(
+                    "link_delay_ns".into(),
+                    toml::Value::Float(self.link_delay_ns),
+                );
+                t.insert(
                     "vl_arb_rr_per_vl".into(),
                     toml::Value::Boolean(self.vl_arb_rr_per_vl),
                 );

@@ -21,6 +21,8 @@ pub struct Timing {
     pub drain: Vec<u64>,
     pub isw: u64,
     pub vsw: u64,
+    /// propagation delay of every link
+    pub link: u64,
     pub cred: u64,
     pub gap: u64,
     pub hiccup_on: u64,
@@ -139,6 +141,7 @@ impl Timing {
                 &|b| b * p.sink_pop_dly_per_byte_ns,
             )?,
             isw: delay_ps("isw_delay_ns", p.isw_delay_ns)?,
+            link: link_ps(p.link_delay_ns, cred)?,
             vsw: delay_ps("vsw_delay_ns", p.vsw_delay_ns)?,
             cred,
             gap: delay_ps("msg2msg_gap_ns", p.msg2msg_gap_ns)?,
@@ -151,6 +154,25 @@ impl Timing {
             cct,
         })
     }
+}
+
+/// `link_delay_ns` in ps: shorter than the credit period `cred`. (The
+/// lazy credit timer relies on every delay into an obuf being shorter
+/// than the period, `engine/mod.rs`, and so does an FC packet, whose
+/// arrival reads what its sender advertised: the sender advertises a VL
+/// again at its next tick at the earliest.)
+fn link_ps(ns: f64, cred: u64) -> Result<u64, ConfigError> {
+    let d = delay_ps("link_delay_ns", ns)?;
+    if d >= cred {
+        return Err(ConfigError::BadValue {
+            key: "link_delay_ns".into(),
+            msg: format!(
+                "{ns} ns is not shorter than the credit period ({} ns, cred_min_time_ns)",
+                cred as f64 / 1000.0
+            ),
+        });
+    }
+    Ok(d)
 }
 
 /// A delay parameter in ns converted to ps ([`ps`]), range-checked.

@@ -26,7 +26,7 @@ impl Params {
         for (key, v) in keyed!(self;
             gen_dly_per_byte_ns, gen_pop_dly_per_byte_ns, msg2msg_gap_ns,
             sink_pop_dly_per_byte_ns, hiccup_duration_ns, hiccup_delay_ns,
-            start_stat_col_ns, cred_min_time_ns, isw_delay_ns, vsw_delay_ns,
+            start_stat_col_ns, cred_min_time_ns, isw_delay_ns, vsw_delay_ns, link_delay_ns,
             cc_timer_ns, cc_cct_coeff_ns, cc_base_interval_ns,
         ) {
             if !(v.is_finite() && v >= 0.0) {

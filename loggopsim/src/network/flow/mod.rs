@@ -25,9 +25,10 @@
 //!   not modelled (the bandwidth factor can absorb them);
 //! - route latency = switches on the route x (ISW + VSW), each delay
 //!   rounded to ps as the fabric does (`isw_delay_ns`, `vsw_delay_ns`;
-//!   thesis-ddr: 100 ns per switch). As per-link latencies (the SimGrid
-//!   export): a link direction leaving a switch has ISW + VSW, a link
-//!   direction leaving an HCA has 0.
+//!   thesis-ddr: 100 ns per switch), plus every link's propagation delay
+//!   (`link_delay_ns`, 0 in the reference model). As per-link latencies
+//!   (the SimGrid export): a link direction leaving a switch has ISW +
+//!   VSW, a link direction leaving an HCA has 0, each plus the delay.
 //! - correction factors (SimGrid's `network/latency-factor` and
 //!   `network/bandwidth-factor`): each switch hop's latency x
 //!   `latency_factor`, rounded to the nearest ps; every capacity x

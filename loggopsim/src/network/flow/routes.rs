@@ -30,6 +30,9 @@ pub struct FlowTopology {
     pub link_bytes_per_s: f64,
     /// ISW + VSW in ps before the latency factor.
     pub switch_latency_ps: u64,
+    /// Every link's propagation delay in ps (`link_delay_ns`; 0 in the
+    /// reference model), added per link of a route.
+    pub link_delay: u64,
     /// Link capacity in bytes per ps after the bandwidth factor.
     pub link_cap: f64,
 }
@@ -76,13 +79,15 @@ impl FlowTopology {
                 rank_node.len()
             ));
         }
-        Ok(Self::from_topology(
+        let mut ft = Self::from_topology(
             &topo,
             rank_node,
             fl.link_bytes_per_s,
             fl.switch_latency_ps,
             fast,
-        ))
+        );
+        ft.link_delay = fl.link_delay_ps;
+        Ok(ft)
     }
 
     /// From a loaded topology: `bytes_per_s` per link direction,
@@ -138,16 +143,18 @@ impl FlowTopology {
             hca_to_hca,
             link_bytes_per_s: bytes_per_s,
             switch_latency_ps,
+            link_delay: 0,
             link_cap: c,
         }
     }
 
     /// The lower bound of every route latency (>= 1 ps).
     pub fn min_latency(&self) -> u64 {
+        // (a route crosses one link at least, two through a switch)
         if self.hca_to_hca {
-            1
+            self.link_delay.max(1)
         } else {
-            self.hop_latency.max(1)
+            (self.hop_latency + 2 * self.link_delay).max(1)
         }
     }
 
@@ -199,9 +206,10 @@ impl FlowTopology {
             .iter()
             .map(|&l| self.cap[l as usize])
             .fold(f64::INFINITY, f64::min);
+        let latency = switches * self.hop_latency + links.len() as u64 * self.link_delay;
         Ok(Route {
             links,
-            latency: (switches * self.hop_latency).max(1),
+            latency: latency.max(1),
             max_rate,
         })
     }
@@ -250,6 +258,22 @@ mod tests {
         assert_eq!(t.route(0, 1).unwrap().latency, 150_002);
         assert_eq!(t.link_cap, 1e9 / 1e12);
         assert!(t.route(0, 99).is_err());
+    }
+
+    /// Links with a propagation delay: a route takes it once per link
+    /// (two on one switch, three across two), and the lower bound of every
+    /// route is the shortest route's.
+    #[test]
+    fn link_delay_per_link() {
+        let mut t = topo("H8_S2", 1e9, 100_000, &FastArgs::default());
+        t.link_delay = 5_000;
+        let lat: Vec<(usize, u64)> = (1..8)
+            .flat_map(|d| t.route(0, d).ok())
+            .map(|r| (r.links.len(), r.latency))
+            .collect();
+        assert!(lat.contains(&(2, 100_000 + 2 * 5_000)), "{lat:?}");
+        assert!(lat.contains(&(3, 2 * 100_000 + 3 * 5_000)), "{lat:?}");
+        assert_eq!(t.min_latency(), 110_000);
     }
 
     /// Two switches: a route across them has three links and two switch
