@@ -1509,35 +1509,6 @@ impl Fabric {
             Cross::Later { at, inner } => (*inner, Some(at)),
             c => (c, None),
         };
-        if let (
-            Some(_),
-            Cross::Fc {
-                seq,
-                port,
-                vl,
-                fctbs,
-                fccl,
-            },
-        ) = (at, &c)
-        {
-            // (written into the sender's obuf copy when it arrives:
-            // `par_fc_arrives`)
-            let part = self.part.as_deref_mut().unwrap();
-            part.fc_on_the_way
-                .entry((*port, *vl))
-                .or_default()
-                .push_back((*fctbs, *fccl));
-            part.fc_in.push(std::cmp::Reverse(at.unwrap()));
-            self.push_key(
-                at.unwrap(),
-                *seq,
-                Ev::IbufFc {
-                    port: *port,
-                    vl: *vl,
-                },
-            );
-            return;
-        }
         let (seq, ev) = match c {
             Cross::Flit {
                 seq,
@@ -1564,10 +1535,21 @@ impl Fabric {
                 fctbs,
                 fccl,
             } => {
-                let peer = self.ports[port as usize].peer as usize;
-                let v = &mut self.ports[peer].ob.vl[vl as usize];
-                v.sent_fctbs = fctbs;
-                v.sent_fccl = fccl;
+                if let Some(at) = at {
+                    // (a link delay later: written into the sender's obuf
+                    // copy when it arrives, `par_fc_arrives`)
+                    let part = self.part.as_deref_mut().unwrap();
+                    part.fc_on_the_way
+                        .entry((port, vl))
+                        .or_default()
+                        .push_back((fctbs, fccl));
+                    part.fc_in.push(std::cmp::Reverse(at));
+                } else {
+                    let peer = self.ports[port as usize].peer as usize;
+                    let v = &mut self.ports[peer].ob.vl[vl as usize];
+                    v.sent_fctbs = fctbs;
+                    v.sent_fccl = fccl;
+                }
                 (seq, Ev::IbufFc { port, vl })
             }
             Cross::Plain { seq, ev } => (seq, ev),
