@@ -31,7 +31,8 @@ pub struct FlowTopology {
     /// ISW + VSW in ps before the latency factor.
     pub switch_latency_ps: u64,
     /// Every link's propagation delay in ps (`link_delay_ns`; 0 in the
-    /// reference model), added per link of a route.
+    /// reference model) times the latency factor, rounded; added per link
+    /// of a route.
     pub link_delay: u64,
     /// Link capacity in bytes per ps after the bandwidth factor.
     pub link_cap: f64,
@@ -86,7 +87,7 @@ impl FlowTopology {
             fl.switch_latency_ps,
             fast,
         );
-        ft.link_delay = fl.link_delay_ps;
+        ft.link_delay = (fl.link_delay_ps as f64 * fast.latency_factor).round() as u64;
         Ok(ft)
     }
 
