@@ -115,7 +115,8 @@ pub fn latency_packets(p: &Params, tm: &Timing, switches: usize, pkts: &[u32]) -
         };
     }
     // --- switches (each link delays what crosses it by `link_delay_ns`)
-    let mut arr: Vec<u64> = x.iter().map(|&t| t + tm.link).collect();
+    let mut arr = x;
+    arr.iter_mut().for_each(|a| *a += tm.link);
     for _ in 0..switches {
         let mut hand = vec![0u64; n];
         let mut dd = vec![0u64; n];
@@ -142,7 +143,8 @@ pub fn latency_packets(p: &Params, tm: &Timing, switches: usize, pkts: &[u32]) -
                 o[k].max(xx[k - 1] + tm.wire[fl[k - 1].0])
             };
         }
-        arr = xx.iter().map(|&t| t + tm.link).collect();
+        xx.iter_mut().for_each(|a| *a += tm.link);
+        arr = xx;
     }
     // --- sink
     let mut cons = 0u64;

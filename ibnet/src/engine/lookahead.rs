@@ -170,10 +170,8 @@ impl Fabric {
         // (a HoQ flit short of credits), so its arrival bounds the
         // receiver's next transmission, and the sender's until the
         // receiver has it (the round after it was sent).
+        // (those that have arrived left `fc_in` then: `par_fc_arrives`)
         let part = self.part.as_deref_mut().unwrap();
-        while part.fc_in.peek().is_some_and(|r| r.0 <= t) {
-            part.fc_in.pop();
-        }
         p = p.min(std::mem::replace(&mut part.fc_sent_min, NO_EVENT));
         if let Some(r) = part.fc_in.peek() {
             p = p.min(r.0);

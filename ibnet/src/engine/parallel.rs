@@ -1568,10 +1568,16 @@ impl Fabric {
     /// A delayed FC packet from another process arrives at port `pi`:
     /// what it carries goes into this process's copy of the sender's obuf,
     /// where the handler reads it (a packet from this process's own obuf
-    /// finds its values there already).
+    /// finds its values there already). It and those before it leave
+    /// `Part::fc_in` here, not only when a promise is made: a run to the
+    /// next completion makes none, and the heap would grow.
     #[cold]
     pub(super) fn par_fc_arrives(&mut self, pi: usize, vl: u8) {
+        let now = self.now;
         let part = self.part.as_deref_mut().unwrap();
+        while part.fc_in.peek().is_some_and(|r| r.0 <= now) {
+            part.fc_in.pop();
+        }
         if let Some(q) = part.fc_on_the_way.get_mut(&(pi as u32, vl)) {
             if let Some((fctbs, fccl)) = q.pop_front() {
                 let peer = self.ports[pi].peer as usize;

@@ -53,9 +53,7 @@ impl Fabric {
         } else if self.part.is_some() {
             self.par_sched_link(self.now + d, ev);
         } else {
-            let seq = self.counter << SEQ_SHIFT;
-            self.counter += 1;
-            self.push_key(self.now + d, seq, ev);
+            self.sched(self.now + d, ev);
         }
     }
 
